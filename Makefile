@@ -1,0 +1,48 @@
+# The two commands: `make run` and `make test`. Everything they need, they install or start.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+HOME_DIR ?= .vaultgraph
+# make test uses its own Neo4j (other ports, other data) so it never touches make run's.
+TEST_ENV := VAULTGRAPH_HOME=$(HOME_DIR) VAULTGRAPH_NEO4J_BOLT_PORT=7688 VAULTGRAPH_NEO4J_HTTP_PORT=7475
+PYTEST_ARGS ?=
+
+.PHONY: run test lint bench bench-scale system-deps venv neo4j-stop clean
+
+system-deps:
+	@command -v java >/dev/null && command -v mvn >/dev/null || { \
+	  echo "installing Java 17 and Maven from Debian's packages"; \
+	  apt-get update -q && apt-get install -y -q openjdk-17-jre-headless maven; }
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+venv: system-deps $(STAMP)
+
+run: venv
+	VAULTGRAPH_HOME=$(HOME_DIR) $(BIN)/vaultgraph serve --local-neo4j
+
+test: venv
+	$(TEST_ENV) $(BIN)/vaultgraph neo4j run -- sh -c '$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: that is a failure here"; exit 1; fi; exit $$rc'
+
+lint: venv
+	$(BIN)/ruff check vaultgraph tests bench
+
+bench: venv
+	$(BIN)/python -m bench
+
+bench-scale: venv
+	$(BIN)/python -m bench --scale
+
+neo4j-stop:
+	-VAULTGRAPH_HOME=$(HOME_DIR) $(BIN)/vaultgraph neo4j stop
+	-$(TEST_ENV) $(BIN)/vaultgraph neo4j stop
+
+clean: neo4j-stop
+	rm -rf $(VENV) $(HOME_DIR)

@@ -1,0 +1,2 @@
+// Liveness of the database: the cheapest statement that needs a server.
+RETURN 1 AS ok

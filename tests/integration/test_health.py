@@ -1,0 +1,89 @@
+"""Liveness, readiness, the error shape and the trace id."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import shutil
+
+import pytest
+
+from vaultgraph.app import create_app
+from vaultgraph.neo4j_local import LocalNeo4j
+from vaultgraph.settings import Settings
+
+PROBLEM_KEYS = {"type", "title", "status", "detail"}
+
+
+async def test_health_answers_without_a_key(client):
+    resp = await client.get("/health")
+    assert resp.status == 200
+    assert await resp.json() == {"status": "ok"}
+
+
+async def test_ready_answers_when_neo4j_is_up(client):
+    resp = await client.get("/ready")
+    assert resp.status == 200
+    assert (await resp.json())["status"] == "ready"
+
+
+async def test_unknown_route_is_a_problem(client):
+    resp = await client.get("/no-such-route")
+    assert resp.status == 404
+    assert resp.content_type == "application/problem+json"
+    body = await resp.json()
+    assert PROBLEM_KEYS <= set(body)
+    assert body["status"] == 404
+    assert body["type"].endswith("/not-found")
+
+
+async def test_wrong_method_is_a_405_problem_with_allow(client):
+    resp = await client.delete("/health")
+    assert resp.status == 405
+    assert resp.content_type == "application/problem+json"
+    assert "GET" in resp.headers["Allow"]
+
+
+async def test_trace_id_is_echoed(client):
+    resp = await client.get("/health", headers={"SVC-TRACE-ID": "abc-123"})
+    assert resp.headers["SVC-TRACE-ID"] == "abc-123"
+
+
+async def test_trace_id_is_generated_when_absent_or_malformed(client):
+    resp = await client.get("/health", headers={"SVC-TRACE-ID": "bad id with spaces"})
+    generated = resp.headers["SVC-TRACE-ID"]
+    assert generated != "bad id with spaces"
+    assert len(generated) == 32
+
+
+@pytest.fixture
+def private_neo4j(tmp_path_factory, settings):
+    """A second real Neo4j of our own, so stopping it disturbs no other test."""
+    lib = Settings.from_env().home_path / "neo4j-lib"
+    home = tmp_path_factory.mktemp("neo4j-ready")
+    neo = LocalNeo4j(home=home / "neo4j", lib_dir=lib, bolt_port=7697, http_port=7484,
+                     password="ready-test-password", heap="256m", pagecache="32m")
+    neo.start()
+    yield neo
+    neo.stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+async def test_ready_is_503_while_neo4j_is_down_and_recovers(aiohttp_client, settings,
+                                                             private_neo4j):
+    own = dataclasses.replace(settings, neo4j_uri=private_neo4j.uri,
+                              neo4j_password="ready-test-password")
+    client = await aiohttp_client(create_app(own))
+    assert (await client.get("/ready")).status == 200
+
+    await asyncio.to_thread(private_neo4j.stop)
+    down = await client.get("/ready")
+    assert down.status == 503
+    assert down.content_type == "application/problem+json"
+    assert down.headers["Retry-After"]
+    body = await down.json()
+    assert body["status"] == 503
+    assert "ready-test-password" not in await down.text()
+
+    await asyncio.to_thread(private_neo4j.start)
+    assert (await client.get("/ready")).status == 200

@@ -1,0 +1,426 @@
+import json
+
+import pytest
+
+from vaultgraph import expressions
+from vaultgraph.expressions import (
+    DEFAULT_FINGERPRINT_EXPRESSION,
+    ExpressionError,
+    compile_expression,
+    luhn_valid,
+    render,
+    render_mask,
+    validate_expression,
+    validate_mask,
+)
+
+CARD = {
+    "number": "4242424242424242",
+    "expiration_month": 3,
+    "expiration_year": 2027,
+    "cvc": "123",
+}
+
+
+def r(source, data=None, **kwargs):
+    return render(source, data=data, **kwargs)
+
+
+# --- environment and sandbox ---------------------------------------------------------------
+
+
+def test_data_is_bound():
+    assert r("{{ data.number }}", CARD) == "4242424242424242"
+
+
+def test_metadata_is_bound_when_given():
+    assert render("{{ metadata.k }}-{{ data }}", data="d", metadata={"k": "v"}) == "v-d"
+
+
+def test_metadata_is_undefined_when_not_given():
+    assert r("{{ metadata.k }}", "d") == ""
+
+
+def test_undefined_variable_renders_empty():
+    assert r("[{{ data.missing.deeper }}]", {}) == "[]"
+
+
+def test_syntax_error_raises():
+    with pytest.raises(ExpressionError, match="invalid expression syntax"):
+        compile_expression("{{ data ")
+
+
+def test_unknown_filter_fails_at_compile_time():
+    with pytest.raises(ExpressionError, match="unknown filter"):
+        compile_expression("{{ data | no_such_filter }}")
+
+
+def test_unknown_filter_inside_a_tag_fails_at_compile_time():
+    with pytest.raises(ExpressionError, match="unknown filter"):
+        compile_expression("{% assign x = data | no_such_filter %}{{ x }}")
+
+
+@pytest.mark.parametrize("source", ["{% include 'x' %}", "{% render 'x' %}"])
+def test_include_and_render_tags_are_refused(source):
+    with pytest.raises(ExpressionError):
+        compile_expression(source)
+
+
+def test_loop_iteration_limit_is_enforced():
+    with pytest.raises(ExpressionError, match="resource limit"):
+        r("{% for i in (1..100000) %}x{% endfor %}")
+
+
+def test_small_loops_are_allowed():
+    assert r("{% for i in (1..3) %}{{ i }}{% endfor %}") == "123"
+
+
+def test_output_stream_limit_is_enforced():
+    big = "x" * (expressions.MAX_OUTPUT_BYTES // 2 + 1)
+    with pytest.raises(ExpressionError, match="resource limit"):
+        r("{{ data }}{{ data }}", big)
+
+
+def test_block_nesting_limit_is_enforced():
+    source = "{% if true %}" * 20 + "x" + "{% endif %}" * 20
+    with pytest.raises(ExpressionError):
+        compile_expression(source)
+
+
+def test_overlong_expression_is_refused():
+    with pytest.raises(ExpressionError, match="too long"):
+        compile_expression("x" * (expressions.MAX_EXPRESSION_LENGTH + 1))
+
+
+def test_non_string_expression_is_refused():
+    with pytest.raises(ExpressionError, match="must be a string"):
+        compile_expression({"a": 1})
+
+
+def test_compiled_templates_are_cached():
+    assert compile_expression("{{ data | last4 }}") is compile_expression("{{ data | last4 }}")
+
+
+def test_validate_expression_accepts_valid_and_rejects_invalid():
+    assert validate_expression("{{ data | reveal_last: 4 }}") is None
+    with pytest.raises(ExpressionError):
+        validate_expression("{% if %}")
+
+
+def test_render_error_message_never_contains_data():
+    secret = "not-a-number-4242"
+    with pytest.raises(ExpressionError) as info:
+        r("{{ data | to_number }}", secret)
+    assert secret not in str(info.value)
+
+
+def test_builtin_filter_error_is_wrapped_without_data():
+    secret = "4242424242424242"
+    with pytest.raises(ExpressionError) as info:
+        r("{{ data | divided_by: 0 }}", secret)
+    assert secret not in str(info.value)
+    assert info.value.__suppress_context__
+
+
+def test_missing_filter_argument_is_an_expression_error():
+    with pytest.raises(ExpressionError):
+        r("{{ data | reveal_last }}", "4242")
+
+
+def test_empty_output_is_an_error_when_not_allowed():
+    with pytest.raises(ExpressionError, match="rendered an empty value"):
+        r("{{ data.missing }}", {}, allow_empty=False)
+
+
+def test_default_fingerprint_expression_is_compact_sorted_json():
+    assert DEFAULT_FINGERPRINT_EXPRESSION == "{{ data | stringify }}"
+    assert r(DEFAULT_FINGERPRINT_EXPRESSION, {"b": 1, "a": "é"}) == '{"a":"é","b":1}'
+
+
+# --- masks -----------------------------------------------------------------------------------
+
+
+def test_render_mask_string():
+    assert render_mask("{{ data | card_mask }}", data="4242424242424242") == "424242XXXXXX4242"
+
+
+def test_render_mask_structure_renders_string_leaves_with_whole_data():
+    mask = {
+        "number": "{{ data.number | card_mask }}",
+        "nested": {"exp": ["{{ data | card_exp }}"]},
+        "count": 3,
+        "flag": True,
+        "nothing": None,
+    }
+    assert render_mask(mask, data=CARD) == {
+        "number": "424242XXXXXX4242",
+        "nested": {"exp": ["03/27"]},
+        "count": 3,
+        "flag": True,
+        "nothing": None,
+    }
+
+
+def test_render_mask_none_is_none():
+    assert render_mask(None, data=CARD) is None
+
+
+def test_render_mask_too_deep_is_refused():
+    mask = "{{ data }}"
+    for _ in range(expressions.MAX_MASK_DEPTH + 2):
+        mask = [mask]
+    with pytest.raises(ExpressionError, match="too deeply"):
+        render_mask(mask, data="x")
+
+
+def test_validate_mask_finds_bad_leaf():
+    validate_mask({"a": "{{ data }}", "b": [1, None]})
+    with pytest.raises(ExpressionError):
+        validate_mask({"a": ["{{ data | nope }}"]})
+
+
+# --- masking filters -------------------------------------------------------------------------
+
+
+def test_reveal_last():
+    assert r("{{ data | reveal_last: 4 }}", "4242424242424242") == "XXXXXXXXXXXX4242"
+
+
+def test_reveal_last_with_mask_char():
+    assert r("{{ data | reveal_last: 2, '*' }}", "12345") == "***45"
+
+
+def test_reveal_last_longer_than_value_shows_value():
+    assert r("{{ data | reveal_last: 10 }}", "123") == "123"
+
+
+def test_reveal_last_negative_count_is_refused():
+    with pytest.raises(ExpressionError, match="invalid filter argument"):
+        r("{{ data | reveal_last: -1 }}", "123")
+
+
+def test_reveal_shows_first_and_last():
+    assert r("{{ data | reveal: 6, 4 }}", "4242424242424242") == "424242XXXXXX4242"
+
+
+def test_reveal_when_first_and_last_cover_value_shows_value():
+    assert r("{{ data | reveal: 2, 2 }}", "abc") == "abc"
+
+
+def test_last4():
+    assert r("{{ data | last4 }}", "123456789") == "6789"
+
+
+def test_pad_left_and_pad_right():
+    assert r("{{ data | pad_left: 6, '0' }}", "42") == "000042"
+    assert r("{{ data | pad_right: 4, '-' }}", "42") == "42--"
+
+
+def test_pad_length_is_bounded():
+    with pytest.raises(ExpressionError):
+        r("{{ data | pad_left: 100000000, '0' }}", "1")
+
+
+def test_pad_char_must_be_one_character():
+    with pytest.raises(ExpressionError):
+        r("{{ data | pad_left: 5, 'ab' }}", "1")
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        ("reveal_last: 4", ""),
+        ("reveal: 1, 1", ""),
+        ("last4", ""),
+        ("pad_left: 3, '0'", "000"),
+        ("pad_right: 2", "  "),
+        ("alias_preserve_format", ""),
+        ("alias_preserve_length", ""),
+        ("alias_card", ""),
+        ("card_mask", ""),
+        ("card_bin", ""),
+        ("card_exp", ""),
+        ("json: '$.a'", ""),
+        ("stringify", ""),
+        ("json_stringify", ""),
+        ("to_string", ""),
+        ("to_number", ""),
+        ("to_boolean", ""),
+        ("to_base64", ""),
+        ("to_base16", ""),
+    ],
+)
+@pytest.mark.parametrize("variable", ["data", "data.missing"])
+@pytest.mark.parametrize("data", [None, ""])
+def test_filters_tolerate_missing_or_empty_input(filters, expected, variable, data):
+    value = {} if variable == "data.missing" else data
+    assert r("{{ " + variable + " | " + filters + " }}", value) == expected
+
+
+# --- aliasing filters ------------------------------------------------------------------------
+
+
+def test_alias_preserve_format_keeps_character_classes():
+    value = "Ab1-xY9 z"
+    alias = r("{{ data | alias_preserve_format }}", value)
+    assert len(alias) == len(value)
+    for original, replaced in zip(value, alias, strict=True):
+        if original.isdigit():
+            assert replaced.isdigit()
+        elif original.islower():
+            assert replaced.islower()
+        elif original.isupper():
+            assert replaced.isupper()
+        else:
+            assert replaced == original
+
+
+def test_alias_preserve_length_is_alphanumeric_of_same_length():
+    alias = r("{{ data | alias_preserve_length }}", "a-b c!")
+    assert len(alias) == 6
+    assert alias.isascii() and alias.isalnum()
+
+
+def test_alias_card_keeps_bin_and_last4_and_is_luhn_valid():
+    for number in ("4242424242424242", "4111111111111111", "4222222222222", "6011111111111117"):
+        alias = r("{{ data | alias_card }}", number)
+        assert len(alias) == len(number)
+        assert alias[:6] == number[:6] and alias[-4:] == number[-4:]
+        assert alias != number
+        assert luhn_valid(alias)
+
+
+def test_alias_card_short_value_preserves_format():
+    alias = r("{{ data | alias_card }}", "12-34")
+    assert len(alias) == 5 and alias[2] == "-" and alias.replace("-", "").isdigit()
+
+
+# --- card filters ----------------------------------------------------------------------------
+
+
+def test_card_mask_on_number_and_on_card_object():
+    assert r("{{ data | card_mask }}", "4111111111111111") == "411111XXXXXX1111"
+    assert r("{{ data | card_mask }}", CARD) == "424242XXXXXX4242"
+
+
+def test_card_mask_on_short_value_masks_everything():
+    assert r("{{ data | card_mask }}", "123456789012") == "X" * 12
+
+
+def test_card_bin_is_8_digits_for_16_digit_numbers_else_6():
+    assert r("{{ data | card_bin }}", "4242424242424242") == "42424242"
+    assert r("{{ data | card_bin }}", "378282246310005") == "378282"
+    assert r("{{ data | card_bin }}", CARD) == "42424242"
+
+
+def test_card_exp_default_and_custom_formats():
+    assert r("{{ data | card_exp }}", CARD) == "03/27"
+    assert r("{{ data | card_exp: 'MM/YYYY' }}", CARD) == "03/2027"
+    assert r("{{ data | card_exp: 'YYYY-MM' }}", CARD) == "2027-03"
+
+
+def test_card_exp_without_expiration_is_empty():
+    assert r("{{ data | card_exp }}", {"number": "4242424242424242"}) == ""
+
+
+# --- JSON and conversion filters ---------------------------------------------------------------
+
+
+def test_json_without_path_encodes_value():
+    assert r("{{ data | json }}", "a") == '"a"'
+    assert r("{{ data | json }}", {"b": [1, 2], "a": None}) == '{"a":null,"b":[1,2]}'
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("$.a.b", "1"),
+        ("$.list[1]", "y"),
+        ("$.list[-1]", "y"),
+        ("$['a']['b']", "1"),
+        ('$["odd key"]', "v"),
+        ("$.missing.deeper", ""),
+        ("$.list[5]", ""),
+    ],
+)
+def test_json_with_path_extracts_value(path, expected):
+    data = {"a": {"b": 1}, "list": ["x", "y"], "odd key": "v"}
+    quote = '"' if "'" in path else "'"
+    assert r("{{ data | json: " + quote + path + quote + " }}", data) == expected
+
+
+def test_json_path_result_can_be_chained():
+    assert r("{{ data | json: '$.card' | card_mask }}", {"card": CARD}) == "424242XXXXXX4242"
+
+
+@pytest.mark.parametrize("path", ["a.b", "$.", "$[x]", "$.a[", "$..a"])
+def test_json_invalid_path_is_refused(path):
+    with pytest.raises(ExpressionError, match="invalid JSON path"):
+        r("{{ data | json: '" + path + "' }}", {"a": 1})
+
+
+def test_stringify_returns_plain_string_unchanged():
+    assert r("{{ data | stringify }}", 'he said "hi"') == 'he said "hi"'
+
+
+def test_json_stringify_is_compact_sorted_json():
+    data = {"z": [1, 2.5, True, None], "a": {"y": "ü", "x": 1}}
+    expected = json.dumps(data, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    assert r("{{ data | json_stringify }}", data) == expected
+    assert r("{{ data | stringify }}", data) == expected
+
+
+def test_to_string():
+    assert r("{{ data | to_string | append: '!' }}", 12) == "12!"
+    assert r("{{ data | to_string }}", True) == "true"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("42", "42"), (" -7 ", "-7"), ("12.0", "12"), ("2.5", "2.5"), (3.0, "3"), (8, "8")],
+)
+def test_to_number(value, expected):
+    assert r("{{ data | to_number }}", value) == expected
+
+
+def test_to_number_result_is_numeric():
+    assert r("{{ data | to_number | plus: 1 }}", "41") == "42"
+
+
+@pytest.mark.parametrize("value", ["abc", "nan", "inf", True, [1], "1e999"])
+def test_to_number_rejects_non_numbers(value):
+    with pytest.raises(ExpressionError, match="not a number"):
+        r("{{ data | to_number }}", value)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("true", "true"), ("FALSE", "false"), ("1", "true"), ("no", "false"), (0, "false")],
+)
+def test_to_boolean(value, expected):
+    assert r("{{ data | to_boolean }}", value) == expected
+
+
+def test_to_boolean_rejects_other_strings():
+    with pytest.raises(ExpressionError, match="not a boolean"):
+        r("{{ data | to_boolean }}", "maybe")
+
+
+def test_to_base64_and_to_base16():
+    assert r("{{ data | to_base64 }}", "hello") == "aGVsbG8="
+    assert r("{{ data | to_base16 }}", "hi") == "6869"
+
+
+# --- Luhn helper -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("number", ["4242424242424242", "4111111111111111", "378282246310005"])
+def test_luhn_valid_numbers(number):
+    assert luhn_valid(number)
+
+
+@pytest.mark.parametrize(
+    "number", ["4242424242424241", "4111111111111112", "", "42a2", "\u0664\u0662"]
+)
+def test_luhn_invalid_numbers(number):
+    assert not luhn_valid(number)

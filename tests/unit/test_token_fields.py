@@ -1,0 +1,209 @@
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from vaultgraph.tokens.fields import (
+    format_datetime,
+    normalize_container,
+    parse_expires_at,
+    validate_token_id,
+)
+
+NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def expires(value, now=NOW):
+    return parse_expires_at(value, now=now)
+
+
+# --- token id ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["abc", "a" * 400, "order-123_x.y", "tok:émoji✓", "a~b@c!d"])
+def test_token_id_accepts_valid_ids(value):
+    assert validate_token_id(value) == value
+
+
+@pytest.mark.parametrize("value", ["ab", "a" * 401, ""])
+def test_token_id_length_is_3_to_400(value):
+    with pytest.raises(ValueError, match="3 to 400 characters"):
+        validate_token_id(value)
+
+
+@pytest.mark.parametrize("char", list("#/\\+?[]|&=%<>{}^"))
+def test_token_id_rejects_reserved_characters(char):
+    with pytest.raises(ValueError, match="must not contain any of"):
+        validate_token_id(f"abc{char}def")
+
+
+@pytest.mark.parametrize("char", [" ", "\t", "\n", "\x00", "\x7f", "\u200b", "\u00a0", "\u2028"])
+def test_token_id_rejects_whitespace_and_control_characters(char):
+    with pytest.raises(ValueError, match="whitespace or control"):
+        validate_token_id(f"abc{char}def")
+
+
+def test_token_id_must_be_a_string():
+    with pytest.raises(ValueError, match="must be a string"):
+        validate_token_id(12345)
+
+
+def test_token_id_error_does_not_echo_input():
+    value = "secret id with spaces"
+    with pytest.raises(ValueError) as info:
+        validate_token_id(value)
+    assert value not in str(info.value)
+
+
+# --- containers --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/", "/"),
+        ("/general/high/", "/general/high/"),
+        ("/PCI/High/", "/pci/high/"),
+        ("/a-b/c_d/0/", "/a-b/c_d/0/"),
+    ],
+)
+def test_container_is_normalized_to_lower_case(path, expected):
+    assert normalize_container(path) == expected
+
+
+@pytest.mark.parametrize("path", ["general/high/", "/general/high", "general", ""])
+def test_container_must_start_and_end_with_slash(path):
+    with pytest.raises(ValueError, match="start and end with '/'"):
+        normalize_container(path)
+
+
+@pytest.mark.parametrize("path", ["//", "/a//b/", "/a b/", "/a.b/", "/é/", "/a/../"])
+def test_container_segments_are_letters_digits_dash_underscore(path):
+    with pytest.raises(ValueError, match="segments"):
+        normalize_container(path)
+
+
+def test_container_depth_is_bounded():
+    normalize_container("/" + "a/" * 20)
+    with pytest.raises(ValueError, match="at most 20 segments"):
+        normalize_container("/" + "a/" * 21)
+
+
+def test_container_length_is_bounded():
+    with pytest.raises(ValueError, match="at most 200 characters"):
+        normalize_container("/" + "a" * 200 + "/")
+
+
+def test_container_must_be_a_string():
+    with pytest.raises(ValueError, match="must be a string"):
+        normalize_container(["/a/"])
+
+
+# --- expires_at --------------------------------------------------------------------------------
+
+
+def test_expires_at_datetime_with_offset():
+    parsed = expires("11/21/2026 10:30:15 AM +02:00")
+    assert parsed == datetime(2026, 11, 21, 8, 30, 15, tzinfo=UTC)
+    assert parsed.utcoffset() == timedelta(0)
+
+
+def test_expires_at_datetime_with_negative_offset_and_pm():
+    assert expires("1/2/2027 1:05:00 PM -05:30") == datetime(2027, 1, 2, 18, 35, tzinfo=UTC)
+
+
+def test_expires_at_datetime_without_offset_is_utc():
+    assert expires("11/21/2026 10:00:00 PM") == datetime(2026, 11, 21, 22, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("value", "hour"), [("11/21/2026 12:00:00 AM", 0), ("11/21/2026 12:00:00 PM", 12)]
+)
+def test_expires_at_twelve_am_is_midnight_and_twelve_pm_is_noon(value, hour):
+    assert expires(value).hour == hour
+
+
+def test_expires_at_short_date_is_midnight_utc():
+    assert expires("11/21/2026") == datetime(2026, 11, 21, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2026-11-21T10:00:00+00:00", datetime(2026, 11, 21, 10, tzinfo=UTC)),
+        ("2026-11-21T10:00:00Z", datetime(2026, 11, 21, 10, tzinfo=UTC)),
+        ("2026-11-21T10:00:00+05:00", datetime(2026, 11, 21, 5, tzinfo=UTC)),
+        ("2026-11-21T10:00:00", datetime(2026, 11, 21, 10, tzinfo=UTC)),
+        ("2026-11-21", datetime(2026, 11, 21, tzinfo=UTC)),
+    ],
+)
+def test_expires_at_iso_8601_without_offset_is_utc(value, expected):
+    assert expires(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "tomorrow",
+        "12",
+        "2026",
+        "Nov 21 2026",
+        "13/01/2026",
+        "2/30/2026",
+        "11/21/2026 13:00:00 PM",
+        "11/21/2026 10:00:00",
+        "11/21/2026 10:00 AM",
+        "11/21/26",
+        "11/21/2026 10:00:00 AM +25:00",
+        "11/21/2026 10:00:00 AM +02:60",
+        "",
+        "x" * 100,
+    ],
+)
+def test_expires_at_rejects_other_formats_without_echoing_input(value):
+    with pytest.raises(ValueError, match="must be a date-time") as info:
+        expires(value)
+    if value:
+        assert value not in str(info.value)
+
+
+def test_expires_at_must_be_a_string():
+    with pytest.raises(ValueError, match="must be a date-time"):
+        expires(1_800_000_000)
+
+
+def test_expires_at_overflowing_offset_is_invalid_not_a_crash():
+    with pytest.raises(ValueError, match="must be a date-time"):
+        expires("12/31/9999 11:59:59 PM -05:00")
+
+
+@pytest.mark.parametrize("value", ["5/1/2025", "6/1/2025 12:00:00 PM", "2025-06-01T12:00:00Z"])
+def test_expires_at_must_be_in_the_future(value):
+    with pytest.raises(ValueError, match="must be in the future"):
+        expires(value)
+
+
+def test_expires_at_compares_instants_across_offsets():
+    # 12:30 at +01:00 is 11:30 UTC, before NOW (12:00 UTC).
+    with pytest.raises(ValueError, match="must be in the future"):
+        expires("6/1/2025 12:30:00 PM +01:00")
+    assert expires("6/1/2025 12:30:00 PM -01:00") == datetime(2025, 6, 1, 13, 30, tzinfo=UTC)
+
+
+# --- formatting --------------------------------------------------------------------------------
+
+
+def test_format_datetime_is_iso_8601_with_offset():
+    assert format_datetime(datetime(2026, 11, 21, 10, tzinfo=UTC)) == "2026-11-21T10:00:00+00:00"
+
+
+def test_format_datetime_keeps_a_given_offset():
+    moment = datetime(2026, 11, 21, 10, tzinfo=timezone(timedelta(hours=-5)))
+    assert format_datetime(moment) == "2026-11-21T10:00:00-05:00"
+
+
+def test_format_datetime_treats_naive_as_utc():
+    assert format_datetime(datetime(2026, 11, 21, 10)) == "2026-11-21T10:00:00+00:00"
+
+
+def test_parsed_expiry_round_trips_through_format():
+    assert format_datetime(expires("11/21/2026")) == "2026-11-21T00:00:00+00:00"

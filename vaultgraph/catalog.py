@@ -1,0 +1,52 @@
+"""The Cypher catalog: every statement is a file `cypher/<area>/<name>.cypher`, loaded once.
+
+Code asks for a statement by name (`catalog["tokens/create"]`); an unknown name fails at once.
+Values always travel as `$parameters`; nothing here builds query text from input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from neo4j import Query
+
+
+class Catalog:
+    def __init__(self, statements: dict[str, str]):
+        self._statements = statements
+        self._queries = {name: Query(text) for name, text in statements.items()}
+
+    @classmethod
+    def load(cls, directory: str | Path) -> Catalog:
+        root = Path(directory)
+        statements = {
+            path.relative_to(root).with_suffix("").as_posix(): path.read_text()
+            for path in sorted(root.rglob("*.cypher"))
+        }
+        if not statements:
+            raise FileNotFoundError(f"no .cypher files under {root}")
+        return cls(statements)
+
+    def __getitem__(self, name: str) -> Query:
+        try:
+            return self._queries[name]
+        except KeyError:
+            raise KeyError(f"no Cypher statement named {name!r} in the catalog") from None
+
+    def text(self, name: str) -> str:
+        return self._statements[name]
+
+    def names(self, area: str | None = None) -> list[str]:
+        if area is None:
+            return sorted(self._statements)
+        return sorted(n for n in self._statements if n.startswith(area + "/"))
+
+    def schema_statements(self) -> list[str]:
+        """Schema files hold several `;`-separated idempotent statements each."""
+        out: list[str] = []
+        for name in self.names("schema"):
+            text = "\n".join(
+                ln for ln in self._statements[name].splitlines()
+                if not ln.strip().startswith("//"))
+            out.extend(stmt.strip() for stmt in text.split(";") if stmt.strip())
+        return out

@@ -1,0 +1,181 @@
+"""The `vaultgraph` command: serve, run a local Neo4j, create tenants and applications."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+from .settings import Settings
+
+
+def _write_secret(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text + "\n")
+
+
+def local_neo4j(settings: Settings):
+    from .neo4j_local import LocalNeo4j
+
+    return LocalNeo4j(
+        home=settings.home_path / "neo4j" if settings.neo4j_bolt_port == 7687
+        else settings.home_path / f"neo4j-{settings.neo4j_bolt_port}",
+        lib_dir=settings.home_path / "neo4j-lib",
+        bolt_port=settings.neo4j_bolt_port,
+        http_port=settings.neo4j_http_port,
+        password=settings.neo4j_password or None,
+        heap=settings.neo4j_heap,
+        pagecache=settings.neo4j_pagecache,
+    )
+
+
+def ensure_dev_kek(settings: Settings) -> None:
+    """Development only: generate a key-encryption key once, if none is configured."""
+    from .crypto import KeyRing
+
+    if settings.kek or settings.kek_path.exists():
+        return
+    _write_secret(settings.kek_path, KeyRing.generate_spec())
+    print(f"generated a development key-encryption key into {settings.kek_path} (mode 0600); "
+          "production sets VAULTGRAPH_KEK or VAULTGRAPH_KEK_FILE", file=sys.stderr)
+
+
+def _local_settings(settings: Settings, neo) -> Settings:
+    """Point the service at the local server's password file when none is configured."""
+    if settings.neo4j_password:
+        return settings
+    return Settings(**{**settings.__dict__, "neo4j_password": neo.resolve_password()})
+
+
+async def _with_database(settings: Settings, work):
+    from .catalog import Catalog
+    from .crypto import KeyRing
+    from .db import Database
+
+    db = Database.connect(settings.neo4j_uri, settings.neo4j_user,
+                          settings.resolved_neo4j_password(), Catalog.load(settings.cypher_dir),
+                          settings.neo4j_database)
+    try:
+        await db.apply_schema()
+        return await work(db, KeyRing.from_spec(settings.resolved_kek()))
+    finally:
+        await db.close()
+
+
+def create_tenant(settings: Settings, name: str) -> dict:
+    from .services.tenants import create_tenant as create
+
+    async def work(db, ring):
+        return (await create(db, ring, name)).to_dict()
+
+    return asyncio.run(_with_database(settings, work))
+
+
+def bootstrap(settings: Settings) -> None:
+    """First run only: a tenant whose management key is printed once and kept 0600."""
+    key_file = settings.home_path / "admin.key"
+    if key_file.exists():
+        print(f"admin key: {key_file} (created on first run)", file=sys.stderr)
+        return
+    created = create_tenant(settings, "default")
+    _write_secret(key_file, created["key"])
+    (settings.home_path / "admin.json").write_text(orjson.dumps(
+        {"tenant_id": created["tenant_id"], "application_id": created["application_id"]}
+    ).decode() + "\n")
+    print("bootstrapped tenant 'default':\n"
+          f"  tenant_id      {created['tenant_id']}\n"
+          f"  application_id {created['application_id']}\n"
+          f"  admin key      {created['key']}\n"
+          f"  (shown once; also written to {key_file}, mode 0600)", file=sys.stderr)
+
+
+def serve(settings: Settings, *, local: bool) -> int:
+    from aiohttp import web
+
+    from .app import create_app
+    from .logs import configure
+
+    configure(settings.log_level, settings.log_format)
+    neo = started = None
+    if local:
+        ensure_dev_kek(settings)
+        neo = local_neo4j(settings)
+        started = neo.start()
+        settings = _local_settings(settings, neo)
+        bootstrap(settings)
+    try:
+        print(f"serving on http://{settings.host}:{settings.port} "
+              f"(docs at /docs, Neo4j Browser at http://127.0.0.1:{settings.neo4j_http_port}"
+              "/browser/)", file=sys.stderr)
+        web.run_app(create_app(settings), host=settings.host, port=settings.port,
+                    print=None, access_log=None, shutdown_timeout=10)
+    finally:
+        if started:
+            neo.stop()
+    return 0
+
+
+def neo4j_command(settings: Settings, action: str, command: list[str]) -> int:
+    neo = local_neo4j(settings)
+    if action == "start":
+        neo.start()
+    elif action == "stop":
+        neo.stop()
+    elif action == "status":
+        status = neo.status()
+        print(orjson.dumps(status, option=orjson.OPT_INDENT_2).decode())
+        return 0 if status["running"] else 3
+    elif action == "run":
+        # Start (unless running), run the command against it, stop it if this call started it.
+        ensure_dev_kek(settings)
+        started = neo.start()
+        env = {**os.environ, "VAULTGRAPH_NEO4J_URI": neo.uri,
+               "VAULTGRAPH_NEO4J_PASSWORD": neo.resolve_password(),
+               "VAULTGRAPH_HOME": str(settings.home_path)}
+        try:
+            return subprocess.call(command, env=env)  # noqa: S603 - the caller's own command
+        finally:
+            if started:
+                neo.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="vaultgraph", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_serve = sub.add_parser("serve", help="serve the API")
+    p_serve.add_argument("--local-neo4j", action="store_true",
+                         help="start the local Neo4j (and stop it on exit), bootstrap on first run")
+    p_neo = sub.add_parser("neo4j", help="the local Neo4j server")
+    p_neo.add_argument("action", choices=["start", "stop", "status", "run"])
+    p_neo.add_argument("cmd", nargs=argparse.REMAINDER,
+                       help="with run: the command to run against it (after --)")
+    p_ten = sub.add_parser("tenants", help="tenants")
+    ten_sub = p_ten.add_subparsers(dest="action", required=True)
+    p_tc = ten_sub.add_parser("create", help="create a tenant and its management application")
+    p_tc.add_argument("--name", required=True)
+
+    args = parser.parse_args(argv)
+    settings = Settings.from_env()
+    if args.command == "serve":
+        return serve(settings, local=args.local_neo4j)
+    if args.command == "neo4j":
+        cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+        return neo4j_command(settings, args.action, cmd)
+    if args.command == "tenants":
+        with contextlib.suppress(BrokenPipeError):
+            print(orjson.dumps(create_tenant(settings, args.name)).decode())
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

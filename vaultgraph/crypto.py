@@ -1,0 +1,315 @@
+"""Encryption core: key ring, per-tenant keys, value encryption and keyed fingerprints.
+
+Key hierarchy (DESIGN.md §3): KEKs from settings (``KeyRing``) wrap each tenant's random
+data-encryption keys (DEKs, AES-256-GCM) and fingerprint key (HMAC-SHA256); DEKs encrypt values.
+
+Stored tenant key material -- string properties on the tenant node, never raw keys:
+
+    dek_version       active DEK version for new encryptions, e.g. "d2"
+    wrapped_deks      "d1:k1.<b64>,d2:k2.<b64>"   (DEK version ":" wrapped blob, comma-separated)
+    wrapped_hmac_key  "k1.<b64>"
+
+A wrapped blob is ``<kek version>.<base64url(nonce || ciphertext || tag)>`` (no padding),
+AES-256-GCM under that KEK with AAD binding tenant id, KEK version and slot ("dek:d1" / "hmac"),
+so blobs cannot move between tenants or slots. Each blob names its own KEK: after a new KEK is
+appended to the ring old blobs still unwrap, and ``rewrap`` migrates tenants one at a time.
+
+Value ciphertexts are ``v1.<dek version>.<base64url(nonce || ciphertext || tag)>`` with AAD
+binding tenant id, token id, field label ("data", "mask", ...) and DEK version.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is a declared dependency
+    orjson = None  # type: ignore[assignment]
+
+__all__ = [
+    "CryptoError", "KeyRing", "TenantKeyCache", "TenantKeys", "needs_rewrap",
+    "new_tenant_key_material", "rewrap", "rotate_tenant_dek",
+]
+
+KEY_BYTES = 32
+NONCE_BYTES = 12  # 96-bit GCM nonce, random per encryption
+_TAG_BYTES = 16
+# Versions appear inside the stored formats, so they must not contain "." "," or ":".
+_VERSION_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
+_B64_RE = re.compile(r"[A-Za-z0-9_-]*")
+_WRAP_LABEL = b"vaultgraph:tenant-key"
+_VALUE_LABEL = b"vaultgraph:value:v1"
+_STORED_FIELDS = ("dek_version", "wrapped_deks", "wrapped_hmac_key")
+_UNWRAP_FAILED = "tenant key material could not be unwrapped"
+
+
+class CryptoError(Exception):
+    """Authentication or unwrap failure. Messages are fixed: never plaintext or key bytes."""
+
+
+def _b64e(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _b64d(text: str) -> bytes:
+    # Strict: urlsafe_b64decode alone silently drops characters outside the alphabet.
+    if not _B64_RE.fullmatch(text) or len(text) % 4 == 1:
+        raise ValueError("not base64url")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _aad(*parts: str | bytes) -> bytes:
+    # Length-prefix every part so ("ab", "c") and ("a", "bc") can never produce the same AAD.
+    out = bytearray()
+    for part in parts:
+        raw = part.encode("utf-8") if isinstance(part, str) else part
+        out += len(raw).to_bytes(4, "big") + raw
+    return bytes(out)
+
+
+def _seal(aead: AESGCM, plaintext: bytes, aad: bytes) -> str:
+    nonce = os.urandom(NONCE_BYTES)
+    return _b64e(nonce + aead.encrypt(nonce, plaintext, aad))
+
+
+def _open(aead: AESGCM, sealed: str, aad: bytes) -> bytes:
+    raw = _b64d(sealed)
+    if len(raw) < NONCE_BYTES + _TAG_BYTES:
+        raise ValueError("too short")
+    return aead.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], aad)
+
+
+class KeyRing:
+    """Key-encryption keys by version; ``active`` wraps new material, all versions unwrap."""
+
+    def __init__(self, keys: Mapping[str, bytes], active: str) -> None:
+        if not keys:
+            raise ValueError("key ring is empty")
+        for version, key in keys.items():
+            if not isinstance(version, str) or not _VERSION_RE.fullmatch(version):
+                raise ValueError("key versions must match [A-Za-z0-9_-]{1,32}")
+            if not isinstance(key, bytes) or len(key) != KEY_BYTES:
+                raise ValueError("key-encryption keys must be 32 bytes")
+        if active not in keys:
+            raise ValueError("active key version is not in the key ring")
+        # Keep only AESGCM objects: no raw key attribute to leak through debugging or repr.
+        self._aead = {version: AESGCM(key) for version, key in keys.items()}
+        self.active = active
+        self.versions = tuple(keys)
+
+    def __repr__(self) -> str:
+        return f"KeyRing(versions={self.versions!r}, active={self.active!r})"
+
+    @classmethod
+    def from_spec(cls, spec: str) -> KeyRing:
+        """Parse ``"k1:<base64url>,k2:<base64url>"``; the last entry is active."""
+        # Errors name entries by position only: a mangled spec may hold key bytes anywhere.
+        if not isinstance(spec, str) or not spec.strip():
+            raise ValueError("key spec is empty")
+        keys: dict[str, bytes] = {}
+        for n, entry in enumerate(spec.split(","), 1):
+            version, sep, encoded = entry.strip().partition(":")
+            if not sep or not _VERSION_RE.fullmatch(version):
+                raise ValueError(f"key spec entry {n}: expected '<version>:<base64url key>'")
+            if version in keys:
+                raise ValueError(f"key spec entry {n}: duplicate key version")
+            try:
+                key = _b64d(encoded.strip().rstrip("="))
+            except ValueError:
+                raise ValueError(f"key spec entry {n}: key is not base64url") from None
+            if len(key) != KEY_BYTES:
+                raise ValueError(f"key spec entry {n}: key must decode to 32 bytes")
+            keys[version] = key
+        return cls(keys, list(keys)[-1])
+
+    @staticmethod
+    def generate_spec() -> str:
+        return "k1:" + _b64e(os.urandom(KEY_BYTES))
+
+    def wrap(self, key: bytes, *, tenant_id: str, slot: str) -> str:
+        aad = _aad(_WRAP_LABEL, tenant_id, self.active, slot)
+        return f"{self.active}.{_seal(self._aead[self.active], key, aad)}"
+
+    def unwrap(self, blob: str, *, tenant_id: str, slot: str) -> bytes:
+        version, _, sealed = blob.partition(".")
+        aead = self._aead.get(version)
+        if aead is None:
+            raise CryptoError("tenant key is wrapped by a key-encryption key not in the key ring")
+        try:
+            key = _open(aead, sealed, _aad(_WRAP_LABEL, tenant_id, version, slot))
+        except (ValueError, InvalidTag):
+            raise CryptoError(_UNWRAP_FAILED) from None
+        if len(key) != KEY_BYTES:
+            raise CryptoError(_UNWRAP_FAILED)
+        return key
+
+
+def _parse_stored(stored: Mapping[str, str]) -> tuple[str, dict[str, str], str]:
+    values = [stored.get(name) for name in _STORED_FIELDS]
+    if not all(isinstance(value, str) for value in values):
+        raise CryptoError("tenant key material is incomplete")
+    active, deks_text, hmac_blob = values
+    wrapped: dict[str, str] = {}
+    for entry in deks_text.split(","):
+        version, sep, blob = entry.partition(":")
+        if not sep or not _VERSION_RE.fullmatch(version) or version in wrapped:
+            raise CryptoError(_UNWRAP_FAILED)
+        wrapped[version] = blob
+    if active not in wrapped:
+        raise CryptoError(_UNWRAP_FAILED)
+    return active, wrapped, hmac_blob
+
+
+def _unwrap_all(ring: KeyRing, tenant_id: str, stored: Mapping[str, str]):
+    active, wrapped, hmac_blob = _parse_stored(stored)
+    deks = {v: ring.unwrap(b, tenant_id=tenant_id, slot=f"dek:{v}") for v, b in wrapped.items()}
+    return deks, active, ring.unwrap(hmac_blob, tenant_id=tenant_id, slot="hmac")
+
+
+def _store(ring: KeyRing, tenant_id: str, deks: Mapping[str, bytes], active: str,
+           hmac_key: bytes) -> dict[str, str]:
+    wrapped = (f"{v}:{ring.wrap(k, tenant_id=tenant_id, slot=f'dek:{v}')}" for v, k in deks.items())
+    return {
+        "dek_version": active,
+        "wrapped_deks": ",".join(wrapped),
+        "wrapped_hmac_key": ring.wrap(hmac_key, tenant_id=tenant_id, slot="hmac"),
+    }
+
+
+def new_tenant_key_material(ring: KeyRing, tenant_id: str) -> dict[str, str]:
+    """Fresh random DEK ("d1") and fingerprint key, wrapped under the active KEK."""
+    return _store(ring, tenant_id, {"d1": os.urandom(KEY_BYTES)}, "d1", os.urandom(KEY_BYTES))
+
+
+def rotate_tenant_dek(ring: KeyRing, tenant_id: str, stored: Mapping[str, str]) -> dict[str, str]:
+    """Add DEK ``d<n+1>`` as active; old DEKs stay for decryption. All blobs use the active KEK."""
+    deks, _, hmac_key = _unwrap_all(ring, tenant_id, stored)
+    numbers = [int(v[1:]) for v in deks if v[:1] == "d" and v[1:].isdigit()]
+    new_version = f"d{max(numbers, default=0) + 1}"
+    deks[new_version] = os.urandom(KEY_BYTES)
+    return _store(ring, tenant_id, deks, new_version, hmac_key)
+
+
+def rewrap(ring: KeyRing, tenant_id: str, stored: Mapping[str, str]) -> dict[str, str]:
+    """Same keys, every blob rewrapped under the ring's active KEK (KEK rotation)."""
+    return _store(ring, tenant_id, *_unwrap_all(ring, tenant_id, stored))
+
+
+def needs_rewrap(ring: KeyRing, stored: Mapping[str, str]) -> bool:
+    """True if any blob is wrapped by a KEK other than the active one."""
+    _, wrapped, hmac_blob = _parse_stored(stored)
+    blobs = [*wrapped.values(), hmac_blob]
+    return any(blob.partition(".")[0] != ring.active for blob in blobs)
+
+
+class TenantKeys:
+    """One tenant's unwrapped keys: encrypts/decrypts values, computes keyed fingerprints."""
+
+    def __init__(self, tenant_id: str, deks: Mapping[str, bytes], active: str,
+                 hmac_key: bytes) -> None:
+        self.tenant_id = tenant_id
+        self.dek_version = active
+        self._aead = {version: AESGCM(key) for version, key in deks.items()}
+        self._hmac_key = hmac_key
+
+    def __repr__(self) -> str:
+        return f"TenantKeys(tenant_id={self.tenant_id!r}, dek_version={self.dek_version!r})"
+
+    @classmethod
+    def unwrap(cls, ring: KeyRing, tenant_id: str, stored: Mapping[str, str]) -> TenantKeys:
+        return cls(tenant_id, *_unwrap_all(ring, tenant_id, stored))
+
+    def _value_aad(self, token_id: str, field: str, version: str) -> bytes:
+        return _aad(_VALUE_LABEL, self.tenant_id, token_id, field, version)
+
+    def encrypt(self, plaintext: bytes, *, token_id: str, field: str = "data") -> str:
+        version = self.dek_version
+        sealed = _seal(self._aead[version], plaintext, self._value_aad(token_id, field, version))
+        return f"v1.{version}.{sealed}"
+
+    def decrypt(self, blob: str, *, token_id: str, field: str = "data") -> bytes:
+        try:
+            fmt, version, sealed = blob.split(".")
+            aead = self._aead.get(version) if fmt == "v1" else None
+            if aead is None:
+                raise ValueError("unknown format or key version")
+            return _open(aead, sealed, self._value_aad(token_id, field, version))
+        except (ValueError, TypeError, AttributeError, InvalidTag):
+            raise CryptoError("ciphertext could not be authenticated") from None
+
+    def encrypt_json(self, value: Any, *, token_id: str, field: str = "data") -> str:
+        if orjson is not None:
+            raw = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        else:  # pragma: no cover
+            raw = json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        return self.encrypt(raw, token_id=token_id, field=field)
+
+    def decrypt_json(self, blob: str, *, token_id: str, field: str = "data") -> Any:
+        raw = self.decrypt(blob, token_id=token_id, field=field)
+        try:
+            return orjson.loads(raw) if orjson is not None else json.loads(raw)
+        except ValueError:
+            pass
+        # Raised outside the except block: JSON errors carry the document (plaintext) and
+        # must not survive as __context__ for a logger or error reporter to print.
+        raise CryptoError("decrypted value is not valid JSON")
+
+    def fingerprint(self, value: str) -> str:
+        """Keyed, per-tenant HMAC-SHA256 of ``value`` (43 chars base64url)."""
+        return _b64e(hmac.new(self._hmac_key, b"fp:" + value.encode(), hashlib.sha256).digest())
+
+    def index_value(self, name: str, value: str) -> str:
+        """Keyed search-index value; ``name`` is bound so equal values in other indexes differ."""
+        message = b"ix:" + _aad(name, value)
+        return _b64e(hmac.new(self._hmac_key, message, hashlib.sha256).digest())
+
+
+class TenantKeyCache:
+    """Small LRU of unwrapped ``TenantKeys`` keyed by tenant and a digest of the stored material,
+    so rotated or rewrapped material is a new entry and tampered material is unwrapped (and fails)
+    instead of being served from cache."""
+
+    def __init__(self, ring: KeyRing, max_size: int = 1024) -> None:
+        if max_size < 1:
+            raise ValueError("max_size must be at least 1")
+        self._ring = ring
+        self._max_size = max_size
+        self._entries: OrderedDict[tuple[str, bytes], TenantKeys] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, tenant_id: str, stored: Mapping[str, str]) -> TenantKeys:
+        material = _aad(*(str(stored.get(name, "")) for name in _STORED_FIELDS))
+        key = (tenant_id, hashlib.sha256(material).digest())
+        with self._lock:
+            keys = self._entries.get(key)
+            if keys is not None:
+                self._entries.move_to_end(key)
+                return keys
+        # Unwrap outside the lock; a race costs at most one duplicate unwrap.
+        keys = TenantKeys.unwrap(self._ring, tenant_id, stored)
+        with self._lock:
+            self._entries[key] = keys
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max_size:
+                self._entries.popitem(last=False)
+        return keys
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()

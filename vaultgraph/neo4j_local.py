@@ -1,0 +1,280 @@
+"""A real Neo4j Community 5.26 server on this machine, without Docker.
+
+The jars come from Maven Central (deploy/neo4j/pom.xml, fetched once into a shared lib folder);
+each instance has its own home (conf, data, logs, pid file), so `make run`, `make test`, the
+benchmark and tests that stop a server can each use their own instance and ports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import neo4j
+from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable
+
+ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
+DEFAULT_POM = Path(__file__).resolve().parent.parent / "deploy" / "neo4j" / "pom.xml"
+JVM_FLAGS = (
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "-XX:+UseG1GC",
+    "-XX:+ExitOnOutOfMemoryError",
+)
+
+
+# Servers this process started, kept so they are waited for (reaped) when stopped.
+_CHILDREN: dict[int, subprocess.Popen] = {}
+
+
+class LauncherError(RuntimeError):
+    pass
+
+
+def say(message: str) -> None:
+    print(f"[neo4j] {message}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class LocalNeo4j:
+    home: Path
+    lib_dir: Path
+    bolt_port: int = 7687
+    http_port: int = 7474
+    password: str | None = None
+    heap: str = "512m"
+    pagecache: str = "256m"
+    pom: Path = DEFAULT_POM
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home / "run" / "vaultgraph-neo4j.pid"
+
+    @property
+    def password_file(self) -> Path:
+        return self.home.parent / f"{self.home.name}.password"
+
+    @property
+    def uri(self) -> str:
+        return f"neo4j://127.0.0.1:{self.bolt_port}"
+
+    # -- jars ---------------------------------------------------------------------------------
+
+    def ensure_jars(self) -> None:
+        marker = self.lib_dir / ".complete"
+        if marker.exists():
+            return
+        if shutil.which("mvn") is None or shutil.which("java") is None:
+            raise LauncherError("Java 17+ and Maven are needed to fetch Neo4j "
+                                "(apt-get install openjdk-17-jre-headless maven)")
+        say(f"first run: fetching Neo4j Community jars from Maven Central into {self.lib_dir} ...")
+        started = time.monotonic()
+        tmp = self.lib_dir.resolve().with_name(self.lib_dir.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        cmd = [
+            "mvn", "-B", "-q", "-f", str(self.pom), "dependency:copy-dependencies",
+            "-DincludeScope=runtime", f"-DoutputDirectory={tmp}",
+        ]
+        result = subprocess.run(cmd, check=False)  # noqa: S603 - fixed argv, no shell
+        if result.returncode != 0:
+            raise LauncherError(f"maven could not fetch the Neo4j jars (exit {result.returncode})")
+        shutil.rmtree(self.lib_dir, ignore_errors=True)
+        tmp.rename(self.lib_dir)
+        marker.write_text("ok\n")
+        size = sum(p.stat().st_size for p in self.lib_dir.iterdir()) / 2**20
+        say(f"fetched {size:.0f} MiB of jars in {time.monotonic() - started:.0f}s")
+
+    # -- configuration ------------------------------------------------------------------------
+
+    def write_conf(self) -> None:
+        for sub in ("conf", "data", "logs", "run", "plugins", "import"):
+            (self.home / sub).mkdir(parents=True, exist_ok=True)
+        h = self.home.resolve()
+        conf = f"""# Written by vaultgraph.neo4j_local at every start: edit the launcher.
+server.default_listen_address=127.0.0.1
+server.bolt.enabled=true
+server.bolt.listen_address=127.0.0.1:{self.bolt_port}
+server.bolt.advertised_address=127.0.0.1:{self.bolt_port}
+server.http.enabled=true
+server.http.listen_address=127.0.0.1:{self.http_port}
+server.http.advertised_address=127.0.0.1:{self.http_port}
+server.https.enabled=false
+server.directories.data={h}/data
+server.directories.logs={h}/logs
+server.directories.run={h}/run
+server.directories.plugins={h}/plugins
+server.directories.import={h}/import
+dbms.security.auth_enabled=true
+dbms.usage_report.enabled=false
+server.memory.heap.initial_size={self.heap}
+server.memory.heap.max_size={self.heap}
+server.memory.pagecache.size={self.pagecache}
+db.transaction.timeout=60s
+server.bolt.thread_pool_max_size=400
+"""
+        (self.home / "conf" / "neo4j.conf").write_text(conf)
+
+    def resolve_password(self) -> str:
+        if self.password:
+            return self.password
+        if self.password_file.exists():
+            return self.password_file.read_text().strip()
+        pw = secrets.token_urlsafe(24)
+        self.password_file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(pw + "\n")
+        say(f"generated the Neo4j password into {self.password_file} (mode 0600)")
+        return pw
+
+    # -- process ------------------------------------------------------------------------------
+
+    def running_pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            return pid
+        # A recycled pid would not be a java process of ours.
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return pid
+        return pid if ENTRY_POINT.encode() in cmdline else None
+
+    def start(self, timeout: float = 180.0) -> bool:
+        """Start the server unless it runs; returns True when this call started it."""
+        if self.running_pid() is not None:
+            self._wait_ready(self.resolve_password(), timeout)
+            return False
+        self.ensure_jars()
+        self.write_conf()
+        password = self.resolve_password()
+        java = shutil.which("java") or "java"
+        argv = [
+            java, f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_FLAGS,
+            "-cp", f"{self.lib_dir.resolve()}/*:{(self.home / 'plugins').resolve()}/*",
+            ENTRY_POINT,
+            f"--home-dir={self.home.resolve()}",
+            f"--config-dir={(self.home / 'conf').resolve()}",
+            "--console-mode",
+        ]
+        log = open(self.home / "logs" / "console.log", "ab")
+        started = time.monotonic()
+        proc = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True,
+        )
+        log.close()
+        _CHILDREN[proc.pid] = proc
+        self.pid_file.write_text(f"{proc.pid}\n")
+        say(f"starting Neo4j (pid {proc.pid}) bolt 127.0.0.1:{self.bolt_port}, "
+            f"http 127.0.0.1:{self.http_port}")
+        try:
+            self._wait_ready(password, timeout, proc=proc)
+        except BaseException:
+            self.stop()
+            raise
+        say(f"ready in {time.monotonic() - started:.1f}s; "
+            f"Browser at http://127.0.0.1:{self.http_port}/browser/")
+        return True
+
+    def _wait_ready(self, password: str, timeout: float, proc: subprocess.Popen | None = None):
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc is not None and proc.poll() is not None:
+                log = self.home / "logs" / "console.log"
+                raise LauncherError(f"Neo4j exited with {proc.returncode}; see {log}")
+            try:
+                asyncio.run(_ensure_password(self.uri, password))
+                return
+            except (ServiceUnavailable, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise LauncherError(f"Neo4j did not answer on bolt within {timeout:.0f}s")
+            time.sleep(0.5)
+
+    def stop(self, timeout: float = 60.0) -> bool:
+        pid = self.running_pid()
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            return False
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            _reap(pid)
+            time.sleep(0.2)
+        else:
+            say("Neo4j did not stop in time; killing it")
+            os.kill(pid, signal.SIGKILL)
+            time.sleep(0.5)
+            _reap(pid)
+        self.pid_file.unlink(missing_ok=True)
+        say(f"stopped Neo4j (pid {pid})")
+        return True
+
+    def status(self) -> dict:
+        pid = self.running_pid()
+        return {
+            "running": pid is not None,
+            "pid": pid,
+            "bolt": f"127.0.0.1:{self.bolt_port}",
+            "http": f"http://127.0.0.1:{self.http_port}/browser/",
+            "home": str(self.home),
+        }
+
+
+def _reap(pid: int) -> None:
+    proc = _CHILDREN.get(pid)
+    if proc is not None:
+        if proc.poll() is not None:
+            del _CHILDREN[pid]
+        return
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+async def _ensure_password(uri: str, password: str) -> None:
+    """Connect with the configured password; on a new database change it from the default."""
+    async with neo4j.AsyncGraphDatabase.driver(uri, auth=("neo4j", password)) as driver:
+        try:
+            await driver.verify_connectivity()
+            return
+        except AuthError:
+            pass
+    async with neo4j.AsyncGraphDatabase.driver(uri, auth=("neo4j", "neo4j")) as driver:
+        try:
+            await driver.execute_query(
+                "ALTER CURRENT USER SET PASSWORD FROM $old TO $new",
+                old="neo4j", new=password, database_="system",
+            )
+        except AuthError as exc:
+            raise LauncherError(
+                "Neo4j refuses both the configured password and the initial one; "
+                "set VAULTGRAPH_NEO4J_PASSWORD to the password of this database") from exc
+        except ClientError as exc:
+            raise LauncherError(f"could not set the initial Neo4j password: {exc.code}") from exc

@@ -1,0 +1,14 @@
+"""Every route of the service, in one place."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from .api import health
+
+ROUTE_TABLES = (health.routes,)
+
+
+def add_routes(app: web.Application) -> None:
+    for table in ROUTE_TABLES:
+        app.router.add_routes(table)

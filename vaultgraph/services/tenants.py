@@ -1,0 +1,46 @@
+"""Tenants: created with their keys and a management application, in one transaction."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import orjson
+
+from ..auth import apikeys
+from ..auth.permissions import ALL_PERMISSIONS, TOKEN_PERMISSIONS
+from ..auth.rules import REVEAL, Rule
+from ..crypto import KeyRing, new_tenant_key_material
+from ..db import Database
+
+
+@dataclass(frozen=True)
+class NewTenant:
+    tenant_id: str
+    application_id: str
+    key: str
+
+    def to_dict(self) -> dict:
+        return {"tenant_id": self.tenant_id, "application_id": self.application_id,
+                "key": self.key}
+
+
+# The tenant's first application may do everything, and reveals: it is the root from which
+# every other application is granted (never more than its creator holds).
+ROOT_RULES = (Rule(container="/", transform=REVEAL, permissions=frozenset(TOKEN_PERMISSIONS),
+                   description="tenant administrator"),)
+
+
+async def create_tenant(db: Database, ring: KeyRing, name: str) -> NewTenant:
+    tenant_id = str(uuid.uuid4())
+    application_id = str(uuid.uuid4())
+    key = apikeys.generate()
+    await db.write(
+        "tenants/create",
+        tenant_id=tenant_id, name=name, key_material=new_tenant_key_material(ring, tenant_id),
+        application_id=application_id, application_name=f"{name} administrator",
+        permissions=list(ALL_PERMISSIONS),
+        rules=orjson.dumps([r.to_dict() for r in ROOT_RULES]).decode(),
+        key_id=str(uuid.uuid4()), hash=apikeys.digest(key),
+    )
+    return NewTenant(tenant_id, application_id, key)

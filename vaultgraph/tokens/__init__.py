@@ -1,0 +1,1 @@
+"""Token-level rules: type registry and request field validation."""

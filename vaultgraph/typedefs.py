@@ -1,0 +1,22 @@
+"""Every application and request slot, as a typed key."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from .auth.authenticate import Authenticator
+from .auth.principal import Principal
+from .catalog import Catalog
+from .crypto import KeyRing, TenantKeyCache
+from .db import Database
+from .settings import Settings
+
+settings_key = web.AppKey("settings", Settings)
+catalog_key = web.AppKey("catalog", Catalog)
+database_key = web.AppKey("database", Database)
+keyring_key = web.AppKey("keyring", KeyRing)
+tenant_keys_key = web.AppKey("tenant_keys", TenantKeyCache)
+authenticator_key = web.AppKey("authenticator", Authenticator)
+
+PRINCIPAL = web.RequestKey("principal", Principal)
+TRACE_ID = web.RequestKey("trace_id", str)
