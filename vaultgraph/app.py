@@ -12,7 +12,9 @@ from .auth.authenticate import Authenticator
 from .catalog import Catalog
 from .crypto import KeyRing, TenantKeyCache
 from .db import Database
+from .repository.tokens import TokenRepository
 from .routes import add_routes
+from .services.tokens import TokenService
 from .settings import Settings
 from .typedefs import (
     authenticator_key,
@@ -21,6 +23,7 @@ from .typedefs import (
     keyring_key,
     settings_key,
     tenant_keys_key,
+    token_service_key,
 )
 
 log = logging.getLogger("vaultgraph")
@@ -57,5 +60,6 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     app[database_key] = db
     app[tenant_keys_key] = tenant_keys
     app[authenticator_key] = Authenticator(db, tenant_keys, settings.auth_cache_ttl)
+    app[token_service_key] = TokenService(TokenRepository(db), settings)
     yield
     await db.close()

@@ -54,14 +54,14 @@ class Database:
     async def close(self) -> None:
         await self.driver.close()
 
-    async def read(self, name: str, **params: Any) -> list[neo4j.Record]:
+    async def read(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         async with map_errors():
             records, _, _ = await self.driver.execute_query(
                 self.catalog[name], params, database_=self.database,
                 routing_=RoutingControl.READ)
         return records
 
-    async def write(self, name: str, **params: Any) -> list[neo4j.Record]:
+    async def write(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         async with map_errors():
             records, _, _ = await self.driver.execute_query(
                 self.catalog[name], params, database_=self.database,
@@ -73,8 +73,8 @@ class Database:
         async with map_errors(), self.driver.session(database=self.database) as session:
             return await session.execute_write(work)
 
-    async def run(self, tx: AsyncManagedTransaction, name: str, **params: Any) -> list:
-        result = await tx.run(self.catalog[name], params)
+    async def run(self, tx: AsyncManagedTransaction, name: str, /, **params: Any) -> list:
+        result = await tx.run(self.catalog.text(name), params)
         return [record async for record in result]
 
     async def ping(self) -> None:

@@ -12,7 +12,7 @@ from marshmallow import ValidationError
 
 from . import problems
 from .auth.authenticate import HEADER
-from .auth.permissions import PUBLIC, declared
+from .auth.permissions import AUTHENTICATED, PUBLIC, declared
 from .http import problem_response
 from .logs import trace_id_var
 from .typedefs import PRINCIPAL, TRACE_ID, authenticator_key
@@ -104,7 +104,8 @@ async def authenticate(request: web.Request, handler) -> web.StreamResponse:
     if needed == PUBLIC:
         return await handler(request)
     principal = await request.app[authenticator_key].authenticate(request.headers.get(HEADER))
-    if not needed or not all(principal.granted_anywhere(p) for p in needed):
+    if needed != AUTHENTICATED and (
+            not needed or not all(principal.granted_anywhere(p) for p in needed)):
         # No declaration means no access: routes are protected by default.
         raise problems.Forbidden("The application lacks the permission for this operation.")
     request[PRINCIPAL] = principal

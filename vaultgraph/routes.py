@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from .api import health
+from .api import health, tokens
 
-ROUTE_TABLES = (health.routes,)
+ROUTE_TABLES = (health.routes, tokens.routes)
 
 
 def add_routes(app: web.Application) -> None:

@@ -9,6 +9,7 @@ from .auth.principal import Principal
 from .catalog import Catalog
 from .crypto import KeyRing, TenantKeyCache
 from .db import Database
+from .services.tokens import TokenService
 from .settings import Settings
 
 settings_key = web.AppKey("settings", Settings)
@@ -17,6 +18,7 @@ database_key = web.AppKey("database", Database)
 keyring_key = web.AppKey("keyring", KeyRing)
 tenant_keys_key = web.AppKey("tenant_keys", TenantKeyCache)
 authenticator_key = web.AppKey("authenticator", Authenticator)
+token_service_key = web.AppKey("token_service", TokenService)
 
 PRINCIPAL = web.RequestKey("principal", Principal)
 TRACE_ID = web.RequestKey("trace_id", str)

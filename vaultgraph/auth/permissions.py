@@ -25,6 +25,7 @@ MANAGEMENT_PERMISSIONS = (
 ALL_PERMISSIONS = TOKEN_PERMISSIONS + MANAGEMENT_PERMISSIONS
 
 PUBLIC = "public"
+AUTHENTICATED = "authenticated"
 ATTR = "__vaultgraph_permission__"
 H = TypeVar("H", bound=Callable)
 
@@ -45,6 +46,12 @@ def requires(*permissions: str) -> Callable[[H], H]:
 def public(handler: H) -> H:
     """Declare that a handler needs no API key (health, docs)."""
     setattr(handler, ATTR, PUBLIC)
+    return handler
+
+
+def authenticated(handler: H) -> H:
+    """Declare that a handler needs a valid API key and no particular permission."""
+    setattr(handler, ATTR, AUTHENTICATED)
     return handler
 
 

@@ -51,7 +51,7 @@ class Decision:
     transform: str = REDACT
 
 
-DENY = Decision(False)
+DENY = Decision(False)  # a refusal reads as redact wherever a transform is needed
 
 
 def effective_rules(permissions: Iterable[str], rules: Sequence[Rule]) -> tuple[Rule, ...]:

@@ -1,0 +1,15 @@
+// Delete a live token the caller may delete: its data and links go, an audit reference stays
+// (label :DeletedToken, so the id may be reused by a new token).
+MATCH (t:Token {tenant_id: $tenant_id, id: $id})
+WHERE (t.expires_at IS NULL OR t.expires_at > datetime())
+  AND any(c IN t.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+CALL (t) {
+  MATCH (t)-[r]-()
+  DELETE r
+}
+REMOVE t:Token
+SET t:DeletedToken
+SET t = {tenant_id: t.tenant_id, id: t.id, type: t.type, created_by: t.created_by,
+         created_at: t.created_at, deleted_at: datetime(), deleted_by: $actor,
+         deleted_reason: $reason, merged_into: $merged_into}
+RETURN t.id AS id
