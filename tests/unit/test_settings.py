@@ -1,0 +1,31 @@
+"""Settings: read from VAULTGRAPH_* variables, each one documented in the README."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import pytest
+
+from vaultgraph.settings import PREFIX, PROJECT_ROOT, Settings
+
+
+def test_every_setting_is_documented_in_the_readme():
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    missing = [PREFIX + f.name.upper() for f in fields(Settings)
+               if f"`{PREFIX}{f.name.upper()}`" not in readme]
+    assert missing == []
+
+
+def test_values_are_read_and_typed_from_the_environment():
+    s = Settings.from_env({"VAULTGRAPH_PORT": "9000", "VAULTGRAPH_AUTH_CACHE_TTL": "0.5",
+                           "VAULTGRAPH_HOST": "0.0.0.0"})
+    assert (s.port, s.auth_cache_ttl, s.host) == (9000, 0.5, "0.0.0.0")
+
+
+def test_empty_values_keep_the_default():
+    assert Settings.from_env({"VAULTGRAPH_PORT": ""}).port == Settings().port
+
+
+def test_a_malformed_number_names_the_variable():
+    with pytest.raises(ValueError, match="VAULTGRAPH_PORT"):
+        Settings.from_env({"VAULTGRAPH_PORT": "eighty"})
