@@ -48,6 +48,9 @@ class Database:
             uri, auth=(user, password), max_connection_pool_size=pool_size,
             connection_acquisition_timeout=10.0, connection_timeout=5.0,
             max_transaction_retry_time=10.0,
+            # Planner notifications (e.g. "property does not exist yet") are for development;
+            # the server need not compute or send them.
+            notifications_min_severity="OFF",
         )
         return cls(driver, catalog, database)
 
