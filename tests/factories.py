@@ -1,0 +1,31 @@
+"""Test factories shared by every test module: applications with chosen permissions and rules.
+
+    app = await make_application(client, admin_headers, permissions=["token:read"],
+                                 rules=[{"container": "/pci/", "transform": "mask",
+                                         "permissions": ["token:read"]}])
+    await client.get("/tokens/abc", headers=key_headers(app))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from vaultgraph.auth.authenticate import HEADER
+from vaultgraph.auth.permissions import TOKEN_PERMISSIONS
+
+
+async def make_application(client, admin_headers, *, permissions: Iterable[str] = TOKEN_PERMISSIONS,
+                           rules: list[dict] | None = None, name: str = "app") -> dict:
+    """POST /applications as the tenant administrator; the JSON answer, including its `key`."""
+    body: dict = {"name": name, "permissions": list(permissions)}
+    if rules is not None:
+        body["rules"] = rules
+    resp = await client.post("/applications", json=body, headers=admin_headers)
+    created = await resp.json()
+    assert resp.status == 201, created
+    return created
+
+
+def key_headers(app_json: dict) -> dict[str, str]:
+    """The headers that authenticate as the application `make_application` returned."""
+    return {HEADER: app_json["key"]}
