@@ -55,7 +55,7 @@ def _local_settings(settings: Settings, neo) -> Settings:
     return Settings(**{**settings.__dict__, "neo4j_password": neo.resolve_password()})
 
 
-async def _with_database(settings: Settings, work):
+async def _with_database(settings: Settings, work, *, needs_kek: bool = True):
     from .catalog import Catalog
     from .crypto import KeyRing
     from .db import Database
@@ -65,7 +65,8 @@ async def _with_database(settings: Settings, work):
                           settings.neo4j_database)
     try:
         await db.apply_schema()
-        return await work(db, KeyRing.from_spec(settings.resolved_kek()))
+        ring = KeyRing.from_spec(settings.resolved_kek()) if needs_kek else None
+        return await work(db, ring)
     finally:
         await db.close()
 
@@ -98,7 +99,7 @@ def create_application(settings: Settings, tenant_id: str, name: str, permission
         app, key = await create(ApplicationRepository(db), tenant_id, draft, grantor=None)
         return {"application_id": app.id, "key": key}
 
-    return asyncio.run(_with_database(settings, work))
+    return asyncio.run(_with_database(settings, work, needs_kek=False))
 
 
 def applications_command(settings: Settings, args: argparse.Namespace) -> int:
