@@ -1,0 +1,108 @@
+"""The published OpenAPI document and the API reference page (Redoc, vendored, no CDN)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+from aiohttp import web
+
+from .. import openapi
+from ..auth.permissions import public
+from ..typedefs import settings_key
+
+routes = web.RouteTableDef()
+
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+REDOC_BUNDLE = STATIC_DIR / "redoc.standalone.js"
+REDOC_VERSION = "3.0.1"  # also in static/README.md; a test reads the bundle's own header
+REDOC_URL = "/static/redoc.standalone.js"
+
+# Redoc injects its styles (styled-components) and sets inline style attributes, hence
+# 'unsafe-inline' for styles only; scripts come from this origin alone, and connect-src 'self'
+# keeps the page from sending anything anywhere but here (Redoc's telemetry included).
+DOCS_CSP = "; ".join((
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self' data:",
+    "connect-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+))
+DOCS_HTML = f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>vaultgraph API</title>
+</head>
+<body>
+<noscript>The API reference needs JavaScript; the document itself is
+<a href="openapi.json">openapi.json</a>.</noscript>
+<redoc spec-url="openapi.json" disable-telemetry="true"></redoc>
+<script type="module" src="{REDOC_URL.lstrip("/")}?v={REDOC_VERSION}"></script>
+</body>
+</html>
+"""
+_PAGE_HEADERS = {
+    "Content-Security-Policy": DOCS_CSP,
+    "Cache-Control": "public, max-age=300",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+# The page asks for the bundle with ?v=<version>, so a day of caching survives no upgrade.
+_BUNDLE_HEADERS = {
+    "Content-Type": "text/javascript; charset=utf-8",
+    "Cache-Control": "public, max-age=86400",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+@dataclass(frozen=True)
+class PublishedDocument:
+    body: bytes
+    etag: str
+
+
+# Lives here rather than in typedefs.py only because this module was written alongside others.
+openapi_key = web.AppKey("openapi", PublishedDocument)
+
+
+async def publish_openapi(app: web.Application) -> None:
+    """At start-up, once every route is registered: describe only the routes that exist."""
+    full = openapi.full_document(app[settings_key])
+    document = openapi.published(full, openapi.registered_operations(app.router))
+    body = orjson.dumps(document)
+    app[openapi_key] = PublishedDocument(body, hashlib.sha256(body).hexdigest()[:32])
+
+
+@routes.get("/openapi.json")
+@public
+async def openapi_json(request: web.Request) -> web.Response:
+    published = request.app[openapi_key]
+    headers = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+    if any(tag.value == published.etag for tag in request.if_none_match or ()):
+        response = web.Response(status=304, headers=headers)
+    else:
+        response = web.Response(body=published.body, content_type="application/json",
+                                headers=headers)
+    response.etag = published.etag
+    return response
+
+
+@routes.get("/docs")
+@public
+async def docs(request: web.Request) -> web.Response:
+    return web.Response(text=DOCS_HTML, content_type="text/html", headers=_PAGE_HEADERS)
+
+
+@routes.get(REDOC_URL)
+@public
+async def redoc_bundle(request: web.Request) -> web.FileResponse:
+    # FileResponse answers If-None-Match / If-Modified-Since / Range itself.
+    return web.FileResponse(REDOC_BUNDLE, headers=_BUNDLE_HEADERS)
