@@ -9,6 +9,7 @@ from .auth.principal import Principal
 from .catalog import Catalog
 from .crypto import KeyRing, TenantKeyCache
 from .db import Database
+from .openapi import PublishedDocument
 from .services.tokens import TokenService
 from .settings import Settings
 
@@ -19,6 +20,7 @@ keyring_key = web.AppKey("keyring", KeyRing)
 tenant_keys_key = web.AppKey("tenant_keys", TenantKeyCache)
 authenticator_key = web.AppKey("authenticator", Authenticator)
 token_service_key = web.AppKey("token_service", TokenService)
+openapi_key = web.AppKey("openapi", PublishedDocument)
 
 PRINCIPAL = web.RequestKey("principal", Principal)
 TRACE_ID = web.RequestKey("trace_id", str)

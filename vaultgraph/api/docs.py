@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -11,7 +10,7 @@ from aiohttp import web
 
 from .. import openapi
 from ..auth.permissions import public
-from ..typedefs import settings_key
+from ..typedefs import openapi_key, settings_key
 
 routes = web.RouteTableDef()
 
@@ -63,22 +62,12 @@ _BUNDLE_HEADERS = {
 }
 
 
-@dataclass(frozen=True)
-class PublishedDocument:
-    body: bytes
-    etag: str
-
-
-# Lives here rather than in typedefs.py only because this module was written alongside others.
-openapi_key = web.AppKey("openapi", PublishedDocument)
-
-
 async def publish_openapi(app: web.Application) -> None:
     """At start-up, once every route is registered: describe only the routes that exist."""
     full = openapi.full_document(app[settings_key])
     document = openapi.published(full, openapi.registered_operations(app.router))
     body = orjson.dumps(document)
-    app[openapi_key] = PublishedDocument(body, hashlib.sha256(body).hexdigest()[:32])
+    app[openapi_key] = openapi.PublishedDocument(body, hashlib.sha256(body).hexdigest()[:32])
 
 
 @routes.get("/openapi.json")

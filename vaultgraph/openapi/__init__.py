@@ -9,6 +9,7 @@ not exist. Tests check that every registered route is described, and that each o
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
 from aiohttp import web
@@ -16,6 +17,14 @@ from aiohttp import web
 from ..settings import Settings
 from .components import components
 from .paths import paths
+
+
+@dataclass(frozen=True)
+class PublishedDocument:
+    """The served document, serialised once at start-up, with its ETag."""
+
+    body: bytes
+    etag: str
 
 OPENAPI_VERSION = "3.1.0"
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
