@@ -36,7 +36,7 @@ def page_from_query(query: MultiMapping[str], settings: Settings) -> Page:
     raw = query.get("size")
     size = settings.page_size_default
     if raw is not None:
-        if not raw.isdigit() or not 1 <= int(raw) <= settings.page_size_max:
+        if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= settings.page_size_max:
             raise problems.invalid("size", f"must be a whole number from 1 to "
                                            f"{settings.page_size_max}")
         size = int(raw)
