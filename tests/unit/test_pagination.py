@@ -1,0 +1,42 @@
+"""Cursor pagination: page sizes, cursors, and the errors that name the parameter."""
+
+from __future__ import annotations
+
+import pytest
+from multidict import MultiDict
+
+from vaultgraph import problems
+from vaultgraph.pagination import decode_cursor, encode_cursor, page_body, page_from_query
+from vaultgraph.settings import Settings
+
+SETTINGS = Settings()
+
+
+def test_default_size_when_absent():
+    assert page_from_query(MultiDict(), SETTINGS).size == SETTINGS.page_size_default
+
+
+@pytest.mark.parametrize("raw", ["0", "101", "-1", "abc", "²", "1.5", ""])
+def test_bad_sizes_name_the_size_parameter(raw):
+    with pytest.raises(problems.BadRequest) as err:
+        page_from_query(MultiDict(size=raw), SETTINGS)
+    assert list(err.value.errors) == ["size"]
+
+
+def test_cursor_round_trips():
+    for value in ("tok_1", ["2026-01-01T00:00:00Z", "id"], {"a": 1}):
+        assert decode_cursor(encode_cursor(value)) == value
+
+
+@pytest.mark.parametrize("raw", ["%%%", "bm90IGpzb24", "é"])
+def test_malformed_cursor_names_the_start_parameter(raw):
+    with pytest.raises(problems.BadRequest) as err:
+        page_from_query(MultiDict(start=raw), SETTINGS)
+    assert list(err.value.errors) == ["start"]
+
+
+def test_body_has_pagination_and_data():
+    body = page_body([{"id": "a"}], page_from_query(MultiDict(size="1"), SETTINGS), "a")
+    assert body["pagination"]["page_size"] == 1
+    assert decode_cursor(body["pagination"]["next"]) == "a"
+    assert page_body([], page_from_query(MultiDict(), SETTINGS), None)["pagination"]["next"] is None
