@@ -12,14 +12,19 @@ from .auth.authenticate import Authenticator
 from .catalog import Catalog
 from .crypto import KeyRing, TenantKeyCache
 from .db import Database
+from .repository.graph import GraphRepository
 from .repository.tokens import TokenRepository
 from .routes import add_routes
+from .services.expiry import ExpirySweeper
+from .services.graph import GraphService
 from .services.tokens import TokenService
 from .settings import Settings
 from .typedefs import (
     authenticator_key,
     catalog_key,
     database_key,
+    expiry_sweeper_key,
+    graph_service_key,
     keyring_key,
     settings_key,
     tenant_keys_key,
@@ -37,6 +42,7 @@ def create_app(settings: Settings) -> web.Application:
     app[settings_key] = settings
     add_routes(app)
     app.cleanup_ctx.append(_database)
+    app.cleanup_ctx.append(_expiry_sweeper)
     return app
 
 
@@ -61,5 +67,17 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     app[tenant_keys_key] = tenant_keys
     app[authenticator_key] = Authenticator(db, tenant_keys, settings.auth_cache_ttl)
     app[token_service_key] = TokenService(TokenRepository(db), settings)
+    app[graph_service_key] = GraphService(GraphRepository(db), app[token_service_key])
     yield
     await db.close()
+
+
+async def _expiry_sweeper(app: web.Application) -> AsyncIterator[None]:
+    """Expired tokens are deleted in the background; the task ends before the driver closes."""
+    settings = app[settings_key]
+    sweeper = ExpirySweeper(app[database_key], interval=settings.expiry_sweep_interval,
+                            batch=settings.expiry_sweep_batch)
+    app[expiry_sweeper_key] = sweeper
+    sweeper.start()
+    yield
+    await sweeper.stop()

@@ -80,6 +80,16 @@ class Database:
         result = await tx.run(self.catalog.text(name), params)
         return [record async for record in result]
 
+    async def run_autocommit(self, name: str, /, **params: Any) -> list[neo4j.Record]:
+        """One auto-commit write statement, never retried by the driver.
+
+        For statements that manage their own transactions (`CALL { … } IN TRANSACTIONS`), which
+        Neo4j refuses inside an explicit or managed transaction.
+        """
+        async with map_errors(), self.driver.session(database=self.database) as session:
+            result = await session.run(self.catalog[name], params)
+            return [record async for record in result]
+
     async def ping(self) -> None:
         """One auto-commit read, never retried: readiness must answer fast when Neo4j is down."""
         async with map_errors(), self.driver.session(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from .api import applications, docs, health, tokens
+from .api import applications, docs, graph, health, tokens
 
-ROUTE_TABLES = (health.routes, tokens.routes, applications.routes, docs.routes)
+ROUTE_TABLES = (health.routes, tokens.routes, graph.routes, applications.routes, docs.routes)
 
 
 def add_routes(app: web.Application) -> None:

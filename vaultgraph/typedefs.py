@@ -10,6 +10,8 @@ from .catalog import Catalog
 from .crypto import KeyRing, TenantKeyCache
 from .db import Database
 from .openapi import PublishedDocument
+from .services.expiry import ExpirySweeper
+from .services.graph import GraphService
 from .services.tokens import TokenService
 from .settings import Settings
 
@@ -20,6 +22,8 @@ keyring_key = web.AppKey("keyring", KeyRing)
 tenant_keys_key = web.AppKey("tenant_keys", TenantKeyCache)
 authenticator_key = web.AppKey("authenticator", Authenticator)
 token_service_key = web.AppKey("token_service", TokenService)
+graph_service_key = web.AppKey("graph_service", GraphService)
+expiry_sweeper_key = web.AppKey("expiry_sweeper", ExpirySweeper)
 openapi_key = web.AppKey("openapi", PublishedDocument)
 
 PRINCIPAL = web.RequestKey("principal", Principal)

@@ -2,8 +2,13 @@
 // $parent_id: when set, the parent must be live and readable ($parent_prefixes), else no row.
 // $dedup: when true, serialise on the (tenant, type, fingerprint) lock and return an existing
 // live token of that fingerprint instead of creating one.
+// An expired token that still holds $id (the sweeper has not reached it yet) is retired here
+// exactly as the sweeper retires it: expired tokens are gone to callers, so their ids are free
+// (a 409 would tell that the expired token exists).
+// Metadata entries are HAS_META self-loops (see tokens/list_by_metadata).
+// Live = NOT coalesce(expires_at <= now, false): see tokens/list.
 OPTIONAL MATCH (p:Token {tenant_id: $tenant_id, id: $parent_id})
-  WHERE (p.expires_at IS NULL OR p.expires_at > datetime())
+  WHERE NOT coalesce(p.expires_at <= datetime(), false)
     AND any(c IN p.containers WHERE any(pre IN $parent_prefixes WHERE c STARTS WITH pre))
 WITH p WHERE $parent_id IS NULL OR p IS NOT NULL
 CALL (p) {
@@ -13,19 +18,33 @@ CALL (p) {
   WITH l
   OPTIONAL MATCH (e:Token {tenant_id: $tenant_id, type: $props.type,
                            fingerprint: $props.fingerprint})
-    WHERE e.expires_at IS NULL OR e.expires_at > datetime()
+    WHERE NOT coalesce(e.expires_at <= datetime(), false)
   WITH e ORDER BY e.created_at LIMIT 1
   RETURN e AS existing
   UNION
   WITH p WHERE NOT $dedup
   RETURN null AS existing
 }
+CALL (existing) {
+  OPTIONAL MATCH (old:Token {tenant_id: $tenant_id, id: $id})
+    WHERE existing IS NULL AND old.expires_at <= datetime()
+  WITH old WHERE old IS NOT NULL
+  CALL (old) {
+    MATCH (old)-[r]-()
+    WITH DISTINCT r
+    DELETE r
+  }
+  REMOVE old:Token
+  SET old:DeletedToken
+  SET old = {tenant_id: old.tenant_id, id: old.id, type: old.type, created_by: old.created_by,
+             created_at: old.created_at, deleted_at: datetime(), deleted_by: $expired_actor,
+             deleted_reason: $expired_reason, merged_into: null}
+}
 FOREACH (_ IN CASE WHEN existing IS NULL THEN [1] ELSE [] END |
   CREATE (t:Token {tenant_id: $tenant_id, id: $id})
   SET t += $props, t.created_at = datetime(), t.expires_at = $expires_at
   FOREACH (kv IN $meta_kvs |
-    MERGE (m:Meta {tenant_id: $tenant_id, kv: kv})
-    CREATE (t)-[:HAS_META]->(m))
+    CREATE (t)-[:HAS_META {tenant_id: $tenant_id, kv: kv, token_id: $id}]->(t))
 )
 WITH p, existing
 OPTIONAL MATCH (created:Token {tenant_id: $tenant_id, id: $id}) WHERE existing IS NULL

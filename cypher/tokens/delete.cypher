@@ -1,10 +1,12 @@
-// Delete a live token the caller may delete: its data and links go, an audit reference stays
-// (label :DeletedToken, so the id may be reused by a new token).
+// Delete a live token the caller may delete: its data, metadata entries and links go, an audit
+// reference stays (label :DeletedToken, so the id may be reused by a new token).
+// Live = NOT coalesce(expires_at <= now, false): see tokens/list.
 MATCH (t:Token {tenant_id: $tenant_id, id: $id})
-WHERE (t.expires_at IS NULL OR t.expires_at > datetime())
+WHERE NOT coalesce(t.expires_at <= datetime(), false)
   AND any(c IN t.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
 CALL (t) {
   MATCH (t)-[r]-()
+  WITH DISTINCT r
   DELETE r
 }
 REMOVE t:Token

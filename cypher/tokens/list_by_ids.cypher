@@ -1,12 +1,13 @@
-// A page of tokens by id: one unique-index seek per requested id.
+// A page of tokens by id: one unique-index seek per requested id (the service passes each id
+// once), then the other filters; only the requested ids are ever read, so the sort is small.
+// Live = NOT coalesce(expires_at <= now, false): see tokens/list.
 UNWIND $ids AS wanted
 MATCH (t:Token {tenant_id: $tenant_id, id: wanted})
-WHERE t.tenant_id = $tenant_id AND t.id > $after
-  AND (t.expires_at IS NULL OR t.expires_at > datetime())
+WHERE t.id > $after
+  AND NOT coalesce(t.expires_at <= datetime(), false)
   AND any(c IN t.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
   AND ($types IS NULL OR t.type IN $types)
-  AND ($ids IS NULL OR t.id IN $ids)
-  AND all(kv IN $meta_kvs WHERE EXISTS { (t)-[:HAS_META]->(:Meta {tenant_id: $tenant_id, kv: kv}) })
-RETURN properties(t) AS token
-ORDER BY t.id
+  AND all(kv IN $meta_kvs WHERE EXISTS { (t)-[m:HAS_META]->(t) WHERE m.kv = kv })
+WITH t ORDER BY t.id
 LIMIT $limit
+RETURN properties(t) AS token

@@ -1,11 +1,14 @@
-// A page of tokens by metadata: a seek on the first key=value node, the rest checked per token.
-MATCH (:Meta {tenant_id: $tenant_id, kv: $meta_kvs[0]})<-[:HAS_META]-(t:Token)
-WHERE t.tenant_id = $tenant_id AND t.id > $after
-  AND (t.expires_at IS NULL OR t.expires_at > datetime())
+// A page of tokens by metadata. Each token holds one HAS_META self-loop per metadata entry,
+// {tenant_id, kv: lower-cased key + U+001F + lower-cased value, token_id}, in a relationship
+// range index: the first filter is a seek on (tenant_id, kv) read in token_id order and cut at
+// the page size; the other filters are checked on each token's own entries.
+// Live = NOT coalesce(expires_at <= now, false): see tokens/list.
+MATCH (t:Token)-[m:HAS_META]->(t)
+WHERE m.tenant_id = $tenant_id AND m.kv = $meta_kvs[0] AND m.token_id > $after
+  AND NOT coalesce(t.expires_at <= datetime(), false)
   AND any(c IN t.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
   AND ($types IS NULL OR t.type IN $types)
-  AND ($ids IS NULL OR t.id IN $ids)
-  AND all(kv IN $meta_kvs WHERE EXISTS { (t)-[:HAS_META]->(:Meta {tenant_id: $tenant_id, kv: kv}) })
-RETURN properties(t) AS token
-ORDER BY t.id
+  AND all(kv IN $meta_kvs[1..] WHERE EXISTS { (t)-[x:HAS_META]->(t) WHERE x.kv = kv })
+WITH t, m ORDER BY m.tenant_id, m.kv, m.token_id
 LIMIT $limit
+RETURN properties(t) AS token

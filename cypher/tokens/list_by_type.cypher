@@ -1,12 +1,17 @@
-// A page of tokens by type: seeks on the (tenant_id, type) index.
+// A page of tokens by type: per requested type (each once), a range seek on the
+// (tenant_id, type, id) index read in index order and cut at the page size; the merge of those
+// short runs is the page. A page reads at most `limit` tokens per type, however many exist.
+// Live = NOT coalesce(expires_at <= now, false): see tokens/list.
 UNWIND $types AS wanted
-MATCH (t:Token {tenant_id: $tenant_id, type: wanted})
-WHERE t.tenant_id = $tenant_id AND t.id > $after
-  AND (t.expires_at IS NULL OR t.expires_at > datetime())
-  AND any(c IN t.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
-  AND ($types IS NULL OR t.type IN $types)
-  AND ($ids IS NULL OR t.id IN $ids)
-  AND all(kv IN $meta_kvs WHERE EXISTS { (t)-[:HAS_META]->(:Meta {tenant_id: $tenant_id, kv: kv}) })
-RETURN properties(t) AS token
-ORDER BY t.id
+CALL (wanted) {
+  MATCH (t:Token)
+  WHERE t.tenant_id = $tenant_id AND t.type = wanted AND t.id > $after
+    AND NOT coalesce(t.expires_at <= datetime(), false)
+    AND any(c IN t.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+  WITH t ORDER BY t.tenant_id, t.type, t.id
+  LIMIT $limit
+  RETURN t
+}
+WITH t ORDER BY t.id
 LIMIT $limit
+RETURN properties(t) AS token

@@ -1,12 +1,12 @@
-// Write the merged token (locked by lock_for_update in the same transaction) and its metadata.
+// Write the merged token (locked by lock_for_update in the same transaction) and replace its
+// metadata entries (HAS_META self-loops, see tokens/list_by_metadata).
 MATCH (t:Token {tenant_id: $tenant_id, id: $id})
 SET t += $props, t.modified_at = datetime(), t.expires_at = $expires_at
 WITH t
 CALL (t) {
-  MATCH (t)-[r:HAS_META]->()
+  MATCH (t)-[r:HAS_META]->(t)
   DELETE r
 }
 FOREACH (kv IN $meta_kvs |
-  MERGE (m:Meta {tenant_id: $tenant_id, kv: kv})
-  CREATE (t)-[:HAS_META]->(m))
+  CREATE (t)-[:HAS_META {tenant_id: $tenant_id, kv: kv, token_id: t.id}]->(t))
 RETURN properties(t) AS token

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from .. import problems
 from ..auth.permissions import TOKEN_CREATE, TOKEN_DELETE, TOKEN_READ, TOKEN_UPDATE, requires
 from ..http import json_response, principal, read_json
 from ..pagination import page_body, page_from_query
@@ -38,11 +39,15 @@ async def create_token(request: web.Request) -> web.Response:
 async def list_tokens(request: web.Request) -> web.Response:
     query = request.query
     page = page_from_query(query, request.app[settings_key])
+    if query.get("start") and not isinstance(page.after, str):
+        # Token cursors are the last id seen; any other JSON was not issued by this route.
+        raise problems.invalid("start", "is not a cursor this service issued")
     metadata: dict[str, str] = {}
     for key, value in query.items():
         if key.startswith(METADATA_PREFIX):
-            # A repeated key is ignored: the first value counts.
-            metadata.setdefault(key[len(METADATA_PREFIX):], value)
+            # A repeated key is ignored: the first value counts. Keys match case-insensitively,
+            # so `metadata.a` and `metadata.A` are the same key.
+            metadata.setdefault(key[len(METADATA_PREFIX):].lower(), value)
     listing = await service(request).list(
         principal(request), page, ids=query.getall("id", []), types=query.getall("type", []),
         metadata=metadata)

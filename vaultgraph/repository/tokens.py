@@ -16,12 +16,18 @@ class TokenRepository:
 
     async def create(self, *, tenant_id: str, id: str, props: dict, expires_at: datetime | None,
                      meta_kvs: list[str], dedup: bool, parent_id: str | None = None,
-                     parent_prefixes: list[str] | None = None) -> tuple[dict, bool] | None:
-        """The created (or, with dedup, the existing) token; None when the parent is not found."""
+                     parent_prefixes: list[str] | None = None,
+                     expired: tuple[str, str]) -> tuple[dict, bool] | None:
+        """The created (or, with dedup, the existing) token; None when the parent is not found.
+
+        `expired` is the (deleted_by, deleted_reason) given to an expired token that still
+        holds the id: it is retired as the expiry sweeper would retire it.
+        """
         records = await self.db.write(
             "tokens/create", tenant_id=tenant_id, id=id, props=props, expires_at=expires_at,
             meta_kvs=meta_kvs, dedup=dedup, parent_id=parent_id,
-            parent_prefixes=parent_prefixes or [])
+            parent_prefixes=parent_prefixes or [], expired_actor=expired[0],
+            expired_reason=expired[1])
         if not records:
             return None
         return records[0]["token"], records[0]["deduplicated"]
@@ -34,7 +40,7 @@ class TokenRepository:
                    limit: int, ids: list[str] | None, types: list[str] | None,
                    meta_kvs: list[str]) -> list[dict]:
         records = await self.db.read(
-            f"tokens/{statement}", tenant_id=tenant_id, prefixes=prefixes, after=after,
+            statement, tenant_id=tenant_id, prefixes=prefixes, after=after,
             limit=limit, ids=ids, types=types, meta_kvs=meta_kvs)
         return [r["token"] for r in records]
 

@@ -25,6 +25,7 @@ from ..tokens import view
 from ..tokens.fields import normalize_container, parse_expires_at, validate_token_id
 from ..tokens.merge_patch import merge_patch
 from ..tokens.types import TokenType, get_type
+from . import expiry
 
 NOT_FOUND = "No token with that id."
 META_SEPARATOR = "\u001f"
@@ -172,7 +173,8 @@ class TokenService:
                 tenant_id=principal.tenant_id, id=token_id, props=props,
                 expires_at=draft.expires_at, meta_kvs=meta_kvs(draft.metadata),
                 dedup=draft.deduplicate, parent_id=parent_id,
-                parent_prefixes=principal.prefixes(TOKEN_READ) if parent_id else None)
+                parent_prefixes=principal.prefixes(TOKEN_READ) if parent_id else None,
+                expired=(expiry.ACTOR, expiry.REASON))
         except UniquenessViolation:
             raise problems.Conflict("A token with that id exists.") from None
         if result is None:
@@ -207,15 +209,17 @@ class TokenService:
     async def list(self, principal: Principal, page: Page, *, ids: list[str],
                    types: list[str], metadata: dict[str, str]) -> Listing:
         kvs = meta_kvs(metadata)
+        # A value given twice filters once: the id and type statements seek once per value.
+        ids, types = list(dict.fromkeys(ids)), list(dict.fromkeys(types))
         if ids:
-            statement = "list_by_ids"
+            statement = "tokens/list_by_ids"
         elif kvs:
-            statement = "list_by_metadata"
+            statement = "tokens/list_by_metadata"
         elif types:
-            statement = "list_by_type"
+            statement = "tokens/list_by_type"
         else:
-            statement = "list"
-        after = page.after if isinstance(page.after, str) else ""
+            statement = "tokens/list"
+        after = page.after or ""
         nodes = await self.repo.list(
             statement, tenant_id=principal.tenant_id, prefixes=principal.prefixes(TOKEN_READ),
             after=after, limit=page.size + 1, ids=ids or None, types=types or None,

@@ -1,0 +1,30 @@
+// Delete every expired token exactly as tokens/delete does: data, mask, metadata entries (HAS_META
+// self-loops, hence DISTINCT) and links go; the node becomes a :DeletedToken audit reference
+// (deleted_reason $reason, deleted_by $actor).
+// - found through the token_expires_at range index (`expires_at < now` is a range seek);
+// - $batch rows per inner transaction: memory and lock time stay bounded whatever the backlog,
+//   and each batch commits on its own (IN TRANSACTIONS needs an auto-commit statement);
+// - each token's label is re-read under its write lock: one already swept by another replica
+//   is skipped, not deleted twice and not counted (an expired token cannot be un-expired: no
+//   request reaches it any more);
+// - a batch that fails (a deadlock with a request, say) is skipped, counted in `failed`, and its
+//   tokens are found again by the next sweep.
+MATCH (t:Token)
+WHERE t.expires_at < datetime()
+CALL (t) {
+  SET t._lock = true
+  REMOVE t._lock
+  WITH t WHERE t:Token
+  CALL (t) {
+    MATCH (t)-[r]-()
+    WITH DISTINCT r
+    DELETE r
+  }
+  REMOVE t:Token
+  SET t:DeletedToken
+  SET t = {tenant_id: t.tenant_id, id: t.id, type: t.type, created_by: t.created_by,
+           created_at: t.created_at, deleted_at: datetime(), deleted_by: $actor,
+           deleted_reason: $reason, merged_into: null}
+  RETURN t.id AS swept_id
+} IN TRANSACTIONS OF $batch ROWS ON ERROR CONTINUE REPORT STATUS AS status
+RETURN count(swept_id) AS swept, count(CASE WHEN NOT status.committed THEN 1 END) AS failed

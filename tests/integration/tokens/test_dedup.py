@@ -1,0 +1,223 @@
+"""Deduplication (spec §3, §4.1 `deduplicate_token`, §4.4 rule, §5.4; DESIGN §4)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ._support import MASTERCARD, VISA, card, cypher, rule
+
+SUMMARY_FIELDS = {"id", "type", "tenant_id", "fingerprint", "containers", "_extras"}
+
+
+async def count_tokens(client, tenant_id: str) -> int:
+    rows = await cypher(client, "MATCH (t:Token {tenant_id: $t}) RETURN count(t) AS n",
+                        t=tenant_id)
+    return rows[0]["n"]
+
+
+async def link(client, tenant_id: str, parent: str, child: str) -> None:
+    await cypher(client, "MATCH (p:Token {tenant_id: $t, id: $p}), (c:Token {tenant_id: $t, "
+                         "id: $c}) CREATE (p)-[:PARENT_OF {created_at: datetime()}]->(c)",
+                 t=tenant_id, p=parent, c=child)
+
+
+# --- on create ------------------------------------------------------------------------------
+
+async def test_dedup_create_returns_the_existing_token_with_200(api, client, tenant):
+    first = await api.create({**card(VISA), "deduplicate_token": True, "metadata": {"n": "1"}})
+    assert "_extras" not in first
+    again = await api.create({**card(VISA, cvc="999"), "deduplicate_token": True,
+                              "metadata": {"n": "2"}}, expect=200)
+    assert again["id"] == first["id"]
+    assert again["_extras"] == {"deduplicated": True}
+    assert again["data"] == first["data"] and again["metadata"] == {"n": "1"}
+    assert await count_tokens(client, tenant.tenant_id) == 1
+
+
+async def test_without_deduplicate_token_a_new_token_is_created(api, client, tenant):
+    first = await api.create(card(VISA))
+    second = await api.create(card(VISA))
+    assert second["id"] != first["id"]
+    assert second["fingerprint"] == first["fingerprint"]
+    third = await api.create({**card(VISA), "deduplicate_token": False})
+    assert third["id"] not in (first["id"], second["id"])
+    assert await count_tokens(client, tenant.tenant_id) == 3
+
+
+async def test_dedup_matches_a_token_created_without_the_flag(api):
+    original = await api.create(card(VISA))
+    again = await api.create({**card(VISA), "deduplicate_token": True}, expect=200)
+    assert again["id"] == original["id"]
+
+
+async def test_dedup_returns_the_oldest_of_several_matches(api):
+    oldest = await api.create(card(VISA))
+    await api.create(card(VISA))
+    again = await api.create({**card(VISA), "deduplicate_token": True}, expect=200)
+    assert again["id"] == oldest["id"]
+
+
+async def test_dedup_is_per_type(api):
+    await api.create({"type": "card_number", "data": VISA, "deduplicate_token": True})
+    other = await api.create({"type": "token", "data": VISA, "deduplicate_token": True})
+    assert "_extras" not in other
+
+
+async def test_dedup_is_per_tenant(api, other_tenant_api):
+    ours = await api.create({**card(VISA), "deduplicate_token": True})
+    theirs = await other_tenant_api.create({**card(VISA), "deduplicate_token": True})
+    assert "_extras" not in theirs and theirs["id"] != ours["id"]
+
+
+async def test_dedup_follows_the_fingerprint_expression(api):
+    first = await api.create({"type": "token", "data": {"email": "a@x.io", "n": 1},
+                              "fingerprint_expression": "{{ data.email }}",
+                              "deduplicate_token": True})
+    same = await api.create({"type": "token", "data": {"email": "a@x.io", "n": 2},
+                             "fingerprint_expression": "{{ data.email }}",
+                             "deduplicate_token": True}, expect=200)
+    assert same["id"] == first["id"]
+    different = await api.create({"type": "token", "data": {"email": "b@x.io", "n": 1},
+                                  "fingerprint_expression": "{{ data.email }}",
+                                  "deduplicate_token": True})
+    assert different["id"] != first["id"]
+
+
+async def test_dedup_ignores_expired_and_deleted_tokens(api, client, tenant):
+    expired = await api.create(card(VISA))
+    await cypher(client, "MATCH (t:Token {tenant_id: $t, id: $id}) "
+                         "SET t.expires_at = datetime() - duration('PT1S')",
+                 t=tenant.tenant_id, id=expired["id"])
+    deleted = await api.create(card(VISA))
+    await api.delete(deleted["id"])
+    fresh = await api.create({**card(VISA), "deduplicate_token": True})
+    assert "_extras" not in fresh
+    assert fresh["id"] not in (expired["id"], deleted["id"])
+
+
+async def test_dedup_with_a_given_id_returns_the_existing_id(api):
+    first = await api.create({"id": "first-id", **card(VISA), "deduplicate_token": True})
+    again = await api.create({"id": "second-id", **card(VISA), "deduplicate_token": True},
+                             expect=200)
+    assert again["id"] == first["id"] == "first-id"
+    await api.get("second-id", expect=404)
+
+
+async def test_50_concurrent_identical_creates_yield_exactly_one_token(api, client, tenant):
+    body = {"type": "card", "data": {"number": MASTERCARD, "cvc": "321"},
+            "deduplicate_token": True}
+    resps = await asyncio.gather(*(client.post("/tokens", json=body, headers=api.headers)
+                                   for _ in range(50)))
+    statuses = sorted(r.status for r in resps)
+    bodies = [await r.json() for r in resps]
+    assert statuses == [200] * 49 + [201], statuses
+    assert len({b["id"] for b in bodies}) == 1
+    assert sum(1 for b in bodies if b.get("_extras") == {"deduplicated": True}) == 49
+    assert await count_tokens(client, tenant.tenant_id) == 1
+
+
+async def test_match_the_caller_cannot_read_answers_the_cut_down_view(api, app_headers):
+    original = await api.create({**card(VISA), "metadata": {"owner": "finance"}})
+    writer = await app_headers(rule("/pci/", "reveal", ["token:create"]),
+                               permissions=["token:create"])
+    again = await api.create({**card(VISA), "deduplicate_token": True}, headers=writer,
+                             expect=200)
+    assert set(again) == SUMMARY_FIELDS
+    assert again["id"] == original["id"]
+    assert again["fingerprint"] == original["fingerprint"]
+    assert again["containers"] == original["containers"]
+    assert again["_extras"] == {"deduplicated": True}
+
+
+async def test_match_the_caller_may_read_is_shown_with_its_transform(api, masking):
+    original = await api.create(card(VISA))
+    again = await api.create({**card(VISA), "deduplicate_token": True}, headers=masking,
+                             expect=200)
+    assert again["id"] == original["id"]
+    assert again["data"]["number"] == "424242XXXXXX4242"
+    assert again["_extras"] == {"deduplicated": True}
+
+
+# --- on update (spec §4.4 rule, DESIGN §4) --------------------------------------------------
+
+async def test_update_making_a_duplicate_merges_into_the_original(api, client, tenant):
+    original = await api.create({"type": "card_number", "data": VISA})
+    twin = await api.create({"type": "card_number", "data": MASTERCARD,
+                             "deduplicate_token": True})
+    merged = await api.patch(twin["id"], {"data": VISA})
+    assert merged["id"] == original["id"]
+    assert merged["data"] == VISA
+    assert merged["_extras"] == {"deduplicated": True}
+    await api.get(twin["id"], expect=404)
+    assert await api.ids() == [original["id"]]
+    rows = await cypher(client, "MATCH (d:DeletedToken {tenant_id: $t, id: $id}) "
+                                "RETURN properties(d) AS p", t=tenant.tenant_id, id=twin["id"])
+    [audit] = [row["p"] for row in rows]
+    assert audit["deleted_reason"] == "deduplicated"
+    assert audit["merged_into"] == original["id"]
+    assert audit["deleted_by"] == tenant.application_id
+    assert "data_ct" not in audit and "fingerprint" not in audit
+    assert await count_tokens(client, tenant.tenant_id) == 1
+
+
+async def test_update_with_dedup_turned_on_by_the_patch_merges(api):
+    original = await api.create({"type": "card_number", "data": VISA})
+    twin = await api.create({"type": "card_number", "data": MASTERCARD})
+    merged = await api.patch(twin["id"], {"data": VISA, "deduplicate_token": True})
+    assert merged["id"] == original["id"]
+
+
+async def test_update_without_dedup_leaves_two_tokens(api):
+    original = await api.create({"type": "card_number", "data": VISA})
+    twin = await api.create({"type": "card_number", "data": MASTERCARD})
+    updated = await api.patch(twin["id"], {"data": VISA})
+    assert updated["id"] == twin["id"] and "_extras" not in updated
+    assert updated["fingerprint"] == original["fingerprint"]
+    assert sorted(await api.ids()) == sorted([original["id"], twin["id"]])
+
+
+async def test_update_merge_moves_the_links_to_the_original(api, client, tenant):
+    original = await api.create({"type": "card_number", "data": VISA})
+    twin = await api.create({"type": "card_number", "data": MASTERCARD,
+                             "deduplicate_token": True})
+    parent = await api.create({"type": "token", "data": "parent"})
+    child = await api.create({"type": "token", "data": "child"})
+    await link(client, tenant.tenant_id, parent["id"], twin["id"])
+    await link(client, tenant.tenant_id, twin["id"], child["id"])
+    await link(client, tenant.tenant_id, twin["id"], original["id"])
+    await api.patch(twin["id"], {"data": VISA})
+    rows = await cypher(client, "MATCH (a {tenant_id: $t})-[:PARENT_OF]->(b {tenant_id: $t}) "
+                                "RETURN a.id AS parent, b.id AS child ORDER BY parent, child",
+                        t=tenant.tenant_id)
+    assert sorted((r["parent"], r["child"]) for r in rows) == sorted([
+        (parent["id"], original["id"]), (original["id"], child["id"])])
+
+
+async def test_update_merge_into_an_unreadable_original_redacts_it(api, app_headers):
+    original = await api.create({"type": "token", "data": {"secret": "secret-s3-value"},
+                                 "containers": ["/vault/"],
+                                 "metadata": {"team": "team-red-value"},
+                                 "mask": "{{ data.secret }}",
+                                 "search_indexes": ["{{ data.secret }}"]})
+    twin = await api.create({"type": "token", "data": {"secret": "other"},
+                             "containers": ["/general/"], "deduplicate_token": True})
+    editor = await app_headers(rule("/general/", "reveal", ["token:read", "token:update"]))
+    merged = await api.patch(twin["id"], {"data": {"secret": "secret-s3-value"}},
+                             headers=editor)
+    assert merged["id"] == original["id"]
+    assert merged["_extras"] == {"deduplicated": True}
+    for hidden in ("data", "metadata", "fingerprint_expression", "search_indexes", "mask"):
+        assert hidden not in merged, hidden
+    assert "secret-s3-value" not in str(merged) and "team-red-value" not in str(merged)
+    await api.get(twin["id"], expect=404)
+    assert (await api.get(original["id"]))["data"] == {"secret": "secret-s3-value"}
+
+
+async def test_update_merge_into_a_readable_original_shows_it(api, masking):
+    original = await api.create({"type": "card_number", "data": VISA})
+    twin = await api.create({"type": "card_number", "data": MASTERCARD,
+                             "deduplicate_token": True})
+    merged = await api.patch(twin["id"], {"data": VISA}, headers=masking)
+    assert merged["id"] == original["id"]
+    assert merged["data"] == "424242XXXXXX4242"
+    assert merged["fingerprint_expression"] == "{{ data | stringify }}"

@@ -1,0 +1,165 @@
+"""Token data validation (spec §2.2, §8; the types of DESIGN §4).
+
+Every refusal is a 400 problem whose `errors` map names each bad field, and no error body ever
+repeats the value that was submitted.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ._support import ACCOUNT, AMEX, DISCOVER, MASTERCARD, ROUTING, SSN, VISA, assert_names
+
+
+async def refused(api, client, admin_headers, body: dict, *fields: str) -> dict:
+    """POST the body, expect 400 naming every field, and check no submitted value is echoed."""
+    resp = await client.post("/tokens", json=body, headers=admin_headers)
+    text = await resp.text()
+    assert resp.status == 400, text
+    assert resp.content_type == "application/problem+json"
+    problem = await resp.json(content_type=None)
+    for field in fields:
+        assert_names(problem, field)
+    for value in _leaves(body["data"]):
+        if isinstance(value, str) and len(value) >= 3:
+            assert value not in text, f"error body echoes {value!r}"
+    return problem
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+# --- card (spec §2.2 Card object) -----------------------------------------------------------
+
+@pytest.mark.parametrize("number", [VISA, MASTERCARD, AMEX, DISCOVER, "4222222222222",
+                                    "6250941006528599"])
+async def test_card_accepts_luhn_valid_numbers_of_13_to_19_digits(api, number):
+    await api.create({"type": "card", "data": {"number": number}})
+
+
+async def test_card_accepts_every_optional_field(api):
+    await api.create({"type": "card", "data": {"number": VISA, "expiration_month": 12,
+                                               "expiration_year": 2030, "cvc": "1234"}})
+
+
+@pytest.mark.parametrize("number", ["4242424242424241", "424242424242", "42424242424242424242",
+                                    "4242 4242 4242 4242", "4242-4242-4242-4242", ""])
+async def test_card_number_must_pass_luhn_without_separators(api, client, admin_headers, number):
+    await refused(api, client, admin_headers,
+                  {"type": "card", "data": {"number": number}}, "data.number")
+
+
+async def test_card_number_is_required(api, client, admin_headers):
+    await refused(api, client, admin_headers,
+                  {"type": "card", "data": {"cvc": "123"}}, "data.number")
+
+
+async def test_card_number_must_be_a_string(api, client, admin_headers):
+    await refused(api, client, admin_headers,
+                  {"type": "card", "data": {"number": 4242424242424242}}, "data.number")
+
+
+@pytest.mark.parametrize("month", [0, 13, -1, "12", 1.5, True])
+async def test_card_month_is_an_integer_from_1_to_12(api, client, admin_headers, month):
+    await refused(api, client, admin_headers,
+                  {"type": "card", "data": {"number": VISA, "expiration_month": month}},
+                  "data.expiration_month")
+
+
+@pytest.mark.parametrize("month", [1, 12])
+async def test_card_month_bounds_are_accepted(api, month):
+    await api.create({"type": "card", "data": {"number": VISA, "expiration_month": month}})
+
+
+@pytest.mark.parametrize("year", [999, 10000, 30, "2030", 2030.5])
+async def test_card_year_has_four_digits(api, client, admin_headers, year):
+    await refused(api, client, admin_headers,
+                  {"type": "card", "data": {"number": VISA, "expiration_year": year}},
+                  "data.expiration_year")
+
+
+@pytest.mark.parametrize("cvc", ["12", "12345", "12a", 123, "\uff11\uff12\uff13"])
+async def test_card_cvc_is_three_or_four_digits(api, client, admin_headers, cvc):
+    await refused(api, client, admin_headers,
+                  {"type": "card", "data": {"number": VISA, "cvc": cvc}}, "data.cvc")
+
+
+async def test_card_every_bad_field_is_named(api, client, admin_headers):
+    await refused(api, client, admin_headers,
+                  {"type": "card", "data": {"number": "4242424242424241", "expiration_month": 13,
+                                            "expiration_year": 99, "cvc": "98765"}},
+                  "data.number", "data.expiration_month", "data.expiration_year", "data.cvc")
+
+
+async def test_card_data_must_be_an_object(api, client, admin_headers):
+    await refused(api, client, admin_headers, {"type": "card", "data": VISA}, "data")
+
+
+async def test_card_unknown_data_field_is_named(api, client, admin_headers):
+    await refused(api, client, admin_headers,
+                  {"type": "card", "data": {"number": VISA, "pin": "8362"}}, "data.pin")
+
+
+# --- bank (spec §2.2 Bank object) -----------------------------------------------------------
+
+@pytest.mark.parametrize("routing", [ROUTING, "011000015", "026009593", "121000358"])
+async def test_bank_accepts_checksum_valid_routing_numbers(api, routing):
+    await api.create({"type": "bank", "data": {"routing_number": routing,
+                                               "account_number": ACCOUNT}})
+
+
+@pytest.mark.parametrize("routing", ["021000022", "02100002", "0210000210", "02100002a", ""])
+async def test_bank_routing_number_is_nine_digits_with_aba_checksum(api, client, admin_headers,
+                                                                    routing):
+    await refused(api, client, admin_headers,
+                  {"type": "bank", "data": {"routing_number": routing,
+                                            "account_number": ACCOUNT}},
+                  "data.routing_number")
+
+
+@pytest.mark.parametrize("account", ["1", "12345678901234567"])
+async def test_bank_account_number_of_up_to_17_digits(api, account):
+    await api.create({"type": "bank", "data": {"routing_number": ROUTING,
+                                               "account_number": account}})
+
+
+@pytest.mark.parametrize("account", ["123456789012345678", "", "12-34", "12345x"])
+async def test_bank_account_number_over_17_digits_or_not_digits(api, client, admin_headers,
+                                                                account):
+    await refused(api, client, admin_headers,
+                  {"type": "bank", "data": {"routing_number": ROUTING,
+                                            "account_number": account}},
+                  "data.account_number")
+
+
+async def test_bank_both_fields_are_required(api, client, admin_headers):
+    await refused(api, client, admin_headers, {"type": "bank", "data": {}},
+                  "data.routing_number", "data.account_number")
+
+
+# --- the scalar types -----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("type_", "good", "bad"), [
+    ("card_number", VISA, "4242424242424241"),
+    ("us_bank_routing_number", ROUTING, "021000022"),
+    ("us_bank_account_number", ACCOUNT, "123456789012345678"),
+    ("social_security_number", SSN, "000-12-3456"),
+    ("social_security_number", "512630947", "666-12-3456"),
+    ("social_security_number", SSN, "512-63094-7"),
+    ("employer_id_number", "12-3456789", "1-23456789"),
+])
+async def test_scalar_types_validate_their_data(api, client, admin_headers, type_, good, bad):
+    await api.create({"type": type_, "data": good})
+    await refused(api, client, admin_headers, {"type": type_, "data": bad}, "data")
+
+
+async def test_token_type_accepts_any_data(api):
+    await api.create({"type": "token", "data": {"anything": ["at", "all", 1]}})

@@ -1,0 +1,78 @@
+"""The benchmark harness's own logic: percentiles, results, and a data set the API accepts."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+
+from vaultgraph.settings import PROJECT_ROOT
+
+# bench/ is a top-level package of the checkout, not part of the installed distribution.
+if str(PROJECT_ROOT) not in sys.path:
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+from bench.dataset import (
+    PER_CUSTOMER,
+    card_data,
+    card_metadata,
+    card_number,
+    customer,
+)
+from bench.stats import Result, percentile, ratio
+from vaultgraph.expressions import luhn_valid
+from vaultgraph.tokens.types import get_type
+
+
+def test_percentile_is_nearest_rank():
+    values = [float(v) for v in range(1, 101)]  # 1..100
+    assert percentile(values, 50) == 50
+    assert percentile(values, 99) == 99
+    assert percentile(values, 99.9) == 100
+    assert percentile(values, 100) == 100
+    assert percentile(values, 0) == 1
+
+
+def test_percentile_of_few_values_is_the_maximum_at_the_tail():
+    assert percentile([0.1, 0.2, 0.3], 99.9) == 0.3
+    assert percentile([0.5], 50) == 0.5
+
+
+def test_percentile_of_nothing_is_nan_and_q_is_bounded():
+    assert math.isnan(percentile([], 50))
+    with pytest.raises(ValueError):
+        percentile([1.0], 101)
+
+
+def test_result_counts_only_successes_in_throughput():
+    result = Result.from_latencies([0.003, 0.001, 0.002, 0.004], errors=1, seconds=2.0)
+    assert result.requests == 5
+    assert result.rps == 2.0
+    assert result.p50_ms == pytest.approx(2.0)
+    assert result.p999_ms == pytest.approx(4.0)
+    assert result.to_dict()["rps"] == 2.0
+
+
+def test_result_without_successes_has_no_percentiles():
+    result = Result.from_latencies([], errors=32, seconds=15.0)
+    assert result.rps == 0
+    assert result.to_dict()["p50_ms"] is None
+
+
+def test_ratio_is_service_over_bare_and_absent_without_both():
+    service = Result(requests=100, errors=0, seconds=1, p50_ms=1, p99_ms=1, p999_ms=1)
+    bare = Result(requests=400, errors=0, seconds=1, p50_ms=1, p99_ms=1, p999_ms=1)
+    assert ratio(service, bare) == 0.25
+    assert ratio(service, None) is None
+
+
+@pytest.mark.parametrize("i", [0, 1, 7, 12345, 99_999, 10_000_001])
+def test_loaded_cards_are_valid_cards(i):
+    assert luhn_valid(card_number(i))
+    assert get_type("card").validate(card_data(i)) == {}
+
+
+def test_customer_filter_matches_one_page():
+    owners = [card_metadata(i)["customer_id"] for i in range(3 * PER_CUSTOMER)]
+    assert owners.count(customer(1)) == PER_CUSTOMER

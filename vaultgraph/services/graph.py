@@ -1,0 +1,110 @@
+"""Token graph use cases: links, child tokens, neighbours and traversal (spec §4.6 to §4.9).
+
+Whatever the caller may not read is absent, never refused: an end of a link, a listed token or
+a traversed one that is unknown, expired, outside the caller's rules or in another tenant
+answers 404 like an unknown token (the same body), or is left out of a list.
+"""
+
+from __future__ import annotations
+
+from .. import problems
+from ..auth.permissions import TOKEN_DELETE, TOKEN_READ
+from ..auth.principal import Principal
+from ..pagination import Page
+from ..repository.graph import GraphRepository
+from ..tokens import view
+from ..tokens.fields import format_datetime
+from .tokens import NOT_FOUND, Listing, TokenService
+
+NO_LINK = "No link from that parent token to that child token."
+SELF_LINK = "A token cannot be its own child."
+
+CHILDREN = "graph/list_children"
+PARENTS = "graph/list_parents"
+
+DIRECTIONS = ("children", "parents", "both")
+DEFAULT_DIRECTION = "children"
+MIN_DEPTH, MAX_DEPTH, DEFAULT_DEPTH = 1, 5, 2
+# Bounds of one traversal: tokens in the answer, and links read per level.
+MAX_NODES = 500
+MAX_LINKS_PER_LEVEL = 2000
+
+
+class GraphService:
+    def __init__(self, repo: GraphRepository, tokens: TokenService):
+        self.repo = repo
+        self.tokens = tokens
+
+    async def link(self, principal: Principal, parent_id: str, child_id: str) -> dict | None:
+        """The new link's body, or None when it was already there (idempotent)."""
+        if parent_id == child_id:
+            raise problems.BadRequest(SELF_LINK)
+        link = await self.repo.link(tenant_id=principal.tenant_id, parent_id=parent_id,
+                                    child_id=child_id, prefixes=principal.prefixes(TOKEN_READ))
+        if link is None:
+            raise problems.NotFound(NOT_FOUND)
+        if not link.created:
+            return None
+        return {"parent_id": parent_id, "child_id": child_id,
+                "created_at": format_datetime(link.created_at)}
+
+    async def unlink(self, principal: Principal, parent_id: str, child_id: str) -> None:
+        if parent_id == child_id:
+            raise problems.BadRequest(SELF_LINK)
+        removed = await self.repo.unlink(tenant_id=principal.tenant_id, parent_id=parent_id,
+                                         child_id=child_id,
+                                         prefixes=principal.prefixes(TOKEN_DELETE))
+        if removed is None:
+            raise problems.NotFound(NOT_FOUND)
+        if not removed:
+            raise problems.NotFound(NO_LINK)
+
+    async def create_child(self, principal: Principal, parent_id: str,
+                           body: dict) -> tuple[dict, bool]:
+        """The child's body in the spec §4.8 shape, and whether dedup returned an existing
+        token. Token and link are written by one statement: both or neither."""
+        created, deduplicated = await self.tokens.create(principal, body, parent_id=parent_id)
+        out = view.child_view(created)
+        if "_extras" in created:
+            out["_extras"] = created["_extras"]
+        return out, deduplicated
+
+    async def children(self, principal: Principal, parent_id: str, page: Page, *,
+                       ids: list[str], types: list[str]) -> Listing:
+        return await self._neighbours(CHILDREN, principal, parent_id, page, ids, types)
+
+    async def parents(self, principal: Principal, child_id: str, page: Page, *,
+                      ids: list[str], types: list[str]) -> Listing:
+        return await self._neighbours(PARENTS, principal, child_id, page, ids, types)
+
+    async def _neighbours(self, statement: str, principal: Principal, token_id: str, page: Page,
+                          ids: list[str], types: list[str]) -> Listing:
+        after = page.after if isinstance(page.after, str) else ""
+        nodes = await self.repo.neighbours(
+            statement, tenant_id=principal.tenant_id, id=token_id,
+            prefixes=principal.prefixes(TOKEN_READ), after=after, limit=page.size + 1,
+            ids=ids or None, types=types or None)
+        if nodes is None:
+            raise problems.NotFound(NOT_FOUND)
+        more = len(nodes) > page.size
+        nodes = nodes[:page.size]
+        return Listing([self.tokens.present(principal, n) for n in nodes],
+                       nodes[-1]["id"] if more else None)
+
+    async def graph(self, principal: Principal, token_id: str, *, depth: int,
+                    direction: str) -> dict:
+        sub = await self.repo.traverse(
+            tenant_id=principal.tenant_id, id=token_id, prefixes=principal.prefixes(TOKEN_READ),
+            depth=depth, direction=direction, max_nodes=MAX_NODES,
+            max_links=MAX_LINKS_PER_LEVEL)
+        if sub is None:
+            raise problems.NotFound(NOT_FOUND)
+        return {
+            "root": token_id,
+            "depth": depth,
+            "direction": direction,
+            "nodes": [self.tokens.present(principal, node) for node in sub.tokens],
+            "edges": [{"parent_id": parent, "child_id": child}
+                      for parent, child in sorted(set(sub.links))],
+            "truncated": sub.truncated,
+        }
