@@ -48,7 +48,12 @@ FOREACH (_ IN CASE WHEN existing IS NULL THEN [1] ELSE [] END |
 )
 WITH p, existing
 OPTIONAL MATCH (created:Token {tenant_id: $tenant_id, id: $id}) WHERE existing IS NULL
-FOREACH (_ IN CASE WHEN p IS NOT NULL AND created IS NOT NULL THEN [1] ELSE [] END |
-  MERGE (p)-[r:PARENT_OF]->(created) ON CREATE SET r.created_at = datetime())
-WITH coalesce(existing, created) AS t, existing IS NOT NULL AS deduplicated
+WITH p, existing, coalesce(existing, created) AS t
+// Under a parent, the child is linked; a dedup match is linked too when the caller could link
+// it by hand (it may read it), and never to itself.
+FOREACH (_ IN CASE WHEN p IS NOT NULL AND t IS NOT NULL AND p <> t AND (existing IS NULL
+    OR any(c IN t.containers WHERE any(pre IN $parent_prefixes WHERE c STARTS WITH pre)))
+  THEN [1] ELSE [] END |
+  MERGE (p)-[r:PARENT_OF]->(t) ON CREATE SET r.created_at = datetime())
+WITH t, existing IS NOT NULL AS deduplicated
 RETURN properties(t) AS token, deduplicated

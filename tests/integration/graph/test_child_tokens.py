@@ -88,3 +88,22 @@ async def test_child_with_a_taken_id_is_a_conflict_and_creates_no_link(api, tena
     taken = await api.create(customer("Taken", id="taken-id"))
     await api.create_child(parent["id"], customer("Again", id="taken-id"), 409)
     assert await links_between(api.client, tenant.tenant_id, parent["id"], taken["id"]) == 0
+
+
+async def test_dedup_child_links_the_existing_token_it_returns(api, tenant):
+    parent = await api.create(customer())
+    existing = await api.create(card())
+    child = await api.create_child(parent["id"], card(deduplicate_token=True), 200)
+    assert child["id"] == existing["id"]
+    assert await links_between(api.client, tenant.tenant_id, parent["id"], existing["id"]) == 1
+
+
+async def test_dedup_child_does_not_link_a_match_the_caller_cannot_read(api, caller, tenant):
+    parent = await api.create(customer())  # /general/high/
+    existing = await api.create(card())  # /pci/high/
+    writer = await caller(rule("/general/", "reveal", ["token:read"]),
+                          rule("/pci/", "reveal", ["token:create"]),
+                          permissions=["token:create", "token:read"])
+    child = await writer.create_child(parent["id"], card(deduplicate_token=True), 200)
+    assert child["id"] == existing["id"]
+    assert await links_between(api.client, tenant.tenant_id, parent["id"], existing["id"]) == 0
