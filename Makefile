@@ -8,7 +8,7 @@ HOME_DIR ?= .vaultgraph
 TEST_ENV := VAULTGRAPH_HOME=$(HOME_DIR) VAULTGRAPH_NEO4J_BOLT_PORT=7688 VAULTGRAPH_NEO4J_HTTP_PORT=7475
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench bench-scale system-deps venv neo4j-stop clean
+.PHONY: run test lint bench bench-deps bench-scale system-deps venv neo4j-stop clean
 
 system-deps:
 	@command -v java >/dev/null && command -v mvn >/dev/null || { \
@@ -34,10 +34,16 @@ test: venv
 lint: venv
 	$(BIN)/ruff check vaultgraph tests bench
 
-bench: venv
+# Benchmarks (README "Performance"): their own Neo4j (7689/7476) and service (8089); BENCH_* env.
+bench-deps: venv
+	@test -x $(BIN)/py-spy || $(BIN)/pip install -q -e '.[test,bench]'
+	@command -v wrk >/dev/null || { apt-get update -q && apt-get install -y -q wrk; } \
+	  || echo "wrk unavailable: the benchmark falls back to its aiohttp client"
+
+bench: bench-deps
 	$(BIN)/python -m bench
 
-bench-scale: venv
+bench-scale: bench-deps
 	$(BIN)/python -m bench --scale
 
 neo4j-stop:

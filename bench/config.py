@@ -1,0 +1,61 @@
+"""Benchmark settings, read once from `BENCH_*` environment variables (documented in README.md)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    duration: float = 15.0          # measured seconds per workload and side (service, bare)
+    warmup: float = 5.0             # discarded seconds before each measurement
+    concurrency: int = 32           # connections (wrk) or coroutines (bare driver)
+    tokens: int = 100_000           # stored tokens loaded before the workloads
+    load_batch: int = 5_000         # rows per UNWIND transaction when loading
+    port: int = 8089                # the service under test
+    bolt_port: int = 7689           # the benchmark's own Neo4j
+    http_port: int = 7476
+    neo4j_heap: str = "1g"
+    neo4j_pagecache: str = "1g"
+    loadgen: str = "wrk"            # wrk (Debian package, Lua scripts) or python (aiohttp client)
+    wrk_threads: int = 1
+    workloads: str = ""             # comma-separated subset; empty runs them all
+    profile: bool = False           # py-spy the service during the create and get workloads
+    scale_sizes: str = "10000,100000"  # make bench-scale; add 1000000 for the full run
+    home: str = str(ROOT / ".vaultgraph")
+
+    @classmethod
+    def from_env(cls, environ=None) -> BenchConfig:
+        env = os.environ if environ is None else environ
+        values = {}
+        for f in fields(cls):
+            raw = env.get("BENCH_" + f.name.upper())
+            if raw is None or raw == "":
+                continue
+            kind = type(f.default)
+            if kind is bool:
+                values[f.name] = raw.lower() in ("1", "true", "yes", "on")
+            else:
+                values[f.name] = kind(raw)
+        return cls(**values)
+
+    @property
+    def neo4j_home(self) -> Path:
+        return Path(self.home) / "bench-neo4j"
+
+    @property
+    def work_dir(self) -> Path:
+        """Scratch files: request pools for wrk, the service log, profiles."""
+        return Path(self.home) / "bench-work"
+
+    def selected(self, name: str) -> bool:
+        wanted = [w.strip() for w in self.workloads.split(",") if w.strip()]
+        return not wanted or name in wanted
+
+    def sizes(self) -> list[int]:
+        return [int(s) for s in self.scale_sizes.split(",") if s.strip()]

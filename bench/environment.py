@@ -1,0 +1,150 @@
+"""What a run starts and stops: its own Neo4j (fresh data each run) and the service process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from vaultgraph.crypto import KeyRing
+from vaultgraph.neo4j_local import ENTRY_POINT, LocalNeo4j
+
+from .config import ROOT, BenchConfig
+
+
+def say(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def bench_neo4j(cfg: BenchConfig) -> LocalNeo4j:
+    # The jars are shared with make run / make test; home, data and ports are the benchmark's own.
+    return LocalNeo4j(home=cfg.neo4j_home, lib_dir=Path(cfg.home) / "neo4j-lib",
+                      bolt_port=cfg.bolt_port, http_port=cfg.http_port,
+                      heap=cfg.neo4j_heap, pagecache=cfg.neo4j_pagecache)
+
+
+def _leftover_pids(home: Path) -> list[int]:
+    """Neo4j servers running on the benchmark's own home (an earlier run killed hard)."""
+    marker = f"--home-dir={home.resolve()}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if ENTRY_POINT.encode() in cmdline and marker in cmdline.split(b"\0"):
+            found.append(int(proc.name))
+    return found
+
+
+def start_neo4j(cfg: BenchConfig) -> LocalNeo4j:
+    """A fresh database: a leftover benchmark server is stopped and its data removed."""
+    neo = bench_neo4j(cfg)
+    neo.stop()
+    for pid in _leftover_pids(cfg.neo4j_home):
+        say(f"stopping a leftover benchmark Neo4j (pid {pid})")
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(300):
+            if not Path(f"/proc/{pid}").exists():
+                break
+            time.sleep(0.2)
+    shutil.rmtree(cfg.neo4j_home / "data", ignore_errors=True)
+    neo.start()
+    return neo
+
+
+class Service:
+    """`vaultgraph serve` as a child process on the benchmark's port."""
+
+    def __init__(self, cfg: BenchConfig, neo: LocalNeo4j, kek: str):
+        self.cfg = cfg
+        self.url = f"http://127.0.0.1:{cfg.port}"
+        self.env = {
+            **os.environ,
+            "VAULTGRAPH_PORT": str(cfg.port),
+            "VAULTGRAPH_NEO4J_URI": neo.uri,
+            "VAULTGRAPH_NEO4J_PASSWORD": neo.resolve_password(),
+            "VAULTGRAPH_KEK": kek,
+            "VAULTGRAPH_HOME": cfg.home,
+        }
+        self.proc: subprocess.Popen | None = None
+        self.log_path = cfg.work_dir / "service.log"
+
+    def start(self, timeout: float = 60.0) -> None:
+        if _answers(self.url + "/health"):
+            raise RuntimeError(f"something already serves on port {self.cfg.port}; "
+                               "set BENCH_PORT to a free port")
+        exe = Path(sys.executable).with_name("vaultgraph")
+        self.cfg.work_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(  # noqa: S603 - fixed argv
+            [str(exe), "serve"], env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, cwd=ROOT, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while not _answers(self.url + "/ready"):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the service exited with {self.proc.returncode}; "
+                                   f"see {self.log_path}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("the service did not become ready")
+            time.sleep(0.2)
+        say(f"service ready on {self.url} (pid {self.proc.pid}, log {self.log_path})")
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        say("service stopped")
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - local http only
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def new_kek() -> str:
+    return KeyRing.generate_spec()
+
+
+def machine() -> dict:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gib = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem_gib = round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    return {"nproc": len(os.sched_getaffinity(0)), "cpu_model": model, "mem_gib": mem_gib,
+            "python": sys.version.split()[0],
+            # Other work on the machine skews every number: the load average says how much.
+            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()]}

@@ -1,0 +1,162 @@
+"""Closed-loop load: wrk (C, Lua, ~no CPU next to the service) or an aiohttp fallback, and the
+bare-driver clients. Each returns a `stats.Result` for the measured window only."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+import orjson
+
+from .stats import Result
+from .workloads import Request
+
+LUA = Path(__file__).resolve().parent / "wrk_pool.lua"
+_RESULT = re.compile(r"^BENCH_JSON (\{.*\})$", re.MULTILINE)
+
+
+def ensure_wrk() -> str | None:
+    """The wrk binary, installed from Debian's packages when missing (root only)."""
+    found = shutil.which("wrk")
+    if found or not shutil.which("apt-get") or os.geteuid() != 0:
+        return found
+    print("[bench] installing wrk from Debian's packages", file=sys.stderr, flush=True)
+    subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], check=False,  # noqa: S607
+                   stdout=subprocess.DEVNULL)
+    if not shutil.which("wrk"):
+        subprocess.run(["apt-get", "update", "-q"], check=False,  # noqa: S607
+                       stdout=subprocess.DEVNULL)
+        subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], check=False,  # noqa: S607
+                       stdout=subprocess.DEVNULL)
+    return shutil.which("wrk")
+
+
+def write_pool(path: Path, requests: Sequence[Request]) -> None:
+    """One request a line, tab-separated: method, path, content type, body (JSON has no tabs)."""
+    with open(path, "wb") as f:
+        for r in requests:
+            f.write(b"\t".join((r.method.encode(), r.path.encode(), r.content_type.encode(),
+                                r.body)) + b"\n")
+
+
+class Wrk:
+    name = "wrk"
+
+    def __init__(self, binary: str, url: str, key: str, concurrency: int, threads: int,
+                 work_dir: Path):
+        self.binary, self.url, self.key = binary, url, key
+        self.concurrency, self.threads, self.work_dir = concurrency, threads, work_dir
+
+    async def run(self, pool: Sequence[Request], seconds: float) -> Result:
+        pool_file = self.work_dir / "pool.tsv"
+        write_pool(pool_file, pool)
+        argv = [self.binary, f"-t{self.threads}", f"-c{self.concurrency}",
+                f"-d{max(1, round(seconds))}s", "--timeout", "10s", "-s", str(LUA), self.url,
+                "--", str(pool_file)]
+        proc = await asyncio.create_subprocess_exec(
+            *argv, env={**os.environ, "BENCH_KEY": self.key},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        out, _ = await proc.communicate()
+        text = out.decode(errors="replace")
+        match = _RESULT.search(text)
+        if proc.returncode != 0 or match is None:
+            raise RuntimeError(f"wrk failed ({proc.returncode}): {text[-2000:]}")
+        raw = orjson.loads(match.group(1))
+        errors = sum(raw[k] for k in ("connect", "read", "write", "status", "timeout"))
+        # wrk counts responses (any status) as requests; timed-out requests only as errors, and
+        # its latency histogram holds responses only: no response, no percentile.
+        answered = raw["requests"]
+        nan = float("nan")
+        return Result(requests=answered + raw["timeout"] + raw["connect"], errors=errors,
+                      seconds=raw["duration_us"] / 1e6,
+                      p50_ms=raw["p50"] / 1000 if answered else nan,
+                      p99_ms=raw["p99"] / 1000 if answered else nan,
+                      p999_ms=raw["p999"] / 1000 if answered else nan)
+
+
+class PythonClient:
+    """aiohttp closed loop: costs far more CPU than wrk, used only when wrk is unavailable."""
+
+    name = "python-aiohttp"
+
+    def __init__(self, url: str, key: str, concurrency: int):
+        self.url, self.key, self.concurrency = url, key, concurrency
+
+    async def run(self, pool: Sequence[Request], seconds: float) -> Result:
+        import aiohttp
+
+        cycle = itertools.cycle(pool)
+        latencies: list[float] = []
+        errors = 0
+        deadline = time.monotonic() + seconds
+
+        async def worker(session):
+            nonlocal errors
+            while time.monotonic() < deadline:
+                r = next(cycle)
+                headers = {"SVC-API-KEY": self.key}
+                if r.content_type:
+                    headers["Content-Type"] = r.content_type
+                t0 = time.perf_counter()
+                try:
+                    async with session.request(r.method, self.url + r.path, headers=headers,
+                                               data=r.body or None) as resp:
+                        await resp.read()
+                        ok = resp.status < 400
+                except (aiohttp.ClientError, TimeoutError):
+                    ok = False
+                if ok:
+                    latencies.append(time.perf_counter() - t0)
+                else:
+                    errors += 1
+
+        connector = aiohttp.TCPConnector(limit=self.concurrency)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            began = time.monotonic()
+            await asyncio.gather(*(worker(session) for _ in range(self.concurrency)))
+            elapsed = time.monotonic() - began
+        return Result.from_latencies(latencies, errors, elapsed)
+
+
+async def run_bare(op: Callable[[object], Awaitable[None]], pool: Sequence[object],
+                   concurrency: int, seconds: float, op_timeout: float = 10.0) -> Result:
+    """`concurrency` coroutines in this process, each running `op` on the next pool item.
+
+    Like wrk's `--timeout 10s`, an operation that takes longer is abandoned and counted as an
+    error, so a pathological statement cannot stretch the run past its window.
+    """
+    cycle = itertools.cycle(pool)
+    latencies: list[float] = []
+    errors = 0
+    first_error: BaseException | None = None
+    deadline = time.monotonic() + seconds
+
+    async def worker():
+        nonlocal errors, first_error
+        while time.monotonic() < deadline:
+            item = next(cycle)
+            t0 = time.perf_counter()
+            try:
+                async with asyncio.timeout(op_timeout):
+                    await op(item)
+            except Exception as exc:  # counted, and the first one is reported
+                errors += 1
+                first_error = first_error or exc
+            else:
+                latencies.append(time.perf_counter() - t0)
+
+    began = time.monotonic()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.monotonic() - began
+    if first_error is not None:
+        print(f"[bench] bare: {errors} errors, first: {type(first_error).__name__}: "
+              f"{str(first_error)[:200]}", file=sys.stderr, flush=True)
+    return Result.from_latencies(latencies, errors, elapsed)

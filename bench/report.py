@@ -1,0 +1,62 @@
+"""The printed tables (also pasted into README.md's Performance section)."""
+
+from __future__ import annotations
+
+
+def _ms(v) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def _side(side: dict | None) -> list[str]:
+    if not side:
+        return ["n/a"] * 5
+    return [f"{side['rps']:,.0f}", _ms(side["p50_ms"]), _ms(side["p99_ms"]),
+            _ms(side["p999_ms"]), str(side["errors"])]
+
+
+def machine_line(result: dict) -> str:
+    m = result["machine"]
+    return (f"machine: {m['nproc']} cores, {m['cpu_model']}, {m['mem_gib']} GiB; "
+            f"Python {m['python']}; load generator: {result['loadgen']}; "
+            f"commit {result['git_sha']}{' + local changes' if result.get('git_dirty') else ''}, "
+            f"{result['date']}; load average at start {m.get('loadavg_at_start')}")
+
+
+def table(result: dict) -> str:
+    s = result["settings"]
+    lines = [
+        f"stored tokens: {result['stored_tokens']:,} (after the run); "
+        f"concurrency {s['concurrency']}, {s['warmup_s']:g}s warm-up + {s['duration_s']:g}s "
+        "per workload and side",
+        machine_line(result),
+        "",
+        "| workload | service req/s | p50 ms | p99 ms | p99.9 ms | errors "
+        "| bare req/s | p50 ms | p99 ms | p99.9 ms | errors | ratio |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for name, w in result["workloads"].items():
+        if not w.get("available", True):
+            lines.append(f"| {name} | not available: {w.get('note', '')} |" + " |" * 10)
+            continue
+        r = "-" if w["ratio"] is None else f"{w['ratio']:.2f}"
+        lines.append("| " + " | ".join([name, *_side(w["service"]), *_side(w["bare"]), r]) + " |")
+    notes = [f"- {n}: {w['note']}" for n, w in result["workloads"].items()
+             if w.get("note") and w.get("available", True)]
+    return "\n".join(lines + (["", *notes] if notes else []))
+
+
+def scale_table(result: dict) -> str:
+    lines = [machine_line(result), "",
+             "| stored tokens | get p50 ms | get p99 ms | get req/s | list p50 ms | list p99 ms "
+             "| list req/s |",
+             "|--:|--:|--:|--:|--:|--:|--:|"]
+    for size, row in result["sizes"].items():
+        g, li = row["get"], row["list"]
+        lines.append(f"| {int(size):,} | {_ms(g['p50_ms'])} | {_ms(g['p99_ms'])} | "
+                     f"{g['rps']:,.0f} | {_ms(li['p50_ms'])} | {_ms(li['p99_ms'])} | "
+                     f"{li['rps']:,.0f} |")
+    lo, hi = result["p50_growth_between"]
+    lines.append("")
+    lines.append(f"p50({hi:,}) / p50({lo:,}): get {result['p50_growth']['get']}, "
+                 f"list {result['p50_growth']['list']}")
+    return "\n".join(lines)

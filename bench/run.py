@@ -1,0 +1,313 @@
+"""The benchmark run: start Neo4j and the service, load the data set, run each workload against
+the service and against the bare driver, print the table and write bench/results/."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+
+from vaultgraph.catalog import Catalog
+from vaultgraph.crypto import KeyRing
+from vaultgraph.db import Database
+from vaultgraph.neo4j_local import LocalNeo4j
+from vaultgraph.services.tokens import meta_kvs
+from vaultgraph.settings import PROJECT_ROOT
+
+from . import profile, report
+from .config import RESULTS, BenchConfig
+from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
+from .environment import Service, machine, new_kek, say, start_neo4j
+from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
+from .stats import Result, ratio
+from .workloads import WORKLOADS, Context, Request, Workload
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=PROJECT_ROOT,  # noqa: S603, S607 - read-only
+                             capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def git_sha() -> str:
+    return _git("rev-parse", "--short", "HEAD") or "nogit"
+
+
+def git_dirty() -> bool | None:
+    """True when the measured tree differs from the commit named by git_sha."""
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return None if status is None else bool(status)
+
+
+def probe(url: str, key: str, r: Request) -> tuple[int, dict | None]:
+    req = urllib.request.Request(url + r.path, data=r.body or None, method=r.method,  # noqa: S310
+                                 headers={"SVC-API-KEY": key,
+                                          **({"Content-Type": r.content_type}
+                                             if r.content_type else {})})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - local http only
+            body = json.loads(resp.read() or b"null")
+            return resp.status, body if isinstance(body, dict) else None
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
+
+
+class Bench:
+    def __init__(self, cfg: BenchConfig, neo: LocalNeo4j):
+        self.cfg = cfg
+        self.neo = neo
+        self.service: Service | None = None
+        self.db: Database | None = None
+        self.kek = new_kek()
+        self.tenant: Tenant | None = None
+        self.ids: list[str] = []
+        self.loadgen = None
+        self.warmed = False
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        cfg = self.cfg
+        cfg.work_dir.mkdir(parents=True, exist_ok=True)
+        wrk = ensure_wrk() if cfg.loadgen == "wrk" else None
+        neo = self.neo
+        catalog = Catalog.load(PROJECT_ROOT / "cypher")
+        self.db = Database.connect(self.neo.uri, "neo4j", self.neo.resolve_password(), catalog,
+                                   "neo4j")
+        await self.db.apply_schema()
+        self.tenant = await create_bench_tenant(self.db, KeyRing.from_spec(self.kek))
+        self.service = Service(cfg, neo, self.kek)
+        self.service.start()
+        if wrk:
+            self.loadgen = Wrk(wrk, self.service.url, self.tenant.app_key, cfg.concurrency,
+                               cfg.wrk_threads, cfg.work_dir)
+        else:
+            if cfg.loadgen == "wrk":
+                say("wrk is not available: falling back to the aiohttp client (costs more CPU)")
+            self.loadgen = PythonClient(self.service.url, self.tenant.app_key, cfg.concurrency)
+
+    async def load_to(self, n: int) -> None:
+        if n <= len(self.ids):
+            return
+        began = time.monotonic()
+        self.ids += await load_tokens(self.db, self.tenant, len(self.ids), n, self.cfg.load_batch)
+        await self.db.driver.execute_query("CALL db.awaitIndexes(300)", database_="neo4j")
+        say(f"{len(self.ids):,} tokens stored ({time.monotonic() - began:.0f}s)")
+        await self.check_dataset()
+
+    async def check_dataset(self) -> None:
+        """The loaded rows must be what the service's own statements find (the loader writes the
+        graph shape directly, so a change to cypher/tokens/ can leave it behind)."""
+        ctx = self.context()
+        tenant_id = self.tenant.tenant_id
+        node = await ctx.tokens.get(tenant_id=tenant_id, id=self.ids[-1], prefixes=["/"])
+        page = await ctx.tokens.list(
+            "tokens/list_by_metadata", tenant_id=tenant_id, prefixes=["/"], after="", limit=51,
+            ids=None, types=None, meta_kvs=meta_kvs({"customer_id": customer(0)}))
+        want = min(PER_CUSTOMER, len(self.ids))
+        if node is None or len(page) < want:
+            raise RuntimeError(
+                f"the loaded data set does not match the service's statements (get found "
+                f"{node is not None}, a metadata page held {len(page)} of {want}): update "
+                "bench/cypher/load_tokens.cypher to the shape cypher/tokens/create.cypher writes")
+
+    async def teardown(self) -> None:
+        if self.db is not None:
+            await self.db.close()
+        if self.service is not None:
+            self.service.stop()
+
+    def context(self) -> Context:
+        return Context(self.tenant, self.ids, self.db.catalog, self.db.driver)
+
+    # -- one workload ---------------------------------------------------------------------
+
+    def warmup(self) -> float:
+        """The first warm-up after the load is longer: Neo4j's and Python's caches start cold."""
+        if self.cfg.warmup <= 0:
+            return 0
+        first, self.warmed = not self.warmed, True
+        return max(self.cfg.warmup, 15.0) if first else self.cfg.warmup
+
+    async def service_side(self, w: Workload, ctx: Context, rng: random.Random) -> Result:
+        cfg = self.cfg
+        if warmup := self.warmup():
+            await self.loadgen.run([w.http(i) for i in w.items(ctx, rng)], warmup)
+        return await self.loadgen.run([w.http(i) for i in w.items(ctx, rng)], cfg.duration)
+
+    async def bare_side(self, w: Workload, ctx: Context, rng: random.Random) -> Result:
+        cfg = self.cfg
+
+        async def op(item):
+            await w.bare(ctx, item)
+
+        if cfg.warmup > 0:
+            await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.warmup)
+        return await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration)
+
+    async def workload(self, w: Workload) -> dict:
+        ctx = self.context()
+        rng = random.Random(w.name)  # noqa: S311 - request variety
+        entry: dict = {"title": w.title}
+        status, body = probe(self.service.url, self.tenant.app_key,
+                             w.http(w.items(ctx, rng)[0]))
+        entry["probe_status"] = status
+        if body is not None and isinstance(body.get("data"), list):
+            entry["probe_items"] = len(body["data"])  # a list page must be full (50)
+        if w.route_probe and status in (404, 405):
+            say(f"{w.name}: the route answers {status}: not available")
+            entry.update(available=False, service=None, bare=None, ratio=None,
+                         note=f"route not available (probe answered {status})")
+            return entry
+        if status >= 400:
+            say(f"{w.name}: the probe request answered {status}; measuring anyway")
+        say(f"{w.name}: service via {self.loadgen.name}, {self.cfg.concurrency} connections")
+        service = await self.service_side(w, ctx, rng)
+        say(f"{w.name}: service {service.rps:,.0f} req/s, p50 {service.p50_ms:.1f} ms")
+        bare = await self.bare_side(w, ctx, rng)
+        say(f"{w.name}: bare    {bare.rps:,.0f} req/s, p50 {bare.p50_ms:.1f} ms")
+        entry.update(available=True, service=service.to_dict(),
+                     bare=bare.to_dict() if bare else None, ratio=ratio(service, bare))
+        return entry
+
+    async def profile_workloads(self) -> dict:
+        out = {}
+        for w in WORKLOADS:
+            if w.name not in ("create", "get"):
+                continue
+            ctx = self.context()
+            rng = random.Random("profile-" + w.name)  # noqa: S311
+            pool = [w.http(i) for i in w.items(ctx, rng)]
+            raw = self.cfg.work_dir / f"profile-{w.name}.txt"
+            seconds = max(5.0, self.cfg.duration)
+            recorded, _ = await asyncio.gather(
+                profile.record(self.service.pid, seconds - 1, raw),
+                self.loadgen.run(pool, seconds))
+            if recorded is None:
+                out[w.name] = {"error": "py-spy unavailable or failed"}
+                continue
+            out[w.name] = profile.summarize(recorded)
+            say(f"profile of {w.name}: {raw}")
+        return out
+
+
+# -- entry points --------------------------------------------------------------------------
+
+def header(cfg: BenchConfig) -> dict:
+    return {"date": datetime.now(UTC).isoformat(timespec="seconds"), "git_sha": git_sha(),
+            "git_dirty": git_dirty(),
+            "machine": machine(),
+            "settings": {"duration_s": cfg.duration, "warmup_s": cfg.warmup,
+                         "concurrency": cfg.concurrency, "neo4j_heap": cfg.neo4j_heap,
+                         "neo4j_pagecache": cfg.neo4j_pagecache}}
+
+
+async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
+    b = Bench(cfg, neo)
+    began = time.monotonic()
+    try:
+        await b.setup()
+        await b.load_to(cfg.tokens)
+        result = {**header(cfg), "loadgen": b.loadgen.name, "workloads": {}}
+        for w in WORKLOADS:
+            if w.name == "list" and cfg.profile:
+                # Before list: abandoned (timed-out) list requests keep the service busy after
+                # the client gives up, and would pollute the profile.
+                result["profile"] = await b.profile_workloads()
+            if cfg.selected(w.name):
+                result["workloads"][w.name] = await b.workload(w)
+        if cfg.profile and "profile" not in result:
+            result["profile"] = await b.profile_workloads()
+        result["stored_tokens"] = await stored_tokens(b)
+        result["machine"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        result["wall_seconds"] = round(time.monotonic() - began)
+        return result
+    finally:
+        await b.teardown()
+
+
+async def scale_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
+    b = Bench(cfg, neo)
+    began = time.monotonic()
+    wanted = {w.name: w for w in WORKLOADS if w.name in ("get", "list")}
+    try:
+        await b.setup()
+        result = {**header(cfg), "loadgen": b.loadgen.name, "sizes": {}}
+        for size in cfg.sizes():
+            await b.load_to(size)
+            row = {}
+            for name, w in wanted.items():
+                rng = random.Random(f"{name}{size}")  # noqa: S311 - request variety
+                res = await b.service_side(w, b.context(), rng)
+                row[name] = res.to_dict()
+                say(f"{size:,} tokens: {name} p50 {res.p50_ms:.1f} ms, {res.rps:,.0f} req/s")
+            result["sizes"][str(size)] = row
+        sizes = cfg.sizes()
+        lo, hi = str(min(sizes)), str(max(sizes))
+        result["p50_growth"] = {name: growth(result["sizes"][lo][name]["p50_ms"],
+                                             result["sizes"][hi][name]["p50_ms"])
+                                for name in wanted}
+        result["p50_growth_between"] = [int(lo), int(hi)]
+        result["wall_seconds"] = round(time.monotonic() - began)
+        return result
+    finally:
+        await b.teardown()
+
+
+def growth(small: float | None, large: float | None) -> float | None:
+    """p50 at the largest size over p50 at the smallest; None when either never answered."""
+    if not small or large is None:
+        return None
+    return round(large / small, 2)
+
+
+async def stored_tokens(b: Bench) -> int:
+    records, _, _ = await b.db.driver.execute_query(
+        "MATCH (t:Token {tenant_id: $tenant_id}) RETURN count(t) AS n",
+        tenant_id=b.tenant.tenant_id, database_="neo4j")
+    return records[0]["n"]
+
+
+def write_results(result: dict, stem: str) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(result, indent=2) + "\n"
+    latest = RESULTS / f"{stem}latest.json"
+    latest.write_text(text)
+    day = datetime.now(UTC).strftime("%Y-%m-%d")
+    (RESULTS / f"{stem}{day}-{result['git_sha']}.json").write_text(text)
+    return latest
+
+
+def main(argv: list[str]) -> int:
+    cfg = BenchConfig.from_env()
+    scale = "--scale" in argv
+    neo = None
+    try:
+        # Started outside the event loop: the launcher runs its own loop while it waits.
+        neo = start_neo4j(cfg)
+        result = asyncio.run(scale_main(cfg, neo) if scale else bench_main(cfg, neo))
+    except KeyboardInterrupt:
+        say("interrupted: everything the benchmark started is stopped")
+        return 130
+    finally:
+        if neo is not None:
+            neo.stop()
+    path = write_results(result, "scale-" if scale else "")
+    print(report.scale_table(result) if scale else report.table(result))
+    say(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

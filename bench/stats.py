@@ -1,0 +1,55 @@
+"""Latency statistics: percentiles by nearest rank, over latencies in seconds."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of an ascending sequence; nan when it is empty."""
+    if not sorted_values:
+        return math.nan
+    if not 0 <= q <= 100:
+        raise ValueError("q must be within 0..100")
+    rank = max(1, math.ceil(q / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+@dataclass(frozen=True)
+class Result:
+    """One side (service or bare) of one workload."""
+
+    requests: int
+    errors: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    p999_ms: float
+
+    @property
+    def rps(self) -> float:
+        return (self.requests - self.errors) / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["rps"] = round(self.rps, 1)
+        for k in ("p50_ms", "p99_ms", "p999_ms", "seconds"):
+            out[k] = None if math.isnan(out[k]) else round(out[k], 3)
+        return out
+
+    @classmethod
+    def from_latencies(cls, latencies: Sequence[float], errors: int, seconds: float) -> Result:
+        """`latencies` in seconds, of the successful requests; `errors` failed besides them."""
+        ordered = sorted(latencies)
+        return cls(requests=len(ordered) + errors, errors=errors, seconds=seconds,
+                   p50_ms=percentile(ordered, 50) * 1000,
+                   p99_ms=percentile(ordered, 99) * 1000,
+                   p999_ms=percentile(ordered, 99.9) * 1000)
+
+
+def ratio(service: Result | None, bare: Result | None) -> float | None:
+    if service is None or bare is None or bare.rps <= 0:
+        return None
+    return round(service.rps / bare.rps, 3)

@@ -1,0 +1,274 @@
+"""The six workloads: each is a pool of request items, how one item becomes an HTTP request for
+the service, and how the same item runs on the bare driver (same catalog statement, parameters
+and encryption work as the service's repository and service layers)."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from neo4j import AsyncDriver, RoutingControl
+
+from vaultgraph.catalog import Catalog
+from vaultgraph.expressions import render
+from vaultgraph.repository.graph import GraphRepository
+from vaultgraph.repository.tokens import TokenRepository
+from vaultgraph.services import expiry
+from vaultgraph.services.tokens import meta_kvs
+from vaultgraph.tokens.merge_patch import merge_patch
+
+from .dataset import CARD, PER_CUSTOMER, REGIONS, Tenant, card_data, card_metadata, customer
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON = "application/json"
+POOL = 20_000  # request items per workload; wrk and the bare clients cycle through them
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    content_type: str = ""
+    body: bytes = b""
+
+
+@dataclass
+class Context:
+    tenant: Tenant
+    ids: list[str]               # loaded token ids
+    catalog: Catalog
+    driver: AsyncDriver
+    database: str = "neo4j"
+    counter: int = 10_000_000    # numbers for new cards, past the loaded ones
+    prefixes: list[str] = field(default_factory=lambda: ["/"])  # the bench app's one rule
+
+    def next_number(self) -> int:
+        self.counter += 1
+        return self.counter
+
+    # The bare side goes through the service's repositories for one reason: they are where
+    # each statement's parameters are spelled, so the bare client sends exactly what the service
+    # sends even while statements change. The repositories only map arguments to parameters;
+    # `BareDriver` below replaces the service's Database with plain driver calls.
+    @property
+    def tokens(self) -> TokenRepository:
+        return TokenRepository(BareDriver(self))  # type: ignore[arg-type]
+
+    @property
+    def graph(self) -> GraphRepository:
+        return GraphRepository(BareDriver(self))  # type: ignore[arg-type]
+
+
+class BareDriver:
+    """The Database interface the repositories use, as bare `neo4j` driver calls."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    async def read(self, name: str, /, **params) -> list:
+        ctx = self.ctx
+        records, _, _ = await ctx.driver.execute_query(
+            ctx.catalog[name], params, database_=ctx.database, routing_=RoutingControl.READ)
+        return records
+
+    async def write(self, name: str, /, **params) -> list:
+        ctx = self.ctx
+        records, _, _ = await ctx.driver.execute_query(
+            ctx.catalog[name], params, database_=ctx.database, routing_=RoutingControl.WRITE)
+        return records
+
+    async def run(self, tx, name: str, /, **params) -> list:
+        result = await tx.run(self.ctx.catalog.text(name), params)
+        return [record async for record in result]
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    title: str
+    items: Callable[[Context, random.Random], list[Any]]
+    http: Callable[[Any], Request]
+    bare: Callable[[Context, Any], Awaitable[None]] | None
+    route_probe: bool = False   # skip when the route answers 404/405 (not built yet)
+
+
+# -- shared pieces --------------------------------------------------------------------------
+
+def _new_card(ctx: Context) -> dict:
+    n = ctx.next_number()
+    return {"type": "card", "data": card_data(n), "metadata": card_metadata(n)}
+
+
+def _props(ctx: Context, token_id: str, data: dict, metadata: dict) -> dict:
+    """What TokenService._props sends for a card without mask or search indexes."""
+    keys = ctx.tenant.keys
+    expression = CARD.default_fingerprint_expression
+    return {
+        "type": "card",
+        "data_ct": keys.encrypt_json(data, token_id=token_id, field="data"),
+        "mask_ct": None,
+        "fingerprint": keys.fingerprint(render(expression, data=data, metadata=metadata,
+                                               allow_empty=False)),
+        "fingerprint_expression": expression,
+        "containers": list(CARD.default_containers),
+        "metadata": orjson.dumps(metadata).decode(),
+        "search_indexes": [],
+        "search_index_values": [],
+        "deduplicate_token": False,
+    }
+
+
+def _decrypt(ctx: Context, node: dict) -> None:
+    keys = ctx.tenant.keys
+    for name in ("data", "mask"):
+        if node.get(f"{name}_ct"):
+            keys.decrypt_json(node[f"{name}_ct"], token_id=node["id"], field=name)
+
+
+async def _bare_create(ctx: Context, body: dict, parent_id: str | None = None) -> None:
+    token_id = str(uuid.uuid4())
+    props = _props(ctx, token_id, body["data"], body["metadata"])
+    props["created_by"] = ctx.tenant.app_id
+    created = await ctx.tokens.create(
+        tenant_id=ctx.tenant.tenant_id, id=token_id, props=props, expires_at=None,
+        meta_kvs=meta_kvs(body["metadata"]), dedup=False, parent_id=parent_id,
+        parent_prefixes=ctx.prefixes if parent_id else None,
+        expired=(expiry.ACTOR, expiry.REASON))
+    if created is None:
+        raise LookupError("parent not found")
+
+
+# -- (a) create ------------------------------------------------------------------------------
+
+def _create_items(ctx, rng):
+    return [_new_card(ctx) for _ in range(POOL)]
+
+
+def _create_http(body):
+    return Request("POST", "/tokens", JSON, orjson.dumps(body))
+
+
+# -- (b) get (masked) ------------------------------------------------------------------------
+
+def _ids(ctx, rng):
+    return [rng.choice(ctx.ids) for _ in range(POOL)]
+
+
+async def _bare_get(ctx, token_id):
+    node = await ctx.tokens.get(tenant_id=ctx.tenant.tenant_id, id=token_id,
+                                prefixes=ctx.prefixes)
+    if node is None:
+        raise LookupError(token_id)
+    _decrypt(ctx, node)
+
+
+# -- (c) list by metadata, page of 50 --------------------------------------------------------
+
+def _customers(ctx, rng):
+    customers = max(1, len(ctx.ids) // PER_CUSTOMER)
+    return [customer(rng.randrange(customers)) for _ in range(POOL)]
+
+
+def _list_http(cus):
+    return Request("GET", f"/tokens?metadata.customer_id={cus}&size=50")
+
+
+async def _bare_list(ctx, cus):
+    nodes = await ctx.tokens.list(
+        "tokens/list_by_metadata", tenant_id=ctx.tenant.tenant_id, prefixes=ctx.prefixes,
+        after="", limit=51, ids=None, types=None, meta_kvs=meta_kvs({"customer_id": cus}))
+    for node in nodes[:50]:
+        _decrypt(ctx, node)
+
+
+# -- (d) create child ------------------------------------------------------------------------
+
+def _child_items(ctx, rng):
+    return [(rng.choice(ctx.ids), _new_card(ctx)) for _ in range(POOL)]
+
+
+def _child_http(item):
+    parent, body = item
+    return Request("POST", f"/tokens/{parent}/children", JSON, orjson.dumps(body))
+
+
+async def _bare_child(ctx, item):
+    parent, body = item
+    await _bare_create(ctx, body, parent_id=parent)
+
+
+# -- (e) update (merge-patch) ----------------------------------------------------------------
+
+def _update_items(ctx, rng):
+    return [(rng.choice(ctx.ids), {"data": {"expiration_month": rng.randint(1, 12)},
+                                   "metadata": {"region": rng.choice(REGIONS)}})
+            for _ in range(POOL)]
+
+
+def _update_http(item):
+    token_id, patch = item
+    return Request("PATCH", f"/tokens/{token_id}", MERGE_PATCH, orjson.dumps(patch))
+
+
+async def _bare_update(ctx, item):
+    token_id, patch = item
+    keys, tenant_id = ctx.tenant.keys, ctx.tenant.tenant_id
+
+    repo = ctx.tokens
+
+    async def work(tx):
+        node = await repo.lock_for_update(tx, tenant_id=tenant_id, id=token_id,
+                                          prefixes=ctx.prefixes)
+        if node is None:
+            raise LookupError(token_id)
+        data = merge_patch(keys.decrypt_json(node["data_ct"], token_id=token_id, field="data"),
+                           patch["data"])
+        metadata = merge_patch(orjson.loads(node["metadata"]), patch["metadata"])
+        props = _props(ctx, token_id, data, metadata)
+        props["modified_by"] = ctx.tenant.app_id
+        await repo.update(tx, tenant_id=tenant_id, id=token_id, props=props, expires_at=None,
+                          meta_kvs=meta_kvs(metadata))
+
+    async with ctx.driver.session(database=ctx.database) as session:
+        await session.execute_write(work)
+
+
+# -- (f) create association ------------------------------------------------------------------
+
+def _pairs(ctx, rng):
+    out = []
+    for _ in range(POOL):
+        parent, child = rng.sample(ctx.ids, 2)
+        out.append((parent, child))
+    return out
+
+
+def _associate_http(item):
+    parent, child = item
+    return Request("POST", f"/tokens/{parent}/children/{child}")
+
+
+async def _bare_associate(ctx, item):
+    parent, child = item
+    link = await ctx.graph.link(tenant_id=ctx.tenant.tenant_id, parent_id=parent,
+                                child_id=child, prefixes=ctx.prefixes)
+    if link is None:
+        raise LookupError(item)
+
+
+WORKLOADS = (
+    Workload("create", "create token (card + metadata)", _create_items, _create_http,
+             lambda ctx, body: _bare_create(ctx, body)),
+    Workload("get", "get token (masked)", _ids,
+             lambda token_id: Request("GET", f"/tokens/{token_id}"), _bare_get),
+    Workload("create_child", "create child token", _child_items, _child_http, _bare_child,
+             route_probe=True),
+    Workload("update", "update (merge-patch)", _update_items, _update_http, _bare_update),
+    Workload("associate", "create association", _pairs, _associate_http, _bare_associate,
+             route_probe=True),
+    Workload("list", "list by metadata (page of 50)", _customers, _list_http, _bare_list),
+)
