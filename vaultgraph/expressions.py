@@ -8,12 +8,16 @@ failure surfaces as an `ExpressionError` whose message never carries token data.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import math
 import re
 import secrets
 import string
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
@@ -29,12 +33,27 @@ MAX_OUTPUT_BYTES = 1024 * 1024
 MAX_MASK_DEPTH = 32
 # Bounds the padding filters, which would otherwise allocate before the output limit applies.
 MAX_PAD_LENGTH = 4_096
+# Every value a filter takes or makes, and the time of one render (a whole mask is one): chained
+# filters (`| to_base16 | to_base16 …`), ranges (`(1..100000000) | join`) and replaces multiply
+# sizes, and loops of heavy filters burn CPU, long before the output limit is ever checked. A
+# value's size counts characters and items (nested ones each time they are reached, as flattening
+# reaches them); integers are bounded by bits.
+MAX_VALUE_SIZE = MAX_OUTPUT_BYTES
+MAX_INT_BITS = 65_536
+MAX_RENDER_SECONDS = 0.25
 
 _DISABLED_TAGS = ("include", "render")
 
 
 class ExpressionError(ValueError):
     """An expression failed to compile or render. The message is always a generic reason."""
+
+
+class ExpressionLimitError(ExpressionError):
+    """A render exceeded a size or time bound."""
+
+    def __init__(self) -> None:
+        super().__init__("expression exceeded a resource limit")
 
 
 class _SandboxedEnvironment(Environment):
@@ -353,6 +372,104 @@ _FILTERS = {
 }
 
 
+# --- resource bounds -----------------------------------------------------------------------
+
+_deadline: ContextVar[float | None] = ContextVar("expression_deadline", default=None)
+
+
+@contextmanager
+def _time_budget() -> Iterator[None]:
+    """One budget for everything rendered inside (a mask's leaves share the mask's)."""
+    if _deadline.get() is not None:
+        yield
+        return
+    token = _deadline.set(time.monotonic() + MAX_RENDER_SECONDS)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def _measure(value: Any, budget: int = MAX_VALUE_SIZE) -> tuple[int, int]:
+    """(size, leaf items) of a value; size is past `budget` as soon as the walk knows it is."""
+    size = items = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item)
+            items += 1
+        elif isinstance(item, bool) or item is None or isinstance(item, float):
+            size += 1
+            items += 1
+        elif isinstance(item, int):
+            if item.bit_length() > MAX_INT_BITS:
+                return budget + 1, items
+            size += item.bit_length() // 8 + 1
+            items += 1
+        elif isinstance(item, range):
+            size += len(item)
+            items += len(item)
+        elif isinstance(item, list | tuple):
+            size += len(item) + 1
+            if size <= budget:
+                stack.extend(item)
+        elif isinstance(item, Mapping) and not is_undefined(item):
+            size += len(item) + 1
+            items += 1
+            if size <= budget:
+                stack.extend(item.keys())
+                stack.extend(item.values())
+        else:  # Undefined, Liquid's own objects
+            size += 1
+            items += 1
+        if size > budget:
+            return size, items
+    return size, items
+
+
+def _too_big(value: Any) -> bool:
+    return _measure(value)[0] > MAX_VALUE_SIZE
+
+
+def _joined_size(value: Any, separator: Any = " ", *_: Any, **__: Any) -> int:
+    size, items = _measure(value)
+    return size + items * len(_text(separator))
+
+
+def _replaced_size(value: Any, old: Any = "", new: Any = "", *_: Any, **__: Any) -> int:
+    text, old, new = _text(value), _text(old), _text(new)
+    found = len(text) + 1 if old == "" else text.count(old)
+    return len(text) + found * max(0, len(new) - len(old))
+
+
+# Filters whose result can be the product of two inputs' sizes: estimated before they run.
+_PRODUCT_SIZE: dict[str, Callable[..., int]] = {"join": _joined_size, "replace": _replaced_size}
+# Keyword arguments Liquid itself passes to filters that ask for them.
+_LIQUID_KWARGS = ("context", "environment")
+
+
+def _bounded(name: str, func: Callable) -> Callable:
+    product_size = _PRODUCT_SIZE.get(name)
+
+    @functools.wraps(func)  # keeps Liquid's with_context / with_environment marks
+    def bounded(value: Any, *args: Any, **kwargs: Any) -> Any:
+        deadline = _deadline.get()
+        if deadline is not None and time.monotonic() > deadline:
+            raise ExpressionLimitError()
+        inputs = (value, *args, *(v for k, v in kwargs.items() if k not in _LIQUID_KWARGS))
+        if any(_too_big(v) for v in inputs):
+            raise ExpressionLimitError()
+        if product_size is not None and product_size(value, *args) > MAX_VALUE_SIZE:
+            raise ExpressionLimitError()
+        result = func(value, *args, **kwargs)
+        if _too_big(result):
+            raise ExpressionLimitError()
+        return result
+
+    return bounded
+
+
 def _build_environment() -> Environment:
     env = _SandboxedEnvironment(
         loader=DictLoader({}),
@@ -367,6 +484,9 @@ def _build_environment() -> Environment:
         env.tags.pop(tag, None)
     for name, func in _FILTERS.items():
         env.add_filter(name, func)
+    # Liquid's own filters too: every filter call is bounded in size and time.
+    for name, func in list(env.filters.items()):
+        env.filters[name] = _bounded(name, func)
     return env
 
 
@@ -424,7 +544,8 @@ def render(
     if metadata is not None:
         namespace["metadata"] = metadata
     try:
-        output = template.render(namespace)
+        with _time_budget():
+            output = template.render(namespace)
     except ExpressionError:
         raise
     except ResourceLimitError:
@@ -442,7 +563,8 @@ def render_mask(mask: Any, *, data: Any) -> Any:
 
     Non-string leaves (numbers, booleans, None) are returned unchanged.
     """
-    return _walk_mask(mask, lambda leaf: render(leaf, data=data), depth=0)
+    with _time_budget():
+        return _walk_mask(mask, lambda leaf: render(leaf, data=data), depth=0)
 
 
 def validate_mask(mask: Any) -> None:

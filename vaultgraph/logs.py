@@ -9,6 +9,7 @@ import contextvars
 import logging
 import sys
 import time
+import traceback
 
 import orjson
 
@@ -33,17 +34,43 @@ class JsonFormatter(logging.Formatter):
             if key not in _STANDARD and not key.startswith("_"):
                 out[key] = value
         if record.exc_info:
-            # Type and stack only: exception messages could quote driver text.
             out["exc_type"] = record.exc_info[0].__name__ if record.exc_info[0] else None
-            out["stack"] = self.formatStack(self.formatException(record.exc_info))
+            out["stack"] = format_exception_safely(record.exc_info)
         return orjson.dumps(out, default=str).decode()
 
 
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         trace = trace_id_var.get()
+        # Never reuse a traceback text another formatter cached on the record (with messages).
+        record = logging.makeLogRecord({**vars(record), "exc_text": None})
         base = super().format(record)
         return f"{base} trace_id={trace}" if trace else base
+
+    def formatException(self, ei) -> str:
+        return format_exception_safely(ei)
+
+
+def format_exception_safely(exc_info) -> str:
+    """A traceback of the exception and its causes: frames and type names, never messages.
+
+    Messages can quote what the service was handling: aiohttp's parser errors quote raw header
+    and body bytes (an API key, token data), driver errors quote server text.
+    """
+    exc = exc_info[1]
+    chain: list[BaseException] = []
+    while exc is not None and not any(exc is seen for seen in chain):  # cycles end
+        chain.append(exc)
+        exc = exc.__cause__ if exc.__cause__ is not None or exc.__suppress_context__ \
+            else exc.__context__
+    parts = []
+    for exc in reversed(chain):  # the first cause first, as Python prints it
+        if parts:
+            parts.append("\nwhich led to:\n")
+        parts.append("Traceback (most recent call last):\n")
+        parts.extend(traceback.format_tb(exc.__traceback__))
+        parts.append(f"{type(exc).__module__}.{type(exc).__qualname__}\n")
+    return "".join(parts).rstrip("\n")
 
 
 def configure(level: str = "INFO", fmt: str = "json") -> None:

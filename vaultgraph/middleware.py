@@ -109,4 +109,7 @@ async def authenticate(request: web.Request, handler) -> web.StreamResponse:
         # No declaration means no access: routes are protected by default.
         raise problems.Forbidden("The application lacks the permission for this operation.")
     request[PRINCIPAL] = principal
-    return await handler(request)
+    response = await handler(request)
+    # Answers to a key may hold plaintext or a new API key: no browser or proxy may keep them.
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response

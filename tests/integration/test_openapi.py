@@ -135,6 +135,147 @@ def test_update_token_takes_only_merge_patch(full):
     assert "415" in patch["responses"]
 
 
+# -- operations whose shape the handlers fixed: statuses, parameters and bodies ------------------
+
+def schema_fields(document: dict, schema: dict) -> tuple[set[str], set[str]]:
+    """(properties, required) of an object schema, through `$ref` and `allOf`."""
+    schema = resolve(document, schema)
+    properties, required = set(schema.get("properties", ())), set(schema.get("required", ()))
+    for part in schema.get("allOf", ()):
+        more, needed = schema_fields(document, part)
+        properties |= more
+        required |= needed
+    return properties, required
+
+
+def response_schema(document: dict, op: dict, status: int) -> dict:
+    return resolve(document, op["responses"][str(status)])["content"]["application/json"][
+        "schema"]
+
+
+def assert_described(document: dict, op: dict, status: int, body: dict) -> None:
+    """A real answer has every required field and no field the description lacks."""
+    properties, required = schema_fields(document, response_schema(document, op, status))
+    assert required <= set(body), sorted(required - set(body))
+    assert set(body) <= properties, sorted(set(body) - properties)
+
+
+def param(document: dict, op: dict, name: str) -> dict:
+    for candidate in op.get("parameters", ()):
+        candidate = resolve(document, candidate)
+        if candidate["name"] == name:
+            return candidate
+    raise AssertionError(f"{op['operationId']} has no parameter {name}")
+
+
+async def _token(client, headers, **body) -> dict:
+    resp = await client.post("/tokens", json={"type": "token", "data": "x", **body},
+                             headers=headers)
+    assert resp.status == 201
+    return await resp.json()
+
+
+async def test_association_is_201_with_the_link_then_204_without_a_body(client, admin_headers,
+                                                                      full):
+    op = full["paths"]["/tokens/{parent_id}/children/{child_id}"]["post"]
+    assert {s for s in op["responses"] if s.startswith("2")} == {"201", "204"}
+    assert "content" not in op["responses"]["204"]
+    assert {"400", "403", "404"} <= set(op["responses"])
+    assert schema_fields(full, response_schema(full, op, 201))[1] == {
+        "parent_id", "child_id", "created_at"}
+    parent, child = await _token(client, admin_headers), await _token(client, admin_headers)
+    path = f"/tokens/{parent['id']}/children/{child['id']}"
+    resp = await client.post(path, headers=admin_headers)
+    assert resp.status == 201
+    assert_described(full, op, 201, await resp.json())
+    assert (await client.post(path, headers=admin_headers)).status == 204
+
+
+def test_unlinking_needs_token_delete_on_both_tokens(full):
+    op = full["paths"]["/tokens/{parent_id}/children/{child_id}"]["delete"]
+    assert op["x-permission"] == ["token:delete"]
+    assert "on both" in op["description"]
+    assert {"204", "400", "403", "404"} <= set(op["responses"])
+
+
+async def test_graph_takes_depth_and_direction_and_answers_a_token_graph(client, admin_headers,
+                                                                        full):
+    from vaultgraph.services import graph
+
+    op = full["paths"]["/tokens/{id}/graph"]["get"]
+    depth = param(full, op, "depth")
+    assert (depth["in"], depth["schema"]) == ("query", {
+        "type": "integer", "minimum": graph.MIN_DEPTH, "maximum": graph.MAX_DEPTH,
+        "default": graph.DEFAULT_DEPTH})
+    direction = param(full, op, "direction")
+    assert direction["schema"]["enum"] == list(graph.DIRECTIONS)
+    assert direction["schema"]["default"] == graph.DEFAULT_DIRECTION
+    assert schema_fields(full, response_schema(full, op, 200)) == (
+        {"root", "depth", "direction", "truncated", "nodes", "edges"},) * 2
+    parent, child = await _token(client, admin_headers), await _token(client, admin_headers)
+    await client.post(f"/tokens/{parent['id']}/children/{child['id']}", headers=admin_headers)
+    resp = await client.get(f"/tokens/{parent['id']}/graph",
+                            params={"depth": "1", "direction": "both"}, headers=admin_headers)
+    body = await resp.json()
+    assert_described(full, op, 200, body)
+    assert (body["depth"], body["direction"]) == (1, "both")
+
+
+async def test_child_token_is_201_in_the_child_shape_and_200_when_deduplicated(
+        client, admin_headers, full):
+    op = full["paths"]["/tokens/{parent_id}/children"]["post"]
+    child_fields, _ = schema_fields(full, response_schema(full, op, 201))
+    assert not {"data", "mask", "search_indexes"} & child_fields
+    assert "linked" in op["responses"]["200"]["description"]
+    parent = await _token(client, admin_headers)
+    body = {"type": "token", "data": "child", "deduplicate_token": True}
+    resp = await client.post(f"/tokens/{parent['id']}/children", json=body,
+                             headers=admin_headers)
+    assert resp.status == 201
+    assert_described(full, op, 201, await resp.json())
+    other = await _token(client, admin_headers)
+    resp = await client.post(f"/tokens/{other['id']}/children", json=body,
+                             headers=admin_headers)
+    assert resp.status == 200
+    assert_described(full, op, 200, await resp.json())
+
+
+async def test_a_deduplicated_answer_the_caller_cannot_read_is_described(client, admin_headers,
+                                                                        full):
+    """The cut-down answer (id, type, tenant_id, fingerprint, containers) fits the 200."""
+    from factories import key_headers, make_application
+
+    await _token(client, admin_headers, data="same", deduplicate_token=True)
+    writer = key_headers(await make_application(
+        client, admin_headers, permissions=["token:create", "token:read"],
+        rules=[{"container": "/pci/", "transform": "reveal",
+                "permissions": ["token:create", "token:read"]}]))
+    resp = await client.post("/tokens", headers=writer, json={
+        "type": "token", "data": "same", "deduplicate_token": True, "containers": ["/pci/"]})
+    body = await resp.json()
+    assert resp.status == 200, body
+    assert "created_at" not in body
+    assert_described(full, full["paths"]["/tokens"]["post"], 200, body)
+
+
+@pytest.mark.parametrize("method, path, lock_out", [
+    ("put", "/applications/{id}", "its own `application:*` permissions"),
+    ("delete", "/applications/{id}", "itself"),
+    ("delete", "/applications/{id}/keys/{key_id}", "the key it is calling with"),
+])
+def test_self_lock_out_is_a_described_400(full, method, path, lock_out):
+    op = full["paths"][path][method]
+    assert "400" in op["responses"]
+    assert lock_out in op["description"]
+
+
+async def test_own_application_carries_the_key_id(client, admin_headers, full):
+    op = full["paths"]["/applications/self"]["get"]
+    assert "key_id" in schema_fields(full, response_schema(full, op, 200))[1]
+    resp = await client.get("/applications/self", headers=admin_headers)
+    assert_described(full, op, 200, await resp.json())
+
+
 def _operations(document: dict, with_path: bool = False):
     for path, item in document["paths"].items():
         for method, op in item.items():

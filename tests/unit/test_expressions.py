@@ -1,4 +1,5 @@
 import json
+import time
 
 import pytest
 
@@ -79,6 +80,50 @@ def test_output_stream_limit_is_enforced():
     big = "x" * (expressions.MAX_OUTPUT_BYTES // 2 + 1)
     with pytest.raises(ExpressionError, match="resource limit"):
         r("{{ data }}{{ data }}", big)
+
+
+# Values that would grow without bound before the output limit is ever checked: chained
+# expanding filters, ranges, joins and replaces multiply sizes. Sized so that the unbounded
+# version allocates at most a few hundred MB.
+@pytest.mark.parametrize("source, data", [
+    ("{{ data" + " | to_base16" * 24 + " | size }}", "abcdefgh"),
+    ("{{ data" + " | to_base64" * 50 + " | size }}", "abcdefgh"),
+    ("{{ (1..3000000) | join: ',' | size }}", None),
+    ("{{ (1..100000) | join: data | size }}", "x" * 1000),
+    ("{{ data | replace: '', data | size }}", "x" * 5000),
+    ("{{ data | split: '' | join: data | size }}", "x" * 5000),
+    ("{% assign n = 10 %}{% for i in (1..25) %}{% assign n = n | times: n %}{% endfor %}"
+     "{{ n | size }}", None),
+])
+def test_values_a_filter_may_take_or_make_are_bounded(source, data):
+    with pytest.raises(ExpressionError, match="resource limit"):
+        r(source, data)
+
+
+def test_a_render_has_a_time_budget():
+    source = ("{% for i in (1..1000) %}{% assign y = data" + " | upcase | downcase" * 20
+              + " %}{% endfor %}{{ y | size }}")
+    started = time.perf_counter()
+    with pytest.raises(ExpressionError, match="resource limit"):
+        r(source, "x" * 200_000)
+    assert time.perf_counter() - started < expressions.MAX_RENDER_SECONDS + 1
+
+
+def test_a_masks_leaves_share_one_time_budget():
+    leaf = "{% for i in (1..1000) %}{% assign y = data | upcase | downcase %}{% endfor %}"
+    started = time.perf_counter()
+    with pytest.raises(ExpressionError, match="resource limit"):
+        render_mask({str(i): leaf for i in range(200)}, data="x" * 200_000)
+    assert time.perf_counter() - started < expressions.MAX_RENDER_SECONDS + 1
+
+
+def test_bounds_leave_ordinary_expressions_alone():
+    assert r("{{ data | to_base16 | to_base16 | size }}", "x" * 1000) == "4000"
+    assert r("{{ (1..1000) | join: ', ' | size }}") == str(len(", ".join(map(str, range(1, 1001)))))
+    assert r("{{ data | replace: 'a', 'bb' | size }}", "a" * 1000) == "2000"
+    assert r("{{ data | stringify | size }}", {"k": "v" * 60_000}) == "60008"
+    assert render_mask({"n": "{{ data.n | card_mask }}"}, data={"n": "4242424242424242"}) == \
+        {"n": "424242XXXXXX4242"}
 
 
 def test_block_nesting_limit_is_enforced():

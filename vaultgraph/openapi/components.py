@@ -6,10 +6,20 @@ from ..auth.permissions import ALL_PERMISSIONS, TOKEN_PERMISSIONS
 from ..auth.rules import TRANSFORMS
 from ..expressions import DEFAULT_FINGERPRINT_EXPRESSION
 from ..services.applications import MAX_DESCRIPTION, MAX_NAME, MAX_PRIORITY, MAX_RULES
+from ..services.graph import (
+    DEFAULT_DEPTH,
+    DEFAULT_DIRECTION,
+    DIRECTIONS,
+    MAX_DEPTH,
+    MAX_LINKS_PER_LEVEL,
+    MAX_NODES,
+    MIN_DEPTH,
+)
 from ..settings import Settings
 from ..tokens.fields import TOKEN_ID_MAX_LENGTH, TOKEN_ID_MIN_LENGTH
 from ..tokens.schemas import MAX_EXPRESSION, MAX_METADATA_KEY, MAX_METADATA_VALUE
 from ..tokens.types import TOKEN_TYPES
+from ..tokens.view import CHILD_FIELDS, SUMMARY_FIELDS
 from .shapes import PROBLEM_JSON, PROBLEM_RESPONSES, content, query, ref, status_phrase
 
 API_KEY_HEADER = "SVC-API-KEY"
@@ -126,23 +136,42 @@ def _token_fields(settings: Settings) -> dict:
     }
 
 
+_DEDUPLICATED = (
+    "The existing token `deduplicate_token` matched (same type and fingerprint), with "
+    "`_extras.deduplicated`: shown per the caller's access rules, or cut down to "
+    + ", ".join(f"`{name}`" for name in SUMMARY_FIELDS) + " when the caller may not read it.")
+
+
 def _token_schemas(settings: Settings) -> dict:
     fields = _token_fields(settings)
     patch = {name: schema for name, schema in fields.items() if name not in ("id", "type")}
+    token = {
+        "id": STRING, "tenant_id": UUID, "type": STRING,
+        "data": _described(ANY, "Revealed, masked or omitted per the caller's access rules."),
+        "mask": ANY,
+        "fingerprint": STRING, "fingerprint_expression": STRING,
+        "containers": _array(STRING), "metadata": fields["metadata"],
+        "search_indexes": _array(STRING),
+        "created_by": UUID, "created_at": DATE_TIME,
+        "modified_by": UUID, "modified_at": DATE_TIME,
+        "expires_at": _described(DATE_TIME, "ISO 8601 with offset."),
+        "_extras": _object({"deduplicated": {"type": "boolean"}}),
+    }
+    child = {name: token[name] for name in (*CHILD_FIELDS, "_extras")}
+    summary = (*SUMMARY_FIELDS, "_extras")
     return {
-        "Token": _object({
-            "id": STRING, "tenant_id": UUID, "type": STRING,
-            "data": _described(ANY, "Revealed, masked or omitted per the caller's access rules."),
-            "mask": ANY,
-            "fingerprint": STRING, "fingerprint_expression": STRING,
-            "containers": _array(STRING), "metadata": fields["metadata"],
-            "search_indexes": _array(STRING),
-            "created_by": UUID, "created_at": DATE_TIME,
-            "modified_by": UUID, "modified_at": DATE_TIME,
-            "expires_at": _described(DATE_TIME, "ISO 8601 with offset."),
-            "_extras": _object({"deduplicated": {"type": "boolean"}}),
-        }, ("id", "tenant_id", "type", "containers", "created_by", "created_at"),
-            description="A token (spec §2.1). Reads show the fields the caller may see."),
+        "Token": _object(token, ("id", "tenant_id", "type", "containers", "created_by",
+                                 "created_at"),
+                         description="A token (spec §2.1). Reads show the fields the caller "
+                                     "may see."),
+        "DeduplicatedToken": _object(token, summary, description=_DEDUPLICATED),
+        "ChildToken": _object(child, ("id", "tenant_id", "type", "containers", "created_by",
+                                      "created_at", "metadata"),
+                              description="A created child token (spec §4.8): never `data`, "
+                                          "`mask` or `search_indexes`."),
+        "DeduplicatedChildToken": _object(child, summary, description=_DEDUPLICATED
+                                          + " In the child shape: never `data`, `mask` or "
+                                            "`search_indexes`."),
         "CreateToken": _object(fields, ("type", "data"), additionalProperties=False,
                                examples=[_CARD_EXAMPLE]),
         "UpdateToken": _object(
@@ -155,12 +184,28 @@ def _token_schemas(settings: Settings) -> dict:
             description="A JSON merge patch: data, mask and metadata are merged, the rest "
                         "replaced; validation runs on the merged token."),
         "Association": _object({"parent_id": STRING, "child_id": STRING,
-                                "created_at": DATE_TIME}, ("parent_id", "child_id")),
+                                "created_at": _described(DATE_TIME, "When the link was made.")},
+                               ("parent_id", "child_id", "created_at"),
+                               description="A parent → child link."),
         "TokenGraph": _object({
-            "nodes": _array(ref("Token")),
-            "edges": _array(_object({"parent_id": STRING, "child_id": STRING},
-                                    ("parent_id", "child_id"))),
-        }, ("nodes", "edges"), description="Tokens linked to a token, and the links among them."),
+            "root": _described(STRING, "The token asked for."),
+            "depth": {"type": "integer", "minimum": MIN_DEPTH, "maximum": MAX_DEPTH},
+            "direction": {"type": "string", "enum": list(DIRECTIONS)},
+            "truncated": _described(
+                {"type": "boolean"},
+                f"True when a bound cut the answer: at most {MAX_NODES} tokens, and at most "
+                f"{MAX_LINKS_PER_LEVEL} links read per level."),
+            "nodes": _described(_array(ref("Token")),
+                                "The root first, then breadth first; each token shown per the "
+                                "caller's access rules. Tokens it may not read are absent, and "
+                                "so is whatever is reachable only through them."),
+            "edges": _described(
+                _array(_object({"parent_id": STRING, "child_id": STRING},
+                               ("parent_id", "child_id"))),
+                "The links among the tokens in `nodes`, each once."),
+        }, ("root", "depth", "direction", "truncated", "nodes", "edges"),
+            description="Tokens linked to a token within `depth` links, and the links among "
+                        "them."),
     }
 
 
@@ -218,14 +263,22 @@ def _parameters(settings: Settings) -> dict:
         "PageStart": query("start", "The `pagination.next` cursor of the previous page.", STRING),
         "TokenIds": query("id", "Only these token ids.", STRING, repeatable=True),
         "TokenTypes": query("type", "Only these token types.", STRING, repeatable=True),
+        "GraphDepth": query("depth", "Links to follow from the token.", {
+            "type": "integer", "minimum": MIN_DEPTH, "maximum": MAX_DEPTH,
+            "default": DEFAULT_DEPTH}),
+        "GraphDirection": query(
+            "direction", "`children`: parent → child; `parents`: child → parent; `both`: "
+                         "links followed either way.",
+            {"type": "string", "enum": list(DIRECTIONS), "default": DEFAULT_DIRECTION}),
     }
 
 
 _PROBLEM_DESCRIPTIONS = {
     400: "The request is invalid; `errors` names the fields.",
     401: "The API key is missing, unknown or revoked.",
-    403: "The application lacks the permission for this operation (on a write: for these "
-         "containers).",
+    403: "The application lacks the permission for this operation, or the access the request "
+         "needs (`detail` says which: a write's containers, a reveal rule an update needs, an "
+         "application holding access the caller lacks).",
     404: "No such resource, or one the caller may not see (the same answer).",
     409: "The id is taken.",
     413: "The request body is too large.",

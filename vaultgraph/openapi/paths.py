@@ -42,10 +42,10 @@ def paths() -> dict:
     return dict([*_tokens(), *_associations(), *_applications(), *_operations()])
 
 
-def _token_created(what: str) -> dict:
-    return {**returns(201, f"{what} created.", "Token"),
+def _token_created() -> dict:
+    return {**returns(201, "The token created.", "Token"),
             **returns(200, "`deduplicate_token` matched an existing token, returned instead "
-                           "(`_extras.deduplicated`).", "Token")}
+                           "(`_extras.deduplicated`).", "DeduplicatedToken")}
 
 
 def _tokens():
@@ -55,7 +55,8 @@ def _tokens():
         post=operation(
             "createToken", "Create a token", tag=tag, permissions=(TOKEN_CREATE,),
             request=body("CreateToken", "The token (spec §4.1)."),
-            responses=_token_created("The token"), errors=(409,)),
+            description="`token:create` on the token's containers (403 otherwise).",
+            responses=_token_created(), errors=(409,)),
         get=operation(
             "listTokens", "List tokens", tag=tag, permissions=(TOKEN_READ,),
             description="Filters are ANDed. `metadata.<key>=<value>` (repeatable with distinct "
@@ -71,7 +72,12 @@ def _tokens():
                               "Token"), errors=(404,)),
         patch=operation(
             "updateToken", "Update a token", tag=tag, permissions=(TOKEN_UPDATE,),
-            description="When the update makes the token equal to an existing one under "
+            description="`token:update` on the token, and on its new containers when it "
+                        "moves. Changing `mask`, `fingerprint_expression` or `search_indexes`, "
+                        "or moving the token into containers where the caller would read more "
+                        "of it, also needs a rule that reveals the token to the caller (403): "
+                        "plaintext always takes a reveal rule.\n\n"
+                        "When the update makes the token equal to an existing one under "
                         "`deduplicate_token`, the two are merged and the existing token is "
                         "returned, redacted if the caller may not read it.",
             request=body("UpdateToken", "A JSON merge patch (RFC 7386).", MERGE_PATCH_JSON),
@@ -89,23 +95,38 @@ def _associations():
         post=operation(
             "createAssociation", "Link a parent token to a child token", tag=tag,
             permissions=(TOKEN_READ,),
-            description="Needs read access to both tokens. A two-way link is two associations. "
-                        "A token cannot be its own child (400).",
+            description="`token:read` on both tokens: an end that is unknown, expired, outside "
+                        "the caller's rules or in another tenant answers 404 like an unknown "
+                        "token. Idempotent: linking again changes nothing (204). A two-way link "
+                        "is two associations. A token cannot be its own child (400).",
             responses={**returns(201, "Linked.", "Association"),
-                       **returns(200, "Already linked: nothing changed.", "Association")},
+                       **no_content("Already linked: nothing changed, no body.")},
             errors=(400, 404)),
         delete=operation(
             "deleteAssociation", "Unlink a child token from its parent", tag=tag,
-            permissions=(TOKEN_DELETE,), responses=no_content("Unlinked."), errors=(404,)))
+            permissions=(TOKEN_DELETE,),
+            description="`token:delete` on both tokens: an end outside the caller's rules "
+                        "answers 404 like an unknown token. 404 too when there is no link from "
+                        "that parent to that child; 400 when both ids are the same. The tokens "
+                        "themselves stay.",
+            responses=no_content("Unlinked."), errors=(400, 404)))
     yield path_item(
         "/tokens/{parent_id}/children", {"parent_id": PARENT_ID},
         post=operation(
             "createChildToken", "Create a child token", tag=tag,
             permissions=(TOKEN_CREATE, TOKEN_READ),
-            description="token:create for the child, token:read on the parent. The response "
-                        "omits data, mask and search_indexes.",
+            description="`token:create` on the child's containers, `token:read` on the "
+                        "parent (404 like an unknown token otherwise). The token and its link "
+                        "are written together: both or neither. The response omits data, mask "
+                        "and search_indexes.",
             request=body("CreateToken", "The child token (as Create Token)."),
-            responses=_token_created("The child token"), errors=(404, 409)),
+            responses={
+                **returns(201, "The child token created and linked.", "ChildToken"),
+                **returns(200, "`deduplicate_token` matched an existing token, returned "
+                               "instead (`_extras.deduplicated`); it is linked under the "
+                               "parent when the caller may read it, and left unlinked "
+                               "otherwise.", "DeduplicatedChildToken")},
+            errors=(404, 409)),
         get=operation(
             "listChildTokens", "List child tokens", tag=tag, permissions=(TOKEN_READ,),
             parameters=(*TOKEN_FILTERS, *PAGE),
@@ -120,9 +141,15 @@ def _associations():
         "/tokens/{id}/graph", {"id": TOKEN_ID},
         get=operation(
             "getTokenGraph", "Get the graph around a token", tag=tag, permissions=(TOKEN_READ,),
-            description="The token, the tokens linked to it that the caller may read, and the "
-                        "links among them.",
+            description="The token, the tokens linked to it within `depth` links that the "
+                        "caller may read (following `direction`), and the links among them. "
+                        "A bad `depth` or `direction` is a 400 naming it.",
+            parameters=(ref("GraphDepth", "parameters"), ref("GraphDirection", "parameters")),
             responses=returns(200, "The graph.", "TokenGraph"), errors=(400, 404)))
+
+
+_NO_LOCK_OUT = ("No self lock-out: a tenant could otherwise lose its last management key; use "
+                "another application's key.")
 
 
 def _applications():
@@ -144,7 +171,9 @@ def _applications():
         "/applications/self",
         get=operation(
             "getOwnApplication", "Get the calling application", tag=tag,
-            permissions=AUTHENTICATED, description="Any working API key may ask.",
+            permissions=AUTHENTICATED,
+            description="Any working API key may ask; `key_id` is the id of the key the "
+                        "request was made with (the one not to revoke with itself).",
             responses=returns(200, "The application the API key belongs to, and the key's id.",
                               "OwnApplication")))
     yield path_item(
@@ -155,15 +184,22 @@ def _applications():
         put=operation(
             "replaceApplication", "Replace an application's name, permissions and rules",
             tag=tag, permissions=(APPLICATION_UPDATE,),
+            description="403 when the new definition grants more than the caller holds, or the "
+                        f"application holds access the caller lacks. {_NO_LOCK_OUT} An "
+                        "application cannot remove its own `application:*` permissions (400).",
             request=body("ApplicationInput", "The new definition."),
             responses=returns(200, "The application.", "Application"), errors=(404,)),
         delete=operation(
             "deleteApplication", "Delete an application and revoke its keys", tag=tag,
-            permissions=(APPLICATION_DELETE,), responses=no_content("Deleted."), errors=(404,)))
+            permissions=(APPLICATION_DELETE,),
+            description="403 when the application holds access the caller lacks. "
+                        f"{_NO_LOCK_OUT} An application cannot delete itself (400).",
+            responses=no_content("Deleted."), errors=(400, 404)))
     yield path_item(
         "/applications/{id}/keys", {"id": APPLICATION_ID},
         post=operation(
             "createApiKey", "Issue an API key", tag=tag, permissions=(APPLICATION_UPDATE,),
+            description="403 when the application holds access the caller lacks.",
             responses=returns(201, "The key, shown this once.", "IssuedApiKey"),
             errors=(404,)),
         get=operation(
@@ -175,7 +211,11 @@ def _applications():
         "/applications/{id}/keys/{key_id}", {"id": APPLICATION_ID, "key_id": "API key id."},
         delete=operation(
             "revokeApiKey", "Revoke an API key", tag=tag, permissions=(APPLICATION_UPDATE,),
-            responses=no_content("Revoked: the key stops working at once."), errors=(404,)))
+            description="403 when the application holds access the caller lacks. "
+                        f"{_NO_LOCK_OUT} An application cannot revoke the key it is calling "
+                        "with (400): rotate by issuing a key, switching, then revoking the old "
+                        "one with the new.",
+            responses=no_content("Revoked: the key stops working at once."), errors=(400, 404)))
 
 
 def _file(description: str, media_type: str, kind: str = "string") -> dict:

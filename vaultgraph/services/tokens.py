@@ -16,6 +16,7 @@ import orjson
 from .. import problems
 from ..auth.permissions import TOKEN_CREATE, TOKEN_DELETE, TOKEN_READ, TOKEN_UPDATE
 from ..auth.principal import Principal
+from ..auth.rules import REVEAL, TRANSFORMS
 from ..db import UniquenessViolation
 from ..expressions import DEFAULT_FINGERPRINT_EXPRESSION, ExpressionError, render
 from ..pagination import Page
@@ -29,6 +30,10 @@ from . import expiry
 
 NOT_FOUND = "No token with that id."
 META_SEPARATOR = "\u001f"
+NEEDS_REVEAL = ("Changing a token's mask, fingerprint expression or search indexes needs a rule "
+                "that reveals the token to the application.")
+MOVE_REVEALS = ("The application may not move a token into containers where it would read more "
+                "of the token's data.")
 
 
 @dataclass
@@ -246,6 +251,25 @@ class TokenService:
 
         return await self.repo.db.write_tx(work)
 
+    @staticmethod
+    def _check_no_new_view(principal: Principal, node: dict, current: dict, draft: Draft) -> None:
+        """An update may not show the caller more of the data than its read rule does.
+
+        Plaintext always takes a reveal rule: without one, a mask of `{{ data }}` would show the
+        caller the data through its mask rule, and a fingerprint or search index over one digit,
+        compared with keyed HMACs of guesses, would spell it out. Moving a token to containers
+        where the caller's read transform is stronger would reveal it as plainly.
+        """
+        shown = principal.decide(node["containers"], TOKEN_READ).transform
+        if shown != REVEAL and (
+                draft.mask != current["mask"]
+                or draft.fingerprint_expression != current["fingerprint_expression"]
+                or draft.search_indexes != current["search_indexes"]):
+            raise problems.Forbidden(NEEDS_REVEAL)
+        moved = principal.decide(draft.containers, TOKEN_READ).transform
+        if TRANSFORMS.index(moved) > TRANSFORMS.index(shown):
+            raise problems.Forbidden(MOVE_REVEALS)
+
     async def _apply_update(self, tx, principal: Principal, node: dict, patch: dict) -> dict:
         keys = principal.keys
         current = {
@@ -274,6 +298,7 @@ class TokenService:
         if not principal.decide(draft.containers, TOKEN_UPDATE).allowed:
             # Moving a token into containers the caller may not update is refused.
             raise problems.Forbidden("The application may not move tokens into these containers.")
+        self._check_no_new_view(principal, node, current, draft)
         props = self._props(principal, node["id"], draft)
         props["modified_by"] = principal.application_id
         if draft.deduplicate:

@@ -131,6 +131,8 @@ def _object(
     required: Mapping[str, Callable[[Any], str | None]],
     optional: Mapping[str, Callable[[Any], str | None]],
 ) -> Callable[[Any], Errors]:
+    allowed = ", ".join((*required, *optional))
+
     def validate(data: Any) -> Errors:
         if not isinstance(data, dict):
             return {"data": ["must be an object"]}
@@ -143,9 +145,9 @@ def _object(
             message = rule(data[name])
             if message:
                 errors[f"data.{name}"] = [message]
-        for name in data:
-            if name not in required and name not in optional:
-                errors[f"data.{name}"] = ["is not an allowed field"]
+        if any(name not in required and name not in optional for name in data):
+            # Named by the allowed fields, never by the submitted ones: a key is data too.
+            errors["data"] = [f"has fields that are not allowed; allowed: {allowed}"]
         return errors
 
     return validate
