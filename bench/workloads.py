@@ -10,8 +10,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import neo4j
 import orjson
-from neo4j import AsyncDriver, RoutingControl
+from neo4j import AsyncDriver
 
 from vaultgraph.catalog import Catalog
 from vaultgraph.expressions import render
@@ -69,17 +70,19 @@ class BareDriver:
     def __init__(self, ctx: Context):
         self.ctx = ctx
 
+    # The fastest plain use of the driver for one statement: an auto-commit RUN+PULL, one
+    # round trip (a managed `execute_query` adds a COMMIT round trip).
     async def read(self, name: str, /, **params) -> list:
-        ctx = self.ctx
-        records, _, _ = await ctx.driver.execute_query(
-            ctx.catalog[name], params, database_=ctx.database, routing_=RoutingControl.READ)
-        return records
+        return await self._run(name, params, neo4j.READ_ACCESS)
 
     async def write(self, name: str, /, **params) -> list:
+        return await self._run(name, params, neo4j.WRITE_ACCESS)
+
+    async def _run(self, name: str, params: dict, mode: str) -> list:
         ctx = self.ctx
-        records, _, _ = await ctx.driver.execute_query(
-            ctx.catalog[name], params, database_=ctx.database, routing_=RoutingControl.WRITE)
-        return records
+        async with ctx.driver.session(database=ctx.database, default_access_mode=mode) as s:
+            result = await s.run(ctx.catalog[name], params)
+            return [record async for record in result]
 
     async def run(self, tx, name: str, /, **params) -> list:
         result = await tx.run(self.ctx.catalog.text(name), params)
