@@ -32,7 +32,9 @@ def decode_cursor(cursor: str) -> Any:
         raise problems.invalid("start", "is not a cursor this service issued") from None
 
 
-def page_from_query(query: MultiMapping[str], settings: Settings) -> Page:
+def page_from_query(query: MultiMapping[str], settings: Settings,
+                    cursor_type: type = object) -> Page:
+    """The page a list route was asked for; `cursor_type` is the shape its cursors have."""
     raw = query.get("size")
     size = settings.page_size_default
     if raw is not None:
@@ -41,7 +43,10 @@ def page_from_query(query: MultiMapping[str], settings: Settings) -> Page:
                                            f"{settings.page_size_max}")
         size = int(raw)
     start = query.get("start")
-    return Page(size=size, after=decode_cursor(start) if start else None)
+    after = decode_cursor(start) if start else None
+    if start and not isinstance(after, cursor_type):
+        raise problems.invalid("start", "is not a cursor this service issued")
+    return Page(size=size, after=after)
 
 
 def page_body(items: list[dict], page: Page, next_cursor: Any | None) -> dict:

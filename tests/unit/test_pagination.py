@@ -40,3 +40,10 @@ def test_body_has_pagination_and_data():
     assert body["pagination"]["page_size"] == 1
     assert decode_cursor(body["pagination"]["next"]) == "a"
     assert page_body([], page_from_query(MultiDict(), SETTINGS), None)["pagination"]["next"] is None
+
+
+@pytest.mark.parametrize("foreign", [123, None, [1, 2], {"a": 1}])
+def test_a_cursor_of_another_shape_names_the_start_parameter(foreign):
+    with pytest.raises(problems.BadRequest) as err:
+        page_from_query(MultiDict(start=encode_cursor(foreign)), SETTINGS, cursor_type=str)
+    assert list(err.value.errors) == ["start"]

@@ -57,22 +57,21 @@ async def create_child_token(request: web.Request) -> web.Response:
 @routes.get("/tokens/{parent_id}/children")
 @requires(TOKEN_READ)
 async def list_child_tokens(request: web.Request) -> web.Response:
-    query = request.query
-    page = page_from_query(query, request.app[settings_key])
-    listing = await service(request).children(
-        principal(request), request.match_info["parent_id"], page,
-        ids=query.getall("id", []), types=query.getall("type", []))
-    return json_response(page_body(listing.items, page, listing.next_after))
+    return await _related(request, service(request).children, request.match_info["parent_id"])
 
 
 @routes.get("/tokens/{id}/parents")
 @requires(TOKEN_READ)
 async def list_parent_tokens(request: web.Request) -> web.Response:
+    return await _related(request, service(request).parents, request.match_info["id"])
+
+
+async def _related(request: web.Request, fetch, token_id: str) -> web.Response:
+    """Children or parents: paginated by the last id seen, filtered by id and type."""
     query = request.query
-    page = page_from_query(query, request.app[settings_key])
-    listing = await service(request).parents(
-        principal(request), request.match_info["id"], page,
-        ids=query.getall("id", []), types=query.getall("type", []))
+    page = page_from_query(query, request.app[settings_key], cursor_type=str)
+    listing = await fetch(principal(request), token_id, page, ids=query.getall("id", []),
+                          types=query.getall("type", []))
     return json_response(page_body(listing.items, page, listing.next_after))
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from .. import problems
 from ..auth.permissions import TOKEN_CREATE, TOKEN_DELETE, TOKEN_READ, TOKEN_UPDATE, requires
 from ..http import json_response, principal, read_json
 from ..pagination import page_body, page_from_query
@@ -38,10 +37,8 @@ async def create_token(request: web.Request) -> web.Response:
 @requires(TOKEN_READ)
 async def list_tokens(request: web.Request) -> web.Response:
     query = request.query
-    page = page_from_query(query, request.app[settings_key])
-    if query.get("start") and not isinstance(page.after, str):
-        # Token cursors are the last id seen; any other JSON was not issued by this route.
-        raise problems.invalid("start", "is not a cursor this service issued")
+    # Token cursors are the last id seen; any other JSON was not issued by this route.
+    page = page_from_query(query, request.app[settings_key], cursor_type=str)
     metadata: dict[str, str] = {}
     for key, value in query.items():
         if key.startswith(METADATA_PREFIX):

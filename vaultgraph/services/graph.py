@@ -79,7 +79,7 @@ class GraphService:
 
     async def _neighbours(self, statement: str, principal: Principal, token_id: str, page: Page,
                           ids: list[str], types: list[str]) -> Listing:
-        after = page.after if isinstance(page.after, str) else ""
+        after = page.after or ""
         nodes = await self.repo.neighbours(
             statement, tenant_id=principal.tenant_id, id=token_id,
             prefixes=principal.prefixes(TOKEN_READ), after=after, limit=page.size + 1,
