@@ -1,0 +1,160 @@
+"""Liquid expressions for token ids, masks, search indexes and fingerprints.
+
+Expressions come from API callers and are rendered over plaintext token data, so the
+environment is sandboxed (no partial templates, bounded loops, output and nesting) and every
+failure surfaces as an `ExpressionError` whose message never carries token data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from typing import Any
+
+from liquid import BoundTemplate, DictLoader, Environment, Mode, Undefined
+from liquid.exceptions import LiquidError, LiquidSyntaxError, ResourceLimitError
+
+from .bounds import bounded_filter, time_budget
+from .errors import (
+    DEFAULT_FINGERPRINT_EXPRESSION,
+    MAX_EXPRESSION_LENGTH,
+    MAX_MASK_DEPTH,
+    MAX_OUTPUT_BYTES,
+    MAX_RENDER_SECONDS,
+    ExpressionError,
+    ExpressionLimitError,
+)
+from .filters import FILTERS, luhn_valid
+
+__all__ = [
+    "DEFAULT_FINGERPRINT_EXPRESSION", "MAX_EXPRESSION_LENGTH", "MAX_MASK_DEPTH", "MAX_OUTPUT_BYTES",
+    "MAX_RENDER_SECONDS", "ExpressionError", "ExpressionLimitError", "compile_expression",
+    "luhn_valid", "render", "render_mask", "validate_expression", "validate_mask",
+]
+
+_DISABLED_TAGS = ("include", "render")
+
+
+class _SandboxedEnvironment(Environment):
+    loop_iteration_limit = 1_000
+    output_stream_limit = MAX_OUTPUT_BYTES
+    local_namespace_limit = MAX_OUTPUT_BYTES
+    context_depth_limit = 10
+    block_nesting_limit = 10
+
+
+def _build_environment() -> Environment:
+    env = _SandboxedEnvironment(
+        loader=DictLoader({}),
+        tolerance=Mode.STRICT,
+        undefined=Undefined,
+        strict_filters=True,
+        autoescape=False,
+    )
+    # Removing the tags (rather than relying on the empty loader) makes them a compile-time
+    # syntax error, so a bad mask is refused when the token is written, not when it is read.
+    for tag in _DISABLED_TAGS:
+        env.tags.pop(tag, None)
+    for name, func in FILTERS.items():
+        env.add_filter(name, func)
+    # Liquid's own filters too: every filter call is bounded in size and time.
+    for name, func in list(env.filters.items()):
+        env.filters[name] = bounded_filter(name, func)
+    return env
+
+
+ENVIRONMENT = _build_environment()
+
+
+# --- public API ----------------------------------------------------------------------------
+
+
+def compile_expression(source: str) -> BoundTemplate:
+    """Parse `source` once (cached) and check that every filter it names exists."""
+    if not isinstance(source, str):
+        raise ExpressionError("expression must be a string")
+    if len(source) > MAX_EXPRESSION_LENGTH:
+        raise ExpressionError("expression is too long")
+    return _compile_cached(source)
+
+
+@lru_cache(maxsize=1_024)
+def _compile_cached(source: str) -> BoundTemplate:
+    try:
+        template = ENVIRONMENT.from_string(source)
+    except LiquidSyntaxError:
+        raise ExpressionError("invalid expression syntax") from None
+    except LiquidError:
+        raise ExpressionError("invalid expression") from None
+    # Liquid only looks filters up while rendering; this makes an unknown one a compile error.
+    try:
+        names = template.filter_names(include_partials=False)
+    except LiquidError:
+        raise ExpressionError("invalid expression") from None
+    if any(name not in ENVIRONMENT.filters for name in names):
+        raise ExpressionError("unknown filter in expression")
+    return template
+
+
+def validate_expression(source: str) -> None:
+    compile_expression(source)
+
+
+def render(
+    source: str,
+    *,
+    data: Any,
+    metadata: Mapping[str, str] | None = None,
+    allow_empty: bool = True,
+) -> str:
+    """Render `source` with `data` (and `metadata`, when given) bound.
+
+    With `allow_empty=False` a blank result is an error, for expressions that must produce a
+    value (ids, fingerprints).
+    """
+    template = compile_expression(source)
+    namespace: dict[str, Any] = {"data": data}
+    if metadata is not None:
+        namespace["metadata"] = metadata
+    try:
+        with time_budget():
+            output = template.render(namespace)
+    except ExpressionError:
+        raise
+    except ResourceLimitError:
+        raise ExpressionError("expression exceeded a resource limit") from None
+    except Exception:
+        # Liquid and built-in filter messages may quote values; none may reach the caller.
+        raise ExpressionError("expression could not be rendered") from None
+    if not allow_empty and not output.strip():
+        raise ExpressionError("expression rendered an empty value")
+    return output
+
+
+def render_mask(mask: Any, *, data: Any) -> Any:
+    """Render a mask: an expression string, or a dict/list whose string leaves are expressions.
+
+    Non-string leaves (numbers, booleans, None) are returned unchanged.
+    """
+    with time_budget():
+        return _walk_mask(mask, lambda leaf: render(leaf, data=data), depth=0)
+
+
+def validate_mask(mask: Any) -> None:
+    """Compile every expression of a mask without rendering it."""
+    _walk_mask(mask, validate_expression, depth=0)
+
+
+def _walk_mask(mask: Any, on_leaf: Callable[[str], Any], *, depth: int) -> Any:
+    if depth > MAX_MASK_DEPTH:
+        raise ExpressionError("mask is nested too deeply")
+    if isinstance(mask, str):
+        return on_leaf(mask)
+    if mask is None or isinstance(mask, bool | int | float):
+        return mask
+    if isinstance(mask, Mapping):
+        return {key: _walk_mask(value, on_leaf, depth=depth + 1) for key, value in mask.items()}
+    if isinstance(mask, list | tuple):
+        return [_walk_mask(value, on_leaf, depth=depth + 1) for value in mask]
+    raise ExpressionError("mask must be a string, object, array or scalar")
+

@@ -1,0 +1,118 @@
+"""Resource bounds: every filter call is limited in the size it takes and makes and in time."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from liquid import is_undefined
+
+from .errors import (
+    MAX_INT_BITS,
+    MAX_RENDER_SECONDS,
+    MAX_VALUE_SIZE,
+    ExpressionLimitError,
+)
+from .filters import as_text
+
+# --- resource bounds -----------------------------------------------------------------------
+
+_deadline: ContextVar[float | None] = ContextVar("expression_deadline", default=None)
+
+
+@contextmanager
+def time_budget() -> Iterator[None]:
+    """One budget for everything rendered inside (a mask's leaves share the mask's)."""
+    if _deadline.get() is not None:
+        yield
+        return
+    token = _deadline.set(time.monotonic() + MAX_RENDER_SECONDS)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def _measure(value: Any, budget: int = MAX_VALUE_SIZE) -> tuple[int, int]:
+    """(size, leaf items) of a value; size is past `budget` as soon as the walk knows it is."""
+    size = items = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item)
+            items += 1
+        elif isinstance(item, bool) or item is None or isinstance(item, float):
+            size += 1
+            items += 1
+        elif isinstance(item, int):
+            if item.bit_length() > MAX_INT_BITS:
+                return budget + 1, items
+            size += item.bit_length() // 8 + 1
+            items += 1
+        elif isinstance(item, range):
+            size += len(item)
+            items += len(item)
+        elif isinstance(item, list | tuple):
+            size += len(item) + 1
+            if size <= budget:
+                stack.extend(item)
+        elif isinstance(item, Mapping) and not is_undefined(item):
+            size += len(item) + 1
+            items += 1
+            if size <= budget:
+                stack.extend(item.keys())
+                stack.extend(item.values())
+        else:  # Undefined, Liquid's own objects
+            size += 1
+            items += 1
+        if size > budget:
+            return size, items
+    return size, items
+
+
+def _too_big(value: Any) -> bool:
+    return _measure(value)[0] > MAX_VALUE_SIZE
+
+
+def _joined_size(value: Any, separator: Any = " ", *_: Any, **__: Any) -> int:
+    size, items = _measure(value)
+    return size + items * len(as_text(separator))
+
+
+def _replaced_size(value: Any, old: Any = "", new: Any = "", *_: Any, **__: Any) -> int:
+    text, old, new = as_text(value), as_text(old), as_text(new)
+    found = len(text) + 1 if old == "" else text.count(old)
+    return len(text) + found * max(0, len(new) - len(old))
+
+
+# Filters whose result can be the product of two inputs' sizes: estimated before they run.
+_PRODUCT_SIZE: dict[str, Callable[..., int]] = {"join": _joined_size, "replace": _replaced_size}
+# Keyword arguments Liquid itself passes to filters that ask for them.
+_LIQUID_KWARGS = ("context", "environment")
+
+
+def bounded_filter(name: str, func: Callable) -> Callable:
+    product_size = _PRODUCT_SIZE.get(name)
+
+    @functools.wraps(func)  # keeps Liquid's with_context / with_environment marks
+    def bounded(value: Any, *args: Any, **kwargs: Any) -> Any:
+        deadline = _deadline.get()
+        if deadline is not None and time.monotonic() > deadline:
+            raise ExpressionLimitError()
+        inputs = (value, *args, *(v for k, v in kwargs.items() if k not in _LIQUID_KWARGS))
+        if any(_too_big(v) for v in inputs):
+            raise ExpressionLimitError()
+        if product_size is not None and product_size(value, *args) > MAX_VALUE_SIZE:
+            raise ExpressionLimitError()
+        result = func(value, *args, **kwargs)
+        if _too_big(result):
+            raise ExpressionLimitError()
+        return result
+
+    return bounded
+
