@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import shutil
+import socket
 
 import pytest
 
@@ -56,12 +57,20 @@ async def test_trace_id_is_generated_when_absent_or_malformed(client):
     assert len(generated) == 32
 
 
+def free_port() -> int:
+    """A loopback port nobody listens on now (so two suites on one machine never collide)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 @pytest.fixture
 def private_neo4j(tmp_path_factory, settings):
     """A second real Neo4j of our own, so stopping it disturbs no other test."""
     lib = Settings.from_env().home_path / "neo4j-lib"
     home = tmp_path_factory.mktemp("neo4j-ready")
-    neo = LocalNeo4j(home=home / "neo4j", lib_dir=lib, bolt_port=7697, http_port=7484,
+    bolt_port, http_port = free_port(), free_port()
+    neo = LocalNeo4j(home=home / "neo4j", lib_dir=lib, bolt_port=bolt_port, http_port=http_port,
                      password="ready-test-password", heap="256m", pagecache="32m")
     neo.start()
     yield neo
