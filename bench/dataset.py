@@ -68,26 +68,30 @@ def customer(n: int) -> str:
     return f"cus_{n:07d}"
 
 
-def token_row(keys: TenantKeys, app_id: str, i: int) -> dict:
-    token_id = str(uuid.uuid4())
-    data = card_data(i)
-    metadata = card_metadata(i)
+def card_props(keys: TenantKeys, token_id: str, data: dict, metadata: dict) -> dict:
+    """What TokenService._props sends for a card without mask or search indexes."""
     expression = CARD.default_fingerprint_expression
-    fingerprint = keys.fingerprint(render(expression, data=data, metadata=metadata,
-                                          allow_empty=False))
-    return {"id": token_id, "meta_kvs": meta_kvs(metadata), "props": {
+    return {
         "type": "card",
         "data_ct": keys.encrypt_json(data, token_id=token_id, field="data"),
         "mask_ct": None,
-        "fingerprint": fingerprint,
+        "fingerprint": keys.fingerprint(render(expression, data=data, metadata=metadata,
+                                               allow_empty=False)),
         "fingerprint_expression": expression,
         "containers": list(CARD.default_containers),
         "metadata": orjson.dumps(metadata).decode(),
         "search_indexes": [],
         "search_index_values": [],
         "deduplicate_token": False,
-        "created_by": app_id,
-    }}
+    }
+
+
+def token_row(keys: TenantKeys, app_id: str, i: int) -> dict:
+    token_id = str(uuid.uuid4())
+    metadata = card_metadata(i)
+    props = card_props(keys, token_id, card_data(i), metadata)
+    return {"id": token_id, "meta_kvs": meta_kvs(metadata),
+            "props": {**props, "created_by": app_id}}
 
 
 async def create_bench_tenant(db: Database, ring: KeyRing) -> Tenant:

@@ -15,14 +15,21 @@ import orjson
 from neo4j import AsyncDriver
 
 from vaultgraph.catalog import Catalog
-from vaultgraph.expressions import render
 from vaultgraph.repository.graph import GraphRepository
 from vaultgraph.repository.tokens import TokenRepository
 from vaultgraph.services import expiry
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.tokens.merge_patch import merge_patch
 
-from .dataset import CARD, PER_CUSTOMER, REGIONS, Tenant, card_data, card_metadata, customer
+from .dataset import (
+    PER_CUSTOMER,
+    REGIONS,
+    Tenant,
+    card_data,
+    card_metadata,
+    card_props,
+    customer,
+)
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
@@ -107,22 +114,7 @@ def _new_card(ctx: Context) -> dict:
 
 
 def _props(ctx: Context, token_id: str, data: dict, metadata: dict) -> dict:
-    """What TokenService._props sends for a card without mask or search indexes."""
-    keys = ctx.tenant.keys
-    expression = CARD.default_fingerprint_expression
-    return {
-        "type": "card",
-        "data_ct": keys.encrypt_json(data, token_id=token_id, field="data"),
-        "mask_ct": None,
-        "fingerprint": keys.fingerprint(render(expression, data=data, metadata=metadata,
-                                               allow_empty=False)),
-        "fingerprint_expression": expression,
-        "containers": list(CARD.default_containers),
-        "metadata": orjson.dumps(metadata).decode(),
-        "search_indexes": [],
-        "search_index_values": [],
-        "deduplicate_token": False,
-    }
+    return card_props(ctx.tenant.keys, token_id, data, metadata)
 
 
 def _decrypt(ctx: Context, node: dict) -> None:
