@@ -469,3 +469,24 @@ def test_luhn_valid_numbers(number):
 )
 def test_luhn_invalid_numbers(number):
     assert not luhn_valid(number)
+
+
+def test_a_mask_leaf_naming_a_scalar_keeps_its_json_type():
+    data = {"n": 12, "f": 1.5, "ok": True, "s": "x", "items": [7, {"k": "v"}]}
+    mask = {"n": "{{ data.n }}", "f": "{{data.f}}", "ok": "{{ data.ok }}", "s": "{{ data.s }}",
+            "first": "{{ data.items[0] }}", "deep": "{{ data.items[1].k }}"}
+    assert render_mask(mask, data=data) == {
+        "n": 12, "f": 1.5, "ok": True, "s": "x", "first": 7, "deep": "v"}
+
+
+def test_a_mask_leaf_naming_a_missing_or_null_value_is_empty_as_in_liquid():
+    mask = {"gone": "{{ data.nope }}", "null": "{{ data.z }}", "past": "{{ data.items[5] }}"}
+    assert render_mask(mask, data={"z": None, "items": []}) == {"gone": "", "null": "", "past": ""}
+    assert render("{{ data.nope }}", data={}) == ""
+
+
+def test_a_mask_leaf_naming_a_structure_or_using_filters_is_rendered_by_liquid():
+    data = {"card": {"number": "4242424242424242"}}
+    assert render_mask("{{ data.card.number | last4 }}", data=data) == "4242"
+    assert render_mask("{{ data.card }}", data=data) == render("{{ data.card }}", data=data)
+    assert isinstance(render_mask("{{ data.card }}", data=data), str)

@@ -186,8 +186,8 @@ def test_card_default_mask_hides_middle_digits_and_cvc():
     masked = render_mask(get_type("card").default_mask, data=VALID_CARD)
     assert masked == {
         "number": "424242XXXXXX4242",
-        "expiration_month": "12",
-        "expiration_year": "2030",
+        "expiration_month": 12,
+        "expiration_year": 2030,
     }
 
 

@@ -7,6 +7,7 @@ failure surfaces as an `ExpressionError` whose message never carries token data.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
@@ -134,10 +135,41 @@ def render(
 def render_mask(mask: Any, *, data: Any) -> Any:
     """Render a mask: an expression string, or a dict/list whose string leaves are expressions.
 
-    Non-string leaves (numbers, booleans, None) are returned unchanged.
+    Non-string leaves (numbers, booleans, None) are returned unchanged. A leaf that only names a
+    scalar of the data (`{{ data.expiration_month }}`) shows that value with its JSON type, as
+    a mask that copies a field should; it also needs no template render.
     """
     with time_budget():
-        return _walk_mask(mask, lambda leaf: render(leaf, data=data), depth=0)
+        return _walk_mask(mask, lambda leaf: _render_leaf(leaf, data), depth=0)
+
+
+# `{{ data }}`, `{{ data.a.b }}`, `{{ data.items[0] }}`: a plain reference, no filters.
+_PLAIN_REFERENCE = re.compile(r"\{\{-?\s*data((?:\.[A-Za-z_][\w-]*|\[[0-9]{1,6}\])*)\s*-?\}\}")
+_REFERENCE_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[([0-9]{1,6})\]")
+_MISSING = object()
+
+
+def _render_leaf(leaf: str, data: Any) -> Any:
+    match = _PLAIN_REFERENCE.fullmatch(leaf)
+    if match is not None:
+        value = _lookup(data, match.group(1))
+        if isinstance(value, str | int | float):  # bool is an int
+            return value
+        if value is _MISSING or value is None:
+            return ""  # as Liquid renders an undefined or null value
+    return render(leaf, data=data)
+
+
+def _lookup(data: Any, path: str) -> Any:
+    value = data
+    for key, index in _REFERENCE_STEP.findall(path):
+        if key and isinstance(value, Mapping) and key in value:
+            value = value[key]
+        elif index and isinstance(value, list) and int(index) < len(value):
+            value = value[int(index)]
+        else:
+            return _MISSING
+    return value
 
 
 def validate_mask(mask: Any) -> None:

@@ -178,7 +178,7 @@ async def test_each_type_has_default_containers_and_mask(api, type_, data, conta
 
 MASKED = [
     ("card", {"number": VISA, "expiration_month": 4, "expiration_year": 2031, "cvc": "123"},
-     {"number": "424242XXXXXX4242", "expiration_month": "4", "expiration_year": "2031"}),
+     {"number": "424242XXXXXX4242", "expiration_month": 4, "expiration_year": 2031}),
     ("bank", {"routing_number": "021000021", "account_number": "1234567890"},
      {"routing_number": "021000021", "account_number": "XXXXXX7890"}),
     ("card_number", AMEX, "378282XXXXX0005"),
