@@ -27,7 +27,6 @@ from .typedefs import (
     graph_service_key,
     keyring_key,
     settings_key,
-    tenant_keys_key,
     token_service_key,
 )
 
@@ -64,7 +63,6 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
     app[catalog_key] = catalog
     app[keyring_key] = keyring
     app[database_key] = db
-    app[tenant_keys_key] = tenant_keys
     app[authenticator_key] = Authenticator(db, tenant_keys, settings.auth_cache_ttl)
     app[token_service_key] = TokenService(TokenRepository(db), settings)
     app[graph_service_key] = GraphService(GraphRepository(db), app[token_service_key])

@@ -13,10 +13,6 @@ from .typedefs import PRINCIPAL
 PROBLEM_JSON = "application/problem+json"
 
 
-def dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
 def json_response(value: Any, status: int = 200, headers: dict | None = None) -> web.Response:
     return web.Response(body=orjson.dumps(value), status=status, headers=headers,
                         content_type="application/json")

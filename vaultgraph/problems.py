@@ -43,10 +43,8 @@ Forbidden = _problem(403, "forbidden")
 NotFound = _problem(404, "not-found")
 MethodNotAllowed = _problem(405, "method-not-allowed")
 Conflict = _problem(409, "conflict")
-PreconditionFailed = _problem(412, "precondition-failed")
 PayloadTooLarge = _problem(413, "payload-too-large")
 UnsupportedMediaType = _problem(415, "unsupported-media-type")
-TooManyRequests = _problem(429, "too-many-requests")
 ServiceUnavailable = _problem(503, "unavailable")
 InternalError = Problem
 

@@ -7,7 +7,7 @@ from aiohttp import web
 from .auth.authenticate import Authenticator
 from .auth.principal import Principal
 from .catalog import Catalog
-from .crypto import KeyRing, TenantKeyCache
+from .crypto import KeyRing
 from .db import Database
 from .openapi import PublishedDocument
 from .services.expiry import ExpirySweeper
@@ -19,7 +19,6 @@ settings_key = web.AppKey("settings", Settings)
 catalog_key = web.AppKey("catalog", Catalog)
 database_key = web.AppKey("database", Database)
 keyring_key = web.AppKey("keyring", KeyRing)
-tenant_keys_key = web.AppKey("tenant_keys", TenantKeyCache)
 authenticator_key = web.AppKey("authenticator", Authenticator)
 token_service_key = web.AppKey("token_service", TokenService)
 graph_service_key = web.AppKey("graph_service", GraphService)

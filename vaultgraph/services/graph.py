@@ -86,10 +86,7 @@ class GraphService:
             ids=ids or None, types=types or None)
         if nodes is None:
             raise problems.NotFound(NOT_FOUND)
-        more = len(nodes) > page.size
-        nodes = nodes[:page.size]
-        return Listing([self.tokens.present(principal, n) for n in nodes],
-                       nodes[-1]["id"] if more else None)
+        return self.tokens.listing(principal, nodes, page)
 
     async def graph(self, principal: Principal, token_id: str, *, depth: int,
                     direction: str) -> dict:

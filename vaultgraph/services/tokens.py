@@ -229,10 +229,14 @@ class TokenService:
             statement, tenant_id=principal.tenant_id, prefixes=principal.prefixes(TOKEN_READ),
             after=after, limit=page.size + 1, ids=ids or None, types=types or None,
             meta_kvs=kvs)
+        return self.listing(principal, nodes, page)
+
+    def listing(self, principal: Principal, nodes: list[dict], page: Page) -> Listing:
+        """A page from up to `page.size + 1` nodes in id order: the extra one says more exist."""
+        shown = nodes[:page.size]
         more = len(nodes) > page.size
-        nodes = nodes[:page.size]
-        return Listing([self.present(principal, n) for n in nodes],
-                       nodes[-1]["id"] if more else None)
+        return Listing([self.present(principal, n) for n in shown],
+                       shown[-1]["id"] if more else None)
 
     async def delete(self, principal: Principal, token_id: str) -> None:
         if not await self.repo.delete(tenant_id=principal.tenant_id, id=token_id,
