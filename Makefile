@@ -14,6 +14,9 @@ system-deps:
 	@command -v java >/dev/null && command -v mvn >/dev/null || { \
 	  echo "installing Java 17 and Maven from Debian's packages"; \
 	  apt-get update -q && apt-get install -y -q openjdk-17-jre-headless maven; }
+	@command -v chromium >/dev/null || { \
+	  echo "installing Chromium from Debian's packages (the Neo4j Browser test drives it)"; \
+	  apt-get update -q && apt-get install -y -q chromium; }
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,6 +36,7 @@ test: venv
 
 lint: venv
 	$(BIN)/ruff check vaultgraph tests bench
+	$(BIN)/lint-imports
 
 # Benchmarks (README "Performance"): their own Neo4j (7689/7476) and service (8089); BENCH_* env.
 bench-deps: venv

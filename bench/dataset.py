@@ -15,14 +15,16 @@ from pathlib import Path
 
 import orjson
 
+from vaultgraph.applications.model import ApplicationDraft
 from vaultgraph.auth import apikeys
 from vaultgraph.auth.permissions import TOKEN_PERMISSIONS
 from vaultgraph.auth.rules import MASK, Rule
 from vaultgraph.crypto import KeyRing, TenantKeys
-from vaultgraph.db import Database
 from vaultgraph.expressions import render
-from vaultgraph.repository.applications import ApplicationDraft, ApplicationRepository
-from vaultgraph.services.tenants import create_tenant
+from vaultgraph.repository.applications import ApplicationRepository
+from vaultgraph.repository.database import Database
+from vaultgraph.repository.tenants import TenantRepository
+from vaultgraph.services.tenants import TenantService
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.tokens.types import get_type
 
@@ -95,7 +97,7 @@ def token_row(keys: TenantKeys, app_id: str, i: int) -> dict:
 
 
 async def create_bench_tenant(db: Database, ring: KeyRing) -> Tenant:
-    admin = await create_tenant(db, ring, "bench")
+    admin = await TenantService(TenantRepository(db), ring).create("bench")
     app_id, key = str(uuid.uuid4()), apikeys.generate()
     draft = ApplicationDraft(
         name="bench (masked reads)", permissions=tuple(sorted(TOKEN_PERMISSIONS)),

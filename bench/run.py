@@ -17,8 +17,8 @@ from pathlib import Path
 
 from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
-from vaultgraph.db import Database
 from vaultgraph.neo4j_local import LocalNeo4j
+from vaultgraph.repository.database import Database
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.settings import PROJECT_ROOT
 

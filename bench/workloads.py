@@ -15,11 +15,13 @@ import orjson
 from neo4j import AsyncDriver
 
 from vaultgraph.catalog import Catalog
+from vaultgraph.repository.database import Transaction
 from vaultgraph.repository.graph import GraphRepository
-from vaultgraph.repository.tokens import TokenRepository
+from vaultgraph.repository.tokens import TokenFilter, TokenRepository
 from vaultgraph.services import expiry
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.tokens.merge_patch import merge_patch
+from vaultgraph.tokens.stored import StoredToken
 
 from .dataset import (
     PER_CUSTOMER,
@@ -91,9 +93,10 @@ class BareDriver:
             result = await s.run(ctx.catalog[name], params)
             return [record async for record in result]
 
-    async def run(self, tx, name: str, /, **params) -> list:
-        result = await tx.run(self.ctx.catalog.text(name), params)
-        return [record async for record in result]
+    async def transaction(self, work) -> Any:
+        ctx = self.ctx
+        async with ctx.driver.session(database=ctx.database) as session:
+            return await session.execute_write(lambda tx: work(Transaction(tx, ctx.catalog)))
 
 
 @dataclass(frozen=True)
@@ -117,11 +120,11 @@ def _props(ctx: Context, token_id: str, data: dict, metadata: dict) -> dict:
     return card_props(ctx.tenant.keys, token_id, data, metadata)
 
 
-def _decrypt(ctx: Context, node: dict) -> None:
+def _decrypt(ctx: Context, node: StoredToken) -> None:
     keys = ctx.tenant.keys
     for name in ("data", "mask"):
-        if node.get(f"{name}_ct"):
-            keys.decrypt_json(node[f"{name}_ct"], token_id=node["id"], field=name)
+        if node.ciphertext(name):
+            keys.decrypt_json(node.ciphertext(name), token_id=node.id, field=name)
 
 
 async def _bare_create(ctx: Context, body: dict, parent_id: str | None = None) -> None:
@@ -173,9 +176,9 @@ def _list_http(cus):
 
 
 async def _bare_list(ctx, cus):
-    nodes = await ctx.tokens.list(
-        "tokens/list_by_metadata", tenant_id=ctx.tenant.tenant_id, prefixes=ctx.prefixes,
-        after="", limit=51, ids=None, types=None, meta_kvs=meta_kvs({"customer_id": cus}))
+    nodes = await ctx.tokens.page(
+        tenant_id=ctx.tenant.tenant_id, prefixes=ctx.prefixes, after="", limit=51,
+        where=TokenFilter(meta_kvs=tuple(meta_kvs({"customer_id": cus}))))
     for node in nodes[:50]:
         _decrypt(ctx, node)
 
@@ -215,21 +218,19 @@ async def _bare_update(ctx, item):
 
     repo = ctx.tokens
 
-    async def work(tx):
-        node = await repo.lock_for_update(tx, tenant_id=tenant_id, id=token_id,
-                                          prefixes=ctx.prefixes)
+    async def work(uow):
+        node = await uow.lock(tenant_id=tenant_id, id=token_id, prefixes=ctx.prefixes)
         if node is None:
             raise LookupError(token_id)
-        data = merge_patch(keys.decrypt_json(node["data_ct"], token_id=token_id, field="data"),
+        data = merge_patch(keys.decrypt_json(node.data_ct, token_id=token_id, field="data"),
                            patch["data"])
-        metadata = merge_patch(orjson.loads(node["metadata"]), patch["metadata"])
+        metadata = merge_patch(dict(node.metadata or {}), patch["metadata"])
         props = _props(ctx, token_id, data, metadata)
         props["modified_by"] = ctx.tenant.app_id
-        await repo.update(tx, tenant_id=tenant_id, id=token_id, props=props, expires_at=None,
-                          meta_kvs=meta_kvs(metadata))
+        await uow.update(tenant_id=tenant_id, id=token_id, props=props, expires_at=None,
+                         meta_kvs=meta_kvs(metadata))
 
-    async with ctx.driver.session(database=ctx.database) as session:
-        await session.execute_write(work)
+    await repo.unit_of_work(work)
 
 
 # -- (f) create association ------------------------------------------------------------------

@@ -12,7 +12,6 @@ import pytest
 from vaultgraph.app import create_app
 from vaultgraph.crypto import KeyRing
 from vaultgraph.settings import Settings
-from vaultgraph.typedefs import database_key, keyring_key
 
 
 @pytest.fixture(scope="session")
@@ -39,10 +38,10 @@ async def client(aiohttp_client, app):
 @pytest.fixture
 async def tenant(client):
     """A new tenant with its administrator key (every permission, reveal on `/`)."""
-    from vaultgraph.services.tenants import create_tenant
+    from factories import new_tenant
 
     app = client.server.app
-    return await create_tenant(app[database_key], app[keyring_key], "test")
+    return await new_tenant(app, "test")
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from vaultgraph.auth.authenticate import HEADER
+from vaultgraph.api.typedefs import services_key
+from vaultgraph.auth.apikeys import HEADER
 from vaultgraph.auth.permissions import TOKEN_PERMISSIONS
 
 
@@ -29,3 +30,13 @@ async def make_application(client, admin_headers, *, permissions: Iterable[str] 
 def key_headers(app_json: dict) -> dict[str, str]:
     """The headers that authenticate as the application `make_application` returned."""
     return {HEADER: app_json["key"]}
+
+
+async def new_tenant(app, name: str = "test"):
+    """A new tenant with its administrator key (every permission, reveal on `/`)."""
+    return await app[services_key].tenants.create(name)
+
+
+def database(app):
+    """The app's own `Database` (the real Neo4j), for reading stored state directly."""
+    return app[services_key].database

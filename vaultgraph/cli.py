@@ -55,29 +55,14 @@ def _local_settings(settings: Settings, neo) -> Settings:
     return Settings(**{**settings.__dict__, "neo4j_password": neo.resolve_password()})
 
 
-async def _with_database(settings: Settings, work, *, needs_kek: bool = True):
-    from .catalog import Catalog
-    from .crypto import KeyRing
-    from .db import Database
-
-    db = Database.connect(settings.neo4j_uri, settings.neo4j_user,
-                          settings.resolved_neo4j_password(), Catalog.load(settings.cypher_dir),
-                          settings.neo4j_database)
-    try:
-        await db.apply_schema()
-        ring = KeyRing.from_spec(settings.resolved_kek()) if needs_kek else None
-        return await work(db, ring)
-    finally:
-        await db.close()
-
-
 def create_tenant(settings: Settings, name: str) -> dict:
-    from .services.tenants import create_tenant as create
+    from .wiring import open_services
 
-    async def work(db, ring):
-        return (await create(db, ring, name)).to_dict()
+    async def work():
+        async with open_services(settings, schema_required=True) as services:
+            return (await services.tenants.create(name)).to_dict()
 
-    return asyncio.run(_with_database(settings, work))
+    return asyncio.run(work())
 
 
 def create_application(settings: Settings, tenant_id: str, name: str, permissions: list[str],
@@ -85,9 +70,8 @@ def create_application(settings: Settings, tenant_id: str, name: str, permission
     """The operator's way in: the API's use case with no grantor, so no escalation check."""
     from marshmallow import ValidationError
 
-    from .repository.applications import ApplicationRepository
-    from .services.applications import create_application as create
     from .services.applications import parse_draft
+    from .wiring import open_services
 
     try:
         raw_rules = [orjson.loads(rule) for rule in rules]
@@ -95,17 +79,18 @@ def create_application(settings: Settings, tenant_id: str, name: str, permission
         raise ValidationError({"rules": ["every --rule must be a JSON object"]}) from None
     draft = parse_draft({"name": name, "permissions": permissions, "rules": raw_rules})
 
-    async def work(db, ring):
-        app, key = await create(ApplicationRepository(db), tenant_id, draft, grantor=None)
-        return {"application_id": app.id, "key": key}
+    async def work():
+        async with open_services(settings, with_keys=False, schema_required=True) as services:
+            app, key = await services.applications.create(tenant_id, draft, grantor=None)
+            return {"application_id": app.id, "key": key}
 
-    return asyncio.run(_with_database(settings, work, needs_kek=False))
+    return asyncio.run(work())
 
 
 def applications_command(settings: Settings, args: argparse.Namespace) -> int:
     from marshmallow import ValidationError
 
-    from .problems import Problem
+    from .errors import VaultError
 
     try:
         created = create_application(settings, args.tenant, args.name, args.permission,
@@ -117,8 +102,8 @@ def applications_command(settings: Settings, args: argparse.Namespace) -> int:
     except ValueError as exc:  # settings: no database password, no key-encryption key
         print(f"vaultgraph: {exc}", file=sys.stderr)
         return 2
-    except Problem as exc:
-        print(exc.detail or exc.title, file=sys.stderr)
+    except VaultError as exc:
+        print(exc.detail, file=sys.stderr)
         return 1
     with contextlib.suppress(BrokenPipeError):
         print(orjson.dumps(created).decode())

@@ -1,6 +1,6 @@
 """Encryption core: key ring, per-tenant keys, value encryption and keyed fingerprints.
 
-Key hierarchy (DESIGN.md §3): KEKs from settings (``KeyRing``) wrap each tenant's random
+Key hierarchy (docs/security.md, "Keys"): KEKs from settings (``KeyRing``) wrap each tenant's random
 data-encryption keys (DEKs, AES-256-GCM) and fingerprint key (HMAC-SHA256); DEKs encrypt values.
 
 Stored tenant key material -- string properties on the tenant node, never raw keys:
@@ -51,6 +51,7 @@ _TAG_BYTES = 16
 _VERSION_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
 _B64_RE = re.compile(r"[A-Za-z0-9_-]*")
 _WRAP_LABEL = b"vaultgraph:tenant-key"
+_AUDIT_LABEL = b"vaultgraph:audit-mac:v1"
 _VALUE_LABEL = b"vaultgraph:value:v1"
 _STORED_FIELDS = ("dek_version", "wrapped_deks", "wrapped_hmac_key")
 _UNWRAP_FAILED = "tenant key material could not be unwrapped"
@@ -107,8 +108,20 @@ class KeyRing:
             raise ValueError("active key version is not in the key ring")
         # Keep only AESGCM objects: no raw key attribute to leak through debugging or repr.
         self._aead = {version: AESGCM(key) for version, key in keys.items()}
+        # The audit trail's MAC keys, one per KEK version, derived (never the KEK itself), so a
+        # KEK rotation keeps old events verifiable while the old version stays in the ring.
+        self._audit = {version: hmac.new(key, _AUDIT_LABEL, hashlib.sha256).digest()
+                       for version, key in keys.items()}
         self.active = active
         self.versions = tuple(keys)
+
+    def audit_mac(self, message: bytes, version: str | None = None) -> str:
+        """HMAC-SHA256 of `message` under the audit key of `version` (the active one by
+        default), hex. Unknown version: CryptoError."""
+        key = self._audit.get(version or self.active)
+        if key is None:
+            raise CryptoError("audit event signed under a key version not in the key ring")
+        return hmac.new(key, message, hashlib.sha256).hexdigest()
 
     def __repr__(self) -> str:
         return f"KeyRing(versions={self.versions!r}, active={self.active!r})"

@@ -45,6 +45,8 @@ class TextFormatter(logging.Formatter):
         # Never reuse a traceback text another formatter cached on the record (with messages).
         record = logging.makeLogRecord({**vars(record), "exc_text": None})
         base = super().format(record)
+        if getattr(record, "repeated", None):
+            base += f" repeated={record.repeated}"
         return f"{base} trace_id={trace}" if trace else base
 
     def formatException(self, ei) -> str:
@@ -73,8 +75,52 @@ def format_exception_safely(exc_info) -> str:
     return "".join(parts).rstrip("\n")
 
 
-def configure(level: str = "INFO", fmt: str = "json") -> None:
+class CoalescingFilter(logging.Filter):
+    """One line per cause per interval: repeats of a WARNING or worse are counted, not written.
+
+    A cause is the logger, the level, the message template (before its arguments are put in:
+    the driver's carry connection ids and addresses) and the exception type. The first record
+    of a cause passes; the rest within `interval` seconds are held back and counted; the first
+    one after it passes with `repeated`, the number held back since the last line written.
+    A Neo4j outage otherwise writes thousands of identical lines (the driver's routing logger
+    on every attempt, and a warning per request).
+    """
+
+    MAX_CAUSES = 1_024
+
+    def __init__(self, interval: float = 10.0, *, level: int = logging.WARNING,
+                 clock=time.monotonic) -> None:
+        super().__init__()
+        self.interval = interval
+        self.level = level
+        self._clock = clock
+        self._causes: dict[tuple, list] = {}  # cause → [time of its last line, held back]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.interval <= 0 or record.levelno < self.level:
+            return True
+        exc_type = record.exc_info[0] if record.exc_info else None
+        cause = (record.name, record.levelno, str(record.msg), exc_type)
+        now = self._clock()
+        seen = self._causes.get(cause)
+        if seen is not None and now - seen[0] < self.interval:
+            seen[1] += 1
+            return False
+        if seen is not None and seen[1]:
+            record.repeated = seen[1]
+        if seen is None and len(self._causes) >= self.MAX_CAUSES:
+            # Forget causes whose interval is over (their held-back count is lost), else all.
+            for key in [k for k, v in self._causes.items() if now - v[0] >= self.interval]:
+                del self._causes[key]
+            if len(self._causes) >= self.MAX_CAUSES:
+                self._causes.clear()
+        self._causes[cause] = [now, 0]
+        return True
+
+
+def configure(level: str = "INFO", fmt: str = "json", coalesce_interval: float = 10.0) -> None:
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(CoalescingFilter(coalesce_interval))
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter(
         "%(asctime)s %(levelname)s %(name)s %(message)s"))
     root = logging.getLogger()

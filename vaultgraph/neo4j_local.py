@@ -8,6 +8,7 @@ benchmark and tests that stop a server can each use their own instance and ports
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import secrets
 import shutil
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +25,26 @@ from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable
 
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
 DEFAULT_POM = Path(__file__).resolve().parent.parent / "deploy" / "neo4j" / "pom.xml"
+# The Neo4j Browser pack (style and guide). Neo4j serves Browser from the `browser/` folder of the
+# first classpath entry that has one, so the launcher puts a copy of the Browser jar with the pack
+# added under `browser/vaultgraph/` first on the classpath: Browser loads both from its own origin.
+BROWSER_PACK = Path(__file__).resolve().parent.parent / "deploy" / "neo4j" / "browser"
+BROWSER_PACK_FILES = ("vaultgraph.grass", "guide.html")
+BROWSER_PACK_PATH = "/browser/vaultgraph"
+# Added to Browser's page: it may load from and connect to this machine only (Bolt over
+# WebSocket included), so it cannot phone home whatever its own settings say.
+_LOOPBACK = "127.0.0.1:* localhost:*"
+_CSP = "; ".join((
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "font-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self' " + " ".join(
+        f"{scheme}://{host}" for scheme in ("http", "https", "ws", "wss")
+        for host in _LOOPBACK.split()),
+))
+CSP_META = f'<meta http-equiv="Content-Security-Policy" content="{_CSP}"/>'
 JVM_FLAGS = (
     "--add-opens=java.base/java.nio=ALL-UNNAMED",
     "--add-opens=java.base/java.io=ALL-UNNAMED",
@@ -57,6 +79,7 @@ class LocalNeo4j:
     heap: str = "512m"
     pagecache: str = "256m"
     pom: Path = DEFAULT_POM
+    browser_pack: Path = BROWSER_PACK
 
     @property
     def pid_file(self) -> Path:
@@ -119,13 +142,74 @@ server.directories.plugins={h}/plugins
 server.directories.import={h}/import
 dbms.security.auth_enabled=true
 dbms.usage_report.enabled=false
-server.memory.heap.initial_size={self.heap}
+{self.browser_conf()}server.memory.heap.initial_size={self.heap}
 server.memory.heap.max_size={self.heap}
 server.memory.pagecache.size={self.pagecache}
 db.transaction.timeout=60s
 server.bolt.thread_pool_max_size=400
 """
         (self.home / "conf" / "neo4j.conf").write_text(conf)
+
+    @property
+    def browser_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}/browser/"
+
+    def browser_conf(self) -> str:
+        """Neo4j Browser: no telemetry, crash reports or outgoing connections; the pack on connect.
+
+        client.allow_telemetry=false also turns off Browser's crash reports (it takes both from
+        this setting when neo4j.conf sets it); browser.allow_outgoing_connections=false stops it
+        fetching anything from the internet; remote content (the style, the guide) is allowed
+        from this host only; on connect Browser turns off "connect result nodes" (so HAS_META
+        self-loops are not pulled into pictures), loads the style and opens the guide.
+        """
+        pack = f"http://127.0.0.1:{self.http_port}{BROWSER_PACK_PATH}"
+        return (
+            "client.allow_telemetry=false\n"
+            "server.bolt.telemetry.enabled=false\n"
+            "browser.remote_content_hostname_whitelist=127.0.0.1\n"
+            "browser.post_connect_cmd=config {autoComplete: false}; "
+            f"style {pack}/vaultgraph.grass; guide {pack}/guide.html\n"
+        )
+
+    def write_browser_jar(self) -> Path | None:
+        """A copy of the Browser jar with the pack and a stricter page policy (None: no pack).
+
+        The copy adds the pack under browser/vaultgraph/ and a Content-Security-Policy meta tag
+        to browser/index.html that lets the page load and connect to this machine only: Neo4j
+        Community does not declare browser.allow_outgoing_connections (Enterprise only), and
+        Browser 5 otherwise asks Google Fonts for its fonts and Sentry for crash reporting before
+        it has read the server's settings. Rebuilt when the Browser jar or the pack changes.
+        """
+        jars = sorted(self.lib_dir.glob("neo4j-browser-*.jar"))
+        if not jars or not self.browser_pack.is_dir():
+            return None
+        source = jars[-1]
+        pack = {name: (self.browser_pack / name).read_bytes() for name in BROWSER_PACK_FILES}
+        stamp = hashlib.sha256(source.name.encode() + CSP_META.encode())
+        for name, content in sorted(pack.items()):
+            stamp.update(name.encode() + b"\0" + content)
+        target = self.home / "browser" / f"neo4j-browser-vaultgraph-{stamp.hexdigest()[:16]}.jar"
+        if target.exists():
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for old in target.parent.glob("neo4j-browser-vaultgraph-*.jar"):
+            old.unlink()
+        tmp = target.with_suffix(".partial")
+        # Stored, not compressed: the copy is rebuilt rarely and read by Neo4j once per start.
+        with zipfile.ZipFile(source) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as out:
+            for info in src.infolist():
+                data = src.read(info)
+                if info.filename == "browser/index.html":
+                    data = data.replace(b'<meta charset="UTF-8"/>',
+                                        b'<meta charset="UTF-8"/>' + CSP_META.encode(), 1)
+                    if CSP_META.encode() not in data:
+                        raise LauncherError("unexpected Neo4j Browser index.html: no charset tag")
+                out.writestr(info.filename, data)
+            for name, content in pack.items():
+                out.writestr(f"browser/vaultgraph/{name}", content)
+        tmp.replace(target)
+        return target
 
     def resolve_password(self) -> str:
         if self.password:
@@ -167,11 +251,15 @@ server.bolt.thread_pool_max_size=400
             return False
         self.ensure_jars()
         self.write_conf()
+        browser_jar = self.write_browser_jar()
         password = self.resolve_password()
         java = shutil.which("java") or "java"
+        classpath = f"{self.lib_dir.resolve()}/*:{(self.home / 'plugins').resolve()}/*"
+        if browser_jar is not None:
+            classpath = f"{browser_jar.resolve()}:{classpath}"
         argv = [
             java, f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_FLAGS,
-            "-cp", f"{self.lib_dir.resolve()}/*:{(self.home / 'plugins').resolve()}/*",
+            "-cp", classpath,
             ENTRY_POINT,
             f"--home-dir={self.home.resolve()}",
             f"--config-dir={(self.home / 'conf').resolve()}",

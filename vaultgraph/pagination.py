@@ -1,4 +1,5 @@
-"""Cursor pagination: `?size=` and `?start=<opaque cursor>`, shared by every list route."""
+"""Cursor pagination shared by every list: a page size and an opaque cursor (the last position
+seen, encoded). The HTTP side (`?size=`, `?start=`) is api/paging.py."""
 
 from __future__ import annotations
 
@@ -8,10 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from multidict import MultiMapping
 
-from . import problems
-from .settings import Settings
+from .errors import invalid
 
 
 @dataclass(frozen=True)
@@ -29,31 +28,4 @@ def decode_cursor(cursor: str) -> Any:
         padded = cursor + "=" * (-len(cursor) % 4)
         return orjson.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
     except (ValueError, binascii.Error, UnicodeEncodeError, orjson.JSONDecodeError):
-        raise problems.invalid("start", "is not a cursor this service issued") from None
-
-
-def page_from_query(query: MultiMapping[str], settings: Settings,
-                    cursor_type: type = object) -> Page:
-    """The page a list route was asked for; `cursor_type` is the shape its cursors have."""
-    raw = query.get("size")
-    size = settings.page_size_default
-    if raw is not None:
-        if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= settings.page_size_max:
-            raise problems.invalid("size", f"must be a whole number from 1 to "
-                                           f"{settings.page_size_max}")
-        size = int(raw)
-    start = query.get("start")
-    after = decode_cursor(start) if start else None
-    if start and not isinstance(after, cursor_type):
-        raise problems.invalid("start", "is not a cursor this service issued")
-    return Page(size=size, after=after)
-
-
-def page_body(items: list[dict], page: Page, next_cursor: Any | None) -> dict:
-    return {
-        "pagination": {
-            "page_size": page.size,
-            "next": encode_cursor(next_cursor) if next_cursor is not None else None,
-        },
-        "data": items,
-    }
+        raise invalid("start", "is not a cursor this service issued") from None

@@ -43,6 +43,12 @@ class Settings:
     auth_cache_ttl: float = 1.0
     expiry_sweep_interval: float = 60.0
     expiry_sweep_batch: int = 1000
+    render_workers: int = 2
+    render_budget: float = 0.5
+    audit_retention_days: float = 400.0
+    audit_prune_interval: float = 3600.0
+    audit_batch_max: int = 256
+    audit_batch_wait: float = 0.002
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Settings:

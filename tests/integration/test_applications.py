@@ -15,11 +15,9 @@ from datetime import datetime
 
 import orjson
 import pytest
-from factories import key_headers, make_application
+from factories import database, key_headers, make_application, new_tenant
 
 from vaultgraph.auth import apikeys
-from vaultgraph.services.tenants import create_tenant
-from vaultgraph.typedefs import database_key, keyring_key
 
 PCI_MASK = {"description": "support sees cards masked", "priority": 0, "container": "/pci/",
             "transform": "mask", "permissions": ["token:read"]}
@@ -30,7 +28,7 @@ APPLICATION_FIELDS = {"id", "tenant_id", "name", "permissions", "rules", "create
 @pytest.fixture
 async def other_tenant(client):
     app = client.server.app
-    return await create_tenant(app[database_key], app[keyring_key], "other")
+    return await new_tenant(app, "other")
 
 
 def _iso(value: str) -> datetime:
@@ -491,7 +489,7 @@ async def test_another_tenants_application_is_exactly_an_unknown_id(client, admi
 # ---- secrets -------------------------------------------------------------------------------
 
 async def _tenant_properties(client, tenant_id: str) -> str:
-    driver = client.server.app[database_key].driver
+    driver = database(client.server.app).driver
     records, _, _ = await driver.execute_query(
         "MATCH (n) WHERE n.tenant_id = $tenant_id OR (n:Tenant AND n.id = $tenant_id) "
         "OPTIONAL MATCH (n)-[r]-() RETURN properties(n) AS node, collect(properties(r)) AS rels",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 from aiohttp import web
-from factories import key_headers, make_application
+from factories import key_headers, make_application, new_tenant
 
 from vaultgraph.app import create_app
 from vaultgraph.auth.permissions import (
@@ -26,8 +26,6 @@ from vaultgraph.auth.permissions import (
     PUBLIC,
     declared,
 )
-from vaultgraph.services.tenants import create_tenant
-from vaultgraph.typedefs import database_key, keyring_key
 
 UNAUTHORIZED = {
     "type": "https://vaultgraph.dev/problems/unauthorized",
@@ -69,7 +67,7 @@ ROUTES = [
 @pytest.fixture
 async def other_tenant(client):
     app = client.server.app
-    return await create_tenant(app[database_key], app[keyring_key], "other")
+    return await new_tenant(app, "other")
 
 
 async def _target(client, admin_headers) -> tuple[str, str]:
@@ -114,7 +112,7 @@ async def test_an_undeclared_route_is_refused_even_to_the_administrator(aiohttp_
     app = create_app(settings)
     app.router.add_get("/undeclared", undeclared)
     client = await aiohttp_client(app)
-    tenant = await create_tenant(app[database_key], app[keyring_key], "test")
+    tenant = await new_tenant(app, "test")
     resp = await client.get("/undeclared", headers={"SVC-API-KEY": tenant.key})
     assert resp.status == 403
 

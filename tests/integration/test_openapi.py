@@ -1,16 +1,19 @@
-"""The OpenAPI document, the /docs page and the container files, checked against the code."""
+"""The OpenAPI document (generated from the endpoint declarations), the /docs page and the
+container files, checked against the code."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 
 import pytest
 
-from vaultgraph import openapi
+from vaultgraph.api import openapi
 from vaultgraph.api.docs import REDOC_BUNDLE, REDOC_URL, REDOC_VERSION, STATIC_DIR
-from vaultgraph.auth.permissions import declared
-from vaultgraph.openapi.shapes import MERGE_PATCH_JSON, PROBLEM_JSON, declaration
+from vaultgraph.api.endpoints import MERGE_PATCH_JSON, PROBLEM_JSON, endpoint_of
+from vaultgraph.app import create_app
+from vaultgraph.auth.permissions import AUTHENTICATED, PUBLIC, declared
 from vaultgraph.settings import PROJECT_ROOT, Settings
 
 
@@ -42,39 +45,58 @@ def resolve(document: dict, node: dict) -> dict:
     return node
 
 
+def declaration(op: dict) -> tuple[str, ...] | str:
+    """What the handler of a described operation must declare (`permissions.declared`)."""
+    if op.get("security") == []:
+        return PUBLIC
+    return tuple(op["x-permission"]) or AUTHENTICATED
+
+
+def generated(settings: Settings) -> dict:
+    return openapi.document(settings, openapi.app_endpoints(create_app(settings).router))
+
+
 @pytest.fixture
-def full(settings) -> dict:
-    return openapi.full_document(settings)
+def full(app, settings) -> dict:
+    return openapi.document(settings, openapi.app_endpoints(app.router))
 
 
 # -- the description and the routes ------------------------------------------------------------
 
-def test_every_registered_route_is_described(app, full):
-    missing = set(handlers(app)) - openapi.described_operations(full)
-    assert not missing, f"routes missing from vaultgraph/openapi/paths.py: {sorted(missing)}"
+def test_every_registered_route_is_declared_and_described(app, full):
+    undeclared = [op for op, handler in handlers(app).items() if endpoint_of(handler) is None]
+    assert not undeclared, f"routes without an endpoint declaration: {sorted(undeclared)}"
+    assert openapi.described_operations(full) == set(handlers(app))
 
 
 def test_each_operation_states_what_its_handler_declares(app, full):
     for operation, handler in handlers(app).items():
         described = declaration(openapi.operation_of(full, operation))
         actual = declared(handler)
+        assert actual == endpoint_of(handler).access
         if isinstance(actual, tuple):
             described, actual = set(described), set(actual)
         assert described == actual, operation
 
 
-async def test_served_document_names_exactly_the_registered_routes(client):
+async def test_served_document_is_the_generated_one(client, full):
     resp = await client.get("/openapi.json")
     assert resp.status == 200
     served = await resp.json()
     assert openapi.described_operations(served) == set(handlers(client.server.app))
+    assert served == full
 
 
-def test_routes_not_registered_yet_are_not_published(full):
-    published = openapi.published(full, {("get", "/health"), ("post", "/tokens")})
-    assert openapi.described_operations(published) == {("get", "/health"), ("post", "/tokens")}
-    assert [tag["name"] for tag in published["tags"]] == ["Tokens", "Operations"]
-    assert "get" not in published["paths"]["/tokens"]
+def test_only_declared_routes_are_described(settings):
+    """A route added without a declaration is not described (and answers 403: test_auth)."""
+    async def undeclared(request):
+        raise AssertionError("never called")
+
+    app = create_app(settings)
+    app.router.add_get("/undeclared", undeclared)
+    document = openapi.document(settings, openapi.app_endpoints(app.router))
+    assert "/undeclared" not in document["paths"]
+    assert ("get", "/health") in openapi.described_operations(document)
 
 
 # -- the document itself -----------------------------------------------------------------------
@@ -86,6 +108,9 @@ def test_document_is_openapi_3_1_and_every_reference_resolves(full):
         resolve(full, {"$ref": ref})  # KeyError names a dangling reference
     ids = [op["operationId"] for _, op in _operations(full)]
     assert len(ids) == len(set(ids))
+    used = {op["tags"][0] for _, op in _operations(full)}
+    assert [tag["name"] for tag in full["tags"]] == [
+        name for name in ("Tokens", "Associations", "Applications", "Operations") if name in used]
 
 
 def test_api_key_is_the_security_scheme_and_public_operations_waive_it(full):
@@ -118,21 +143,133 @@ def test_success_statuses_follow_the_design(full):
             assert success == {"200"}, path
 
 
+def _params(document: dict, op: dict) -> dict[str, dict]:
+    return {p["name"]: p for p in (resolve(document, p) for p in op.get("parameters", ()))}
+
+
 def test_lists_are_paged_by_size_and_start(full, settings):
-    params = full["components"]["parameters"]
-    assert params["PageSize"]["schema"]["maximum"] == settings.page_size_max
-    assert params["PageSize"]["schema"]["default"] == settings.page_size_default
+    pages = 0
     for _, op in _operations(full):
         schema = op["responses"].get("200", {}).get("content", {}).get("application/json", {})
         if schema.get("schema", {}).get("$ref", "").endswith("Page"):
-            names = {p["$ref"].rsplit("/", 1)[1] for p in op["parameters"] if "$ref" in p}
-            assert {"PageSize", "PageStart"} <= names, op["operationId"]
+            pages += 1
+            params = _params(full, op)
+            assert params["size"]["schema"]["maximum"] == settings.page_size_max
+            assert params["size"]["schema"]["default"] == settings.page_size_default
+            assert params["size"]["schema"]["minimum"] == 1
+            assert params["start"]["schema"]["pattern"] == "^[A-Za-z0-9_-]*$"
+            assert "400" in op["responses"], op["operationId"]
+    assert pages == 5  # token list, parents, children, application list, audit log
 
 
 def test_update_token_takes_only_merge_patch(full):
     patch = full["paths"]["/tokens/{id}"]["patch"]
     assert list(patch["requestBody"]["content"]) == [MERGE_PATCH_JSON]
     assert "415" in patch["responses"]
+
+
+# -- limits: the running Settings, and every bound the code enforces (hardening #18.11) --------
+
+def test_settings_dependent_limits_come_from_the_running_settings(settings):
+    custom = dataclasses.replace(settings, page_size_max=33, page_size_default=7,
+                                 max_containers=3, max_metadata_entries=4,
+                                 max_search_indexes=5, max_data_bytes=1234)
+    document = generated(custom)
+    schemas = document["components"]["schemas"]
+    for name in ("CreateToken", "UpdateToken"):
+        props = schemas[name]["properties"]
+        assert props["containers"]["maxItems"] == 3
+        assert props["metadata"]["maxProperties"] == 4
+        assert props["search_indexes"]["maxItems"] == 5
+        assert props["data"]["x-maxBytes"] == 1234
+        assert "1234 bytes" in props["data"]["description"]
+    size = _params(document, document["paths"]["/tokens"]["get"])["size"]["schema"]
+    assert (size["maximum"], size["default"]) == (33, 7)
+
+
+def test_ids_are_3_to_400_characters_in_paths_and_bodies(full):
+    from vaultgraph.tokens.fields import TOKEN_ID_MAX_LENGTH, TOKEN_ID_MIN_LENGTH
+
+    bounds = (TOKEN_ID_MIN_LENGTH, TOKEN_ID_MAX_LENGTH)
+    token_paths = 0
+    for (_, path), op in _operations(full, with_path=True):
+        for param in op.get("parameters", ()):
+            if param["in"] == "path" and path.startswith("/tokens"):
+                token_paths += 1
+                assert (param["schema"]["minLength"], param["schema"]["maxLength"]) == bounds
+            if param["in"] == "path" and path.startswith("/applications"):
+                assert param["schema"]["format"] == "uuid"
+    assert token_paths == 11
+    literal = full["components"]["schemas"]["CreateToken"]["properties"]["id"]["anyOf"][0]
+    assert (literal["minLength"], literal["maxLength"]) == bounds
+    pattern = re.compile(literal["pattern"])
+    assert pattern.match("cust-42.a_b")
+    for bad in ("a/b", "a b", "a\x00b", "a{b", "a%b"):
+        assert not pattern.match(bad), bad
+
+
+def test_token_body_limits_the_code_enforces_are_stated(full):
+    from vaultgraph.tokens.schemas import MAX_EXPRESSION, MAX_METADATA_KEY, MAX_METADATA_VALUE
+
+    for name in ("CreateToken", "UpdateToken"):
+        props = full["components"]["schemas"][name]["properties"]
+        assert props["expires_at"]["minLength"] == 1
+        keys = props["metadata"]["propertyNames"]
+        assert (keys["minLength"], keys["maxLength"]) == (1, MAX_METADATA_KEY)
+        assert not re.match(keys["pattern"], "a\x1fb")
+        assert props["metadata"]["additionalProperties"]["maxLength"] == MAX_METADATA_VALUE
+        assert props["search_indexes"]["items"]["maxLength"] == MAX_EXPRESSION
+        assert props["fingerprint_expression"]["maxLength"] == MAX_EXPRESSION
+        container = props["containers"]["items"]
+        assert re.match(container["pattern"], "/pci/high/")
+        assert not re.match(container["pattern"], "pci")
+    create = full["components"]["schemas"]["CreateToken"]
+    assert set(create["required"]) == {"type", "data"}
+    assert create["additionalProperties"] is False
+
+
+def test_application_limits_are_stated(full):
+    from vaultgraph.applications.schemas import MAX_DESCRIPTION, MAX_NAME, MAX_RULES
+
+    app = full["components"]["schemas"]["ApplicationInput"]
+    assert (app["properties"]["name"]["minLength"], app["properties"]["name"]["maxLength"]) == (
+        1, MAX_NAME)
+    assert app["properties"]["rules"]["maxItems"] == MAX_RULES
+    rule = full["components"]["schemas"]["AccessRuleInput"]["properties"]
+    assert rule["description"]["maxLength"] == MAX_DESCRIPTION
+    assert rule["permissions"]["minItems"] == 1
+
+
+async def test_stated_page_size_bound_is_the_enforced_one(client, admin_headers, full):
+    size = _params(full, full["paths"]["/tokens"]["get"])["size"]["schema"]
+    ok = await client.get("/tokens", params={"size": str(size["maximum"])}, headers=admin_headers)
+    assert ok.status == 200
+    for bad in (size["maximum"] + 1, size["minimum"] - 1):
+        resp = await client.get("/tokens", params={"size": str(bad)}, headers=admin_headers)
+        assert resp.status == 400
+        assert list((await resp.json())["errors"]) == ["size"]
+
+
+# -- /applications/self is GET only ------------------------------------------------------------
+
+async def test_options_on_applications_self_allows_only_get(client, admin_headers):
+    resp = await client.options("/applications/self", headers=admin_headers)
+    assert resp.status == 405
+    assert set(resp.headers["Allow"].split(",")) <= {"GET", "HEAD"}
+    assert "GET" in resp.headers["Allow"]
+    for method in ("PUT", "DELETE"):
+        resp = await client.request(method, "/applications/self", headers=admin_headers,
+                                    json={"name": "x"})
+        assert resp.status == 405, method
+        assert resp.content_type == PROBLEM_JSON
+
+
+async def test_the_id_routes_still_serve_other_ids(client, admin_headers):
+    resp = await client.options("/applications/00000000-0000-0000-0000-000000000000",
+                                headers=admin_headers)
+    assert {"GET", "PUT", "DELETE"} <= set(resp.headers["Allow"].split(","))
+    resp = await client.get("/applications/selfish", headers=admin_headers)
+    assert resp.status == 404
 
 
 # -- operations whose shape the handlers fixed: statuses, parameters and bodies ------------------
@@ -161,11 +298,7 @@ def assert_described(document: dict, op: dict, status: int, body: dict) -> None:
 
 
 def param(document: dict, op: dict, name: str) -> dict:
-    for candidate in op.get("parameters", ()):
-        candidate = resolve(document, candidate)
-        if candidate["name"] == name:
-            return candidate
-    raise AssertionError(f"{op['operationId']} has no parameter {name}")
+    return _params(document, op)[name]
 
 
 async def _token(client, headers, **body) -> dict:
@@ -207,6 +340,7 @@ async def test_graph_takes_depth_and_direction_and_answers_a_token_graph(client,
     assert (depth["in"], depth["schema"]) == ("query", {
         "type": "integer", "minimum": graph.MIN_DEPTH, "maximum": graph.MAX_DEPTH,
         "default": graph.DEFAULT_DEPTH})
+    assert "400" in op["responses"]
     direction = param(full, op, "direction")
     assert direction["schema"]["enum"] == list(graph.DIRECTIONS)
     assert direction["schema"]["default"] == graph.DEFAULT_DIRECTION
@@ -345,7 +479,7 @@ def test_container_files_name_only_real_settings(filename):
 def test_compose_service_gets_neo4j_and_a_required_kek():
     compose = (PROJECT_ROOT / "docker-compose.yml").read_text()
     assert "VAULTGRAPH_NEO4J_URI: neo4j://neo4j:7687" in compose
-    assert "VAULTGRAPH_KEK: ${VAULTGRAPH_KEK:?" in compose
+    assert "VAULTGRAPH_KEK_FILE: /run/secrets/vaultgraph_kek" in compose  # a secret file
     assert "image: neo4j:5.26-community" in compose
     assert "condition: service_healthy" in compose
 

@@ -7,6 +7,8 @@ from vaultgraph import expressions
 from vaultgraph.expressions import (
     DEFAULT_FINGERPRINT_EXPRESSION,
     ExpressionError,
+    ExpressionLimitError,
+    check_mask_bounds,
     compile_expression,
     luhn_valid,
     render,
@@ -479,10 +481,38 @@ def test_a_mask_leaf_naming_a_scalar_keeps_its_json_type():
         "n": 12, "f": 1.5, "ok": True, "s": "x", "first": 7, "deep": "v"}
 
 
-def test_a_mask_leaf_naming_a_missing_or_null_value_is_empty_as_in_liquid():
-    mask = {"gone": "{{ data.nope }}", "null": "{{ data.z }}", "past": "{{ data.items[5] }}"}
-    assert render_mask(mask, data={"z": None, "items": []}) == {"gone": "", "null": "", "past": ""}
+def test_an_object_member_naming_a_value_the_data_lacks_is_left_out():
+    # Seen failing before the fix: a card without expiration masked to "expiration_month": "".
+    mask = {"number": "{{ data.number | card_mask }}", "expiration_month":
+            "{{ data.expiration_month }}", "gone": "{{ data.nope }}", "past": "{{ data.items[5] }}",
+            "nested": {"x": "{{ data.nope.x }}"}}
+    assert render_mask(mask, data={"number": "4242424242424242", "items": []}) == {
+        "number": "424242XXXXXX4242", "nested": {}}
+
+
+def test_a_null_value_and_a_missing_one_outside_an_object_are_empty_as_in_liquid():
+    assert render_mask({"null": "{{ data.z }}"}, data={"z": None}) == {"null": ""}
+    assert render_mask(["{{ data.nope }}", "{{ data.z }}"], data={"z": 1}) == ["", 1]
+    assert render_mask("{{ data.nope }}", data={}) == ""
     assert render("{{ data.nope }}", data={}) == ""
+
+
+@pytest.mark.parametrize("mask", [
+    "{{ (1..3000000) | join: ',' }}",
+    {"n": "{{ data.number" + " | to_base16" * 24 + " | size }}"},
+    ["ok", {"deep": "{% assign n = 10 %}{% for i in (1..25) %}{% assign n = n | times: n %}"
+                    "{% endfor %}{{ n }}"}],
+])
+def test_check_mask_bounds_refuses_a_mask_over_a_bound(mask):
+    with pytest.raises(ExpressionLimitError):
+        check_mask_bounds(mask, data={"number": "4242424242424242"})
+
+
+def test_check_mask_bounds_accepts_ordinary_masks_and_leaves_data_errors_to_the_read():
+    data = {"number": "4242424242424242"}
+    check_mask_bounds({"number": "{{ data.number | card_mask }}"}, data=data)
+    check_mask_bounds("{{ data.number | to_number | card_mask }}", data=data)
+    check_mask_bounds("{{ data.number | json: 'a.b' }}", data=data)  # fails to render: not a bound
 
 
 def test_a_mask_leaf_naming_a_structure_or_using_filters_is_rendered_by_liquid():

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from multidict import MultiDict
 
-from vaultgraph import problems
-from vaultgraph.pagination import decode_cursor, encode_cursor, page_body, page_from_query
+from vaultgraph import errors
+from vaultgraph.api.paging import page_body, page_from_query
+from vaultgraph.pagination import decode_cursor, encode_cursor
 from vaultgraph.settings import Settings
 
 SETTINGS = Settings()
@@ -18,7 +19,7 @@ def test_default_size_when_absent():
 
 @pytest.mark.parametrize("raw", ["0", "101", "-1", "abc", "²", "1.5", ""])
 def test_bad_sizes_name_the_size_parameter(raw):
-    with pytest.raises(problems.BadRequest) as err:
+    with pytest.raises(errors.Invalid) as err:
         page_from_query(MultiDict(size=raw), SETTINGS)
     assert list(err.value.errors) == ["size"]
 
@@ -30,7 +31,7 @@ def test_cursor_round_trips():
 
 @pytest.mark.parametrize("raw", ["%%%", "bm90IGpzb24", "é"])
 def test_malformed_cursor_names_the_start_parameter(raw):
-    with pytest.raises(problems.BadRequest) as err:
+    with pytest.raises(errors.Invalid) as err:
         page_from_query(MultiDict(start=raw), SETTINGS)
     assert list(err.value.errors) == ["start"]
 
@@ -44,6 +45,6 @@ def test_body_has_pagination_and_data():
 
 @pytest.mark.parametrize("foreign", [123, None, [1, 2], {"a": 1}])
 def test_a_cursor_of_another_shape_names_the_start_parameter(foreign):
-    with pytest.raises(problems.BadRequest) as err:
+    with pytest.raises(errors.Invalid) as err:
         page_from_query(MultiDict(start=encode_cursor(foreign)), SETTINGS, cursor_type=str)
     assert list(err.value.errors) == ["start"]

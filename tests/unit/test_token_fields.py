@@ -207,3 +207,64 @@ def test_format_datetime_treats_naive_as_utc():
 
 def test_parsed_expiry_round_trips_through_format():
     assert format_datetime(expires("11/21/2026")) == "2026-11-21T00:00:00+00:00"
+
+
+# --- expires_at: what dateutil alone would guess ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "21/11/2026",  # dateutil swaps day and month when the month is out of range
+        "11/21/2026 22:00:00",  # a 24-hour clock, no AM/PM
+        "11/21/2026 10:00:00AM",  # the interface puts a space before AM/PM
+        "11/21",  # dateutil fills the year from its default
+        "10:00:00 AM",  # ... and the date
+        "11/21/2026 10:00:00.5 AM",  # fractions of a second are not in the format
+        "11/21/2026 10:00:00 AM UTC",  # zone names: only a numeric offset
+        "11/21/2026 10:00:00 AM XYZ",  # unknown zone: refused, not a dateutil warning
+        "11/21/2026 10:00:00 AM +02:00 (CET)",
+        "11/21/2026 10:00:00 AM +0200",
+        "11/21/2026 10:00:00 AM +02",
+        "11/21/2026 10:00:00 AM +14:01",
+        "November 21, 2026",
+        "21 Nov 2026",
+        "Sat 11/21/2026",
+        "11/21/2026 at 10:00:00 AM",
+        "on 11/21/2026",
+        "\uff11\uff11/\uff12\uff11/\uff12\uff10\uff12\uff16",  # full-width digits
+        "2026",  # isoparse completes partial dates with the first month or day
+        "2026-11",
+        "2026-W47",
+        "2026-W47T10:00:00",
+        "2026-11-21 10:00:00",  # ISO 8601 separates date and time with 'T'
+        "2026-11-21x10:00:00",
+        "2026-11-21T10:00:00+24:00",
+        "2026-11-21T10:00:00+05:60",
+        "2026-02-29",
+        "11/21/2026/10",
+    ],
+)
+def test_expires_at_refuses_what_dateutil_would_guess(value):
+    with pytest.raises(ValueError, match="must be a date-time") as info:
+        expires(value)
+    assert value not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("07/09/2026 01:05:00 PM", datetime(2026, 7, 9, 13, 5, tzinfo=UTC)),
+        ("7/9/2026 1:05:00 pm", datetime(2026, 7, 9, 13, 5, tzinfo=UTC)),
+        ("11/21/2026 10:00:00 AM -00:00", datetime(2026, 11, 21, 10, tzinfo=UTC)),
+        ("11/21/2026 10:00:00 AM +14:00", datetime(2026, 11, 20, 20, tzinfo=UTC)),
+        (" 11/21/2026 ", datetime(2026, 11, 21, tzinfo=UTC)),
+        ("20261121", datetime(2026, 11, 21, tzinfo=UTC)),
+        ("20261121T103000Z", datetime(2026, 11, 21, 10, 30, tzinfo=UTC)),
+        ("2026-W47-6", datetime(2026, 11, 21, tzinfo=UTC)),
+        ("2026-11-21T10", datetime(2026, 11, 21, 10, tzinfo=UTC)),
+        ("2026-11-21T10:00:00.250+01:00", datetime(2026, 11, 21, 9, 0, 0, 250000, tzinfo=UTC)),
+    ],
+)
+def test_expires_at_accepts_every_spelling_of_the_formats(value, expected):
+    assert expires(value) == expected

@@ -8,11 +8,13 @@ from pathlib import Path
 import orjson
 from aiohttp import web
 
-from .. import openapi
-from ..auth.permissions import public
-from ..typedefs import openapi_key, settings_key
+from ..auth.permissions import PUBLIC
+from . import openapi
+from .endpoints import Endpoints, Reply
+from .typedefs import openapi_key, settings_key
 
-routes = web.RouteTableDef()
+endpoints = Endpoints()
+TAG = "Operations"
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 REDOC_BUNDLE = STATIC_DIR / "redoc.standalone.js"
@@ -63,15 +65,19 @@ _BUNDLE_HEADERS = {
 
 
 async def publish_openapi(app: web.Application) -> None:
-    """At start-up, once every route is registered: describe only the routes that exist."""
-    full = openapi.full_document(app[settings_key])
-    document = openapi.published(full, openapi.registered_operations(app.router))
+    """At start-up, once every route is registered: describe the routes that exist."""
+    document = openapi.document(app[settings_key], openapi.app_endpoints(app.router))
     body = orjson.dumps(document)
     app[openapi_key] = openapi.PublishedDocument(body, hashlib.sha256(body).hexdigest()[:32])
 
 
-@routes.get("/openapi.json")
-@public
+_NOT_MODIFIED = Reply(304, "Not modified (`If-None-Match`).")
+
+
+@endpoints.get(
+    "/openapi.json", operation_id="openapi", summary="This OpenAPI document", tag=TAG,
+    access=PUBLIC, raw=True, description="Names only the routes this server has.",
+    replies=(Reply(200, "OpenAPI 3.1.", file_schema={"type": "object"}), _NOT_MODIFIED))
 async def openapi_json(request: web.Request) -> web.Response:
     published = request.app[openapi_key]
     headers = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
@@ -84,14 +90,19 @@ async def openapi_json(request: web.Request) -> web.Response:
     return response
 
 
-@routes.get("/docs")
-@public
+@endpoints.get(
+    "/docs", operation_id="docs", summary="API reference page", tag=TAG, access=PUBLIC, raw=True,
+    replies=(Reply(200, "Renders this document with Redoc.", media_type="text/html",
+                   file_schema={"type": "string"}),))
 async def docs(request: web.Request) -> web.Response:
     return web.Response(text=DOCS_HTML, content_type="text/html", headers=_PAGE_HEADERS)
 
 
-@routes.get(REDOC_URL)
-@public
+@endpoints.get(
+    REDOC_URL, operation_id="redocBundle", summary="Redoc bundle used by /docs", tag=TAG,
+    access=PUBLIC, raw=True,
+    replies=(Reply(200, "The vendored Redoc standalone bundle.", media_type="text/javascript",
+                   file_schema={"type": "string"}), _NOT_MODIFIED))
 async def redoc_bundle(request: web.Request) -> web.FileResponse:
     # FileResponse answers If-None-Match / If-Modified-Since / Range itself.
     return web.FileResponse(REDOC_BUNDLE, headers=_BUNDLE_HEADERS)

@@ -4,23 +4,25 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..auth.permissions import public
-from ..http import json_response
-from ..typedefs import database_key
+from ..auth.permissions import PUBLIC
+from .bodies import StatusSchema
+from .endpoints import Endpoints, Reply
+from .typedefs import services_key
 
-routes = web.RouteTableDef()
-
-
-@routes.get("/health")
-@public
-async def health(request: web.Request) -> web.Response:
-    """The process is alive (no database call)."""
-    return json_response({"status": "ok"})
+endpoints = Endpoints()
+TAG = "Operations"
 
 
-@routes.get("/ready")
-@public
-async def ready(request: web.Request) -> web.Response:
+@endpoints.get("/health", operation_id="health", summary="Liveness", tag=TAG, access=PUBLIC,
+               description="The process answers; no database call.",
+               replies=(Reply(200, "Alive.", StatusSchema),))
+async def health(request: web.Request):
+    return {"status": "ok"}
+
+
+@endpoints.get("/ready", operation_id="ready", summary="Readiness", tag=TAG, access=PUBLIC,
+               replies=(Reply(200, "Neo4j answers.", StatusSchema),), errors=(503,))
+async def ready(request: web.Request):
     """Neo4j answers; 503 problem+json (with Retry-After) otherwise."""
-    await request.app[database_key].ping()
-    return json_response({"status": "ready"})
+    await request.app[services_key].readiness.check()
+    return {"status": "ready"}

@@ -1,23 +1,34 @@
-"""Token routes (spec §4.1 to §4.5): parse, call the service, serialise."""
+"""Token routes (spec §4.1 to §4.5): declare, parse, call the service; the declared schemas
+dump the answers."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from ..auth.permissions import TOKEN_CREATE, TOKEN_DELETE, TOKEN_READ, TOKEN_UPDATE, requires
-from ..http import json_response, principal, read_json
-from ..pagination import page_body, page_from_query
+from ..auth.permissions import TOKEN_CREATE, TOKEN_DELETE, TOKEN_READ, TOKEN_UPDATE
 from ..services.tokens import TokenService
-from ..tokens.schemas import CREATE_TOKEN, UPDATE_TOKEN
-from ..typedefs import settings_key, token_service_key
+from ..tokens.schemas import (
+    CREATE_TOKEN,
+    UPDATE_TOKEN,
+    CreateTokenSchema,
+    DeduplicatedTokenSchema,
+    TokenSchema,
+    UpdateTokenSchema,
+)
+from .bodies import TOKEN_PATH, PageQuery, TokenFilterQuery, TokenPageSchema
+from .endpoints import MERGE_PATCH_JSON, Body, Endpoints, Reply
+from .http import principal, read_json
+from .paging import page_body, page_from_query
+from .typedefs import services_key, settings_key
 
-routes = web.RouteTableDef()
-MERGE_PATCH = "application/merge-patch+json"
+endpoints = Endpoints()
+MERGE_PATCH = MERGE_PATCH_JSON
 METADATA_PREFIX = "metadata."
+TAG = "Tokens"
 
 
 def service(request: web.Request) -> TokenService:
-    return request.app[token_service_key]
+    return request.app[services_key].tokens
 
 
 async def create_body(request: web.Request) -> dict:
@@ -25,17 +36,29 @@ async def create_body(request: web.Request) -> dict:
     return CREATE_TOKEN.load(body if isinstance(body, dict) else {"_": body})
 
 
-@routes.post("/tokens")
-@requires(TOKEN_CREATE)
-async def create_token(request: web.Request) -> web.Response:
+@endpoints.post(
+    "/tokens", operation_id="createToken", summary="Create a token", tag=TAG,
+    access=(TOKEN_CREATE,),
+    description="`token:create` on the token's containers (403 otherwise).",
+    body=Body(CreateTokenSchema, "The token (spec §4.1)."),
+    replies=(Reply(201, "The token created.", TokenSchema),
+             Reply(200, "`deduplicate_token` matched an existing token, returned instead "
+                        "(`_extras.deduplicated`).", DeduplicatedTokenSchema)),
+    errors=(409,))
+async def create_token(request: web.Request):
     body, deduplicated = await service(request).create(principal(request),
                                                        await create_body(request))
-    return json_response(body, status=200 if deduplicated else 201)
+    return (200 if deduplicated else 201), body
 
 
-@routes.get("/tokens")
-@requires(TOKEN_READ)
-async def list_tokens(request: web.Request) -> web.Response:
+@endpoints.get(
+    "/tokens", operation_id="listTokens", summary="List tokens", tag=TAG, access=(TOKEN_READ,),
+    description="Filters are ANDed. `metadata.<key>=<value>` (repeatable with distinct keys) "
+                "matches metadata exactly and case-insensitively; a repeated key is ignored. "
+                "Data is returned per the caller's access rules.",
+    query=(TokenFilterQuery, PageQuery),
+    replies=(Reply(200, "A page of tokens.", TokenPageSchema),))
+async def list_tokens(request: web.Request):
     query = request.query
     # Token cursors are the last id seen; any other JSON was not issued by this route.
     page = page_from_query(query, request.app[settings_key], cursor_type=str)
@@ -48,27 +71,41 @@ async def list_tokens(request: web.Request) -> web.Response:
     listing = await service(request).list(
         principal(request), page, ids=query.getall("id", []), types=query.getall("type", []),
         metadata=metadata)
-    return json_response(page_body(listing.items, page, listing.next_after))
+    return page_body(listing.items, page, listing.next_after)
 
 
-@routes.get("/tokens/{id}")
-@requires(TOKEN_READ)
-async def get_token(request: web.Request) -> web.Response:
-    return json_response(await service(request).get(principal(request),
-                                                    request.match_info["id"]))
+@endpoints.get(
+    "/tokens/{id}", operation_id="getToken", summary="Get a token", tag=TAG,
+    access=(TOKEN_READ,), path_params=TOKEN_PATH,
+    replies=(Reply(200, "The token, with data per the caller's access rules.", TokenSchema),),
+    errors=(404,))
+async def get_token(request: web.Request):
+    return await service(request).get(principal(request), request.match_info["id"])
 
 
-@routes.patch("/tokens/{id}")
-@requires(TOKEN_UPDATE)
-async def update_token(request: web.Request) -> web.Response:
+@endpoints.patch(
+    "/tokens/{id}", operation_id="updateToken", summary="Update a token", tag=TAG,
+    access=(TOKEN_UPDATE,), path_params=TOKEN_PATH,
+    description="`token:update` on the token, and on its new containers when it moves. "
+                "Changing `mask`, `fingerprint_expression` or `search_indexes`, or moving the "
+                "token into containers where the caller would read more of it, also needs a "
+                "rule that reveals the token to the caller (403): plaintext always takes a "
+                "reveal rule.\n\n"
+                "When the update makes the token equal to an existing one under "
+                "`deduplicate_token`, the two are merged and the existing token is returned, "
+                "redacted if the caller may not read it.",
+    body=Body(UpdateTokenSchema, "A JSON merge patch (RFC 7386).", MERGE_PATCH_JSON),
+    replies=(Reply(200, "The updated token.", TokenSchema),), errors=(404,))
+async def update_token(request: web.Request):
     raw = await read_json(request, MERGE_PATCH)
     patch = UPDATE_TOKEN.load(raw if isinstance(raw, dict) else {"_": raw})
-    return json_response(await service(request).update(principal(request),
-                                                       request.match_info["id"], patch))
+    return await service(request).update(principal(request), request.match_info["id"], patch)
 
 
-@routes.delete("/tokens/{id}")
-@requires(TOKEN_DELETE)
-async def delete_token(request: web.Request) -> web.Response:
+@endpoints.delete(
+    "/tokens/{id}", operation_id="deleteToken", summary="Delete a token", tag=TAG,
+    access=(TOKEN_DELETE,), path_params=TOKEN_PATH,
+    description="Data is removed for good; an audit reference of the token remains.",
+    replies=(Reply(204, "Deleted."),), errors=(404,))
+async def delete_token(request: web.Request):
     await service(request).delete(principal(request), request.match_info["id"])
-    return web.Response(status=204)

@@ -6,6 +6,7 @@ import hashlib
 import re
 import secrets
 
+HEADER = "SVC-API-KEY"  # the only place a key is accepted (never a query string)
 PREFIX = "vg_"
 _SHAPE = re.compile(r"^vg_[A-Za-z0-9_-]{43}$")
 

@@ -1,7 +1,8 @@
 """Permissions, and how a route declares the one it needs.
 
-Every route is protected by default: the authentication middleware refuses (403) a handler that
-declares nothing, and a test fails on any such route.
+An endpoint declares its access once, in its `api/endpoints.py` declaration, which marks the
+handler here. Every route is protected by default: the authentication middleware refuses (403) a
+handler that declares nothing, and a test fails on any such route.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ APPLICATION_CREATE = "application:create"
 APPLICATION_READ = "application:read"
 APPLICATION_UPDATE = "application:update"
 APPLICATION_DELETE = "application:delete"
+LOG_READ = "log:read"
 
 TOKEN_PERMISSIONS = (TOKEN_CREATE, TOKEN_READ, TOKEN_UPDATE, TOKEN_DELETE, TOKEN_SEARCH)
 MANAGEMENT_PERMISSIONS = (
     APPLICATION_CREATE, APPLICATION_READ, APPLICATION_UPDATE, APPLICATION_DELETE)
-ALL_PERMISSIONS = TOKEN_PERMISSIONS + MANAGEMENT_PERMISSIONS
+AUDIT_PERMISSIONS = (LOG_READ,)
+ALL_PERMISSIONS = TOKEN_PERMISSIONS + MANAGEMENT_PERMISSIONS + AUDIT_PERMISSIONS
 
 PUBLIC = "public"
 AUTHENTICATED = "authenticated"
@@ -30,28 +33,19 @@ ATTR = "__vaultgraph_permission__"
 H = TypeVar("H", bound=Callable)
 
 
-def requires(*permissions: str) -> Callable[[H], H]:
-    """Declare the permissions a handler needs (all of them); the middleware enforces it."""
-    unknown = set(permissions) - set(ALL_PERMISSIONS)
-    if unknown or not permissions:
-        raise ValueError(f"unknown permissions {sorted(unknown)}")
-
-    def mark(handler: H) -> H:
-        setattr(handler, ATTR, tuple(permissions))
-        return handler
-
-    return mark
+def check_access(access: tuple[str, ...] | str) -> None:
+    """What an endpoint may declare (api/endpoints.py): PUBLIC (no API key), AUTHENTICATED (a
+    working key, no particular permission) or the permissions it needs, all of them."""
+    if access in (PUBLIC, AUTHENTICATED):
+        return
+    if not isinstance(access, tuple) or not access or set(access) - set(ALL_PERMISSIONS):
+        raise ValueError(f"unknown access {access!r}")
 
 
-def public(handler: H) -> H:
-    """Declare that a handler needs no API key (health, docs)."""
-    setattr(handler, ATTR, PUBLIC)
-    return handler
-
-
-def authenticated(handler: H) -> H:
-    """Declare that a handler needs a valid API key and no particular permission."""
-    setattr(handler, ATTR, AUTHENTICATED)
+def declare(handler: H, access: tuple[str, ...] | str) -> H:
+    """Mark a handler with what it needs; the authentication middleware enforces it."""
+    check_access(access)
+    setattr(handler, ATTR, access)
     return handler
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..crypto import TenantKeys
-from .rules import Decision, Rule, decide, effective_rules, prefixes
+from .rules import Decision, Rule, allowed_on_each, decide, effective_rules, prefixes
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,9 @@ class Principal:
 
     def decide(self, containers: Iterable[str], operation: str) -> Decision:
         return decide(self.effective, containers, operation)
+
+    def allowed_on_each(self, containers: Iterable[str], operation: str) -> bool:
+        return allowed_on_each(self.effective, containers, operation)
 
     def prefixes(self, operation: str) -> list[str]:
         return prefixes(self.effective, operation)

@@ -29,8 +29,9 @@ from .filters import FILTERS, luhn_valid
 
 __all__ = [
     "DEFAULT_FINGERPRINT_EXPRESSION", "MAX_EXPRESSION_LENGTH", "MAX_MASK_DEPTH", "MAX_OUTPUT_BYTES",
-    "MAX_RENDER_SECONDS", "ExpressionError", "ExpressionLimitError", "compile_expression",
-    "luhn_valid", "render", "render_mask", "validate_expression", "validate_mask",
+    "MAX_RENDER_SECONDS", "ExpressionError", "ExpressionLimitError", "check_mask_bounds",
+    "compile_expression", "luhn_valid", "render", "render_mask", "validate_expression",
+    "validate_mask",
 ]
 
 _DISABLED_TAGS = ("include", "render")
@@ -123,7 +124,7 @@ def render(
     except ExpressionError:
         raise
     except ResourceLimitError:
-        raise ExpressionError("expression exceeded a resource limit") from None
+        raise ExpressionLimitError() from None
     except Exception:
         # Liquid and built-in filter messages may quote values; none may reach the caller.
         raise ExpressionError("expression could not be rendered") from None
@@ -137,10 +138,28 @@ def render_mask(mask: Any, *, data: Any) -> Any:
 
     Non-string leaves (numbers, booleans, None) are returned unchanged. A leaf that only names a
     scalar of the data (`{{ data.expiration_month }}`) shows that value with its JSON type, as
-    a mask that copies a field should; it also needs no template render.
+    a mask that copies a field should; it also needs no template render. A member of an object
+    whose leaf only names a value the data does not have is left out (a card without an
+    expiration shows no `expiration_month`); elsewhere such a leaf is empty, as in Liquid.
     """
     with time_budget():
-        return _walk_mask(mask, lambda leaf: _render_leaf(leaf, data), depth=0)
+        shown = _walk_mask(mask, lambda leaf: _render_leaf(leaf, data), depth=0)
+    return "" if shown is _MISSING else shown
+
+
+def check_mask_bounds(mask: Any, *, data: Any) -> None:
+    """Render `mask` over the data it is written with: `ExpressionLimitError` over a bound.
+
+    A mask is otherwise only rendered when read, so a mask over a size or time bound would be
+    accepted on write and show no data on every read. Other render failures are left to the
+    read (they depend on the data, which a later update may change).
+    """
+    try:
+        render_mask(mask, data=data)
+    except ExpressionLimitError:
+        raise
+    except ExpressionError:
+        pass
 
 
 # `{{ data }}`, `{{ data.a.b }}`, `{{ data.items[0] }}`: a plain reference, no filters.
@@ -155,8 +174,10 @@ def _render_leaf(leaf: str, data: Any) -> Any:
         value = _lookup(data, match.group(1))
         if isinstance(value, str | int | float):  # bool is an int
             return value
-        if value is _MISSING or value is None:
-            return ""  # as Liquid renders an undefined or null value
+        if value is _MISSING:
+            return _MISSING  # left out of an object; "" elsewhere (as Liquid renders it)
+        if value is None:
+            return ""  # as Liquid renders a null value
     return render(leaf, data=data)
 
 
@@ -177,6 +198,10 @@ def validate_mask(mask: Any) -> None:
     _walk_mask(mask, validate_expression, depth=0)
 
 
+def _blank(value: Any) -> Any:
+    return "" if value is _MISSING else value
+
+
 def _walk_mask(mask: Any, on_leaf: Callable[[str], Any], *, depth: int) -> Any:
     if depth > MAX_MASK_DEPTH:
         raise ExpressionError("mask is nested too deeply")
@@ -185,8 +210,13 @@ def _walk_mask(mask: Any, on_leaf: Callable[[str], Any], *, depth: int) -> Any:
     if mask is None or isinstance(mask, bool | int | float):
         return mask
     if isinstance(mask, Mapping):
-        return {key: _walk_mask(value, on_leaf, depth=depth + 1) for key, value in mask.items()}
+        out = {}
+        for key, value in mask.items():
+            shown = _walk_mask(value, on_leaf, depth=depth + 1)
+            if shown is not _MISSING:
+                out[key] = shown
+        return out
     if isinstance(mask, list | tuple):
-        return [_walk_mask(value, on_leaf, depth=depth + 1) for value in mask]
+        return [_blank(_walk_mask(value, on_leaf, depth=depth + 1)) for value in mask]
     raise ExpressionError("mask must be a string, object, array or scalar")
 

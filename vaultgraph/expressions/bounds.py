@@ -25,12 +25,16 @@ _deadline: ContextVar[float | None] = ContextVar("expression_deadline", default=
 
 
 @contextmanager
-def time_budget() -> Iterator[None]:
-    """One budget for everything rendered inside (a mask's leaves share the mask's)."""
-    if _deadline.get() is not None:
+def time_budget(seconds: float = MAX_RENDER_SECONDS) -> Iterator[None]:
+    """A deadline for everything rendered inside: `seconds` from now, or the deadline already in
+    force when that ends sooner (a mask's leaves share the mask's; a request's total budget,
+    set around all its renders, caps each one)."""
+    outer = _deadline.get()
+    mine = time.monotonic() + seconds
+    if outer is not None and outer <= mine:
         yield
         return
-    token = _deadline.set(time.monotonic() + MAX_RENDER_SECONDS)
+    token = _deadline.set(mine)
     try:
         yield
     finally:

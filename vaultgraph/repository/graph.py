@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..db import Database
+from ..tokens.stored import StoredToken
+from .database import Database
 
 
 @dataclass(frozen=True)
@@ -16,19 +17,19 @@ class Link:
 
 @dataclass(frozen=True)
 class Subgraph:
-    tokens: list[dict]  # the root first, then breadth first
+    tokens: list[StoredToken]  # the root first, then breadth first
     links: list[tuple[str, str]]  # (parent_id, child_id)
     truncated: bool
 
 
 class GraphRepository:
     def __init__(self, db: Database):
-        self.db = db
+        self._db = db
 
     async def link(self, *, tenant_id: str, parent_id: str, child_id: str,
                    prefixes: list[str]) -> Link | None:
         """The link parent → child (made if missing); None when either end is not visible."""
-        records = await self.db.write("graph/link", tenant_id=tenant_id, parent_id=parent_id,
+        records = await self._db.write("graph/link", tenant_id=tenant_id, parent_id=parent_id,
                                       child_id=child_id, prefixes=prefixes)
         if not records:
             return None
@@ -37,27 +38,43 @@ class GraphRepository:
     async def unlink(self, *, tenant_id: str, parent_id: str, child_id: str,
                      prefixes: list[str]) -> bool | None:
         """Whether a link was removed; None when either end is not visible."""
-        records = await self.db.write("graph/unlink", tenant_id=tenant_id, parent_id=parent_id,
+        records = await self._db.write("graph/unlink", tenant_id=tenant_id, parent_id=parent_id,
                                       child_id=child_id, prefixes=prefixes)
         return records[0]["removed"] if records else None
 
-    async def neighbours(self, statement: str, *, tenant_id: str, id: str, prefixes: list[str],
-                         after: str, limit: int, ids: list[str] | None,
-                         types: list[str] | None) -> list[dict] | None:
-        """A page of children or parents (`statement`: graph/list_children or
-        graph/list_parents) in id order; None when the token itself is not visible."""
-        records = await self.db.read(
+    async def children(self, *, tenant_id: str, id: str, prefixes: list[str], after: str,
+                       limit: int, ids: list[str] | None,
+                       types: list[str] | None) -> list[StoredToken] | None:
+        """A page of a visible token's visible children in id order; None when the token
+        itself is not visible."""
+        return await self._neighbours("graph/list_children", tenant_id, id, prefixes, after,
+                                      limit, ids, types)
+
+    async def parents(self, *, tenant_id: str, id: str, prefixes: list[str], after: str,
+                      limit: int, ids: list[str] | None,
+                      types: list[str] | None) -> list[StoredToken] | None:
+        """The mirror of `children`."""
+        return await self._neighbours("graph/list_parents", tenant_id, id, prefixes, after,
+                                      limit, ids, types)
+
+    async def _neighbours(self, statement: str, tenant_id: str, id: str, prefixes: list[str],
+                          after: str, limit: int, ids: list[str] | None,
+                          types: list[str] | None) -> list[StoredToken] | None:
+        records = await self._db.read(
             statement, tenant_id=tenant_id, id=id, prefixes=prefixes, after=after,
             limit=limit, ids=ids, types=types)
-        return records[0]["tokens"] if records else None
+        if not records:
+            return None
+        return [StoredToken.from_properties(t) for t in records[0]["tokens"]]
 
     async def traverse(self, *, tenant_id: str, id: str, prefixes: list[str], depth: int,
                        direction: str, max_nodes: int, max_links: int) -> Subgraph | None:
-        records = await self.db.read(
+        records = await self._db.read(
             "graph/traverse", tenant_id=tenant_id, id=id, prefixes=prefixes, depth=depth,
             direction=direction, max_nodes=max_nodes, max_links=max_links)
         if not records:
             return None
         rec = records[0]
-        return Subgraph(rec["tokens"], [(e["parent_id"], e["child_id"]) for e in rec["links"]],
+        return Subgraph([StoredToken.from_properties(t) for t in rec["tokens"]],
+                        [(e["parent_id"], e["child_id"]) for e in rec["links"]],
                         rec["truncated"])

@@ -1,78 +1,125 @@
-"""Token statements: one method per file in cypher/tokens/."""
+"""Tokens in Neo4j: one method per use, each running its statement from cypher/tokens/.
+
+Methods return `StoredToken`s (ciphertext and keyed digests, never plaintext). The update use
+case runs several statements in one transaction through `TokenRepository.unit_of_work`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from neo4j import AsyncManagedTransaction
+from ..tokens.stored import StoredToken
+from .database import Database, Transaction
 
-from ..db import Database
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    token: StoredToken
+    deduplicated: bool  # True: an existing token of the same fingerprint, returned instead
+
+
+@dataclass(frozen=True, slots=True)
+class TokenFilter:
+    """What a list asks for; the statement that answers it from an index is chosen here."""
+
+    ids: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    meta_kvs: tuple[str, ...] = ()
+
+    def statement(self) -> str:
+        if self.ids:
+            return "tokens/list_by_ids"
+        if self.meta_kvs:
+            return "tokens/list_by_metadata"
+        if self.types:
+            return "tokens/list_by_type"
+        return "tokens/list"
+
+
+def _token(record: Any, key: str = "token") -> StoredToken:
+    return StoredToken.from_properties(record[key])
 
 
 class TokenRepository:
     def __init__(self, db: Database):
-        self.db = db
+        self._db = db
 
     async def create(self, *, tenant_id: str, id: str, props: dict, expires_at: datetime | None,
                      meta_kvs: list[str], dedup: bool, parent_id: str | None = None,
                      parent_prefixes: list[str] | None = None,
-                     expired: tuple[str, str]) -> tuple[dict, bool] | None:
+                     expired: tuple[str, str]) -> Created | None:
         """The created (or, with dedup, the existing) token; None when the parent is not found.
 
         `expired` is the (deleted_by, deleted_reason) given to an expired token that still
         holds the id: it is retired as the expiry sweeper would retire it.
         """
-        records = await self.db.write(
+        records = await self._db.write(
             "tokens/create", tenant_id=tenant_id, id=id, props=props, expires_at=expires_at,
             meta_kvs=meta_kvs, dedup=dedup, parent_id=parent_id,
             parent_prefixes=parent_prefixes or [], expired_actor=expired[0],
             expired_reason=expired[1])
         if not records:
             return None
-        return records[0]["token"], records[0]["deduplicated"]
+        return Created(_token(records[0]), records[0]["deduplicated"])
 
-    async def get(self, *, tenant_id: str, id: str, prefixes: list[str]) -> dict | None:
-        records = await self.db.read("tokens/get", tenant_id=tenant_id, id=id, prefixes=prefixes)
-        return records[0]["token"] if records else None
+    async def get(self, *, tenant_id: str, id: str, prefixes: list[str]) -> StoredToken | None:
+        """A live token whose containers lie under one of `prefixes`."""
+        records = await self._db.read("tokens/get", tenant_id=tenant_id, id=id, prefixes=prefixes)
+        return _token(records[0]) if records else None
 
-    async def list(self, statement: str, *, tenant_id: str, prefixes: list[str], after: str,
-                   limit: int, ids: list[str] | None, types: list[str] | None,
-                   meta_kvs: list[str]) -> list[dict]:
-        records = await self.db.read(
-            statement, tenant_id=tenant_id, prefixes=prefixes, after=after,
-            limit=limit, ids=ids, types=types, meta_kvs=meta_kvs)
-        return [r["token"] for r in records]
+    async def page(self, *, tenant_id: str, prefixes: list[str], after: str, limit: int,
+                   where: TokenFilter) -> list[StoredToken]:
+        """Up to `limit` visible tokens after id `after`, in id order, matching `where`."""
+        records = await self._db.read(
+            where.statement(), tenant_id=tenant_id, prefixes=prefixes, after=after,
+            limit=limit, ids=list(where.ids) or None, types=list(where.types) or None,
+            meta_kvs=list(where.meta_kvs))
+        return [_token(r) for r in records]
 
     async def delete(self, *, tenant_id: str, id: str, prefixes: list[str], actor: str) -> bool:
-        records = await self.db.write(
+        """Turn a visible live token into an audit reference; False when none was visible."""
+        records = await self._db.write(
             "tokens/delete", tenant_id=tenant_id, id=id, prefixes=prefixes, actor=actor,
             reason="deleted", merged_into=None)
         return bool(records)
 
-    # -- the update transaction ---------------------------------------------------------------
+    async def unit_of_work(self, work: Callable[[TokenUnitOfWork], Awaitable[T]]) -> T:
+        """Run `work` in one write transaction (retried whole on transient errors)."""
+        return await self._db.transaction(lambda tx: work(TokenUnitOfWork(tx)))
 
-    async def lock_for_update(self, tx: AsyncManagedTransaction, *, tenant_id: str, id: str,
-                              prefixes: list[str]) -> dict | None:
-        records = await self.db.run(tx, "tokens/lock_for_update", tenant_id=tenant_id, id=id,
-                                    prefixes=prefixes)
-        return records[0]["token"] if records else None
 
-    async def find_duplicate(self, tx: AsyncManagedTransaction, *, tenant_id: str, id: str,
-                             type: str, fingerprint: str) -> dict | None:
-        records = await self.db.run(tx, "tokens/find_duplicate", tenant_id=tenant_id, id=id,
-                                    type=type, fingerprint=fingerprint)
-        return records[0]["token"] if records else None
+class TokenUnitOfWork:
+    """The statements of one update, in one transaction: lock, read, maybe merge, write."""
 
-    async def merge_into(self, tx: AsyncManagedTransaction, *, tenant_id: str, id: str,
-                         into: str, actor: str) -> None:
-        await self.db.run(tx, "tokens/move_edges", tenant_id=tenant_id, id=id, into=into)
-        await self.db.run(tx, "tokens/delete", tenant_id=tenant_id, id=id, prefixes=["/"],
-                          actor=actor, reason="deduplicated", merged_into=into)
+    def __init__(self, tx: Transaction):
+        self._tx = tx
 
-    async def update(self, tx: AsyncManagedTransaction, *, tenant_id: str, id: str,
-                     props: dict[str, Any], expires_at: datetime | None,
-                     meta_kvs: list[str]) -> dict:
-        records = await self.db.run(tx, "tokens/update", tenant_id=tenant_id, id=id, props=props,
-                                    expires_at=expires_at, meta_kvs=meta_kvs)
-        return records[0]["token"]
+    async def lock(self, *, tenant_id: str, id: str, prefixes: list[str]) -> StoredToken | None:
+        """Write-lock a visible live token before reading it (no lost update)."""
+        records = await self._tx.run("tokens/lock_for_update", tenant_id=tenant_id, id=id,
+                                     prefixes=prefixes)
+        return _token(records[0]) if records else None
+
+    async def find_duplicate(self, *, tenant_id: str, id: str, type: str,
+                             fingerprint: str) -> StoredToken | None:
+        """The oldest other live token of this type and fingerprint (under the dedup lock)."""
+        records = await self._tx.run("tokens/find_duplicate", tenant_id=tenant_id, id=id,
+                                     type=type, fingerprint=fingerprint)
+        return _token(records[0]) if records else None
+
+    async def merge_into(self, *, tenant_id: str, id: str, into: str, actor: str) -> None:
+        """Move token `id`'s links onto `into`, then retire `id` as deduplicated."""
+        await self._tx.run("tokens/move_edges", tenant_id=tenant_id, id=id, into=into)
+        await self._tx.run("tokens/delete", tenant_id=tenant_id, id=id, prefixes=["/"],
+                           actor=actor, reason="deduplicated", merged_into=into)
+
+    async def update(self, *, tenant_id: str, id: str, props: dict[str, Any],
+                     expires_at: datetime | None, meta_kvs: list[str]) -> StoredToken:
+        records = await self._tx.run("tokens/update", tenant_id=tenant_id, id=id, props=props,
+                                     expires_at=expires_at, meta_kvs=meta_kvs)
+        return _token(records[0])

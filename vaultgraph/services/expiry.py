@@ -16,7 +16,7 @@ import contextlib
 import logging
 import time
 
-from ..db import Database
+from ..repository.expiry import ExpiryRepository
 
 log = logging.getLogger(__name__)
 
@@ -24,22 +24,11 @@ ACTOR = "expiry-sweeper"
 REASON = "expired"
 
 
-async def sweep(db: Database, batch: int) -> int:
-    """One unguarded pass over every tenant: the number of expired tokens deleted."""
-    records = await db.run_autocommit("expiry/sweep", batch=max(1, batch), actor=ACTOR,
-                                      reason=REASON)
-    swept, failed = records[0]["swept"], records[0]["failed"]
-    if failed:
-        # Skipped batches are left for the next pass, which finds the same tokens again.
-        log.warning("expiry sweep skipped tokens until the next run", extra={"failed": failed})
-    return swept
-
-
 class ExpirySweeper:
     """Runs `sweep` every `interval` seconds in the background (0 or less: on demand only)."""
 
-    def __init__(self, db: Database, *, interval: float, batch: int):
-        self._db = db
+    def __init__(self, repo: ExpiryRepository, *, interval: float, batch: int):
+        self._repo = repo
         self._interval = interval
         self._batch = batch
         self._lock = asyncio.Lock()
@@ -54,10 +43,14 @@ class ExpirySweeper:
         """One pass, after any pass already under way in this process has finished."""
         async with self._lock:
             started = time.perf_counter()
-            swept = await sweep(self._db, self._batch)
+            result = await self._repo.sweep(batch=self._batch, actor=ACTOR, reason=REASON)
+        if result.failed:
+            # Skipped batches are left for the next pass, which finds the same tokens again.
+            log.warning("expiry sweep skipped tokens until the next run",
+                        extra={"failed": result.failed})
         log.info("expiry sweep", extra={
-            "swept": swept, "ms": round((time.perf_counter() - started) * 1000, 2)})
-        return swept
+            "swept": result.swept, "ms": round((time.perf_counter() - started) * 1000, 2)})
+        return result.swept
 
     async def run(self) -> None:
         """Sweep every interval until cancelled; a failed pass is logged and tried again."""

@@ -7,9 +7,9 @@ answers 404 like an unknown token (the same body), or is left out of a list.
 
 from __future__ import annotations
 
-from .. import problems
 from ..auth.permissions import TOKEN_DELETE, TOKEN_READ
 from ..auth.principal import Principal
+from ..errors import Invalid, NotFound
 from ..pagination import Page
 from ..repository.graph import GraphRepository
 from ..tokens import view
@@ -18,9 +18,6 @@ from .tokens import NOT_FOUND, Listing, TokenService
 
 NO_LINK = "No link from that parent token to that child token."
 SELF_LINK = "A token cannot be its own child."
-
-CHILDREN = "graph/list_children"
-PARENTS = "graph/list_parents"
 
 DIRECTIONS = ("children", "parents", "both")
 DEFAULT_DIRECTION = "children"
@@ -38,11 +35,11 @@ class GraphService:
     async def link(self, principal: Principal, parent_id: str, child_id: str) -> dict | None:
         """The new link's body, or None when it was already there (idempotent)."""
         if parent_id == child_id:
-            raise problems.BadRequest(SELF_LINK)
+            raise Invalid(SELF_LINK)
         link = await self.repo.link(tenant_id=principal.tenant_id, parent_id=parent_id,
                                     child_id=child_id, prefixes=principal.prefixes(TOKEN_READ))
         if link is None:
-            raise problems.NotFound(NOT_FOUND)
+            raise NotFound(NOT_FOUND)
         if not link.created:
             return None
         return {"parent_id": parent_id, "child_id": child_id,
@@ -50,14 +47,14 @@ class GraphService:
 
     async def unlink(self, principal: Principal, parent_id: str, child_id: str) -> None:
         if parent_id == child_id:
-            raise problems.BadRequest(SELF_LINK)
+            raise Invalid(SELF_LINK)
         removed = await self.repo.unlink(tenant_id=principal.tenant_id, parent_id=parent_id,
                                          child_id=child_id,
                                          prefixes=principal.prefixes(TOKEN_DELETE))
         if removed is None:
-            raise problems.NotFound(NOT_FOUND)
+            raise NotFound(NOT_FOUND)
         if not removed:
-            raise problems.NotFound(NO_LINK)
+            raise NotFound(NO_LINK)
 
     async def create_child(self, principal: Principal, parent_id: str,
                            body: dict) -> tuple[dict, bool]:
@@ -71,22 +68,23 @@ class GraphService:
 
     async def children(self, principal: Principal, parent_id: str, page: Page, *,
                        ids: list[str], types: list[str]) -> Listing:
-        return await self._neighbours(CHILDREN, principal, parent_id, page, ids, types)
+        return await self._neighbours(self.repo.children, principal, parent_id, page, ids,
+                                      types)
 
     async def parents(self, principal: Principal, child_id: str, page: Page, *,
                       ids: list[str], types: list[str]) -> Listing:
-        return await self._neighbours(PARENTS, principal, child_id, page, ids, types)
+        return await self._neighbours(self.repo.parents, principal, child_id, page, ids, types)
 
-    async def _neighbours(self, statement: str, principal: Principal, token_id: str, page: Page,
+    async def _neighbours(self, fetch, principal: Principal, token_id: str, page: Page,
                           ids: list[str], types: list[str]) -> Listing:
         after = page.after or ""
-        nodes = await self.repo.neighbours(
-            statement, tenant_id=principal.tenant_id, id=token_id,
+        nodes = await fetch(
+            tenant_id=principal.tenant_id, id=token_id,
             prefixes=principal.prefixes(TOKEN_READ), after=after, limit=page.size + 1,
             ids=ids or None, types=types or None)
         if nodes is None:
-            raise problems.NotFound(NOT_FOUND)
-        return self.tokens.listing(principal, nodes, page)
+            raise NotFound(NOT_FOUND)
+        return await self.tokens.listing(principal, nodes, page)
 
     async def graph(self, principal: Principal, token_id: str, *, depth: int,
                     direction: str) -> dict:
@@ -95,12 +93,12 @@ class GraphService:
             depth=depth, direction=direction, max_nodes=MAX_NODES,
             max_links=MAX_LINKS_PER_LEVEL)
         if sub is None:
-            raise problems.NotFound(NOT_FOUND)
+            raise NotFound(NOT_FOUND)
         return {
             "root": token_id,
             "depth": depth,
             "direction": direction,
-            "nodes": [self.tokens.present(principal, node) for node in sub.tokens],
+            "nodes": await self.tokens.present_all(principal, sub.tokens),
             "edges": [{"parent_id": parent, "child_id": child}
                       for parent, child in sorted(set(sub.links))],
             "truncated": sub.truncated,

@@ -11,7 +11,7 @@ from ..auth import apikeys
 from ..auth.permissions import ALL_PERMISSIONS, TOKEN_PERMISSIONS
 from ..auth.rules import REVEAL, Rule
 from ..crypto import KeyRing, new_tenant_key_material
-from ..db import Database
+from ..repository.tenants import TenantRepository
 
 
 @dataclass(frozen=True)
@@ -31,16 +31,22 @@ ROOT_RULES = (Rule(container="/", transform=REVEAL, permissions=frozenset(TOKEN_
                    description="tenant administrator"),)
 
 
-async def create_tenant(db: Database, ring: KeyRing, name: str) -> NewTenant:
-    tenant_id = str(uuid.uuid4())
-    application_id = str(uuid.uuid4())
-    key = apikeys.generate()
-    await db.write(
-        "tenants/create",
-        tenant_id=tenant_id, name=name, key_material=new_tenant_key_material(ring, tenant_id),
-        application_id=application_id, application_name=f"{name} administrator",
-        permissions=list(ALL_PERMISSIONS),
-        rules=orjson.dumps([r.to_dict() for r in ROOT_RULES]).decode(),
-        key_id=str(uuid.uuid4()), hash=apikeys.digest(key),
-    )
-    return NewTenant(tenant_id, application_id, key)
+class TenantService:
+    def __init__(self, repo: TenantRepository, ring: KeyRing):
+        self._repo = repo
+        self._ring = ring
+
+    async def create(self, name: str) -> NewTenant:
+        """A tenant with fresh wrapped keys and its administrator application (all at once)."""
+        tenant_id = str(uuid.uuid4())
+        application_id = str(uuid.uuid4())
+        key = apikeys.generate()
+        await self._repo.create(
+            tenant_id=tenant_id, name=name,
+            key_material=new_tenant_key_material(self._ring, tenant_id),
+            application_id=application_id, application_name=f"{name} administrator",
+            permissions=list(ALL_PERMISSIONS),
+            rules=orjson.dumps([r.to_dict() for r in ROOT_RULES]).decode(),
+            key_id=str(uuid.uuid4()), key_hash=apikeys.digest(key),
+        )
+        return NewTenant(tenant_id, application_id, key)

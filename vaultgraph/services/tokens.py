@@ -13,20 +13,27 @@ from typing import Any
 
 import orjson
 
-from .. import problems
+from ..audit.context import note_tokens
 from ..auth.permissions import TOKEN_CREATE, TOKEN_DELETE, TOKEN_READ, TOKEN_UPDATE
 from ..auth.principal import Principal
-from ..auth.rules import REVEAL, TRANSFORMS
-from ..db import UniquenessViolation
-from ..expressions import DEFAULT_FINGERPRINT_EXPRESSION, ExpressionError, render
+from ..auth.rules import MASK, REVEAL, TRANSFORMS
+from ..errors import Conflict, Forbidden, Invalid, NotFound, TooLarge, UniquenessViolation, invalid
+from ..expressions import (
+    DEFAULT_FINGERPRINT_EXPRESSION,
+    ExpressionError,
+    check_mask_bounds,
+    render,
+)
 from ..pagination import Page
-from ..repository.tokens import TokenRepository
+from ..repository.tokens import TokenFilter, TokenRepository, TokenUnitOfWork
 from ..settings import Settings
 from ..tokens import view
 from ..tokens.fields import normalize_container, parse_expires_at, validate_token_id
 from ..tokens.merge_patch import merge_patch
+from ..tokens.stored import StoredToken
 from ..tokens.types import TokenType, get_type
 from . import expiry
+from .rendering import Renderer
 
 NOT_FOUND = "No token with that id."
 META_SEPARATOR = "\u001f"
@@ -58,15 +65,75 @@ class Listing:
     next_after: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A token to present under a transform; `data`/`mask` when the plaintext is in hand."""
+
+    token: StoredToken
+    transform: str
+    data: Any = None
+    mask: Any = None
+    plaintext_known: bool = False
+    extras: dict | None = None
+
+    @property
+    def renders_caller_mask(self) -> bool:
+        """Whether presenting it renders a mask the caller wrote (not a type default)."""
+        if self.transform != MASK:
+            return False
+        return self.mask is not None if self.plaintext_known else self.token.mask_ct is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The cut-down answer for a dedup match the caller cannot read."""
+
+    token: StoredToken
+    extras: dict
+
+
 def meta_kvs(metadata: dict[str, str]) -> list[str]:
     """The indexed form of metadata: lower-cased key and value, for exact case-insensitive match."""
     return [f"{k.lower()}{META_SEPARATOR}{v.lower()}" for k, v in metadata.items()]
 
 
 class TokenService:
-    def __init__(self, repo: TokenRepository, settings: Settings):
+    def __init__(self, repo: TokenRepository, settings: Settings, renderer: Renderer):
         self.repo = repo
         self.settings = settings
+        self.renderer = renderer
+
+    # -- presentation -------------------------------------------------------------------------
+
+    async def render(self, principal: Principal, items: list[Shown | Summary]) -> list[dict]:
+        """Response bodies; caller-written masks render off the event loop (rendering.py)."""
+        def work() -> list[dict]:
+            out = []
+            for item in items:
+                if isinstance(item, Summary):
+                    body = view.summary(item.token)
+                else:
+                    body = view.present(item.token, item.transform, principal.keys,
+                                        data=item.data, mask=item.mask,
+                                        plaintext_known=item.plaintext_known)
+                if item.extras is not None:
+                    body["_extras"] = item.extras
+                out.append(body)
+            return out
+
+        for item in items:
+            note_tokens((item.token.id,),
+                        item.transform if isinstance(item, Shown) else "summary")
+        if any(isinstance(i, Shown) and i.renders_caller_mask for i in items):
+            return await self.renderer.run(work)
+        return work()
+
+    @staticmethod
+    def shown(principal: Principal, node: StoredToken) -> Shown:
+        return Shown(node, principal.decide(node.containers, TOKEN_READ).transform)
+
+    async def present_all(self, principal: Principal, nodes: list[StoredToken]) -> list[dict]:
+        return await self.render(principal, [self.shown(principal, n) for n in nodes])
 
     # -- validation ---------------------------------------------------------------------------
 
@@ -75,10 +142,10 @@ class TokenService:
         if token_type is None:
             token_type = get_type(body["type"])
             if token_type is None:
-                raise problems.invalid("type", "is not a known token type")
+                raise invalid("type", "is not a known token type")
         data = body["data"]
         if len(orjson.dumps(data)) > self.settings.max_data_bytes:
-            raise problems.PayloadTooLarge(
+            raise TooLarge(
                 f"data must be at most {self.settings.max_data_bytes} bytes as JSON.")
         errors.update(token_type.validate(data))
         containers = body.get("containers")
@@ -111,22 +178,27 @@ class TokenService:
             deduplicate=bool(body.get("deduplicate_token")), expires_at=expires_at,
             errors=errors)
         if errors:
-            raise problems.BadRequest("The token is invalid.", errors=errors)
+            raise Invalid("The token is invalid.", errors=errors)
         return draft
 
     def _render(self, draft: Draft, principal: Principal) -> tuple[str, list[str]]:
         """Fingerprint and search index values, keyed with the tenant's HMAC key."""
+        if draft.mask is not None:
+            try:  # bounded on write too, not only when read (README, Security model)
+                check_mask_bounds(draft.mask, data=draft.data)
+            except ExpressionError as exc:
+                raise invalid("mask", str(exc)) from None
         try:
             rendered = render(draft.fingerprint_expression, data=draft.data,
                               metadata=draft.metadata, allow_empty=False)
         except ExpressionError as exc:
-            raise problems.invalid("fingerprint_expression", str(exc)) from None
+            raise invalid("fingerprint_expression", str(exc)) from None
         values = []
         for i, expression in enumerate(draft.search_indexes):
             try:
                 value = render(expression, data=draft.data, allow_empty=False)
             except ExpressionError as exc:
-                raise problems.invalid(f"search_indexes.{i}", str(exc)) from None
+                raise invalid(f"search_indexes.{i}", str(exc)) from None
             values.append(principal.keys.index_value(expression, value))
         return principal.keys.fingerprint(rendered), values
 
@@ -138,11 +210,11 @@ class TokenService:
             try:
                 raw = render(raw, data=draft.data, allow_empty=False)
             except ExpressionError as exc:
-                raise problems.invalid("id", str(exc)) from None
+                raise invalid("id", str(exc)) from None
         try:
             return validate_token_id(raw)
         except ValueError as exc:
-            raise problems.invalid("id", str(exc)) from None
+            raise invalid("id", str(exc)) from None
 
     def _props(self, principal: Principal, token_id: str, draft: Draft) -> dict[str, Any]:
         fingerprint, index_values = self._render(draft, principal)
@@ -167,10 +239,12 @@ class TokenService:
                      parent_id: str | None = None) -> tuple[dict, bool]:
         """The response body and whether it is an existing token (dedup)."""
         draft = self._draft(body)
-        if not principal.decide(draft.containers, TOKEN_CREATE).allowed:
-            raise problems.Forbidden(
+        if not principal.allowed_on_each(draft.containers, TOKEN_CREATE):
+            # Rights on one container never stand for another (docs/security.md).
+            raise Forbidden(
                 "The application may not create tokens in these containers.")
         token_id = self._token_id(body, draft)
+        note_tokens((token_id,))  # named in the write's own audit event
         props = self._props(principal, token_id, draft)
         props["created_by"] = principal.application_id
         try:
@@ -181,82 +255,76 @@ class TokenService:
                 parent_prefixes=principal.prefixes(TOKEN_READ) if parent_id else None,
                 expired=(expiry.ACTOR, expiry.REASON))
         except UniquenessViolation:
-            raise problems.Conflict("A token with that id exists.") from None
+            raise Conflict("A token with that id exists.") from None
         if result is None:
-            raise problems.NotFound(NOT_FOUND)
-        node, deduplicated = result
-        if deduplicated:
-            return self._dedup_view(principal, node), True
+            raise NotFound(NOT_FOUND)
+        if result.deduplicated:
+            [body] = await self.render(principal, [self._dedup_answer(principal, result.token)])
+            return body, True
         transform = principal.decide(draft.containers, TOKEN_READ).transform
-        return view.present(node, transform, principal.keys, data=draft.data, mask=draft.mask,
-                            plaintext_known=True), False
+        [body] = await self.render(principal, [Shown(
+            result.token, transform, data=draft.data, mask=draft.mask, plaintext_known=True)])
+        return body, False
 
-    def _dedup_view(self, principal: Principal, node: dict) -> dict:
-        decision = principal.decide(node["containers"], TOKEN_READ)
+    @staticmethod
+    def _dedup_answer(principal: Principal, match: StoredToken,
+                      extras: dict | None = None) -> Shown | Summary:
+        """A dedup match as the caller may see it: in full under its transform, or cut down."""
+        extras = extras or {"deduplicated": True}
+        decision = principal.decide(match.containers, TOKEN_READ)
         if not decision.allowed:
-            body = view.summary(node)
-        else:
-            body = view.present(node, decision.transform, principal.keys)
-        body["_extras"] = {"deduplicated": True}
-        return body
+            return Summary(match, extras)
+        return Shown(match, decision.transform, extras=extras)
 
     async def get(self, principal: Principal, token_id: str) -> dict:
         node = await self.repo.get(tenant_id=principal.tenant_id, id=token_id,
                                    prefixes=principal.prefixes(TOKEN_READ))
         if node is None:
-            raise problems.NotFound(NOT_FOUND)
-        return self.present(principal, node)
-
-    def present(self, principal: Principal, node: dict) -> dict:
-        decision = principal.decide(node["containers"], TOKEN_READ)
-        return view.present(node, decision.transform, principal.keys)
+            raise NotFound(NOT_FOUND)
+        [body] = await self.present_all(principal, [node])
+        return body
 
     async def list(self, principal: Principal, page: Page, *, ids: list[str],
                    types: list[str], metadata: dict[str, str]) -> Listing:
         kvs = meta_kvs(metadata)
         # A value given twice filters once: the id and type statements seek once per value.
-        ids, types = list(dict.fromkeys(ids)), list(dict.fromkeys(types))
-        if ids:
-            statement = "tokens/list_by_ids"
-        elif kvs:
-            statement = "tokens/list_by_metadata"
-        elif types:
-            statement = "tokens/list_by_type"
-        else:
-            statement = "tokens/list"
-        after = page.after or ""
-        nodes = await self.repo.list(
-            statement, tenant_id=principal.tenant_id, prefixes=principal.prefixes(TOKEN_READ),
-            after=after, limit=page.size + 1, ids=ids or None, types=types or None,
-            meta_kvs=kvs)
-        return self.listing(principal, nodes, page)
+        where = TokenFilter(ids=tuple(dict.fromkeys(ids)), types=tuple(dict.fromkeys(types)),
+                            meta_kvs=tuple(kvs))
+        nodes = await self.repo.page(
+            tenant_id=principal.tenant_id, prefixes=principal.prefixes(TOKEN_READ),
+            after=page.after or "", limit=page.size + 1, where=where)
+        return await self.listing(principal, nodes, page)
 
-    def listing(self, principal: Principal, nodes: list[dict], page: Page) -> Listing:
+    async def listing(self, principal: Principal, nodes: list[StoredToken],
+                      page: Page) -> Listing:
         """A page from up to `page.size + 1` nodes in id order: the extra one says more exist."""
         shown = nodes[:page.size]
         more = len(nodes) > page.size
-        return Listing([self.present(principal, n) for n in shown],
-                       shown[-1]["id"] if more else None)
+        return Listing(await self.present_all(principal, shown),
+                       shown[-1].id if more else None)
 
     async def delete(self, principal: Principal, token_id: str) -> None:
         if not await self.repo.delete(tenant_id=principal.tenant_id, id=token_id,
                                       prefixes=principal.prefixes(TOKEN_DELETE),
                                       actor=principal.application_id):
-            raise problems.NotFound(NOT_FOUND)
+            raise NotFound(NOT_FOUND)
 
     async def update(self, principal: Principal, token_id: str, patch: dict) -> dict:
-        async def work(tx):
-            node = await self.repo.lock_for_update(
-                tx, tenant_id=principal.tenant_id, id=token_id,
-                prefixes=principal.prefixes(TOKEN_UPDATE))
+        async def work(uow: TokenUnitOfWork) -> dict:
+            node = await uow.lock(tenant_id=principal.tenant_id, id=token_id,
+                                  prefixes=principal.prefixes(TOKEN_UPDATE))
             if node is None:
-                raise problems.NotFound(NOT_FOUND)
-            return await self._apply_update(tx, principal, node, patch)
+                raise NotFound(NOT_FOUND)
+            return await self._apply_update(uow, principal, node, patch)
 
-        return await self.repo.db.write_tx(work)
+        # The transaction decides what to show; rendering happens after it commits, so no lock
+        # is held while a mask renders.
+        [body] = await self.render(principal, [await self.repo.unit_of_work(work)])
+        return body
 
     @staticmethod
-    def _check_no_new_view(principal: Principal, node: dict, current: dict, draft: Draft) -> None:
+    def _check_no_new_view(principal: Principal, node: StoredToken, current: dict,
+                           draft: Draft) -> None:
         """An update may not show the caller more of the data than its read rule does.
 
         Plaintext always takes a reveal rule: without one, a mask of `{{ data }}` would show the
@@ -264,26 +332,35 @@ class TokenService:
         compared with keyed HMACs of guesses, would spell it out. Moving a token to containers
         where the caller's read transform is stronger would reveal it as plainly.
         """
-        shown = principal.decide(node["containers"], TOKEN_READ).transform
+        shown = principal.decide(node.containers, TOKEN_READ).transform
         if shown != REVEAL and (
                 draft.mask != current["mask"]
                 or draft.fingerprint_expression != current["fingerprint_expression"]
                 or draft.search_indexes != current["search_indexes"]):
-            raise problems.Forbidden(NEEDS_REVEAL)
+            raise Forbidden(NEEDS_REVEAL)
         moved = principal.decide(draft.containers, TOKEN_READ).transform
         if TRANSFORMS.index(moved) > TRANSFORMS.index(shown):
-            raise problems.Forbidden(MOVE_REVEALS)
+            raise Forbidden(MOVE_REVEALS)
 
-    async def _apply_update(self, tx, principal: Principal, node: dict, patch: dict) -> dict:
+    @staticmethod
+    def _may_merge(principal: Principal, node: StoredToken, match: StoredToken) -> bool:
+        """Update-dedup merges only into a token the caller may read and update, and only when
+        it may delete the token merged away; otherwise the update is a plain one."""
+        return (principal.decide(match.containers, TOKEN_READ).allowed
+                and principal.decide(match.containers, TOKEN_UPDATE).allowed
+                and principal.decide(node.containers, TOKEN_DELETE).allowed)
+
+    async def _apply_update(self, uow: TokenUnitOfWork, principal: Principal,
+                            node: StoredToken, patch: dict) -> Shown | Summary:
         keys = principal.keys
         current = {
             "data": view.decrypt_field(keys, node, "data"),
             "mask": view.decrypt_field(keys, node, "mask"),
-            "metadata": orjson.loads(node["metadata"]) if node.get("metadata") else {},
-            "containers": list(node["containers"]),
-            "search_indexes": list(node.get("search_indexes") or ()),
-            "fingerprint_expression": node.get("fingerprint_expression"),
-            "deduplicate_token": node.get("deduplicate_token"),
+            "metadata": dict(node.metadata or {}),
+            "containers": list(node.containers),
+            "search_indexes": list(node.search_indexes),
+            "fingerprint_expression": node.fingerprint_expression,
+            "deduplicate_token": node.deduplicate_token,
             "expires_at": None,
         }
         merged = dict(current)
@@ -295,32 +372,33 @@ class TokenService:
             if name in patch:
                 merged[name] = patch[name]
         if merged["data"] is None:
-            raise problems.invalid("data", "may not be removed")
-        draft = self._draft(merged, token_type=get_type(node["type"]))
-        if "expires_at" not in patch and node.get("expires_at") is not None:
-            draft.expires_at = node["expires_at"].to_native()
-        if not principal.decide(draft.containers, TOKEN_UPDATE).allowed:
-            # Moving a token into containers the caller may not update is refused.
-            raise problems.Forbidden("The application may not move tokens into these containers.")
+            raise invalid("data", "may not be removed")
+        draft = self._draft(merged, token_type=get_type(node.type))
+        if "expires_at" not in patch and node.expires_at is not None:
+            draft.expires_at = node.expires_at
+        moved = set(draft.containers) ^ set(node.containers)
+        if not principal.allowed_on_each(moved, TOKEN_UPDATE):
+            # Every container added and every one removed needs the permission on its own.
+            raise Forbidden("The application may not move tokens into or out of these "
+                            "containers.")
         self._check_no_new_view(principal, node, current, draft)
-        props = self._props(principal, node["id"], draft)
+        props = self._props(principal, node.id, draft)
         props["modified_by"] = principal.application_id
+        match = None
         if draft.deduplicate:
-            original = await self.repo.find_duplicate(
-                tx, tenant_id=principal.tenant_id, id=node["id"], type=node["type"],
+            match = await uow.find_duplicate(
+                tenant_id=principal.tenant_id, id=node.id, type=node.type,
                 fingerprint=props["fingerprint"])
-            if original is not None:
-                await self.repo.merge_into(tx, tenant_id=principal.tenant_id, id=node["id"],
-                                           into=original["id"], actor=principal.application_id)
-                decision = principal.decide(original["containers"], TOKEN_READ)
-                body = view.present(original, decision.transform, keys)
-                if not decision.allowed:
-                    body = view.redact_for_duplicate(body)
-                body["_extras"] = {"deduplicated": True}
-                return body
-        updated = await self.repo.update(
-            tx, tenant_id=principal.tenant_id, id=node["id"], props=props,
+            if match is not None and self._may_merge(principal, node, match):
+                await uow.merge_into(tenant_id=principal.tenant_id, id=node.id,
+                                     into=match.id, actor=principal.application_id)
+                return self._dedup_answer(principal, match)
+        updated = await uow.update(
+            tenant_id=principal.tenant_id, id=node.id, props=props,
             expires_at=draft.expires_at, meta_kvs=meta_kvs(draft.metadata))
+        if match is not None and not principal.decide(match.containers, TOKEN_READ).allowed:
+            # A duplicate the caller cannot read: updated, not merged, and answered with the
+            # same cut-down summary as on create (spec §4.4: its contents stay hidden).
+            return Summary(match, {"deduplicated": True, "merged": False})
         transform = principal.decide(draft.containers, TOKEN_READ).transform
-        return view.present(updated, transform, keys, data=draft.data, mask=draft.mask,
-                            plaintext_known=True)
+        return Shown(updated, transform, data=draft.data, mask=draft.mask, plaintext_known=True)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, time, timedelta
+
+from dateutil.parser import isoparser
+from dateutil.parser import parse as parse_date
 
 TOKEN_ID_MIN_LENGTH = 3
 TOKEN_ID_MAX_LENGTH = 400
@@ -27,12 +30,9 @@ _EXPIRES_AT_MESSAGE = (
     "must be a date-time as 'M/D/YYYY h:mm:ss AM|PM +hh:mm', 'M/D/YYYY' or ISO 8601"
 )
 _EXPIRES_AT_MAX_LENGTH = 64
-_US_DATE_TIME = re.compile(
-    r"(?P<month>[0-9]{1,2})/(?P<day>[0-9]{1,2})/(?P<year>[0-9]{4})"
-    r"(?: (?P<hour>[0-9]{1,2}):(?P<minute>[0-9]{2}):(?P<second>[0-9]{2}) ?(?P<ampm>[AaPp][Mm])"
-    r"(?: (?P<sign>[+-])(?P<off_h>[0-9]{2}):(?P<off_m>[0-9]{2}))?)?"
-)
-
+_MAX_OFFSET = timedelta(hours=14)
+# ISO 8601 through dateutil, with 'T' between date and time (any other character is refused).
+_ISO = isoparser(sep="T")
 
 def validate_token_id(value: object) -> str:
     if not isinstance(value, str):
@@ -68,15 +68,17 @@ def parse_expires_at(value: object, *, now: datetime) -> datetime:
     """Parse an expiration time into an aware UTC datetime strictly after `now`.
 
     Accepted: the interface's 'M/D/YYYY h:mm:ss AM|PM +hh:mm' (offset optional, UTC when
-    absent), its ShortDate 'M/D/YYYY' (midnight UTC), and ISO 8601 (UTC when no offset).
-    Free-form dates ("tomorrow", "12") are refused rather than guessed.
+    absent), its ShortDate 'M/D/YYYY' (midnight UTC), and ISO 8601 with a full date (UTC when
+    no offset). dateutil parses; nothing it would guess is taken: free text ("tomorrow",
+    "12"), partial or ambiguous dates and out-of-range parts are refused.
     """
     if not isinstance(value, str) or len(value) > _EXPIRES_AT_MAX_LENGTH:
         raise ValueError(_EXPIRES_AT_MESSAGE)
     text = value.strip()
     try:
-        match = _US_DATE_TIME.fullmatch(text)
-        parsed = _from_us_format(match) if match else _from_iso_format(text)
+        if not text.isascii():  # dateutil reads any Unicode digit; the formats are ASCII
+            raise ValueError("not ASCII")
+        parsed = _from_interface_format(text) if "/" in text else _from_iso_format(text)
         parsed = parsed.astimezone(UTC)
     except (ValueError, OverflowError):
         raise ValueError(_EXPIRES_AT_MESSAGE) from None
@@ -85,29 +87,63 @@ def parse_expires_at(value: object, *, now: datetime) -> datetime:
     return parsed
 
 
-def _from_us_format(match: re.Match[str]) -> datetime:
-    fields = match.groupdict()
-    hour = minute = second = 0
-    if fields["hour"] is not None:
-        hour12 = int(fields["hour"])
-        if not 1 <= hour12 <= 12:
-            raise ValueError("hour out of range")
-        hour = hour12 % 12 + (12 if fields["ampm"].upper() == "PM" else 0)
-        minute, second = int(fields["minute"]), int(fields["second"])
-    tz = UTC
-    if fields["sign"] is not None:
-        offset = timedelta(hours=int(fields["off_h"]), minutes=int(fields["off_m"]))
-        if int(fields["off_m"]) >= 60 or offset > timedelta(hours=14):
-            raise ValueError("offset out of range")
-        tz = timezone(-offset if fields["sign"] == "-" else offset)
-    year, month, day = int(fields["year"]), int(fields["month"]), int(fields["day"])
-    return datetime(year, month, day, hour, minute, second, tzinfo=tz)
+def _from_interface_format(text: str) -> datetime:
+    """'M/D/YYYY h:mm:ss AM|PM +hh:mm' (offset optional) or 'M/D/YYYY', month first.
+
+    dateutil's parser is lenient: it swaps day and month when the month would be out of range,
+    widens two-digit years, fills missing parts from a default, reads month names, 24-hour
+    times and zone names. So the value is taken only when what dateutil understood, written
+    back in the interface's format, is what was sent: anything guessed fails that round trip.
+    """
+    parsed = parse_date(text, dayfirst=False, yearfirst=False, fuzzy=False,
+                        tzinfos=_offset_only)
+    offset = parsed.utcoffset()
+    if offset is not None and abs(offset) > _MAX_OFFSET:
+        raise ValueError("offset out of range")
+    if text.upper() not in _interface_spellings(parsed, with_time=" " in text):
+        raise ValueError("not in the interface's format")
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _offset_only(name: str | None, offset: int | None) -> int | None:
+    # dateutil's hook for zones: a numeric offset is kept, a zone name alone is not resolved
+    # (no tzlocal guess, no warning); the round trip then refuses the name.
+    return offset
+
+
+def _interface_spellings(moment: datetime, *, with_time: bool) -> set[str]:
+    """Every way the interface's format writes `moment` (month, day and hour may be padded)."""
+    dates = {f"{m}/{d}/{moment.year:04d}"
+             for m in (f"{moment.month}", f"{moment.month:02d}")
+             for d in (f"{moment.day}", f"{moment.day:02d}")}
+    if not with_time:
+        return set() if moment.tzinfo is not None or moment.time() != time() else dates
+    if moment.microsecond:
+        return set()
+    hour12 = moment.hour % 12 or 12
+    clock = f"{moment.minute:02d}:{moment.second:02d} {'AM' if moment.hour < 12 else 'PM'}"
+    times = {f"{h}:{clock}" for h in (f"{hour12}", f"{hour12:02d}")}
+    offset = moment.utcoffset()
+    if offset is None:
+        zones = {""}
+    else:
+        minutes = int(abs(offset).total_seconds()) // 60
+        signs = "+-" if not minutes else "-" if offset < timedelta(0) else "+"
+        zones = {f" {sign}{minutes // 60:02d}:{minutes % 60:02d}" for sign in signs}
+    return {f"{d} {t}{z}" for d in dates for t in times for z in zones}
 
 
 def _from_iso_format(text: str) -> datetime:
-    # fromisoformat only accepts ISO 8601 shapes (unlike dateutil's fuzzy parser), and always
-    # requires a full calendar or week date.
-    parsed = datetime.fromisoformat(text)
+    """ISO 8601 by dateutil's isoparse, with a full date: 'YYYY', 'YYYY-MM' and 'YYYY-Www'
+    (which isoparse completes with the first day) are partial, hence refused."""
+    parsed = _ISO.isoparse(text)
+    date_part = text.partition("T")[0]
+    day = _ISO.parse_isodate(date_part)
+    year, week, weekday = day.isocalendar()
+    full = {day.isoformat(), f"{day:%Y%m%d}", f"{year:04d}-W{week:02d}-{weekday}",
+            f"{year:04d}W{week:02d}{weekday}"}
+    if date_part not in full:
+        raise ValueError("partial date")
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 

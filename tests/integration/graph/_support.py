@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vaultgraph.typedefs import database_key
+from factories import database
 
 PROBLEM_JSON = "application/problem+json"
 VISA = "4242424242424242"
@@ -101,7 +101,7 @@ class GraphApi:
 
 async def cypher(client, statement: str, **params: Any) -> list[dict]:
     """A test's own read or set-up statement, on the app's driver."""
-    db = client.server.app[database_key]
+    db = database(client.server.app)
     records, _, _ = await db.driver.execute_query(statement, params, database_=db.database)
     return [dict(r) for r in records]
 

@@ -49,9 +49,8 @@ def caller(client, admin_headers):
 @pytest.fixture
 async def other_tenant(client) -> GraphApi:
     """The administrator of another tenant."""
-    from vaultgraph.services.tenants import create_tenant
-    from vaultgraph.typedefs import database_key, keyring_key
+    from factories import new_tenant
 
     app = client.server.app
-    other = await create_tenant(app[database_key], app[keyring_key], "other")
+    other = await new_tenant(app, "other")
     return GraphApi(client, {"SVC-API-KEY": other.key})

@@ -7,12 +7,14 @@ import dataclasses
 import logging
 
 import pytest
+from factories import database
 
+from vaultgraph.api.typedefs import services_key
 from vaultgraph.app import create_app
-from vaultgraph.db import Database
+from vaultgraph.repository.database import Database
+from vaultgraph.repository.expiry import ExpiryRepository
 from vaultgraph.services import expiry
 from vaultgraph.services.expiry import ExpirySweeper
-from vaultgraph.typedefs import catalog_key, database_key, expiry_sweeper_key
 
 from ._support import customer, cypher, expire
 
@@ -60,7 +62,7 @@ async def test_sweep_deletes_exactly_the_expired_tokens_while_reads_go_on(api, c
     await make_expired(client, tenant.tenant_id, EXPIRED, parent_id="live-parent", linked=100)
     assert (await state(client, tenant.tenant_id))["expired_live"] == EXPIRED
 
-    sweeper = client.server.app[expiry_sweeper_key]
+    sweeper = client.server.app[services_key].expiry
     sweep = asyncio.create_task(sweeper.sweep())
     reads = []
     while not sweep.done() or not reads:
@@ -86,7 +88,7 @@ async def test_a_swept_token_is_the_same_audit_reference_as_a_deleted_one(api, c
         await api.link(f"{name}-tok", f"{name}-kid")
     await api.delete("deleted-tok")
     await expire(client, tenant.tenant_id, "expired-tok")
-    await client.server.app[expiry_sweeper_key].sweep()
+    await client.server.app[services_key].expiry.sweep()
 
     rows = await cypher(client, """
         MATCH (d {tenant_id: $t}) WHERE d.id IN ['deleted-tok', 'expired-tok']
@@ -112,14 +114,15 @@ async def test_an_expired_token_reads_as_unknown_before_it_is_swept(api, client,
 
 async def test_sweepers_of_several_replicas_at_once_delete_each_token_once(client, tenant):
     await make_expired(client, tenant.tenant_id, 1_000, prefix="replica")
-    db = client.server.app[database_key]
+    db = database(client.server.app)
     # The unguarded pass, as separate processes would run it: no in-process lock between them.
-    counts = await asyncio.gather(*(expiry.sweep(db, 100) for _ in range(3)))
+    repo = ExpiryRepository(db)
+    counts = [r.swept for r in await asyncio.gather(*(
+        repo.sweep(batch=100, actor=expiry.ACTOR, reason=expiry.REASON) for _ in range(3)))]
     # Each token is counted by the one pass that deleted it (others' tokens may add to it).
     assert sum(counts) >= 1_000
     after = await state(client, tenant.tenant_id)
     assert after == {"expired_live": 0, "swept": 1_000, "swept_edges": 0}
-    assert await expiry.sweep(db, 100) >= 0  # nothing of ours is left to do
 
 
 async def test_the_background_sweeper_deletes_expired_tokens(aiohttp_client, settings,
@@ -143,8 +146,8 @@ async def test_the_background_sweeper_deletes_expired_tokens(aiohttp_client, set
 async def test_a_failed_sweep_is_logged_and_retried(client, caplog):
     # Neo4j "down": a real driver pointed at a port where nothing listens.
     down = Database.connect("neo4j://127.0.0.1:9", "neo4j", "unused",
-                            client.server.app[catalog_key], "neo4j")
-    sweeper = ExpirySweeper(down, interval=0.01, batch=10)
+                            database(client.server.app).catalog, "neo4j")
+    sweeper = ExpirySweeper(ExpiryRepository(down), interval=0.01, batch=10)
     caplog.set_level(logging.WARNING, logger="vaultgraph.services.expiry")
     sweeper.start()
     try:
@@ -165,7 +168,7 @@ async def test_a_failed_sweep_is_logged_and_retried(client, caplog):
 
 async def test_shutdown_cancels_and_awaits_the_sweeper(aiohttp_client, settings):
     client = await aiohttp_client(create_app(settings))
-    sweeper = client.server.app[expiry_sweeper_key]
+    sweeper = client.server.app[services_key].expiry
     assert sweeper.task is not None and not sweeper.task.done()
     await client.close()
     assert sweeper.task.cancelled()
@@ -174,6 +177,6 @@ async def test_shutdown_cancels_and_awaits_the_sweeper(aiohttp_client, settings)
 async def test_an_interval_of_zero_leaves_only_on_demand_sweeps(aiohttp_client, settings):
     client = await aiohttp_client(create_app(
         dataclasses.replace(settings, expiry_sweep_interval=0.0)))
-    sweeper = client.server.app[expiry_sweeper_key]
+    sweeper = client.server.app[services_key].expiry
     assert sweeper.task is None
     assert await sweeper.sweep() >= 0

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-
-from vaultgraph.typedefs import database_key
+from factories import database
 
 MERGE_PATCH = "application/merge-patch+json"
 PROBLEM_JSON = "application/problem+json"
@@ -29,7 +28,7 @@ ALL_TOKEN = ["token:create", "token:read", "token:update", "token:delete"]
 
 
 def rule(container: str, transform: str, permissions=ALL_TOKEN, priority: int = 0) -> dict:
-    """An access rule (DESIGN §3) as POST /applications takes it."""
+    """An access rule (docs/security.md) as POST /applications takes it."""
     return {"description": f"{transform} {container}", "priority": priority,
             "container": container, "transform": transform, "permissions": list(permissions)}
 
@@ -113,6 +112,6 @@ def assert_names(problem: dict, field: str) -> None:
 
 
 async def cypher(client, query: str, **params: Any) -> list[dict]:
-    db = client.server.app[database_key]
+    db = database(client.server.app)
     records, _, _ = await db.driver.execute_query(query, params, database_=db.database)
     return [record.data() for record in records]

@@ -51,9 +51,8 @@ async def bank_only(app_headers):
 @pytest.fixture
 async def other_tenant_api(client):
     """The API as the administrator of another tenant."""
-    from vaultgraph.services.tenants import create_tenant
-    from vaultgraph.typedefs import database_key, keyring_key
+    from factories import new_tenant
 
     app = client.server.app
-    other = await create_tenant(app[database_key], app[keyring_key], "other")
+    other = await new_tenant(app, "other")
     return TokenApi(client, {"SVC-API-KEY": other.key})

@@ -149,7 +149,7 @@ async def test_create_response_shows_fingerprint_expression(api):
     assert isinstance(body["fingerprint"], str) and body["fingerprint"]
 
 
-# --- defaults per token type (DESIGN §4) ----------------------------------------------------
+# --- defaults per token type (README, "Token types") ----------------------------------------------
 
 DEFAULTS = [
     ("token", "anything", ["/general/high/"], None),
@@ -208,7 +208,7 @@ async def test_ssn_default_fingerprint_ignores_dashes(api):
     assert dashed["fingerprint"] == plain["fingerprint"]
 
 
-# --- fingerprints are keyed (DESIGN §3) -----------------------------------------------------
+# --- fingerprints are keyed (docs/security.md) ----------------------------------------------------
 
 async def test_fingerprint_is_a_keyed_hmac_per_tenant(api, other_tenant_api):
     import base64
@@ -241,7 +241,7 @@ async def test_fingerprint_expression_may_use_metadata(api):
     assert a["fingerprint"] != b["fingerprint"]
 
 
-# --- expressions (DESIGN §4): id, mask, search_indexes, fingerprint_expression --------------
+# --- expressions (README, "Expressions"): id, mask, search_indexes, fingerprint_expression --------
 
 async def test_id_expression_alias_preserve_format(api):
     body = await api.create({"id": "{{ data | alias_preserve_format }}",
@@ -310,7 +310,7 @@ async def test_fingerprint_expression_rendering_empty_is_400(api):
                                   expect=400), "fingerprint_expression")
 
 
-# --- §5 and DESIGN §3: who may create, and the create response's transform ------------------
+# --- §5 and docs/security.md: who may create, and the create response's transform -----------------
 
 async def test_create_without_token_create_is_403(api, app_headers):
     reader = await app_headers(rule("/", "reveal", ["token:read"]), permissions=["token:read"])

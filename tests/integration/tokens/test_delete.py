@@ -1,5 +1,5 @@
 """Delete Token (spec §4.5, §3): 204, data gone for good, an audit reference stays
-(DESIGN §2)."""
+(README, "Deletion")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Encryption at rest (DESIGN §3): no plaintext token data anywhere in Neo4j, and ciphertext
+"""Encryption at rest (docs/security.md): no plaintext token data anywhere in Neo4j, and ciphertext
 that was moved or altered is refused cleanly on every read."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Token expiration (spec §2.3; DESIGN §4 `expires_at`): input formats, the future rule, the
+"""Token expiration (spec §2.3; README "Expiration input"): input formats, the future rule, the
 ISO 8601 answer, and an expired token vanishing at once."""
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ async def test_expires_at_is_stored_as_a_datetime(api, client, tenant):
     assert rows[0]["e"].to_native() == datetime(YEAR, 1, 2, tzinfo=UTC)
 
 
-# --- §2.3 rule 2 and DESIGN §4: an expired token is gone at once ----------------------------
+# --- §2.3 rule 2 and README "Expiration": an expired token is gone at once ------------------------
 
 async def test_token_expires_at_its_time(api):
     soon = datetime.now(UTC) + timedelta(seconds=2)

@@ -1,5 +1,5 @@
 """Get a Token (spec §4.3) and the read transforms of the caller's access rules (spec §5.4,
-DESIGN §3)."""
+docs/security.md)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ async def test_redacting_application_sees_neither_data_nor_mask(api, redacting):
 
 
 async def test_plain_permissions_without_rules_mask(api, app_headers):
-    # DESIGN §3: permissions and no rules behave as one rule on `/` with `mask`.
+    # docs/security.md: permissions and no rules behave as one rule on `/` with `mask`.
     plain = await app_headers(permissions=["token:read"])
     created = await api.create(card(VISA))
     assert (await api.get(created["id"], headers=plain))["data"]["number"] == "424242XXXXXX4242"

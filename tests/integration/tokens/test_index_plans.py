@@ -1,12 +1,11 @@
-"""Every token statement finds its tokens through an index (DESIGN §2, §4): `EXPLAIN` each one
+"""Every token statement finds its tokens through an index (README, "Tokens"): `EXPLAIN` each one
 on the app's driver and refuse a plan that scans a label or every node — and, for the list
 statements, one whose page costs more than its size."""
 
 from __future__ import annotations
 
 import pytest
-
-from vaultgraph.typedefs import database_key
+from factories import database
 
 SCANS = {"NodeByLabelScan", "AllNodesScan", "RelationshipTypeScan",
          "DirectedAllRelationshipsScan", "UndirectedAllRelationshipsScan"}
@@ -34,7 +33,7 @@ def walk(plan) -> list[tuple[str, str]]:
 
 async def explain(client, name: str) -> list[tuple[str, str]]:
     """The plan of a catalog statement, on the app's own driver and catalog."""
-    db = client.server.app[database_key]
+    db = database(client.server.app)
     _, summary, _ = await db.driver.execute_query(
         "EXPLAIN " + db.catalog.text(name), PARAMS, database_=db.database)
     return walk(summary.plan)
@@ -53,7 +52,7 @@ async def test_list_statement_is_index_backed(client, name):
 
 
 async def test_every_token_statement_is_index_backed(client):
-    for name in client.server.app[database_key].catalog.names("tokens"):
+    for name in database(client.server.app).catalog.names("tokens"):
         ops = await explain(client, name)
         assert not SCANS & set(names(ops)), (name, ops)
         # A full index scan reads the whole index: as bad as a label scan at scale.
@@ -64,7 +63,7 @@ async def test_no_token_statement_reads_the_expiry_index(client):
     # `expires_at IS NULL OR expires_at > now` invites the planner to union a range scan of
     # every future-expiring token of every tenant into a lookup by id; only the sweeper may
     # seek by expiry.
-    for name in client.server.app[database_key].catalog.names("tokens"):
+    for name in database(client.server.app).catalog.names("tokens"):
         ops = await explain(client, name)
         assert not any("(expires_at)" in details for _, details in ops), (name, ops)
 

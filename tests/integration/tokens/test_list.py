@@ -1,4 +1,4 @@
-"""List Tokens (spec §4.2): filters, cursor pagination (DESIGN §4) and read transforms."""
+"""List Tokens (spec §4.2): filters, cursor pagination (README, "Listing") and read transforms."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Update Token (spec §4.4): merge-patch media type, merge or replace per field, validation on
-the merged token, modified_by/modified_at, transforms, and no lost update (DESIGN §4)."""
+the merged token, modified_by/modified_at, transforms, and no lost update
+(README, "Updates")."""
 
 from __future__ import annotations
 
@@ -258,7 +259,7 @@ async def test_update_response_shows_fingerprint_expression(api):
     assert updated["fingerprint_expression"] == "{{ data | stringify }}"
 
 
-# --- no lost update (DESIGN §4) -------------------------------------------------------------
+# --- no lost update (README, "Updates") -----------------------------------------------------------
 
 async def test_concurrent_patches_lose_no_update(api):
     created = await api.create({"type": "token", "data": {"n": 0}})

@@ -1,4 +1,4 @@
-"""Token data validation (spec §2.2, §8; the types of DESIGN §4).
+"""Token data validation (spec §2.2, §8; the types in the README, "Token types").
 
 Every refusal is a 400 problem whose `errors` map names each bad field, and no error body ever
 repeats the value that was submitted.

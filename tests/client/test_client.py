@@ -1,0 +1,230 @@
+"""vaultgraph.client against the real service (tokens, children, links, parents, graph,
+errors), and its retry policy against small real HTTP servers that answer 429/503."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from aiohttp import web
+
+from vaultgraph.client import (
+    NO_RETRIES,
+    AsyncClient,
+    BadRequest,
+    Client,
+    NotFound,
+    RateLimited,
+    RetryPolicy,
+    TransportError,
+    Unauthorized,
+    UnsupportedMediaType,
+)
+from vaultgraph.testing.service import free_port
+
+CARD = {"number": "4242424242424242", "expiration_month": 12, "expiration_year": 2030}
+
+
+def uid(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def vg(service, service_tenant):
+    with Client(service.url, service_tenant.key) as client:
+        yield client
+
+
+def test_tokens_round_trip(vg):
+    cust = uid("cust")
+    created = vg.create_token("card", CARD, id=cust, metadata={"customer_id": cust})
+    assert created["id"] == cust and created["type"] == "card"
+    got = vg.get_token(cust)
+    assert got["data"]["number"] == CARD["number"]          # the admin key reveals
+    page = vg.list_tokens(metadata={"customer_id": cust})
+    assert [t["id"] for t in page["data"]] == [cust]
+    updated = vg.update_token(cust, {"metadata": {"tier": "gold"}})
+    assert updated["metadata"] == {"customer_id": cust, "tier": "gold"}
+    vg.delete_token(cust)
+    with pytest.raises(NotFound) as err:
+        vg.get_token(cust)
+    assert err.value.status == 404 and err.value.problem["status"] == 404
+    assert err.value.type == "https://vaultgraph.dev/problems/not-found"
+    assert err.value.trace_id and err.value.trace_id in str(err.value)
+
+
+def test_iter_tokens_follows_pages(vg):
+    tag = uid("batch")
+    ids = sorted(uid("t") for _ in range(5))
+    for i in ids:
+        vg.create_token("token", {"v": i}, id=i, metadata={"batch": tag})
+    assert [t["id"] for t in vg.iter_tokens(metadata={"batch": tag}, size=2)] == ids
+
+
+def test_graph_routes(vg):
+    cust, visa, bank = uid("cust"), uid("visa"), uid("bank")
+    vg.create_token("token", {"name": "Ada"}, id=cust)
+    child = vg.create_child(cust, "card", CARD, id=visa)
+    assert child["id"] == visa and "data" not in child
+    vg.create_token("bank", {"routing_number": "021000021", "account_number": "7392048561"},
+                    id=bank)
+    link = vg.link(cust, bank)
+    assert link is not None and (link["parent_id"], link["child_id"]) == (cust, bank)
+    assert vg.link(cust, bank) is None                      # 204: already linked
+    assert sorted(t["id"] for t in vg.children(cust)["data"]) == sorted([visa, bank])
+    assert [t["id"] for t in vg.children(cust, types=["card"])["data"]] == [visa]
+    assert [t["id"] for t in vg.parents(bank)["data"]] == [cust]
+    graph = vg.graph(visa, depth=2, direction="both")
+    assert {n["id"] for n in graph["nodes"]} == {cust, visa, bank}
+    assert {(e["parent_id"], e["child_id"]) for e in graph["edges"]} == {(cust, visa),
+                                                                         (cust, bank)}
+    vg.unlink(cust, bank)
+    assert [t["id"] for t in vg.children(cust)["data"]] == [visa]
+
+
+def test_ids_are_path_escaped(vg):
+    # Unescaped, "../tokens" would be normalised to GET /tokens and answer a list.
+    with pytest.raises(NotFound):
+        vg.get_token("../tokens")
+    with pytest.raises(NotFound):
+        vg.get_token("x?size=1")
+
+
+def test_errors_are_typed_and_carry_the_problem(vg, service):
+    with pytest.raises(BadRequest) as err:
+        vg.graph(uid("x"), depth=99)
+    assert "depth" in err.value.errors or "depth" in (err.value.detail or "")
+    with pytest.raises(BadRequest) as err:
+        vg.create_token("card", {"number": "not a card 4111"}, id=uid("bad"))
+    assert "not a card 4111" not in json.dumps(err.value.problem)   # input never echoed
+    assert "not a card 4111" not in str(err.value)
+    with Client(service.url, "vg_not-a-key", retry=NO_RETRIES) as stranger:
+        with pytest.raises(Unauthorized) as err:
+            stranger.list_tokens()
+    assert err.value.trace_id
+
+
+def test_trace_id_sent_is_the_one_reported(vg):
+    with pytest.raises(NotFound) as err:
+        vg._send("GET", f"/tokens/{uid('missing')}", trace_id="client-trace-1")
+    assert err.value.trace_id == "client-trace-1"
+
+
+async def test_async_client_round_trip(service, service_tenant):
+    async with AsyncClient(service.url, service_tenant.key) as vg:
+        cust, visa = uid("cust"), uid("visa")
+        await vg.create_token("token", {"name": "Ada"}, id=cust)
+        await vg.create_child(cust, "card", CARD, id=visa)
+        assert (await vg.get_token(visa))["data"]["number"] == CARD["number"]
+        assert [t["id"] for t in (await vg.parents(visa))["data"]] == [cust]
+        graph = await vg.graph(cust)
+        assert {n["id"] for n in graph["nodes"]} == {cust, visa}
+        assert [t["id"] async for t in vg.iter_tokens(ids=[cust, visa])] == sorted([cust, visa])
+        await vg.unlink(cust, visa)
+        await vg.delete_token(visa)
+        with pytest.raises(NotFound):
+            await vg.get_token(visa)
+
+
+# -- retries: real servers that refuse first ----------------------------------------------
+
+async def test_async_retries_honour_retry_after_and_keep_the_idempotency_key(aiohttp_server):
+    seen: list[tuple[str, str | None]] = []
+    answers = [(503, "2"), (429, "1"), (201, None)]
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append((request.method, request.headers.get("Idempotency-Key")))
+        status, retry_after = answers[len(seen) - 1]
+        if status != 201:
+            return web.json_response({"title": "busy", "status": status}, status=status,
+                                     headers={"Retry-After": retry_after,
+                                              "SVC-TRACE-ID": "t-1"},
+                                     content_type="application/problem+json")
+        return web.json_response({"id": "x", "type": "token"}, status=201)
+
+    app = web.Application()
+    app.router.add_post("/tokens", handler)
+    server = await aiohttp_server(app)
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    async with AsyncClient(str(server.make_url("")), "k", sleep=sleep) as vg:
+        assert (await vg.create_token("token", {"v": 1}))["id"] == "x"
+    assert slept == [2.0, 1.0]
+    keys = {key for _, key in seen}
+    assert len(seen) == 3 and len(keys) == 1 and None not in keys
+
+    seen.clear()
+    answers[:] = [(429, "3")] * 2
+    async with AsyncClient(str(server.make_url("")), "k", sleep=sleep,
+                           retry=RetryPolicy(attempts=2)) as vg:
+        with pytest.raises(RateLimited) as err:
+            await vg.create_token("token", {"v": 1}, idempotency_key="mine")
+    assert err.value.retry_after == 3.0 and err.value.trace_id == "t-1"
+    assert [key for _, key in seen] == ["mine", "mine"]
+
+
+class _Flaky(BaseHTTPRequestHandler):
+    answers: list[int] = []
+    seen: list[str] = []
+
+    def do_GET(self):
+        self.seen.append(self.path)
+        status = self.answers.pop(0)
+        body = json.dumps({"title": "t", "status": status} if status >= 400 else
+                          {"id": "x", "type": "token"}).encode()
+        self.send_response(status)
+        if status == 503:
+            self.send_header("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT")  # in the past: 0
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_PATCH = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def flaky_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_sync_retries_and_what_is_not_retried(flaky_server):
+    slept: list[float] = []
+    _Flaky.seen.clear()
+    _Flaky.answers[:] = [503, 200]
+    with Client(flaky_server, "k", sleep=slept.append) as vg:
+        assert vg.get_token("x")["id"] == "x"
+        assert slept == [0.0]                       # an HTTP-date Retry-After in the past
+        _Flaky.answers[:] = [502]                   # a PATCH is not retried on 502
+        with pytest.raises(Exception) as err:
+            vg.update_token("x", {"metadata": {"a": "b"}})
+        assert err.value.status == 502
+        _Flaky.answers[:] = [415]
+        with pytest.raises(UnsupportedMediaType):
+            vg.get_token("x")
+    assert _Flaky.answers == []
+
+
+def test_transport_errors_are_retried_then_raised():
+    slept: list[float] = []
+    port = free_port()                              # nothing listens there
+    with Client(f"http://127.0.0.1:{port}", "k", sleep=slept.append,
+                retry=RetryPolicy(attempts=3, backoff=0.01)) as vg:
+        with pytest.raises(TransportError):
+            vg.list_tokens()
+    assert len(slept) == 2

@@ -1,0 +1,347 @@
+"""The audit trail (README "Audit"): an event for every request that reaches a protected route,
+durable before the answer, chained and verifiable, readable by `log:read` in its own tenant."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import orjson
+import pytest
+from factories import database, key_headers, make_application, new_tenant
+
+from vaultgraph.api.typedefs import services_key
+from vaultgraph.repository.audit import AuditRepository
+from vaultgraph.repository.database import Database
+from vaultgraph.services.audit import AuditWriter
+
+CANARY = "4111111111111111"  # a Luhn-valid card number that must never reach an event
+EVENT_FIELDS = {"id", "at", "tenant_id", "application_id", "key_id", "operation", "route",
+                "token_ids", "outcome", "status", "transform", "transform_counts", "trace_id",
+                "client_ip", "user_agent", "reason"}
+
+
+async def settle(client) -> None:
+    """Writes' events are linked into the chain after the answer: wait for that."""
+    await client.server.app[services_key].audit_writer.settle()
+
+
+async def cypher(client, query: str, **params):
+    db = database(client.server.app)
+    records, _, _ = await db.driver.execute_query(query, params, database_=db.database)
+    return [r.data() for r in records]
+
+
+@pytest.fixture
+async def auditor(client, admin_headers):
+    return key_headers(await make_application(client, admin_headers, permissions=["log:read"],
+                                              name="auditor"))
+
+
+@pytest.fixture
+async def reader(client, admin_headers):
+    rules = [{"container": "/pci/", "transform": "reveal", "permissions": ["token:read"]}]
+    return key_headers(await make_application(client, admin_headers, rules=rules,
+                                              permissions=["token:read"], name="reader"))
+
+
+async def logs(client, headers, **params) -> list[dict]:
+    resp = await client.get("/logs", params=params, headers=headers)
+    body = await resp.json()
+    assert resp.status == 200, body
+    return body["data"]
+
+
+def chain_of(client) -> str:
+    return client.server.app[services_key].audit_writer.chain
+
+
+async def verify_own_chain(client) -> list[str]:
+    findings = await client.server.app[services_key].audit_log.verify(chains={chain_of(client)})
+    return [f.describe() for f in findings]
+
+
+async def create_card(client, headers, number: str = CANARY, **extra) -> dict:
+    resp = await client.post("/tokens", json={"type": "card", "data": {"number": number},
+                                              **extra}, headers=headers)
+    body = await resp.json()
+    assert resp.status == 201, body
+    return body
+
+
+# --- an event for every request ---------------------------------------------------------------
+
+async def test_a_reveal_is_recorded_with_who_what_and_how(client, admin_headers, tenant, reader,
+                                                         auditor):
+    card = await create_card(client, admin_headers)
+    resp = await client.get(f"/tokens/{card['id']}", headers={**reader, "User-Agent": "ua/1"})
+    assert (await resp.json())["data"]["number"] == CANARY
+    events = await logs(client, auditor, token_id=card["id"])
+    assert [(e["operation"], e["route"], e["outcome"], e["status"]) for e in events] == [
+        ("token:read", "GET /tokens/{id}", "success", 200),
+        ("token:create", "POST /tokens", "success", 201)]
+    read = events[0]
+    assert set(read) == EVENT_FIELDS
+    assert read["transform"] == "reveal" and read["token_ids"] == [card["id"]]
+    assert read["tenant_id"] == tenant.tenant_id and read["user_agent"] == "ua/1"
+    assert read["application_id"] != tenant.application_id  # the reader, not the admin
+    assert read["trace_id"] == resp.headers["SVC-TRACE-ID"]
+
+
+async def test_refusals_are_recorded(client, admin_headers, tenant, reader, auditor):
+    card = await create_card(client, admin_headers, containers=["/hr/"])
+    assert (await client.get(f"/tokens/{card['id']}", headers=reader)).status == 404
+    assert (await client.delete(f"/tokens/{card['id']}", headers=reader)).status == 403
+    resp = await client.post("/tokens", data=b"{", headers={**reader,
+                                                            "Content-Type": "application/json"})
+    assert resp.status in (400, 403)
+    events = await logs(client, auditor, token_id=card["id"])
+    outcomes = [(e["route"], e["outcome"], e["status"], e["reason"]) for e in events]
+    assert ("DELETE /tokens/{id}", "denied", 403, "forbidden") in outcomes
+    assert ("GET /tokens/{id}", "not_found", 404, "not-found") in outcomes
+
+
+async def test_a_401_is_recorded_without_a_tenant_and_shown_to_none(client, auditor):
+    resp = await client.get("/tokens/some-id", headers={"SVC-API-KEY": "vg_nope",
+                                                        "SVC-TRACE-ID": "trace-401-test"})
+    assert resp.status == 401
+    rows = await cypher(client, "MATCH (e:AuditEvent {trace_id: 'trace-401-test'}) "
+                                "RETURN e.tenant_id AS t, e.outcome AS o, e.status AS s")
+    assert rows[-1] == {"t": None, "o": "denied", "s": 401}
+    assert all(e["trace_id"] != "trace-401-test" for e in await logs(client, auditor))
+
+
+async def test_events_hold_no_data_masks_metadata_values_or_fingerprints(
+        client, admin_headers, reader, auditor):
+    card = await create_card(client, admin_headers, metadata={"owner": "meta-canary-value"},
+                             mask="{{ data.number | last4 }}")
+    await client.get(f"/tokens/{card['id']}", headers=reader)
+    await client.patch(f"/tokens/{card['id']}", data=orjson.dumps({"metadata": {"x": "y"}}),
+                       headers={**admin_headers, "Content-Type": "application/merge-patch+json"})
+    await settle(client)
+    rows = await cypher(client, "MATCH (e:AuditEvent)-[:AUDIT_REF]->(e) "
+                                "WHERE e.tenant_id IS NOT NULL AND $id IN e.token_ids "
+                                "RETURN properties(e) AS p", id=card["id"])
+    assert len(rows) >= 3
+    text = str(rows)
+    stored = (await cypher(client, "MATCH (t:Token {id: $id}) RETURN t.fingerprint AS f",
+                           id=card["id"]))[0]["f"]
+    for secret in (CANARY, "meta-canary-value", "last4", stored, admin_headers["SVC-API-KEY"]):
+        assert secret not in text
+
+
+async def test_list_events_name_the_returned_tokens_and_count_transforms(
+        client, admin_headers, auditor):
+    ids = [(await create_card(client, admin_headers, metadata={"batch": "b1"}))["id"]
+           for _ in range(3)]
+    await client.get("/tokens", params={"metadata.batch": "b1"}, headers=admin_headers)
+    [event] = [e for e in await logs(client, auditor, operation="token:read")
+               if e["route"] == "GET /tokens"][:1]
+    assert sorted(event["token_ids"]) == sorted(ids)
+    assert event["transform"] == "reveal"
+
+
+# --- durable before the answer, in the write's own transaction --------------------------------
+
+async def test_a_write_and_its_event_commit_together(client, admin_headers, tenant):
+    card = await create_card(client, admin_headers, id="tok-audit-1")
+    # At the answer, the write's event is already there (written with the token).
+    rows = await cypher(client, "MATCH (e:AuditEvent) WHERE $id IN e.token_ids AND "
+                                "e.route = 'POST /tokens' RETURN e.outcome AS o", id=card["id"])
+    assert rows == [{"o": "success"}]
+    # A refused write (the id is taken) rolls back, event and all; its own event says so.
+    resp = await client.post("/tokens", json={"type": "card", "id": "tok-audit-1",
+                                              "data": {"number": CANARY}},
+                             headers=admin_headers)
+    assert resp.status == 409
+    await settle(client)  # the first event is linked without holding the answer
+    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) "
+                                "WHERE e.route = 'POST /tokens' "
+                                "RETURN e.outcome AS o ORDER BY e.at", t=tenant.tenant_id)
+    assert [r["o"] for r in rows] == ["success", "conflict"]
+    pending = await cypher(client, "MATCH (e:PendingAuditEvent {tenant_id: $t}) RETURN e.id",
+                           t=tenant.tenant_id)
+    assert pending == []
+
+
+async def test_an_event_that_cannot_be_written_fails_the_read_closed(client, admin_headers,
+                                                                    settings):
+    card = await create_card(client, admin_headers)
+    services = client.server.app[services_key]
+    # A real writer on a real driver, pointed where no Neo4j listens: every batch fails.
+    down = Database.connect("neo4j://127.0.0.1:9", "neo4j", "unused",
+                            services.database.catalog, "neo4j")
+    working, services.audit_writer = services.audit_writer, AuditWriter(
+        AuditRepository(down), services.keyring)
+    try:
+        resp = await client.get(f"/tokens/{card['id']}", headers=admin_headers)
+        body = await resp.read()
+        assert resp.status == 503 and resp.headers["Retry-After"]
+        assert CANARY.encode() not in body
+    finally:
+        await services.audit_writer.stop()
+        services.audit_writer = working
+        await down.close()
+
+
+# --- chains ----------------------------------------------------------------------------------
+
+async def test_concurrent_requests_and_rolled_back_writes_leave_a_whole_chain(
+        client, admin_headers):
+    card = await create_card(client, admin_headers, id="tok-audit-chain")
+    requests = [client.get(f"/tokens/{card['id']}", headers=admin_headers) for _ in range(30)]
+    requests += [client.post("/tokens", json={"type": "card", "id": "tok-audit-chain",
+                                              "data": {"number": CANARY}},
+                             headers=admin_headers) for _ in range(5)]
+    statuses = sorted(r.status for r in await asyncio.gather(*requests))
+    assert statuses == [200] * 30 + [409] * 5
+    await settle(client)
+    rows = await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.seq AS s "
+                                "ORDER BY s", c=chain_of(client))
+    assert [r["s"] for r in rows] == list(range(1, len(rows) + 1))
+    assert len(rows) >= 36
+    assert await verify_own_chain(client) == []
+
+
+async def chain_events(client) -> list[dict]:
+    await settle(client)
+    return await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.id AS id, "
+                                "e.seq AS seq ORDER BY seq", c=chain_of(client))
+
+
+@pytest.fixture
+async def six_events(client, admin_headers):
+    card = await create_card(client, admin_headers)
+    for _ in range(5):
+        await client.get(f"/tokens/{card['id']}", headers=admin_headers)
+    events = await chain_events(client)
+    assert len(events) == 6 and await verify_own_chain(client) == []
+    return events
+
+
+async def test_verify_names_an_edited_event(client, six_events):
+    await cypher(client, "MATCH (e:AuditEvent {id: $id}) SET e.outcome = 'denied'",
+                 id=six_events[2]["id"])
+    assert await verify_own_chain(client) == [
+        f"edited: chain {chain_of(client)} seq 3 (event {six_events[2]['id']})"]
+
+
+async def test_verify_names_a_deleted_event(client, six_events):
+    await cypher(client, "MATCH (e:AuditEvent {id: $id}) DETACH DELETE e",
+                 id=six_events[3]["id"])
+    assert await verify_own_chain(client) == [f"deleted: chain {chain_of(client)} seq 4"]
+
+
+async def test_verify_names_a_deleted_tail(client, six_events):
+    await cypher(client, "MATCH (e:AuditEvent {id: $id}) DETACH DELETE e",
+                 id=six_events[5]["id"])
+    assert await verify_own_chain(client) == [f"deleted: chain {chain_of(client)} seq 6"]
+
+
+async def test_verify_names_an_inserted_event(client, six_events):
+    await cypher(client, "MATCH (e:AuditEvent {id: $id}) WITH properties(e) AS p "
+                         "CREATE (f:AuditEvent) SET f = {id: 'forged-event', chain: p.chain, "
+                         "seq: p.seq, prev: p.prev, mac: p.mac, at: p.at, outcome: 'success', "
+                         "key_version: p.key_version, tenant_id: p.tenant_id}",
+                 id=six_events[1]["id"])
+    assert await verify_own_chain(client) == [
+        f"inserted: chain {chain_of(client)} seq 2 (event forged-event)"]
+
+
+async def test_verify_names_reordered_events(client, six_events):
+    await cypher(client, "MATCH (a:AuditEvent {id: $a}), (b:AuditEvent {id: $b}) "
+                         "SET a.seq = 5, b.seq = 2", a=six_events[1]["id"], b=six_events[4]["id"])
+    found = await verify_own_chain(client)
+    assert sorted(found) == sorted([
+        f"reordered: chain {chain_of(client)} seq 2 (event {six_events[4]['id']})",
+        f"reordered: chain {chain_of(client)} seq 5 (event {six_events[1]['id']})"])
+
+
+async def test_a_pruned_chain_still_verifies_from_its_checkpoint(client, six_events):
+    rows = await cypher(client, "MATCH (e:AuditEvent {id: $id}) RETURN e.at AS at",
+                        id=six_events[3]["id"])
+    cutoff = rows[0]["at"]  # the driver's own DateTime: exact to the nanosecond
+    pruned = await client.server.app[services_key].audit_log.prune_before(cutoff)
+    assert pruned >= 3
+    left = [e["seq"] for e in await chain_events(client)]
+    # Pruning goes by time; a write's event may be linked after a later read's, so the
+    # survivors need not start at seq 4, but the tail survives and the chain verifies.
+    assert left and left[-1] == 6 and len(left) <= 3
+    assert await verify_own_chain(client) == []
+    await cypher(client, "MATCH (k:AuditCheckpoint {chain: $c}) SET k.seq = 2",
+                 c=chain_of(client))
+    assert any(f.startswith("edited:") for f in await verify_own_chain(client))
+
+
+# --- reading the trail -------------------------------------------------------------------------
+
+async def test_logs_need_log_read_and_show_only_the_own_tenant(client, admin_headers, reader,
+                                                              auditor):
+    assert (await client.get("/logs", headers=reader)).status == 403
+    other = await new_tenant(client.server.app, "other")
+    theirs = await logs(client, {"SVC-API-KEY": other.key})
+    mine = await logs(client, auditor)
+    assert mine and all(e["tenant_id"] != other.tenant_id for e in mine)
+    assert all(e["tenant_id"] == other.tenant_id for e in theirs)
+
+
+async def test_logs_page_newest_first_with_filters(client, admin_headers, auditor, tenant):
+    card = await create_card(client, admin_headers)
+    for _ in range(4):
+        await client.get(f"/tokens/{card['id']}", headers=admin_headers)
+    seen, start = [], None
+    while True:
+        params = {"size": "2", "token_id": card["id"], "application_id": tenant.application_id}
+        if start:
+            params["start"] = start
+        resp = await client.get("/logs", params=params, headers=auditor)
+        body = await resp.json()
+        seen += body["data"]
+        start = body["pagination"]["next"]
+        if not start:
+            break
+    assert len(seen) == 5 and len({e["id"] for e in seen}) == 5
+    ats = [e["at"] for e in seen]
+    assert ats == sorted(ats, reverse=True)
+    assert [e["operation"] for e in seen][-1] == "token:create"
+    later = (await logs(client, auditor, token_id=card["id"], start_date=seen[1]["at"]))
+    assert [e["id"] for e in later] == [e["id"] for e in seen[:2]]
+    denied = await logs(client, auditor, outcome="denied")
+    assert all(e["outcome"] == "denied" for e in denied)
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("outcome", "maybe"), ("operation", "token:fly"), ("application_id", "nope"),
+    ("start_date", "yesterday"), ("token_id", "a"), ("start", "bm90LWEtY3Vyc29y")])
+async def test_bad_log_filters_are_400_naming_the_field(client, auditor, name, value):
+    resp = await client.get("/logs", params={name: value}, headers=auditor)
+    body = await resp.json()
+    assert resp.status == 400 and name in body["errors"], body
+
+
+@pytest.mark.parametrize("statement", ["audit/list", "audit/list_by_application",
+                                       "audit/list_by_operation", "audit/list_by_outcome",
+                                       "audit/list_by_token", "audit/chain_events",
+                                       "audit/export", "audit/prune_candidates"])
+async def test_every_log_statement_is_index_backed(client, statement):
+    db = database(client.server.app)
+    params = {"tenant_id": "t", "token_id": "x", "application_id": "a", "operation": "o",
+              "outcome": "success", "since": None, "until": None, "before_at": None,
+              "before_id": "", "limit": 10, "chain": "c", "after": 0, "after_at": None,
+              "after_id": "", "cutoff": None, "batch": 10}
+    from datetime import UTC, datetime
+    now = datetime.now(UTC)
+    params.update(since=now - timedelta(days=1), until=now, before_at=now, after_at=now,
+                  cutoff=now)
+    _, summary, _ = await db.driver.execute_query(
+        "EXPLAIN " + db.catalog.text(statement), params, database_=db.database)
+    operators = set()
+
+    def walk(plan):
+        operators.add(plan["operatorType"].split("@")[0])
+        for child in plan.get("children", []):
+            walk(child)
+    walk(summary.plan)
+    assert not operators & {"NodeByLabelScan", "AllNodesScan", "DirectedAllRelationshipsScan",
+                            "UndirectedAllRelationshipsScan", "RelationshipTypeScan"}, operators
+    assert any("Seek" in op or "IndexScan" in op for op in operators), operators

@@ -1,0 +1,189 @@
+"""One declaration per endpoint: route, access, parameters, bodies and answers, stated once.
+
+`@endpoints.get("/tokens/{id}", ...)` puts the handler in the route table, tells the
+authentication middleware what the handler needs (`auth.permissions.declare`) and holds what
+`api/openapi.py` turns into the OpenAPI document. The handler returns the body (or
+`status, body`); the declared marshmallow schema of that status dumps it, so the wire and the
+document cannot differ. A handler may only answer the success statuses it declares.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+from marshmallow import Schema, fields
+
+from ..auth import permissions
+
+JSON = "application/json"
+PROBLEM_JSON = "application/problem+json"
+MERGE_PATCH_JSON = "application/merge-patch+json"
+ATTR = "__vaultgraph_endpoint__"
+
+Handler = Callable[[web.Request], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One success answer: `schema` dumps its JSON body; without one there is no body, or the
+    file a raw handler sends (described by `file_schema`)."""
+
+    status: int
+    description: str
+    schema: type[Schema] | None = None
+    media_type: str = JSON
+    file_schema: dict | None = None
+    headers: dict[str, dict] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Body:
+    """The request body: its schema (what the handler loads it with) and media type."""
+
+    schema: type[Schema]
+    description: str
+    media_type: str = JSON
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    method: str
+    path: str
+    operation_id: str
+    summary: str
+    tag: str
+    access: tuple[str, ...] | str  # permissions (all of them), PUBLIC or AUTHENTICATED
+    replies: tuple[Reply, ...]
+    description: str = ""
+    body: Body | None = None
+    path_params: type[Schema] | None = None
+    query: tuple[type[Schema], ...] = ()
+    errors: tuple[int, ...] = ()  # problem statuses besides those every operation of its kind has
+    raw: bool = False  # the handler builds its own response (files, pages, /openapi.json)
+    pattern: str | None = None  # the aiohttp pattern, when a regex narrows a path variable
+
+    def reply(self, status: int) -> Reply | None:
+        return next((r for r in self.replies if r.status == status), None)
+
+
+class Endpoints:
+    """A route table of declared endpoints (one per api module), like `web.RouteTableDef`."""
+
+    def __init__(self) -> None:
+        self._handlers: list[tuple[Endpoint, Handler]] = []
+
+    def __iter__(self) -> Iterator[tuple[Endpoint, Handler]]:
+        return iter(self._handlers)
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.route(e.method, e.pattern or e.path, handler)
+                for e, handler in self._handlers]
+
+    def route(self, method: str, path: str, **declaration: Any) -> Callable[[Handler], Handler]:
+        def register(handler: Handler) -> Handler:
+            endpoint = Endpoint(method=method.upper(), path=path, **declaration)
+            _check(endpoint)
+            served = _serve(endpoint, handler)
+            self._handlers.append((endpoint, served))
+            return served
+
+        return register
+
+    def get(self, path: str, **declaration: Any):
+        return self.route("GET", path, **declaration)
+
+    def post(self, path: str, **declaration: Any):
+        return self.route("POST", path, **declaration)
+
+    def put(self, path: str, **declaration: Any):
+        return self.route("PUT", path, **declaration)
+
+    def patch(self, path: str, **declaration: Any):
+        return self.route("PATCH", path, **declaration)
+
+    def delete(self, path: str, **declaration: Any):
+        return self.route("DELETE", path, **declaration)
+
+
+def endpoint_of(handler: Callable) -> Endpoint | None:
+    return getattr(handler, ATTR, None)
+
+
+def _check(endpoint: Endpoint) -> None:
+    if not endpoint.replies or any(not 200 <= r.status < 400 for r in endpoint.replies):
+        raise ValueError(f"{endpoint.operation_id}: declare its success answers")
+    if any(not 400 <= s < 600 for s in endpoint.errors):
+        raise ValueError(f"{endpoint.operation_id}: errors are 4xx/5xx statuses")
+    permissions.check_access(endpoint.access)
+
+
+Dumper = Callable[[Any], Any]
+# Fields whose dump of a JSON value of their type is that value: the compiled dumper copies it.
+_AS_IS = (fields.Raw, fields.String, fields.Integer, fields.Boolean)
+
+
+def compile_dumper(schema: type[Schema]) -> Dumper:
+    """`schema().dump` for the bodies the services build, compiled once: the schema's fields,
+    in its order, nested schemas followed; a value a JSON field would pass unchanged is copied
+    as it is (marshmallow's per-value machinery costs ~45 µs a token). A test compares the two
+    on live answers; a field type not known here is dumped by marshmallow itself."""
+    instance = schema()
+    plan = [(name, f.data_key or name, _value_dumper(f))
+            for name, f in instance.dump_fields.items()]
+
+    def dump(obj: Any) -> Any:
+        if obj is None:
+            return None
+        out = {}
+        for attribute, key, convert in plan:
+            if attribute in obj:
+                value = obj[attribute]
+                out[key] = value if convert is None or value is None else convert(value)
+        return out
+
+    return dump
+
+
+def _value_dumper(field: fields.Field) -> Dumper | None:
+    if isinstance(field, fields.Nested) and not field.many:
+        return compile_dumper(type(field.schema))
+    if isinstance(field, fields.List):
+        inner = _value_dumper(field.inner)
+        return list if inner is None else (lambda items: [inner(item) for item in items])
+    if isinstance(field, fields.Dict):
+        inner = _value_dumper(field.value_field) if field.value_field is not None else None
+        if inner is None and (field.key_field is None or type(field.key_field) in _AS_IS):
+            return dict
+    elif type(field) in _AS_IS:
+        return None
+    return lambda value: field.serialize("value", {"value": value})
+
+
+def _serve(endpoint: Endpoint, handler: Handler) -> Handler:
+    # Dumpers are compiled once here: a request only dumps.
+    dumpers = {r.status: compile_dumper(r.schema) if r.schema is not None else None
+               for r in endpoint.replies}
+    default = endpoint.replies[0].status
+
+    @functools.wraps(handler)
+    async def serve(request: web.Request) -> web.StreamResponse:
+        result = await handler(request)
+        if endpoint.raw:
+            return result
+        status, body = result if isinstance(result, tuple) else (default, result)
+        if status not in dumpers:
+            raise RuntimeError(f"{endpoint.operation_id} answered an undeclared {status}")
+        dumper = dumpers[status]
+        if dumper is None:
+            return web.Response(status=status)
+        return web.Response(body=orjson.dumps(dumper(body)), status=status,
+                            content_type=JSON)
+
+    setattr(serve, ATTR, endpoint)
+    permissions.declare(serve, endpoint.access)
+    return serve

@@ -1,0 +1,192 @@
+"""Request middlewares, outermost first: trace id → audit → errors (RFC 9457) → authentication.
+
+The error middleware is the one place where domain errors (`vaultgraph/errors.py`) become
+problem+json answers."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from datetime import UTC, datetime
+
+import orjson
+from aiohttp import web
+from marshmallow import ValidationError
+
+from ..audit import context as audit_context
+from ..audit.event import MAX_USER_AGENT, bounded_text, outcome_of
+from ..auth.apikeys import HEADER
+from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
+from ..errors import VaultError
+from ..logs import trace_id_var
+from . import problems
+from .http import problem_response
+from .typedefs import PRINCIPAL, TRACE_ID, services_key
+
+log = logging.getLogger("vaultgraph.http")
+TRACE_HEADER = "SVC-TRACE-ID"
+_TRACE_SHAPE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+@web.middleware
+async def trace(request: web.Request, handler) -> web.StreamResponse:
+    incoming = request.headers.get(TRACE_HEADER, "")
+    trace_id = incoming if _TRACE_SHAPE.match(incoming) else uuid.uuid4().hex
+    request[TRACE_ID] = trace_id
+    token = trace_id_var.set(trace_id)
+    started = time.perf_counter()
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        response.headers[TRACE_HEADER] = trace_id
+        return response
+    finally:
+        log.info("request", extra={
+            "method": request.method, "route": _route_name(request), "status": status,
+            "ms": round((time.perf_counter() - started) * 1000, 2)})
+        trace_id_var.reset(token)
+
+
+def _route_name(request: web.Request) -> str | None:
+    # The route template, never the concrete path: paths carry token ids.
+    resource = request.match_info.route.resource
+    return resource.canonical if resource is not None else None
+
+
+_HTTP_PROBLEMS = {
+    400: problems.BadRequest, 404: problems.NotFound, 405: problems.MethodNotAllowed,
+    413: problems.PayloadTooLarge, 415: problems.UnsupportedMediaType,
+}
+
+
+# Path parameters that name tokens: the audit event records them whatever the outcome.
+_TOKEN_PARAMS = ("id", "parent_id", "child_id")
+
+
+@web.middleware
+async def audit(request: web.Request, handler) -> web.StreamResponse:
+    """Every request that reaches a protected route leaves an event (README "Audit"), written
+    before the response leaves: a write's event is already in the write's own transaction and
+    is linked into the chain without waiting; any other is group-committed first. An event
+    that cannot be written turns the answer into a 503 with no data (fail closed)."""
+    match = request.match_info
+    if match.http_exception is not None or declared(match.handler) == PUBLIC:
+        return await handler(request)
+    resource = match.route.resource
+    route = f"{request.method} {resource.canonical}" if resource is not None else None
+    needed = declared(match.handler)
+    note = audit_context.AuditNote(
+        id=str(uuid.uuid4()), at=datetime.now(UTC),
+        operation=",".join(needed) if isinstance(needed, tuple) else needed, route=route,
+        trace_id=request.get(TRACE_ID))
+    if route is not None and " /tokens" in route:
+        note.token_ids.extend(match[k] for k in _TOKEN_PARAMS if k in match)
+    token = audit_context.current.set(note)
+    try:
+        response = await handler(request)
+    finally:
+        audit_context.current.reset(token)
+    event = _event(request, note, response.status)
+    writer = request.app[services_key].audit_writer
+    try:
+        if note.persisted:
+            writer.record_later(event)
+        else:
+            await writer.record(event)
+    except VaultError as exc:
+        return problem_response(problems.from_error(exc))
+    return response
+
+
+def _event(request: web.Request, note: audit_context.AuditNote, status: int) -> dict:
+    principal = request.get(PRINCIPAL) or note.principal
+    transforms = dict(note.transforms)
+    single = next(iter(transforms)) if len(transforms) == 1 else None
+    return {
+        "id": note.id, "at": note.at,
+        "tenant_id": principal.tenant_id if principal else None,
+        "application_id": principal.application_id if principal else None,
+        "key_id": principal.key_id if principal else None,
+        "operation": note.operation, "route": note.route,
+        "token_ids": note.token_ids[:1000], "outcome": outcome_of(status), "status": status,
+        "transform": single,
+        "transform_counts": orjson.dumps(transforms).decode() if len(transforms) > 1 else None,
+        "trace_id": note.trace_id, "client_ip": request.remote,
+        "user_agent": bounded_text(request.headers.get("User-Agent"), MAX_USER_AGENT),
+        "reason": note.reason,
+    }
+
+
+@web.middleware
+async def errors(request: web.Request, handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except problems.Problem as exc:
+        audit_context.note_reason(exc.slug)
+        return problem_response(exc)
+    except VaultError as exc:
+        problem = problems.from_error(exc)
+        audit_context.note_reason(problem.slug)
+        return problem_response(problem)
+    except ValidationError as exc:
+        audit_context.note_reason("validation")
+        return problem_response(problems.BadRequest(
+            "The request is invalid.", errors=_flatten(exc.normalized_messages())))
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        cls = _HTTP_PROBLEMS.get(exc.status)
+        problem = cls() if cls else problems.Problem()
+        audit_context.note_reason(problem.slug)
+        if cls is None:
+            problem.status = exc.status
+            problem.title = exc.reason
+        if exc.status == 413:
+            problem.detail = "The request body is too large."
+        if exc.status == 405 and "Allow" in exc.headers:
+            problem.headers["Allow"] = exc.headers["Allow"]
+        return problem_response(problem)
+    except Exception:
+        log.exception("unhandled error")
+        return problem_response(problems.InternalError("An internal error occurred."))
+
+
+def _flatten(messages, prefix: str = "") -> dict[str, list[str]]:
+    """marshmallow's nested messages → {"a.b": [..]}; values are messages, never input."""
+    out: dict[str, list[str]] = {}
+    if isinstance(messages, dict):
+        for key, value in messages.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            if isinstance(value, dict):
+                out.update(_flatten(value, name))
+            else:
+                out[name] = [str(m) for m in (value if isinstance(value, list) else [value])]
+    else:
+        out[prefix or "body"] = [str(m) for m in messages]
+    return out
+
+
+@web.middleware
+async def authenticate(request: web.Request, handler) -> web.StreamResponse:
+    if request.match_info.http_exception is not None:
+        return await handler(request)  # unknown route or method: the error middleware answers
+    needed = declared(request.match_info.handler)
+    if needed == PUBLIC:
+        return await handler(request)
+    principal = await request.app[services_key].authenticator.authenticate(
+        request.headers.get(HEADER))
+    request[PRINCIPAL] = principal
+    note = audit_context.current.get()
+    if note is not None:
+        note.principal = principal
+    if needed != AUTHENTICATED and (
+            not needed or not all(principal.granted_anywhere(p) for p in needed)):
+        # No declaration means no access: routes are protected by default.
+        raise problems.Forbidden("The application lacks the permission for this operation.")
+    response = await handler(request)
+    # Answers to a key may hold plaintext or a new API key: no browser or proxy may keep them.
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response

@@ -1,0 +1,99 @@
+"""Errors as RFC 9457 problems: the HTTP face of the domain errors in `vaultgraph/errors.py`.
+
+Messages are fixed text: never input values, never internals.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from marshmallow import Schema, fields
+
+from .. import errors
+
+PROBLEM_TYPE_BASE = "https://vaultgraph.dev/problems/"
+
+
+class ProblemSchema(Schema):
+    """An RFC 9457 (formerly 7807) problem detail."""
+
+    type = fields.String(required=True, metadata={
+        "format": "uri", "description": "Identifies the kind of problem."})
+    title = fields.String(required=True, metadata={"description": "The HTTP status phrase."})
+    status = fields.Integer(required=True, metadata={"description": "The HTTP status code."})
+    detail = fields.String(required=True, metadata={
+        "description": "What went wrong; never echoes submitted values."})
+    errors = fields.Dict(keys=fields.String(), values=fields.List(fields.String()), metadata={
+        "description": "Validation messages by field (`a.b` for nested fields)."})
+
+
+class Problem(Exception):
+    status = 500
+    slug = "internal"
+    title = "Internal Server Error"
+
+    def __init__(self, detail: str | None = None, *, errors: dict[str, list[str]] | None = None,
+                 headers: dict[str, str] | None = None):
+        super().__init__(detail or self.title)
+        self.detail = detail
+        self.errors = errors
+        self.headers = headers or {}
+
+    def body(self) -> dict:
+        out = {
+            "type": PROBLEM_TYPE_BASE + self.slug,
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail or self.title,
+        }
+        if self.errors:
+            out["errors"] = self.errors
+        return out
+
+
+def _problem(status: int, slug: str) -> type[Problem]:
+    title = HTTPStatus(status).phrase
+    return type(slug.title().replace("-", "") + "Problem", (Problem,),
+                {"status": status, "slug": slug, "title": title})
+
+
+BadRequest = _problem(400, "validation")
+Unauthorized = _problem(401, "unauthorized")
+Forbidden = _problem(403, "forbidden")
+NotFound = _problem(404, "not-found")
+MethodNotAllowed = _problem(405, "method-not-allowed")
+Conflict = _problem(409, "conflict")
+PayloadTooLarge = _problem(413, "payload-too-large")
+UnsupportedMediaType = _problem(415, "unsupported-media-type")
+ServiceUnavailable = _problem(503, "unavailable")
+Integrity = _problem(500, "integrity")
+InternalError = Problem
+
+# Each domain error, and the problem that answers it (the first match in MRO order wins).
+_BY_ERROR: dict[type[errors.VaultError], type[Problem]] = {
+    errors.Invalid: BadRequest,
+    errors.Unauthenticated: Unauthorized,
+    errors.Forbidden: Forbidden,
+    errors.NotFound: NotFound,
+    errors.Conflict: Conflict,
+    errors.UniquenessViolation: Conflict,
+    errors.TooLarge: PayloadTooLarge,
+    errors.Unavailable: ServiceUnavailable,
+    errors.IntegrityFailure: Integrity,
+}
+
+
+def from_error(exc: errors.VaultError) -> Problem:
+    """The problem that answers a domain error."""
+    cls = next((_BY_ERROR[k] for k in type(exc).__mro__ if k in _BY_ERROR), InternalError)
+    problem = cls(exc.detail)
+    if isinstance(exc, errors.Invalid) and exc.errors:
+        problem.errors = exc.errors
+    if isinstance(exc, errors.Unavailable):
+        problem.headers["Retry-After"] = str(exc.retry_after)
+    return problem
+
+
+def invalid(field: str, message: str) -> BadRequest:
+    """A 400 naming one field."""
+    return BadRequest("The request is invalid.", errors={field: [message]})

@@ -1,0 +1,17 @@
+"""Every route of the service, in one place."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from . import applications, docs, graph, health, logs, tokens
+
+ENDPOINTS = (health.endpoints, tokens.endpoints, graph.endpoints, applications.endpoints,
+             logs.endpoints, docs.endpoints)
+
+
+def add_routes(app: web.Application) -> None:
+    for table in ENDPOINTS:
+        app.router.add_routes(table.routes())
+    # /openapi.json describes the routes registered by start-up, and only those.
+    app.on_startup.append(docs.publish_openapi)

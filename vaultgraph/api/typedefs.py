@@ -1,0 +1,21 @@
+"""Every application and request slot, as a typed key (types named only for the checker, so
+importing this module loads nothing heavy)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+if TYPE_CHECKING:
+    from ..auth.principal import Principal
+    from ..settings import Settings
+    from ..wiring import Services
+    from .openapi import PublishedDocument
+
+settings_key: web.AppKey[Settings] = web.AppKey("settings")
+services_key: web.AppKey[Services] = web.AppKey("services")
+openapi_key: web.AppKey[PublishedDocument] = web.AppKey("openapi")
+
+PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("principal")
+TRACE_ID: web.RequestKey[str] = web.RequestKey("trace_id")

@@ -1,0 +1,1 @@
+"""Applications, their API keys and access rules: model, request schemas and response view."""

@@ -1,0 +1,86 @@
+"""Hash chains over audit events, and their verification.
+
+Each writer process links its events into its own chain: `seq` counts up from 1 with no gap,
+`prev` is the MAC of the event before (of the checkpoint left by pruning, or "" at the start),
+and `mac` is HMAC-SHA256 over every other field under the audit key of `key_version` (derived
+from the key-encryption key of that version). Sequence numbers are given when a batch of events
+is written, and the writer's state only moves on once that write committed, so a rolled-back
+batch or write leaves no gap; a batch whose outcome is uncertain ends the chain and the writer
+starts a new one, so no sequence number is ever used twice.
+
+Verification names each event that was edited (its MAC fails), deleted (its sequence number is
+missing, or the chain ends before its recorded head), inserted (a second event at a sequence
+number, or one that belongs to no chain's order), or reordered (its MAC holds at another
+position).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..crypto import CryptoError, KeyRing
+from .event import canonical
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    kind: str  # edited | deleted | inserted | reordered | unlinked
+    chain: str | None
+    seq: int | None
+    event_id: str | None
+
+    def describe(self) -> str:
+        where = f"chain {self.chain} seq {self.seq}" if self.chain else "no chain"
+        return f"{self.kind}: {where}" + (f" (event {self.event_id})" if self.event_id else "")
+
+
+def sign(ring: KeyRing, event: Mapping[str, Any]) -> str:
+    return ring.audit_mac(canonical(event), event.get("key_version"))
+
+
+def _valid(ring: KeyRing, event: Mapping[str, Any], **override: Any) -> bool:
+    try:
+        return sign(ring, {**event, **override}) == event.get("mac")
+    except CryptoError:
+        return False
+
+
+def verify_chain(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]], *,
+                 checkpoint: tuple[int, str] | None = None,
+                 head: int | None = None) -> list[Finding]:
+    """Findings for one chain. `events` are that chain's events (any order); `checkpoint` is
+    (seq, mac) of the last pruned event; `head` the last sequence number the writer recorded."""
+    start, prev_mac = (checkpoint[0] + 1, checkpoint[1]) if checkpoint else (1, "")
+    by_seq: dict[int, list[Mapping[str, Any]]] = {}
+    for event in events:
+        by_seq.setdefault(int(event["seq"]), []).append(event)
+    findings: list[Finding] = []
+    seqs = sorted(s for s in by_seq if s >= start)
+    invalid = {id(e): e for s in seqs for e in by_seq[s] if not _valid(ring, e)}
+    last = max([*seqs, head or 0, start - 1])
+    for seq in range(start, last + 1):
+        here = by_seq.get(seq)
+        if not here:
+            findings.append(Finding("deleted", chain, seq, None))
+            continue
+        good = [e for e in here if id(e) not in invalid]
+        for event in here:
+            if id(event) not in invalid:
+                continue
+            if good or (len(here) > 1 and event is not here[0]):
+                kind = "inserted"
+            elif any(_valid(ring, event, seq=other) for other in seqs if other != seq):
+                kind = "reordered"
+            else:
+                kind = "edited"
+            findings.append(Finding(kind, chain, seq, event.get("id")))
+        if len(good) > 1:
+            findings.extend(Finding("inserted", chain, seq, e.get("id")) for e in good[1:])
+        chosen = good[0] if good else here[0]
+        if good and chosen.get("prev") != prev_mac and not (
+                findings and findings[-1].seq == seq - 1):
+            findings.append(Finding("inserted", chain, seq, chosen.get("id")))
+        prev_mac = chosen.get("mac")
+    return findings

@@ -1,0 +1,71 @@
+"""What one request touched, noted by the services as they work and read by the audit
+middleware when the response is known. A context variable, so services need no HTTP object
+and a use case run outside a request (the CLI, the sweeper) notes into nothing."""
+
+from __future__ import annotations
+
+from collections import Counter
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass
+class AuditNote:
+    id: str
+    at: datetime
+    operation: str | None
+    route: str | None
+    trace_id: str | None
+    token_ids: list[str] = field(default_factory=list)
+    transforms: Counter = field(default_factory=Counter)
+    reason: str | None = None
+    # Set by a write whose transaction also created the event: it is already durable.
+    persisted: bool = False
+    principal: Any = None
+
+    def skeleton(self) -> dict[str, Any]:
+        """The fields a write's transaction stores with the change; the rest (outcome, status,
+        chain) are completed when the request's event is linked into its chain."""
+        p = self.principal
+        return {
+            "id": self.id, "at": self.at, "operation": self.operation, "route": self.route,
+            "trace_id": self.trace_id, "tenant_id": p.tenant_id if p else None,
+            "application_id": p.application_id if p else None,
+            "key_id": p.key_id if p else None, "token_ids": list(self.token_ids),
+            "outcome": "success", "pending": True,
+        }
+
+
+current: ContextVar[AuditNote | None] = ContextVar("audit_note", default=None)
+
+
+def note_tokens(ids: list[str] | tuple[str, ...], transform: str | None = None) -> None:
+    note = current.get()
+    if note is None:
+        return
+    for token_id in ids:
+        if token_id not in note.token_ids:
+            note.token_ids.append(token_id)
+    if transform is not None:
+        note.transforms[transform] += len(ids) or 1
+
+
+def note_reason(reason: str) -> None:
+    note = current.get()
+    if note is not None and note.reason is None:
+        note.reason = reason
+
+
+def write_event() -> dict[str, Any] | None:
+    """The event skeleton for a write's own transaction, or None outside a request."""
+    note = current.get()
+    return note.skeleton() if note is not None and note.principal is not None else None
+
+
+def written() -> None:
+    """The write's transaction committed with its event."""
+    note = current.get()
+    if note is not None:
+        note.persisted = True

@@ -1,0 +1,42 @@
+"""An audit event: who did what to which tokens, with what outcome. Never data, masks,
+metadata values, search-index values, fingerprints, keys or request bodies."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+# The fields an event holds; `mac` covers all of them but itself.
+FIELDS = (
+    "id", "at", "tenant_id", "application_id", "key_id", "operation", "route", "token_ids",
+    "outcome", "status", "transform", "transform_counts", "trace_id", "client_ip", "user_agent",
+    "reason", "chain", "seq", "prev", "key_version",
+)
+OUTCOMES = ("success", "denied", "not_found", "invalid", "conflict", "rate_limited", "error",
+            "unavailable")
+MAX_USER_AGENT = 256
+MAX_TOKEN_IDS = 1000  # a list page holds at most 100; bulk calls stay far below this
+SYSTEM = "system"  # the application id of the service's own work (expiry sweeps)
+
+
+def outcome_of(status: int) -> str:
+    if status < 400:
+        return "success"
+    return {401: "denied", 403: "denied", 404: "not_found", 409: "conflict",
+            429: "rate_limited", 503: "unavailable"}.get(
+        status, "invalid" if status < 500 else "error")
+
+
+def canonical(event: Mapping[str, Any]) -> bytes:
+    """The bytes a MAC covers: every field but `mac`, sorted, as JSON."""
+    return orjson.dumps({k: event.get(k) for k in FIELDS}, option=orjson.OPT_SORT_KEYS)
+
+
+def bounded_text(value: str | None, limit: int) -> str | None:
+    """A header value kept for the record: printable, at most `limit` characters."""
+    if value is None:
+        return None
+    cleaned = "".join(ch if ch.isprintable() else "?" for ch in value[:limit])
+    return cleaned

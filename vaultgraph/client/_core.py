@@ -1,0 +1,119 @@
+"""What the sync and async clients share: request shapes, the retry policy, error mapping."""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from .errors import ApiError, error_for
+
+API_KEY_HEADER = "SVC-API-KEY"
+TRACE_HEADER = "SVC-TRACE-ID"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+MERGE_PATCH = "application/merge-patch+json"
+# Retried: the service did not do the work (429, 503) or may not have (502, 504, transport
+# errors). POSTs carry an Idempotency-Key, the same on every attempt, so a retried create is
+# the same request to the service (DESIGN §8; honoured by the service once idempotency lands).
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """At most `attempts` tries; waits Retry-After when the service sends it (capped at
+    `max_wait`), else exponential backoff from `backoff` with full jitter."""
+
+    attempts: int = 4
+    backoff: float = 0.2
+    max_wait: float = 30.0
+
+    def wait(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_wait)
+        return min(self.backoff * 2 ** attempt * random.random(), self.max_wait)  # noqa: S311
+
+
+NO_RETRIES = RetryPolicy(attempts=1)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Retry-After as delta-seconds or an HTTP date (RFC 9110 §10.2.3)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def build_request(client: httpx.Client | httpx.AsyncClient, method: str, path: str, *,
+                  json: Any = None, params: Any = None, content_type: str | None = None,
+                  idempotency_key: str | None = None, trace_id: str | None = None
+                  ) -> httpx.Request:
+    headers: dict[str, str] = {}
+    if method == "POST":
+        headers[IDEMPOTENCY_HEADER] = idempotency_key or str(uuid.uuid4())
+    if trace_id:
+        headers[TRACE_HEADER] = trace_id
+    kwargs: dict[str, Any] = {"params": params, "headers": headers}
+    if json is not None:
+        import orjson
+        kwargs["content"] = orjson.dumps(json)
+        headers["Content-Type"] = content_type or "application/json"
+    return client.build_request(method, path, **kwargs)
+
+
+def retryable(method: str, response: httpx.Response | None) -> bool:
+    if response is None:
+        return True   # transport error: every method is safe (POSTs carry their key)
+    if response.status_code in (429, 503):
+        return True   # not processed: safe for every method
+    return response.status_code in RETRY_STATUSES and method != "PATCH"
+
+
+def raise_for(response: httpx.Response) -> None:
+    if response.is_success:
+        return
+    try:
+        problem = response.json()
+        if not isinstance(problem, dict):
+            problem = {}
+    except ValueError:
+        problem = {}
+    problem.setdefault("status", response.status_code)
+    cls = error_for(response.status_code)
+    raise cls(response.status_code, problem, response.headers.get(TRACE_HEADER),
+              parse_retry_after(response.headers.get("Retry-After")))
+
+
+def body(response: httpx.Response) -> Any:
+    if response.status_code == 204 or not response.content:
+        return None
+    return response.json()
+
+
+def page_params(*, size: int | None, start: str | None, ids=None, types=None,
+                metadata: dict[str, str] | None = None, **extra) -> list[tuple[str, str]]:
+    params: list[tuple[str, str]] = []
+    if size is not None:
+        params.append(("size", str(size)))
+    if start is not None:
+        params.append(("start", start))
+    params += [("id", i) for i in ids or ()]
+    params += [("type", t) for t in types or ()]
+    params += [(f"metadata.{k}", v) for k, v in (metadata or {}).items()]
+    params += [(k, str(v)) for k, v in extra.items() if v is not None]
+    return params
+
+
+__all__ = ["API_KEY_HEADER", "MERGE_PATCH", "NO_RETRIES", "TRACE_HEADER", "ApiError",
+           "RetryPolicy"]

@@ -1,0 +1,316 @@
+"""vaultgraph.client: the REST API from Python, sync (`Client`) and async (`AsyncClient`).
+
+    from vaultgraph.client import Client
+    with Client("http://127.0.0.1:8080", api_key="vg_…") as vg:
+        card = vg.create_token("card", {"number": "4242424242424242"}, id="card-1")
+        vg.link("cust-ada", "card-1")
+        graph = vg.graph("cust-ada", depth=2)
+
+Every method maps to one route; errors raise vaultgraph.client.errors.ApiError subclasses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from . import _core
+from ._core import MERGE_PATCH, RetryPolicy
+from .errors import TransportError
+from .types import Direction, Graph, Link, Token, TokenPage
+
+DEFAULT_TIMEOUT = 10.0
+
+
+def _p(token_id: str) -> str:
+    return quote(token_id, safe="")
+
+
+def _create_body(type: str, data: Any, id: str | None, fields: dict[str, Any]) -> dict:
+    body: dict[str, Any] = {"type": type, "data": data, **fields}
+    if id is not None:
+        body["id"] = id
+    return body
+
+
+class _Routes:
+    """Each route as (method, path, options): the same for both clients."""
+
+    @staticmethod
+    def create_token(type, data, id, fields):
+        return "POST", "/tokens", {"json": _create_body(type, data, id, fields)}
+
+    @staticmethod
+    def get_token(token_id):
+        return "GET", f"/tokens/{_p(token_id)}", {}
+
+    @staticmethod
+    def list_tokens(size, start, ids, types, metadata):
+        return "GET", "/tokens", {"params": _core.page_params(
+            size=size, start=start, ids=ids, types=types, metadata=metadata)}
+
+    @staticmethod
+    def update_token(token_id, patch):
+        return "PATCH", f"/tokens/{_p(token_id)}", {"json": patch, "content_type": MERGE_PATCH}
+
+    @staticmethod
+    def delete_token(token_id):
+        return "DELETE", f"/tokens/{_p(token_id)}", {}
+
+    @staticmethod
+    def create_child(parent_id, type, data, id, fields):
+        return ("POST", f"/tokens/{_p(parent_id)}/children",
+                {"json": _create_body(type, data, id, fields)})
+
+    @staticmethod
+    def children(parent_id, size, start, ids, types):
+        return "GET", f"/tokens/{_p(parent_id)}/children", {"params": _core.page_params(
+            size=size, start=start, ids=ids, types=types)}
+
+    @staticmethod
+    def parents(token_id, size, start, ids, types):
+        return "GET", f"/tokens/{_p(token_id)}/parents", {"params": _core.page_params(
+            size=size, start=start, ids=ids, types=types)}
+
+    @staticmethod
+    def link(parent_id, child_id):
+        return "POST", f"/tokens/{_p(parent_id)}/children/{_p(child_id)}", {}
+
+    @staticmethod
+    def unlink(parent_id, child_id):
+        return "DELETE", f"/tokens/{_p(parent_id)}/children/{_p(child_id)}", {}
+
+    @staticmethod
+    def graph(token_id, depth, direction):
+        return "GET", f"/tokens/{_p(token_id)}/graph", {"params": _core.page_params(
+            size=None, start=None, depth=depth, direction=direction)}
+
+
+def _headers(api_key: str) -> dict[str, str]:
+    return {_core.API_KEY_HEADER: api_key, "Accept": "application/json"}
+
+
+class Client:
+    """The synchronous client (httpx.Client underneath; pass `transport=` to reuse one)."""
+
+    def __init__(self, base_url: str, api_key: str, *, timeout: float = DEFAULT_TIMEOUT,
+                 retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep,
+                 transport: httpx.BaseTransport | None = None):
+        self._http = httpx.Client(base_url=base_url, headers=_headers(api_key),
+                                  timeout=timeout, transport=transport)
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _send(self, method: str, path: str, *, idempotency_key: str | None = None,
+              trace_id: str | None = None, **options) -> Any:
+        if method == "POST":
+            idempotency_key = idempotency_key or str(uuid.uuid4())
+        request = _core.build_request(self._http, method, path, idempotency_key=idempotency_key,
+                                      trace_id=trace_id, **options)
+        for attempt in range(self.retry.attempts):
+            last = attempt == self.retry.attempts - 1
+            try:
+                response = self._http.send(request)
+            except httpx.TransportError as exc:
+                if last:
+                    raise TransportError(f"{method} {path}: {type(exc).__name__}") from exc
+                self._sleep(self.retry.wait(attempt, None))
+                continue
+            if not last and _core.retryable(method, response):
+                self._sleep(self.retry.wait(
+                    attempt, _core.parse_retry_after(response.headers.get("Retry-After"))))
+                continue
+            _core.raise_for(response)
+            return _core.body(response)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- tokens ---------------------------------------------------------------------------
+
+    def create_token(self, type: str, data: Any, *, id: str | None = None,
+                     idempotency_key: str | None = None, **fields: Any) -> Token:
+        """POST /tokens. `fields`: containers, metadata, mask, expires_at,
+        fingerprint_expression, search_indexes, deduplicate… as the API names them."""
+        m, p, o = _Routes.create_token(type, data, id, fields)
+        return self._send(m, p, idempotency_key=idempotency_key, **o)
+
+    def get_token(self, token_id: str) -> Token:
+        m, p, o = _Routes.get_token(token_id)
+        return self._send(m, p, **o)
+
+    def list_tokens(self, *, size: int | None = None, start: str | None = None,
+                    ids: list[str] | None = None, types: list[str] | None = None,
+                    metadata: dict[str, str] | None = None) -> TokenPage:
+        m, p, o = _Routes.list_tokens(size, start, ids, types, metadata)
+        return self._send(m, p, **o)
+
+    def iter_tokens(self, **filters: Any) -> Iterator[Token]:
+        """Every token the filters select, page after page."""
+        start = None
+        while True:
+            page = self.list_tokens(start=start, **filters)
+            yield from page["data"]
+            start = page["pagination"]["next"]
+            if start is None:
+                return
+
+    def update_token(self, token_id: str, patch: dict[str, Any]) -> Token:
+        """PATCH /tokens/{id} with a JSON merge patch (null removes a key)."""
+        m, p, o = _Routes.update_token(token_id, patch)
+        return self._send(m, p, **o)
+
+    def delete_token(self, token_id: str) -> None:
+        m, p, o = _Routes.delete_token(token_id)
+        self._send(m, p, **o)
+
+    # -- the graph ------------------------------------------------------------------------
+
+    def create_child(self, parent_id: str, type: str, data: Any, *, id: str | None = None,
+                     idempotency_key: str | None = None, **fields: Any) -> Token:
+        m, p, o = _Routes.create_child(parent_id, type, data, id, fields)
+        return self._send(m, p, idempotency_key=idempotency_key, **o)
+
+    def children(self, parent_id: str, *, size: int | None = None, start: str | None = None,
+                 ids: list[str] | None = None, types: list[str] | None = None) -> TokenPage:
+        m, p, o = _Routes.children(parent_id, size, start, ids, types)
+        return self._send(m, p, **o)
+
+    def parents(self, token_id: str, *, size: int | None = None, start: str | None = None,
+                ids: list[str] | None = None, types: list[str] | None = None) -> TokenPage:
+        m, p, o = _Routes.parents(token_id, size, start, ids, types)
+        return self._send(m, p, **o)
+
+    def link(self, parent_id: str, child_id: str) -> Link | None:
+        """POST /tokens/{parent}/children/{child}: the link, or None when it already existed."""
+        m, p, o = _Routes.link(parent_id, child_id)
+        return self._send(m, p, **o)
+
+    def unlink(self, parent_id: str, child_id: str) -> None:
+        m, p, o = _Routes.unlink(parent_id, child_id)
+        self._send(m, p, **o)
+
+    def graph(self, token_id: str, *, depth: int | None = None,
+              direction: Direction | None = None) -> Graph:
+        """GET /tokens/{id}/graph: the readable tokens within `depth` links, and their links."""
+        m, p, o = _Routes.graph(token_id, depth, direction)
+        return self._send(m, p, **o)
+
+
+class AsyncClient:
+    """The asynchronous client (httpx.AsyncClient underneath); the same methods, awaited."""
+
+    def __init__(self, base_url: str, api_key: str, *, timeout: float = DEFAULT_TIMEOUT,
+                 retry: RetryPolicy | None = None, sleep: Callable[[float], Any] = asyncio.sleep,
+                 transport: httpx.AsyncBaseTransport | None = None):
+        self._http = httpx.AsyncClient(base_url=base_url, headers=_headers(api_key),
+                                       timeout=timeout, transport=transport)
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _send(self, method: str, path: str, *, idempotency_key: str | None = None,
+                    trace_id: str | None = None, **options) -> Any:
+        if method == "POST":
+            idempotency_key = idempotency_key or str(uuid.uuid4())
+        request = _core.build_request(self._http, method, path, idempotency_key=idempotency_key,
+                                      trace_id=trace_id, **options)
+        for attempt in range(self.retry.attempts):
+            last = attempt == self.retry.attempts - 1
+            try:
+                response = await self._http.send(request)
+            except httpx.TransportError as exc:
+                if last:
+                    raise TransportError(f"{method} {path}: {type(exc).__name__}") from exc
+                await self._sleep(self.retry.wait(attempt, None))
+                continue
+            if not last and _core.retryable(method, response):
+                await self._sleep(self.retry.wait(
+                    attempt, _core.parse_retry_after(response.headers.get("Retry-After"))))
+                continue
+            _core.raise_for(response)
+            return _core.body(response)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def create_token(self, type: str, data: Any, *, id: str | None = None,
+                           idempotency_key: str | None = None, **fields: Any) -> Token:
+        m, p, o = _Routes.create_token(type, data, id, fields)
+        return await self._send(m, p, idempotency_key=idempotency_key, **o)
+
+    async def get_token(self, token_id: str) -> Token:
+        m, p, o = _Routes.get_token(token_id)
+        return await self._send(m, p, **o)
+
+    async def list_tokens(self, *, size: int | None = None, start: str | None = None,
+                          ids: list[str] | None = None, types: list[str] | None = None,
+                          metadata: dict[str, str] | None = None) -> TokenPage:
+        m, p, o = _Routes.list_tokens(size, start, ids, types, metadata)
+        return await self._send(m, p, **o)
+
+    async def iter_tokens(self, **filters: Any) -> AsyncIterator[Token]:
+        start = None
+        while True:
+            page = await self.list_tokens(start=start, **filters)
+            for token in page["data"]:
+                yield token
+            start = page["pagination"]["next"]
+            if start is None:
+                return
+
+    async def update_token(self, token_id: str, patch: dict[str, Any]) -> Token:
+        m, p, o = _Routes.update_token(token_id, patch)
+        return await self._send(m, p, **o)
+
+    async def delete_token(self, token_id: str) -> None:
+        m, p, o = _Routes.delete_token(token_id)
+        await self._send(m, p, **o)
+
+    async def create_child(self, parent_id: str, type: str, data: Any, *, id: str | None = None,
+                           idempotency_key: str | None = None, **fields: Any) -> Token:
+        m, p, o = _Routes.create_child(parent_id, type, data, id, fields)
+        return await self._send(m, p, idempotency_key=idempotency_key, **o)
+
+    async def children(self, parent_id: str, *, size: int | None = None,
+                       start: str | None = None, ids: list[str] | None = None,
+                       types: list[str] | None = None) -> TokenPage:
+        m, p, o = _Routes.children(parent_id, size, start, ids, types)
+        return await self._send(m, p, **o)
+
+    async def parents(self, token_id: str, *, size: int | None = None, start: str | None = None,
+                      ids: list[str] | None = None, types: list[str] | None = None) -> TokenPage:
+        m, p, o = _Routes.parents(token_id, size, start, ids, types)
+        return await self._send(m, p, **o)
+
+    async def link(self, parent_id: str, child_id: str) -> Link | None:
+        m, p, o = _Routes.link(parent_id, child_id)
+        return await self._send(m, p, **o)
+
+    async def unlink(self, parent_id: str, child_id: str) -> None:
+        m, p, o = _Routes.unlink(parent_id, child_id)
+        await self._send(m, p, **o)
+
+    async def graph(self, token_id: str, *, depth: int | None = None,
+                    direction: Direction | None = None) -> Graph:
+        m, p, o = _Routes.graph(token_id, depth, direction)
+        return await self._send(m, p, **o)

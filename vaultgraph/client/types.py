@@ -1,0 +1,49 @@
+"""The shapes the service answers with (README "Tokens", "The token graph")."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+Direction = Literal["children", "parents", "both"]
+
+
+class Token(TypedDict):
+    id: str
+    type: str
+    containers: list[str]
+    metadata: dict[str, str]
+    created_by: NotRequired[str | None]
+    created_at: NotRequired[str]
+    expires_at: NotRequired[str | None]
+    modified_by: NotRequired[str | None]
+    modified_at: NotRequired[str | None]
+    data: NotRequired[Any]
+    mask: NotRequired[Any]
+    fingerprint: NotRequired[str | None]
+    fingerprint_expression: NotRequired[str | None]
+    search_indexes: NotRequired[list[str]]
+
+
+class Pagination(TypedDict):
+    page_size: int
+    next: str | None
+
+
+class TokenPage(TypedDict):
+    pagination: Pagination
+    data: list[Token]
+
+
+class Link(TypedDict):
+    parent_id: str
+    child_id: str
+    created_at: NotRequired[str]
+
+
+class Graph(TypedDict):
+    root: str
+    depth: int
+    direction: Direction
+    nodes: list[Token]
+    edges: list[Link]
+    truncated: NotRequired[bool]

@@ -1,0 +1,77 @@
+"""Domain errors: what services and repositories raise. They know nothing of HTTP.
+
+One middleware (`api/middleware.py`) maps each kind to its problem+json answer, so a service can
+be reused from the CLI or a background task without aiohttp. Messages are fixed text: they
+never repeat input values (token data must not reach an error body or a log line).
+"""
+
+from __future__ import annotations
+
+
+class VaultError(Exception):
+    """Base of every domain error; `detail` is safe to show to the caller."""
+
+    default_detail = "The operation failed."
+
+    def __init__(self, detail: str | None = None):
+        super().__init__(detail or self.default_detail)
+        self.detail = detail or self.default_detail
+
+
+class NotFound(VaultError):
+    """Unknown, or invisible to the caller: both answer the same (no existence oracle)."""
+
+    default_detail = "Not found."
+
+
+class Conflict(VaultError):
+    default_detail = "The resource exists."
+
+
+class Forbidden(VaultError):
+    default_detail = "The application lacks the permission for this operation."
+
+
+class Unauthenticated(VaultError):
+    default_detail = "A valid API key is required."
+
+
+class Invalid(VaultError):
+    """Input that breaks a rule; `errors` names each field with its messages."""
+
+    default_detail = "The request is invalid."
+
+    def __init__(self, detail: str | None = None, *, errors: dict[str, list[str]] | None = None):
+        super().__init__(detail)
+        self.errors = errors or {}
+
+
+class TooLarge(VaultError):
+    default_detail = "The request is too large."
+
+
+class Unavailable(VaultError):
+    """The database cannot be reached now; the caller may retry after `retry_after` seconds."""
+
+    default_detail = "The database is unavailable; try again shortly."
+
+    def __init__(self, detail: str | None = None, *, retry_after: int = 5):
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
+class IntegrityFailure(VaultError):
+    """Stored data failed an integrity check (a ciphertext altered or moved)."""
+
+    default_detail = "The token's stored data failed an integrity check."
+
+
+class UniquenessViolation(VaultError):
+    """A uniqueness constraint refused a write (e.g. an id already taken)."""
+
+    default_detail = "A uniqueness constraint refused the write."
+
+
+def invalid(field: str, message: str) -> Invalid:
+    """An `Invalid` naming one field."""
+    return Invalid(errors={field: [message]})

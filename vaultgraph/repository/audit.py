@@ -1,0 +1,108 @@
+"""Audit events in Neo4j (cypher/audit/): group-committed batches, pages for GET /logs, chain
+walks for verification, export and pruning. Events are plain dicts of their stored fields,
+with `at` as an aware UTC datetime."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ..audit.query import LogFilter
+from .database import Database
+
+BEGINNING = datetime(1, 1, 1, tzinfo=UTC)
+END = datetime(9999, 12, 31, tzinfo=UTC)
+
+
+def _statement(where: LogFilter) -> str:
+    """The statement whose index answers the most selective filter first."""
+    if where.token_id is not None:
+        return "audit/list_by_token"
+    if where.application_id is not None:
+        return "audit/list_by_application"
+    if where.operation is not None:
+        return "audit/list_by_operation"
+    if where.outcome is not None:
+        return "audit/list_by_outcome"
+    return "audit/list"
+
+
+@dataclass(frozen=True, slots=True)
+class ChainInfo:
+    chain: str
+    head: int | None
+    checkpoint: tuple[int, str] | None
+    checkpoint_sig: str | None
+
+
+def _event(props: Any) -> dict[str, Any]:
+    out = dict(props)
+    at = out.get("at")
+    if at is not None and hasattr(at, "to_native"):
+        out["at"] = at.to_native().astimezone(UTC)
+    return out
+
+
+class AuditRepository:
+    def __init__(self, db: Database):
+        self._db = db
+
+    async def write_batch(self, events: list[dict[str, Any]], *, chain: str,
+                          head_seq: int) -> int:
+        records = await self._db.write("audit/write_batch", events=events, chain=chain,
+                                       head_seq=head_seq)
+        return records[0]["written"] if records else 0
+
+    async def page(self, *, tenant_id: str, where: LogFilter, before: tuple[datetime, str],
+                   limit: int) -> list[dict[str, Any]]:
+        records = await self._db.read(
+            _statement(where), tenant_id=tenant_id, token_id=where.token_id,
+            application_id=where.application_id, operation=where.operation,
+            outcome=where.outcome, since=where.since or BEGINNING, until=where.until or END,
+            before_at=before[0], before_id=before[1], limit=limit)
+        return [_event(r["event"]) for r in records]
+
+    async def chains(self) -> list[ChainInfo]:
+        records = await self._db.read("audit/chains")
+        return [ChainInfo(r["chain"], r["head"],
+                          (r["checkpoint_seq"], r["checkpoint_mac"])
+                          if r["checkpoint_seq"] is not None else None, r["checkpoint_sig"])
+                for r in records]
+
+    async def chain_events(self, chain: str, *, page: int = 1000
+                           ) -> AsyncIterator[dict[str, Any]]:
+        after = -1
+        while True:
+            records = await self._db.read("audit/chain_events", chain=chain, after=after,
+                                          limit=page)
+            for r in records:
+                yield _event(r["event"])
+            if len(records) < page:
+                return
+            after = records[-1]["event"]["seq"]
+
+    async def unchained(self, limit: int = 1000) -> list[str]:
+        return [r["id"] for r in await self._db.read("audit/unchained", limit=limit)]
+
+    async def export(self, *, since: datetime, until: datetime, page: int = 1000
+                     ) -> AsyncIterator[dict[str, Any]]:
+        after_at, after_id = BEGINNING, ""
+        while True:
+            records = await self._db.read("audit/export", since=since, until=until,
+                                          after_at=after_at, after_id=after_id, limit=page)
+            for r in records:
+                yield _event(r["event"])
+            if len(records) < page:
+                return
+            last = records[-1]["event"]
+            after_at, after_id = last["at"], last["id"]
+
+    async def prune_candidates(self, cutoff: datetime, batch: int) -> list[dict[str, Any]]:
+        records = await self._db.read("audit/prune_candidates", cutoff=cutoff, batch=batch)
+        return [dict(r) for r in records]
+
+    async def prune(self, ids: list[str], checkpoints: list[dict[str, Any]]) -> int:
+        records = await self._db.write("audit/prune", ids=ids, checkpoints=checkpoints)
+        return records[0]["pruned"] if records else 0

@@ -1,0 +1,190 @@
+"""The Neo4j edge: one driver per process, named catalog statements, driver errors mapped.
+
+A request's single statement runs as an auto-commit transaction: RUN and PULL go out together,
+so it costs one Bolt round trip (a managed transaction adds BEGIN and a COMMIT round trip, which
+measured at half the throughput here). Reads are routed as reads. A statement that fails with a
+transient error (deadlock, lock timeout) was rolled back and is retried here; several
+statements that must commit together run in a managed transaction (`write_tx`), which the
+driver retries, so its work function is idempotent.
+
+Only repositories use this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import neo4j
+from neo4j import AsyncDriver, AsyncManagedTransaction
+from neo4j.exceptions import (
+    ConstraintError,
+    DriverError,
+    Neo4jError,
+    ServiceUnavailable,
+    SessionExpired,
+    TransientError,
+)
+
+from ..audit import context as audit_context
+from ..catalog import Catalog
+from ..errors import Unavailable, UniquenessViolation
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+UNAVAILABLE = (ServiceUnavailable, SessionExpired)
+TRANSIENT_RETRIES = 5
+
+
+class Database:
+    def __init__(self, driver: AsyncDriver, catalog: Catalog, database: str):
+        self.driver = driver
+        self.catalog = catalog
+        self.database = database
+        self.schema_applied = False
+        self._audited_queries: dict[str, neo4j.Query] = {}
+
+    @classmethod
+    def connect(cls, uri: str, user: str, password: str, catalog: Catalog, database: str,
+                pool_size: int = 100) -> Database:
+        driver = neo4j.AsyncGraphDatabase.driver(
+            uri, auth=(user, password), max_connection_pool_size=pool_size,
+            connection_acquisition_timeout=10.0, connection_timeout=5.0,
+            max_transaction_retry_time=10.0,
+            # Planner notifications (e.g. "property does not exist yet") are for development;
+            # the server need not compute or send them.
+            notifications_min_severity="OFF",
+        )
+        return cls(driver, catalog, database)
+
+    async def close(self) -> None:
+        await self.driver.close()
+
+    async def read(self, name: str, /, **params: Any) -> list[neo4j.Record]:
+        return await self._statement(name, params, neo4j.READ_ACCESS)
+
+    async def write(self, name: str, /, **params: Any) -> list[neo4j.Record]:
+        """One write statement; inside a request it also creates the request's audit event in
+        the same transaction (audited_text), so the change and its event commit together."""
+        event = audit_context.write_event()
+        if event is None:
+            return await self._statement(name, params, neo4j.WRITE_ACCESS)
+        records = await self._statement(name, {**params, "audit": event}, neo4j.WRITE_ACCESS,
+                                        query=self._audited(name))
+        audit_context.written()
+        return records
+
+    def _audited(self, name: str) -> neo4j.Query:
+        query = self._audited_queries.get(name)
+        if query is None:
+            query = self._audited_queries[name] = neo4j.Query(audited_text(
+                self.catalog.text(name)))
+        return query
+
+    async def _statement(self, name: str, params: dict, mode: str,
+                         query: neo4j.Query | None = None) -> list[neo4j.Record]:
+        query = query or self.catalog[name]
+        async with map_errors():
+            for attempt in range(TRANSIENT_RETRIES):
+                try:
+                    async with self.driver.session(database=self.database,
+                                                   default_access_mode=mode) as session:
+                        result = await session.run(query, params)
+                        return [record async for record in result]
+                except TransientError:
+                    if attempt == TRANSIENT_RETRIES - 1:
+                        raise
+                    await asyncio.sleep(0.01 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    async def transaction(self, work: Callable[[Transaction], Awaitable[T]]) -> T:
+        """Several statements in one managed write transaction (one commit); the driver may
+        retry `work`, so it must be idempotent."""
+        event = audit_context.write_event()
+
+        async def run(tx: AsyncManagedTransaction) -> T:
+            return await work(Transaction(tx, self.catalog, event))
+
+        async with map_errors(), self.driver.session(database=self.database) as session:
+            result = await session.execute_write(run)
+        if event is not None:
+            audit_context.written()
+        return result
+
+    async def run_autocommit(self, name: str, /, **params: Any) -> list[neo4j.Record]:
+        """One auto-commit write statement, never retried by the driver.
+
+        For statements that manage their own transactions (`CALL { … } IN TRANSACTIONS`), which
+        Neo4j refuses inside an explicit or managed transaction.
+        """
+        async with map_errors(), self.driver.session(database=self.database) as session:
+            result = await session.run(self.catalog[name], params)
+            return [record async for record in result]
+
+    async def ping(self) -> None:
+        """One auto-commit read, never retried: readiness must answer fast when Neo4j is down."""
+        async with map_errors(), self.driver.session(
+                database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
+            result = await session.run(self.catalog["health/ping"])
+            await result.consume()
+        if not self.schema_applied:
+            await self.apply_schema()
+
+    async def apply_schema(self) -> None:
+        async with map_errors():
+            for statement in self.catalog.schema_statements():
+                await self.driver.execute_query(statement, database_=self.database)
+        self.schema_applied = True
+
+
+# A write's audit event is created by the write's own statement: this unit subquery runs first,
+# once, and commits or rolls back with the change. The event is completed and linked into its
+# chain by the audit writer (services/audit.py) when the request's outcome is known.
+AUDIT_PREFIX = ("CALL () { CREATE (audit_event:AuditEvent:PendingAuditEvent) "
+                "SET audit_event = $audit }\n")
+
+
+def audited_text(text: str) -> str:
+    return AUDIT_PREFIX + text
+
+
+class Transaction:
+    """A managed transaction that runs catalog statements by name: the repositories' unit of
+    work wraps one of these, so services never hold a driver transaction."""
+
+    __slots__ = ("_catalog", "_event", "_tx")
+
+    def __init__(self, tx: AsyncManagedTransaction, catalog: Catalog,
+                 event: dict[str, Any] | None = None):
+        self._tx = tx
+        self._catalog = catalog
+        self._event = event  # the request's audit event, created with the first statement
+
+    async def run(self, name: str, /, **params: Any) -> list[neo4j.Record]:
+        text = self._catalog.text(name)
+        if self._event is not None:
+            text, params = audited_text(text), {**params, "audit": self._event}
+            self._event = None
+        result = await self._tx.run(text, params)
+        return [record async for record in result]
+
+
+class map_errors:
+    """Translate driver failures into domain errors at the repository edge."""
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb):
+        if exc is None:
+            return False
+        if isinstance(exc, ConstraintError):
+            raise UniquenessViolation() from exc
+        if isinstance(exc, (*UNAVAILABLE, TransientError)) or (
+                isinstance(exc, DriverError) and not isinstance(exc, Neo4jError)):
+            log.warning("neo4j unavailable", extra={"error": type(exc).__name__})
+            raise Unavailable() from exc
+        return False

@@ -1,0 +1,274 @@
+"""The audit trail's use cases: group-commit writing into hash chains, reading, verifying,
+exporting and pruning (README "Audit", vaultgraph/audit/chain.py).
+
+`AuditWriter` is this process's one writer. Requests hand it their event; it writes whatever
+has gathered (at most `max_batch` events, waiting at most `max_wait` seconds for company) in
+one transaction, and only then answers them: an event that could not be written fails its
+request closed (503, no data). Sequence numbers are given per batch and the writer's chain
+state moves on only after the batch committed; a batch that failed, whose outcome is unknown,
+ends the chain, and the writer starts a new one, so a number is never used twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..audit.chain import Finding, sign, verify_chain
+from ..audit.query import LogFilter
+from ..crypto import CryptoError, KeyRing
+from ..errors import Unavailable
+from ..repository.audit import AuditRepository
+
+log = logging.getLogger(__name__)
+
+# What GET /logs shows of an event: never the chain's internals.
+SHOWN = ("id", "at", "tenant_id", "application_id", "key_id", "operation", "route", "token_ids",
+         "outcome", "status", "transform", "transform_counts", "trace_id", "client_ip",
+         "user_agent", "reason")
+
+
+@dataclass
+class WriterStats:
+    batches: int = 0
+    events: int = 0
+    failures: int = 0
+    chains_started: int = 1
+
+
+class AuditWriter:
+    def __init__(self, repo: AuditRepository, ring: KeyRing, *, max_batch: int = 256,
+                 max_wait: float = 0.002):
+        self._repo = repo
+        self._ring = ring
+        self._max_batch = max(1, max_batch)
+        self._max_wait = max(0.0, max_wait)
+        self._pending: list[tuple[dict[str, Any], asyncio.Future | None]] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._flushing = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._new_chain()
+        self.stats = WriterStats()
+
+    def _new_chain(self) -> None:
+        self.chain = str(uuid.uuid4())
+        self._seq = 0
+        self._prev = ""
+
+    # -- requests' side ---------------------------------------------------------------------
+
+    async def record(self, event: dict[str, Any]) -> None:
+        """Returns once the event is committed; raises `errors.Unavailable` if it cannot be."""
+        future = asyncio.get_running_loop().create_future()
+        self._enqueue(event, future)
+        await future
+
+    def record_later(self, event: dict[str, Any]) -> None:
+        """Link an event whose write already committed it (pending) without waiting."""
+        self._enqueue(event, None)
+
+    def _enqueue(self, event: dict[str, Any], future: asyncio.Future | None) -> None:
+        self._pending.append((event, future))
+        self._idle.clear()
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run(),
+                                                                name="audit-writer")
+
+    # -- the writer -------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if len(self._pending) < self._max_batch and self._max_wait:
+                await asyncio.sleep(self._max_wait)  # bounded wait for company
+            while self._pending:
+                batch = self._pending[:self._max_batch]
+                del self._pending[:self._max_batch]
+                self._flushing = True
+                try:
+                    await self._flush(batch)
+                finally:
+                    self._flushing = False
+            self._idle.set()
+
+    async def _flush(self, batch: list[tuple[dict[str, Any], asyncio.Future | None]]) -> None:
+        seq, prev = self._seq, self._prev
+        linked = []
+        for event, _ in batch:
+            seq += 1
+            item = {**event, "chain": self.chain, "seq": seq, "prev": prev,
+                    "key_version": self._ring.active}
+            item["mac"] = prev = sign(self._ring, item)
+            linked.append(item)
+        try:
+            await self._repo.write_batch(linked, chain=self.chain, head_seq=seq)
+        except Exception as exc:
+            self.stats.failures += 1
+            log.warning("audit batch not written; its requests fail closed",
+                        extra={"error": type(exc).__name__, "events": len(batch)})
+            self._new_chain()
+            self.stats.chains_started += 1
+            for _, future in batch:
+                if future is not None and not future.done():
+                    future.set_exception(Unavailable("The audit trail cannot be written; "
+                                                     "try again shortly."))
+            return
+        self._seq, self._prev = seq, prev
+        self.stats.batches += 1
+        self.stats.events += len(batch)
+        for _, future in batch:
+            if future is not None and not future.done():
+                future.set_result(None)
+
+    async def settle(self) -> None:
+        """Wait until every event handed over so far is written (or failed)."""
+        if self._pending or self._flushing:
+            await self._idle.wait()
+
+    async def stop(self) -> None:
+        """Write what is pending, then end the task."""
+        if self._pending:
+            batch, self._pending = self._pending, []
+            with contextlib.suppress(Exception):
+                await self._flush(batch)
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+class AuditLog:
+    """Reading, verifying, exporting and pruning the trail."""
+
+    def __init__(self, repo: AuditRepository, ring: KeyRing | None):
+        self._repo = repo
+        self._ring = ring
+
+    async def page(self, tenant_id: str, where: LogFilter, size: int,
+                   after: tuple[datetime, str] | None) -> tuple[list[dict], tuple | None]:
+        before = after or (datetime(9999, 12, 31, tzinfo=UTC), "\U0010ffff")
+        rows = await self._repo.page(tenant_id=tenant_id, where=where, before=before,
+                                     limit=size + 1)
+        shown = rows[:size]
+        more = len(rows) > size
+        return [present(e) for e in shown], ((shown[-1]["at"], shown[-1]["id"])
+                                             if more else None)
+
+    async def verify(self, progress: Callable[[int], None] = lambda n: None, *,
+                     chains: set[str] | None = None) -> list[Finding]:
+        """Every chain checked (or those named); each edited, deleted, inserted or reordered
+        event named, and every event that belongs to no chain."""
+        if self._ring is None:
+            raise ValueError("verifying the audit trail needs the key-encryption key ring")
+        findings: list[Finding] = []
+        for info in await self._repo.chains():
+            if chains is not None and info.chain not in chains:
+                continue
+            checkpoint = info.checkpoint
+            if checkpoint is not None and not self._checkpoint_ok(info.chain, checkpoint,
+                                                                  info.checkpoint_sig):
+                findings.append(Finding("edited", info.chain, checkpoint[0], "checkpoint"))
+            events = []
+            async for event in self._repo.chain_events(info.chain):
+                events.append(event)
+                progress(1)
+            findings.extend(verify_chain(self._ring, info.chain, events,
+                                         checkpoint=checkpoint, head=info.head))
+        if chains is None:
+            findings.extend(Finding("unlinked", None, None, event_id)
+                            for event_id in await self._repo.unchained())
+        return findings
+
+    def checkpoint_sig(self, chain: str, seq: int, mac: str) -> str:
+        return self._ring.audit_mac(f"checkpoint|{chain}|{seq}|{mac}".encode())
+
+    def _checkpoint_ok(self, chain: str, checkpoint: tuple[int, str], sig: str | None) -> bool:
+        try:
+            return sig == self.checkpoint_sig(chain, *checkpoint)
+        except CryptoError:
+            return False
+
+    def export(self, since: datetime, until: datetime) -> AsyncIterator[dict[str, Any]]:
+        return self._repo.export(since=since, until=until)
+
+    async def prune(self, retention_days: float, batch: int = 1000) -> int:
+        """Delete events older than the retention, a batch per transaction, leaving a signed
+        checkpoint per chain so what remains still verifies."""
+        return await self.prune_before(datetime.now(UTC) - timedelta(days=retention_days),
+                                       batch)
+
+    async def prune_before(self, cutoff: datetime, batch: int = 1000) -> int:
+        pruned = 0
+        while True:
+            rows = await self._repo.prune_candidates(cutoff, batch)
+            if not rows:
+                return pruned
+            tops: dict[str, dict] = {}
+            for row in rows:
+                chain = row["chain"]
+                if chain is not None and (chain not in tops or row["seq"] > tops[chain]["seq"]):
+                    tops[chain] = row
+            checkpoints = [{"chain": c, "seq": r["seq"], "mac": r["mac"],
+                            "sig": self.checkpoint_sig(c, r["seq"], r["mac"])}
+                           for c, r in tops.items()]
+            pruned += await self._repo.prune([r["id"] for r in rows], checkpoints)
+            if len(rows) < batch:
+                return pruned
+
+
+def present(event: dict[str, Any]) -> dict[str, Any]:
+    out = {k: event.get(k) for k in SHOWN}
+    at = out["at"]
+    if isinstance(at, datetime):
+        out["at"] = at.astimezone(UTC).isoformat()
+    return out
+
+
+class AuditPruner:
+    """Prunes past `VAULTGRAPH_AUDIT_RETENTION_DAYS` every `interval` seconds (like the expiry
+    sweeper: one guarded pass at a time; every replica may run one)."""
+
+    def __init__(self, audit_log: AuditLog, *, retention_days: float, interval: float):
+        self._log = audit_log
+        self._days = retention_days
+        self._interval = interval
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task | None = None
+
+    async def prune(self) -> int:
+        async with self._lock:
+            started = time.perf_counter()
+            pruned = await self._log.prune(self._days)
+        log.info("audit prune", extra={"pruned": pruned,
+                                       "ms": round((time.perf_counter() - started) * 1000, 2)})
+        return pruned
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            try:
+                await self.prune()
+            except Exception as exc:
+                log.warning("audit prune failed; trying again at the next interval",
+                            extra={"error": type(exc).__name__})
+
+    def start(self) -> None:
+        if self._interval > 0 and self._task is None:
+            self._task = asyncio.create_task(self._run(), name="audit-pruner")
+
+    async def stop(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

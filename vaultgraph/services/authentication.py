@@ -1,0 +1,68 @@
+"""Authentication: `SVC-API-KEY` → the calling application, with a short in-process cache.
+
+The cache holds a principal for `auth_cache_ttl` seconds (default 1 s), so a revoked key or a
+deleted application stops working within that time on every replica, and at once on the
+replica that handled the revocation (it clears its cache).
+
+A look-up that started before a revocation committed may finish after `invalidate` ran: it must
+not put the old principal back. Each `invalidate` bumps a generation, and a look-up caches its
+result only if the generation it started under is still current.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+
+import orjson
+
+from ..auth import apikeys
+from ..auth.principal import Principal
+from ..auth.rules import Rule
+from ..crypto import TenantKeyCache
+from ..errors import Unauthenticated
+from ..repository.auth import AuthRepository
+
+UNAUTHORIZED_DETAIL = "A valid API key is required in the SVC-API-KEY header."
+CACHE_LIMIT = 10_000
+
+
+class Authenticator:
+    def __init__(self, repo: AuthRepository, tenant_keys: TenantKeyCache, ttl: float):
+        self._repo = repo
+        self._tenant_keys = tenant_keys
+        self._ttl = ttl
+        self._cache: dict[str, tuple[float, Principal]] = {}
+        self._generation = 0
+
+    def invalidate(self) -> None:
+        self._generation += 1
+        self._cache.clear()
+
+    async def authenticate(self, key: str | None) -> Principal:
+        if not key or not apikeys.well_formed(key):
+            raise Unauthenticated(UNAUTHORIZED_DETAIL)
+        digest = apikeys.digest(key)
+        now = time.monotonic()
+        hit = self._cache.get(digest)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        generation = self._generation
+        owner = await self._repo.key_owner(digest)
+        if owner is None or not hmac.compare_digest(owner.digest, digest):
+            self._cache.pop(digest, None)
+            raise Unauthenticated(UNAUTHORIZED_DETAIL)
+        principal = Principal(
+            tenant_id=owner.tenant_id,
+            application_id=owner.application_id,
+            key_id=owner.key_id,
+            permissions=frozenset(owner.permissions),
+            rules=tuple(Rule.from_dict(r) for r in orjson.loads(owner.rules_json)),
+            keys=self._tenant_keys.get(owner.tenant["id"], owner.tenant),
+        )
+        if generation != self._generation:
+            return principal  # answered as of the read; never cached past an invalidation
+        if len(self._cache) > CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[digest] = (now + self._ttl, principal)
+        return principal

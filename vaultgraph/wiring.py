@@ -1,0 +1,109 @@
+"""Start-up wiring, written once: the HTTP app and the command line both open the service here.
+
+Resources open in order (catalog, key ring, driver, schema) and close in reverse; repositories
+and services are built on them and handed out as one `Services` object.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from .catalog import Catalog
+from .crypto import KeyRing, TenantKeyCache
+from .repository.applications import ApplicationRepository
+from .repository.audit import AuditRepository
+from .repository.auth import AuthRepository
+from .repository.database import Database
+from .repository.expiry import ExpiryRepository
+from .repository.graph import GraphRepository
+from .repository.tenants import TenantRepository
+from .repository.tokens import TokenRepository
+from .services.applications import ApplicationService
+from .services.audit import AuditLog, AuditPruner, AuditWriter
+from .services.authentication import Authenticator
+from .services.expiry import ExpirySweeper
+from .services.graph import GraphService
+from .services.health import Readiness
+from .services.rendering import Renderer
+from .services.tenants import TenantService
+from .services.tokens import TokenService
+from .settings import Settings
+
+log = logging.getLogger("vaultgraph")
+
+
+@dataclass
+class Services:
+    settings: Settings
+    database: Database
+    keyring: KeyRing | None
+    authenticator: Authenticator | None
+    tokens: TokenService
+    graph: GraphService
+    applications: ApplicationService
+    tenants: TenantService | None
+    readiness: Readiness
+    expiry: ExpirySweeper
+    audit_log: AuditLog
+    audit_writer: AuditWriter | None
+    audit_pruner: AuditPruner
+
+
+def connect(settings: Settings) -> Database:
+    return Database.connect(
+        settings.neo4j_uri, settings.neo4j_user, settings.resolved_neo4j_password(),
+        Catalog.load(settings.cypher_dir), settings.neo4j_database, settings.neo4j_pool_size)
+
+
+@asynccontextmanager
+async def open_services(settings: Settings, *, with_keys: bool = True,
+                        schema_required: bool = False) -> AsyncIterator[Services]:
+    """The service's parts over one driver. `with_keys`: load the key-encryption key ring
+    (token and tenant use cases need it; managing applications does not).
+    `schema_required`: fail when the schema cannot be applied now (the CLI) instead of leaving
+    it for readiness to retry (the server starts and answers 503 until Neo4j is back)."""
+    keyring = KeyRing.from_spec(settings.resolved_kek()) if with_keys else None
+    db = connect(settings)
+    renderer = Renderer(workers=settings.render_workers, budget=settings.render_budget)
+    try:
+        try:
+            await db.apply_schema()
+        except Exception as exc:
+            if schema_required:
+                raise
+            log.warning("schema not applied at start-up: database unavailable",
+                        extra={"error": type(exc).__name__})
+        authenticator = (Authenticator(AuthRepository(db), TenantKeyCache(keyring),
+                                       settings.auth_cache_ttl) if keyring else None)
+        tokens = TokenService(TokenRepository(db), settings, renderer)
+        audit_repo = AuditRepository(db)
+        audit_log = AuditLog(audit_repo, keyring)
+        writer = (AuditWriter(audit_repo, keyring, max_batch=settings.audit_batch_max,
+                              max_wait=settings.audit_batch_wait) if keyring else None)
+        yield Services(
+            settings=settings,
+            database=db,
+            keyring=keyring,
+            authenticator=authenticator,
+            tokens=tokens,
+            graph=GraphService(GraphRepository(db), tokens),
+            applications=ApplicationService(
+                ApplicationRepository(db),
+                on_access_changed=authenticator.invalidate if authenticator else lambda: None),
+            tenants=TenantService(TenantRepository(db), keyring) if keyring else None,
+            readiness=Readiness(db),
+            expiry=ExpirySweeper(ExpiryRepository(db), interval=settings.expiry_sweep_interval,
+                                 batch=settings.expiry_sweep_batch),
+            audit_log=audit_log,
+            audit_writer=writer,
+            audit_pruner=AuditPruner(audit_log, retention_days=settings.audit_retention_days,
+                                     interval=settings.audit_prune_interval),
+        )
+        if writer is not None:
+            await writer.stop()
+    finally:
+        renderer.close()
+        await db.close()
