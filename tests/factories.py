@@ -8,11 +8,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import shutil
+import socket
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.auth.apikeys import HEADER
 from vaultgraph.auth.permissions import TOKEN_PERMISSIONS
+from vaultgraph.neo4j_local import LocalNeo4j
+from vaultgraph.settings import Settings
 
 
 async def make_application(client, admin_headers, *, permissions: Iterable[str] = TOKEN_PERMISSIONS,
@@ -40,3 +46,29 @@ async def new_tenant(app, name: str = "test"):
 def database(app):
     """The app's own `Database` (the real Neo4j), for reading stored state directly."""
     return app[services_key].database
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now (so two suites on one machine never collide)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+PRIVATE_PASSWORD = "private-neo4j-password"
+
+
+@contextlib.contextmanager
+def private_neo4j(home: Path) -> Iterator[LocalNeo4j]:
+    """A second real Neo4j of the test's own (under `home`), so stopping it disturbs no other
+    test; it shares the suite's downloaded Neo4j jars."""
+    lib = Settings.from_env().home_path / "neo4j-lib"
+    neo = LocalNeo4j(home=home / "neo4j", lib_dir=lib, bolt_port=free_port(),
+                     http_port=free_port(), password=PRIVATE_PASSWORD, heap="256m",
+                     pagecache="32m")
+    neo.start()
+    try:
+        yield neo
+    finally:
+        neo.stop()
+        shutil.rmtree(home, ignore_errors=True)

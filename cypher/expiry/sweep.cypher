@@ -8,7 +8,9 @@
 //   is skipped, not deleted twice and not counted (an expired token cannot be un-expired: no
 //   request reaches it any more);
 // - a batch that fails (a deadlock with a request, say) is skipped, counted in `failed`, and its
-//   tokens are found again by the next sweep.
+//   tokens are found again by the next sweep;
+// - each swept token leaves its audit event (application "system") in the same inner transaction
+//   as its deletion, pending until the sweeper links the returned events into its chain.
 MATCH (t:Token)
 WHERE t.expires_at < datetime()
 CALL (t) {
@@ -25,6 +27,11 @@ CALL (t) {
   SET t = {tenant_id: t.tenant_id, id: t.id, type: t.type, created_by: t.created_by,
            created_at: t.created_at, deleted_at: datetime(), deleted_by: $actor,
            deleted_reason: $reason, merged_into: null}
-  RETURN t.id AS swept_id
+  CREATE (e:AuditEvent:PendingAuditEvent)
+  SET e = {id: randomUUID(), at: datetime(), tenant_id: t.tenant_id,
+           application_id: $event.application_id, operation: $event.operation,
+           trace_id: $event.trace_id, token_ids: [t.id], outcome: "success", status: 204,
+           reason: $reason, pending: true}
+  RETURN e {.*} AS event
 } IN TRANSACTIONS OF $batch ROWS ON ERROR CONTINUE REPORT STATUS AS status
-RETURN count(swept_id) AS swept, count(CASE WHEN NOT status.committed THEN 1 END) AS failed
+RETURN event, status.committed AS committed, status.transactionId AS batch

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import shutil
-import socket
 
 import pytest
+from factories import PRIVATE_PASSWORD, private_neo4j
 
 from vaultgraph.app import create_app
-from vaultgraph.neo4j_local import LocalNeo4j
-from vaultgraph.settings import Settings
 
 PROBLEM_KEYS = {"type", "title", "status", "detail"}
 
@@ -57,42 +54,27 @@ async def test_trace_id_is_generated_when_absent_or_malformed(client):
     assert len(generated) == 32
 
 
-def free_port() -> int:
-    """A loopback port nobody listens on now (so two suites on one machine never collide)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
-def private_neo4j(tmp_path_factory, settings):
-    """A second real Neo4j of our own, so stopping it disturbs no other test."""
-    lib = Settings.from_env().home_path / "neo4j-lib"
-    home = tmp_path_factory.mktemp("neo4j-ready")
-    bolt_port, http_port = free_port(), free_port()
-    neo = LocalNeo4j(home=home / "neo4j", lib_dir=lib, bolt_port=bolt_port, http_port=http_port,
-                     password="ready-test-password", heap="256m", pagecache="32m")
-    neo.start()
-    yield neo
-    neo.stop()
-    shutil.rmtree(home, ignore_errors=True)
+def private(tmp_path_factory):
+    with private_neo4j(tmp_path_factory.mktemp("neo4j-ready")) as neo:
+        yield neo
 
 
 async def test_ready_is_503_while_neo4j_is_down_and_recovers(aiohttp_client, settings,
-                                                             private_neo4j):
-    own = dataclasses.replace(settings, neo4j_uri=private_neo4j.uri,
-                              neo4j_password="ready-test-password")
+                                                             private):
+    own = dataclasses.replace(settings, neo4j_uri=private.uri,
+                              neo4j_password=PRIVATE_PASSWORD)
     client = await aiohttp_client(create_app(own))
     assert (await client.get("/ready")).status == 200
 
-    await asyncio.to_thread(private_neo4j.stop)
+    await asyncio.to_thread(private.stop)
     down = await client.get("/ready")
     assert down.status == 503
     assert down.content_type == "application/problem+json"
     assert down.headers["Retry-After"]
     body = await down.json()
     assert body["status"] == 503
-    assert "ready-test-password" not in await down.text()
+    assert PRIVATE_PASSWORD not in await down.text()
 
-    await asyncio.to_thread(private_neo4j.start)
+    await asyncio.to_thread(private.start)
     assert (await client.get("/ready")).status == 200

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from aiohttp import web
 from marshmallow import Schema, fields, validate
 
-from ..audit.event import OUTCOMES
+from ..audit.event import OUTCOMES, SYSTEM
 from ..audit.query import LogFilter
 from ..auth.permissions import ALL_PERMISSIONS, LOG_READ
 from ..errors import invalid
@@ -55,7 +55,11 @@ AuditEventPageSchema = _page(AuditEventSchema, "AuditEventPageSchema")
 
 class LogQuery(Schema):
     token_id = fields.String(metadata={"description": "Events that name this token."})
-    application_id = fields.String(metadata={"format": "uuid"})
+    application_id = fields.String(metadata={
+        "description": "An application id (a UUID), or `system` for the service's own work "
+                       "(expiry sweeps).",
+        "pattern": "^(system|[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
+                   "[0-9a-fA-F]{12})$"})
     operation = fields.String(validate=validate.OneOf(ALL_PERMISSIONS))
     outcome = fields.String(validate=validate.OneOf(OUTCOMES))
     start_date = fields.String(metadata={"format": "date-time"})
@@ -91,11 +95,11 @@ def log_filter(query) -> LogFilter:
         except ValueError as exc:
             raise invalid("token_id", str(exc)) from None
     application_id = query.get("application_id")
-    if application_id is not None:
+    if application_id is not None and application_id != SYSTEM:
         try:
             application_id = str(uuid.UUID(application_id))
         except ValueError:
-            raise invalid("application_id", "must be an application id (a UUID)") from None
+            raise invalid("application_id", "must be an application id (a UUID) or system") from None
     operation = query.get("operation")
     if operation is not None and operation not in ALL_PERMISSIONS:
         raise invalid("operation", "must be a permission, e.g. token:read")

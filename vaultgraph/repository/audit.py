@@ -37,7 +37,7 @@ class ChainInfo:
     checkpoint_sig: str | None
 
 
-def _event(props: Any) -> dict[str, Any]:
+def event_of(props: Any) -> dict[str, Any]:
     out = dict(props)
     at = out.get("at")
     if at is not None and hasattr(at, "to_native"):
@@ -62,7 +62,7 @@ class AuditRepository:
             application_id=where.application_id, operation=where.operation,
             outcome=where.outcome, since=where.since or BEGINNING, until=where.until or END,
             before_at=before[0], before_id=before[1], limit=limit)
-        return [_event(r["event"]) for r in records]
+        return [event_of(r["event"]) for r in records]
 
     async def chains(self) -> list[ChainInfo]:
         records = await self._db.read("audit/chains")
@@ -78,7 +78,7 @@ class AuditRepository:
             records = await self._db.read("audit/chain_events", chain=chain, after=after,
                                           limit=page)
             for r in records:
-                yield _event(r["event"])
+                yield event_of(r["event"])
             if len(records) < page:
                 return
             after = records[-1]["event"]["seq"]
@@ -93,7 +93,7 @@ class AuditRepository:
             records = await self._db.read("audit/export", since=since, until=until,
                                           after_at=after_at, after_id=after_id, limit=page)
             for r in records:
-                yield _event(r["event"])
+                yield event_of(r["event"])
             if len(records) < page:
                 return
             last = records[-1]["event"]

@@ -15,20 +15,26 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 
+from ..audit.event import SYSTEM
 from ..repository.expiry import ExpiryRepository
+from .audit import AuditWriter
 
 log = logging.getLogger(__name__)
 
 ACTOR = "expiry-sweeper"
 REASON = "expired"
+OPERATION = "token:delete"
 
 
 class ExpirySweeper:
     """Runs `sweep` every `interval` seconds in the background (0 or less: on demand only)."""
 
-    def __init__(self, repo: ExpiryRepository, *, interval: float, batch: int):
+    def __init__(self, repo: ExpiryRepository, *, interval: float, batch: int,
+                 audit: AuditWriter | None = None):
         self._repo = repo
+        self._audit = audit
         self._interval = interval
         self._batch = batch
         self._lock = asyncio.Lock()
@@ -43,13 +49,21 @@ class ExpirySweeper:
         """One pass, after any pass already under way in this process has finished."""
         async with self._lock:
             started = time.perf_counter()
-            result = await self._repo.sweep(batch=self._batch, actor=ACTOR, reason=REASON)
+            trace_id = uuid.uuid4().hex
+            result = await self._repo.sweep(
+                batch=self._batch, actor=ACTOR, reason=REASON,
+                event={"application_id": SYSTEM, "operation": OPERATION, "trace_id": trace_id})
+            # Each deletion's event committed with it; link them into this process's chain.
+            if self._audit is not None:
+                for event in result.events:
+                    event.pop("pending", None)
+                    self._audit.record_later(event)
         if result.failed:
             # Skipped batches are left for the next pass, which finds the same tokens again.
             log.warning("expiry sweep skipped tokens until the next run",
                         extra={"failed": result.failed})
         log.info("expiry sweep", extra={
-            "swept": result.swept, "ms": round((time.perf_counter() - started) * 1000, 2)})
+            "swept": result.swept, "trace_id": trace_id, "ms": round((time.perf_counter() - started) * 1000, 2)})
         return result.swept
 
     async def run(self) -> None:

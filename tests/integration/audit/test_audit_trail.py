@@ -345,3 +345,39 @@ async def test_every_log_statement_is_index_backed(client, statement):
     assert not operators & {"NodeByLabelScan", "AllNodesScan", "DirectedAllRelationshipsScan",
                             "UndirectedAllRelationshipsScan", "RelationshipTypeScan"}, operators
     assert any("Seek" in op or "IndexScan" in op for op in operators), operators
+
+
+# --- the service's own work and hostile input -------------------------------------------------
+
+async def test_the_expiry_sweeper_records_each_deletion_as_the_system(client, admin_headers,
+                                                                     tenant, auditor):
+    card = await create_card(client, admin_headers)
+    await cypher(client, "MATCH (t:Token {tenant_id: $t, id: $id}) "
+                         "SET t.expires_at = datetime() - duration('PT1S')",
+                 t=tenant.tenant_id, id=card["id"])
+    services = client.server.app[services_key]
+    assert await services.expiry.sweep() >= 1
+    await settle(client)
+    events = await logs(client, auditor, application_id="system")
+    assert [(e["operation"], e["token_ids"], e["outcome"], e["reason"], e["key_id"])
+            for e in events] == [("token:delete", [card["id"]], "success", "expired", None)]
+    # Committed with the deletion, then linked into this process's chain like any other event.
+    assert await cypher(client, "MATCH (e:PendingAuditEvent {tenant_id: $t}) RETURN e.id",
+                        t=tenant.tenant_id) == []
+    assert events[0]["id"] in {e["id"] for e in await chain_events(client)}
+    assert await verify_own_chain(client) == []
+
+
+async def test_hostile_headers_and_unparsable_bodies_still_leave_a_bounded_event(
+        client, admin_headers, tenant, auditor):
+    hostile_agent = "agent\t\u202e" + "A" * 6_000  # under the parser's 8 kB line limit
+    headers = {**admin_headers, "User-Agent": hostile_agent,
+               "traceparent": "00-" + "z" * 1_000 + "-01", "Content-Type": "application/json"}
+    resp = await client.post("/tokens", data=b'{"type": "card", "data": ', headers=headers)
+    assert resp.status == 400
+    trace_id = resp.headers["SVC-TRACE-ID"]
+    [event] = [e for e in await logs(client, auditor, outcome="invalid")
+               if e["trace_id"] == trace_id]
+    assert (event["route"], event["status"]) == ("POST /tokens", 400)
+    assert event["user_agent"].startswith("agent??AAA") and len(event["user_agent"]) == 256
+    assert "zzz" not in event["trace_id"] and len(event["trace_id"]) <= 64

@@ -1,0 +1,78 @@
+"""Neo4j going away under load (README "Audit"): nothing is acknowledged that was not recorded.
+
+A private Neo4j of the test's own is stopped while reads pour in; every 200 the clients got
+must have its event in the database once it is back, every other answer is a 503 without data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import uuid
+
+import pytest
+from factories import PRIVATE_PASSWORD, database, new_tenant, private_neo4j
+
+from vaultgraph.app import create_app
+
+CANARY = "4111111111111111"
+CLIENTS = 8
+
+
+@pytest.fixture
+def private(tmp_path_factory):
+    with private_neo4j(tmp_path_factory.mktemp("neo4j-audit")) as neo:
+        yield neo
+
+
+async def test_stopping_neo4j_under_load_acknowledges_nothing_unrecorded(
+        aiohttp_client, settings, private):
+    own = dataclasses.replace(settings, neo4j_uri=private.uri, neo4j_password=PRIVATE_PASSWORD,
+                              log_level="CRITICAL")
+    client = await aiohttp_client(create_app(own))
+    tenant = await new_tenant(client.server.app, "audit-faults")
+    headers = {"SVC-API-KEY": tenant.key}
+    resp = await client.post("/tokens", json={"type": "card", "data": {"number": CANARY}},
+                             headers=headers)
+    token_id = (await resp.json())["id"]
+
+    answers: list[tuple[str, int, bytes]] = []
+    stopping = asyncio.Event()
+
+    async def reads() -> None:
+        while not stopping.is_set():
+            trace = uuid.uuid4().hex
+            got = await client.get(f"/tokens/{token_id}",
+                                   headers={**headers, "SVC-TRACE-ID": trace})
+            answers.append((trace, got.status, await got.read()))
+
+    load = [asyncio.create_task(reads()) for _ in range(CLIENTS)]
+    while sum(1 for _, status, _ in answers if status == 200) < 50:
+        await asyncio.sleep(0.05)
+    await asyncio.to_thread(private.stop)
+    refused_after_stop = len(answers)
+    while sum(1 for _, status, _ in answers[refused_after_stop:] if status == 503) < 20:
+        await asyncio.sleep(0.05)
+    stopping.set()
+    _, pending = await asyncio.wait(load, timeout=60)
+    for task in pending:  # a request still waiting was never answered, so never acknowledged
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    await asyncio.to_thread(private.start)
+    db = database(client.server.app)
+    records, _, _ = await db.driver.execute_query(
+        "MATCH (e:AuditEvent {tenant_id: $t}) RETURN e.trace_id AS trace",
+        {"t": tenant.tenant_id}, database_=db.database)
+    recorded = {r["trace"] for r in records}
+
+    statuses = {status for _, status, _ in answers}
+    assert statuses <= {200, 503}, statuses
+    acknowledged = [trace for trace, status, _ in answers if status == 200]
+    assert len(acknowledged) >= 50
+    assert [t for t in acknowledged if t not in recorded] == []
+    refused = [body for _, status, body in answers if status == 503]
+    assert len(refused) >= 20
+    assert all(CANARY.encode() not in body for body in refused)
