@@ -18,9 +18,12 @@ from pathlib import Path
 from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
+from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.repository.database import Database
+from vaultgraph.repository.tokens import TokenFilter
+from vaultgraph.services.audit import AuditWriter
 from vaultgraph.services.tokens import meta_kvs
-from vaultgraph.settings import PROJECT_ROOT
+from vaultgraph.settings import PROJECT_ROOT, Settings
 
 from . import profile, report
 from .config import RESULTS, BenchConfig
@@ -28,7 +31,7 @@ from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_t
 from .environment import Service, machine, new_kek, say, start_neo4j
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
 from .stats import Result, ratio
-from .workloads import WORKLOADS, Context, Request, Workload
+from .workloads import WORKLOADS, Context, Request, Workload, audited
 
 
 def _git(*args: str) -> str | None:
@@ -74,6 +77,7 @@ class Bench:
         self.ids: list[str] = []
         self.loadgen = None
         self.warmed = False
+        self.audit: AuditWriter | None = None
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -86,7 +90,12 @@ class Bench:
         self.db = Database.connect(self.neo.uri, "neo4j", self.neo.resolve_password(), catalog,
                                    "neo4j")
         await self.db.apply_schema()
-        self.tenant = await create_bench_tenant(self.db, KeyRing.from_spec(self.kek))
+        ring = KeyRing.from_spec(self.kek)
+        self.tenant = await create_bench_tenant(self.db, ring)
+        defaults = Settings()
+        self.audit = AuditWriter(AuditRepository(self.db), ring,
+                                 max_batch=defaults.audit_batch_max,
+                                 max_wait=defaults.audit_batch_wait)
         self.service = Service(cfg, neo, self.kek)
         self.service.start()
         if wrk:
@@ -112,9 +121,9 @@ class Bench:
         ctx = self.context()
         tenant_id = self.tenant.tenant_id
         node = await ctx.tokens.get(tenant_id=tenant_id, id=self.ids[-1], prefixes=["/"])
-        page = await ctx.tokens.list(
-            "tokens/list_by_metadata", tenant_id=tenant_id, prefixes=["/"], after="", limit=51,
-            ids=None, types=None, meta_kvs=meta_kvs({"customer_id": customer(0)}))
+        page = await ctx.tokens.page(
+            tenant_id=tenant_id, prefixes=["/"], after="", limit=51,
+            where=TokenFilter(meta_kvs=tuple(meta_kvs({"customer_id": customer(0)}))))
         want = min(PER_CUSTOMER, len(self.ids))
         if node is None or len(page) < want:
             raise RuntimeError(
@@ -123,13 +132,16 @@ class Bench:
                 "bench/cypher/load_tokens.cypher to the shape cypher/tokens/create.cypher writes")
 
     async def teardown(self) -> None:
+        if self.audit is not None:
+            await self.audit.stop()
         if self.db is not None:
             await self.db.close()
         if self.service is not None:
             self.service.stop()
 
     def context(self) -> Context:
-        return Context(self.tenant, self.ids, self.db.catalog, self.db.driver)
+        return Context(self.tenant, self.ids, self.db.catalog, self.db.driver,
+                       audit=self.audit)
 
     # -- one workload ---------------------------------------------------------------------
 
@@ -150,7 +162,7 @@ class Bench:
         cfg = self.cfg
 
         async def op(item):
-            await w.bare(ctx, item)
+            await audited(ctx, w.http(item), w.bare(ctx, item))
 
         if cfg.warmup > 0:
             await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.warmup)

@@ -8,14 +8,17 @@ import random
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import neo4j
 import orjson
 from neo4j import AsyncDriver
 
+from vaultgraph.audit import context as audit_context
 from vaultgraph.catalog import Catalog
-from vaultgraph.repository.database import Transaction
+from vaultgraph.repository.database import Transaction, audited_text
 from vaultgraph.repository.graph import GraphRepository
 from vaultgraph.repository.tokens import TokenFilter, TokenRepository
 from vaultgraph.services import expiry
@@ -55,6 +58,13 @@ class Context:
     database: str = "neo4j"
     counter: int = 10_000_000    # numbers for new cards, past the loaded ones
     prefixes: list[str] = field(default_factory=lambda: ["/"])  # the bench app's one rule
+    audit: Any = None            # the bare side's AuditWriter: the same event writes as the service
+
+    @property
+    def principal(self) -> SimpleNamespace:
+        """Who the bare side's audit events name: the bench application."""
+        return SimpleNamespace(tenant_id=self.tenant.tenant_id,
+                               application_id=self.tenant.app_id, key_id=self.tenant.app_id)
 
     def next_number(self) -> int:
         self.counter += 1
@@ -89,14 +99,48 @@ class BareDriver:
 
     async def _run(self, name: str, params: dict, mode: str) -> list:
         ctx = self.ctx
+        text = ctx.catalog[name]
+        event = audit_context.write_event() if mode == neo4j.WRITE_ACCESS else None
+        if event is not None:  # as the service's Database: the write creates its own event
+            text, params = audited_text(text), {**params, "audit": event}
         async with ctx.driver.session(database=ctx.database, default_access_mode=mode) as s:
-            result = await s.run(ctx.catalog[name], params)
-            return [record async for record in result]
+            result = await s.run(text, params)
+            records = [record async for record in result]
+        if event is not None:
+            audit_context.written()
+        return records
 
     async def transaction(self, work) -> Any:
         ctx = self.ctx
+        event = audit_context.write_event()
         async with ctx.driver.session(database=ctx.database) as session:
-            return await session.execute_write(lambda tx: work(Transaction(tx, ctx.catalog)))
+            result = await session.execute_write(
+                lambda tx: work(Transaction(tx, ctx.catalog, event)))
+        if event is not None:
+            audit_context.written()
+        return result
+
+
+async def audited(ctx: Context, request: Request, work: Awaitable[None]) -> None:
+    """The bare side's share of the audit trail, the database work the service's audit
+    middleware causes: a write's event created by its own statement and linked into the chain
+    afterwards; any other event group-committed before the answer."""
+    note = audit_context.AuditNote(id=str(uuid.uuid4()), at=datetime.now(UTC),
+                                   operation="token:read", route=f"{request.method} /tokens",
+                                   trace_id=uuid.uuid4().hex)
+    note.principal = ctx.principal
+    token = audit_context.current.set(note)
+    try:
+        await work
+    finally:
+        audit_context.current.reset(token)
+    event = {**note.skeleton(), "status": 200, "transform": "mask" if note.transforms else None,
+             "client_ip": "127.0.0.1", "user_agent": "bench"}
+    event.pop("pending")
+    if note.persisted:
+        ctx.audit.record_later(event)
+    else:
+        await ctx.audit.record(event)
 
 
 @dataclass(frozen=True)
@@ -121,6 +165,7 @@ def _props(ctx: Context, token_id: str, data: dict, metadata: dict) -> dict:
 
 
 def _decrypt(ctx: Context, node: StoredToken) -> None:
+    audit_context.note_tokens([node.id], "mask")  # as the service notes what it renders
     keys = ctx.tenant.keys
     for name in ("data", "mask"):
         if node.ciphertext(name):
@@ -129,6 +174,7 @@ def _decrypt(ctx: Context, node: StoredToken) -> None:
 
 async def _bare_create(ctx: Context, body: dict, parent_id: str | None = None) -> None:
     token_id = str(uuid.uuid4())
+    audit_context.note_tokens([token_id] + ([parent_id] if parent_id else []))
     props = _props(ctx, token_id, body["data"], body["metadata"])
     props["created_by"] = ctx.tenant.app_id
     created = await ctx.tokens.create(
@@ -214,6 +260,7 @@ def _update_http(item):
 
 async def _bare_update(ctx, item):
     token_id, patch = item
+    audit_context.note_tokens([token_id])
     keys, tenant_id = ctx.tenant.keys, ctx.tenant.tenant_id
 
     repo = ctx.tokens
@@ -250,6 +297,7 @@ def _associate_http(item):
 
 async def _bare_associate(ctx, item):
     parent, child = item
+    audit_context.note_tokens([parent, child])
     link = await ctx.graph.link(tenant_id=ctx.tenant.tenant_id, parent_id=parent,
                                 child_id=child, prefixes=ctx.prefixes)
     if link is None:

@@ -2,10 +2,17 @@
 
 Code asks for a statement by name (`catalog["tokens/create"]`); an unknown name fails at once.
 Values always travel as `$parameters`; nothing here builds query text from input.
+
+Fragments (`cypher/fragments/<name>.cypher`) are predicates several statements share, such as
+which tokens a caller may see. A statement writes `@visible(t)` or `@in_prefixes(p,
+parent_prefixes)`; loading replaces the marker with the fragment's text, `{node}` becoming the
+statement's variable and `{prefixes}` the parameter's name (default `prefixes`). Both are
+written in our own files, never taken from a request: the result is as static as the rest.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from neo4j import Query
@@ -19,10 +26,12 @@ class Catalog:
     @classmethod
     def load(cls, directory: str | Path) -> Catalog:
         root = Path(directory)
-        statements = {
-            path.relative_to(root).with_suffix("").as_posix(): path.read_text()
-            for path in sorted(root.rglob("*.cypher"))
-        }
+        files = {path.relative_to(root).with_suffix("").as_posix(): path.read_text()
+                 for path in sorted(root.rglob("*.cypher"))}
+        fragments = {name.removeprefix(FRAGMENTS): _code(text) for name, text in files.items()
+                     if name.startswith(FRAGMENTS)}
+        statements = {name: expand(text, fragments) for name, text in files.items()
+                      if not name.startswith(FRAGMENTS)}
         if not statements:
             raise FileNotFoundError(f"no .cypher files under {root}")
         return cls(statements)
@@ -50,3 +59,29 @@ class Catalog:
                 if not ln.strip().startswith("//"))
             out.extend(stmt.strip() for stmt in text.split(";") if stmt.strip())
         return out
+
+
+FRAGMENTS = "fragments/"
+_MARKER = re.compile(r"@(\w+)\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)")
+
+
+def _code(text: str) -> str:
+    """A fragment without its comment lines, on one line."""
+    return " ".join(ln.strip() for ln in text.splitlines()
+                    if ln.strip() and not ln.strip().startswith("//"))
+
+
+def expand(text: str, fragments: dict[str, str], depth: int = 0) -> str:
+    """`text` with every `@fragment(node[, param])` marker outside comments replaced."""
+    if depth > 4:
+        raise ValueError("Cypher fragments nest too deeply")
+
+    def replace(match: re.Match) -> str:
+        name, node, param = match.group(1), match.group(2), match.group(3) or "prefixes"
+        if name not in fragments:
+            raise KeyError(f"no Cypher fragment named {name!r} (cypher/fragments/{name}.cypher)")
+        body = fragments[name].replace("{node}", node).replace("{prefixes}", param)
+        return expand(body, fragments, depth + 1)
+
+    return "\n".join(ln if ln.lstrip().startswith("//") else _MARKER.sub(replace, ln)
+                     for ln in text.split("\n"))

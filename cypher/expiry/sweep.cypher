@@ -2,6 +2,8 @@
 // self-loops, hence DISTINCT) and links go; the node becomes a :DeletedToken audit reference
 // (deleted_reason $reason, deleted_by $actor).
 // - found through the token_expires_at range index (`expires_at < now` is a range seek);
+// - at most $limit tokens per statement (the sweeper runs it again while it finds that many), so
+//   one statement stays well inside the server's transaction timeout whatever the backlog;
 // - $batch rows per inner transaction: memory and lock time stay bounded whatever the backlog,
 //   and each batch commits on its own (IN TRANSACTIONS needs an auto-commit statement);
 // - each token's label is re-read under its write lock: one already swept by another replica
@@ -13,6 +15,7 @@
 //   as its deletion, pending until the sweeper links the returned events into its chain.
 MATCH (t:Token)
 WHERE t.expires_at < datetime()
+WITH t LIMIT $limit
 CALL (t) {
   SET t._lock = true
   REMOVE t._lock

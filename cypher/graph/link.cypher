@@ -3,15 +3,12 @@
 // existence check that follows runs under those locks, so of N concurrent identical calls exactly
 // one sees no edge, MERGE creates one edge, and that caller alone gets `created`.
 // No row: either end is unknown, expired, unreadable or in another tenant (all answer 404).
-// Live = NOT coalesce(expires_at <= now, false): the `IS NULL OR > now` form lets the planner
-// union a range scan of every future-expiring token (all tenants) into a unique-id lookup.
+// @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
 MATCH (p:Token {tenant_id: $tenant_id, id: $parent_id})
-WHERE NOT coalesce(p.expires_at <= datetime(), false)
-  AND any(c IN p.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+WHERE @visible(p)
 MATCH (c:Token {tenant_id: $tenant_id, id: $child_id})
 WHERE c <> p
-  AND NOT coalesce(c.expires_at <= datetime(), false)
-  AND any(x IN c.containers WHERE any(pre IN $prefixes WHERE x STARTS WITH pre))
+  AND @visible(c)
 CALL (p, c) {
   UNWIND CASE WHEN p.id < c.id THEN [p, c] ELSE [c, p] END AS n
   SET n._lock = true

@@ -11,11 +11,9 @@
 // - the last block adds no token: it only picks up the links among the tokens already found.
 // The direction is a predicate on an undirected expansion, so one statement serves all three.
 // No row: the root is unknown, expired, unreadable or in another tenant (404).
-// Live = NOT coalesce(expires_at <= now, false): the `IS NULL OR > now` form lets the planner
-// union a range scan of every future-expiring token (all tenants) into a unique-id lookup.
+// @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
 MATCH (root:Token {tenant_id: $tenant_id, id: $id})
-WHERE NOT coalesce(root.expires_at <= datetime(), false)
-  AND any(c IN root.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+WHERE @visible(root)
 WITH [root] AS seen, [root] AS frontier, [] AS rels, false AS capped
 // Level 1.
 WITH seen, frontier, rels, capped, $depth >= 1 AND size(seen) <= $max_nodes AS grow
@@ -25,8 +23,7 @@ CALL (seen, frontier, grow) {
   WHERE (grow OR n IN seen)
     AND ($direction = 'both' OR startNode(r) = CASE $direction WHEN 'children' THEN f ELSE n END)
     AND n.tenant_id = $tenant_id
-    AND NOT coalesce(n.expires_at <= datetime(), false)
-    AND any(c IN n.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+    AND @visible(n)
   WITH r, n LIMIT $max_links + 1
   WITH collect(r) AS found, collect(DISTINCT n) AS reached
   RETURN found, [x IN reached WHERE NOT x IN seen] AS new
@@ -41,8 +38,7 @@ CALL (seen, frontier, grow) {
   WHERE (grow OR n IN seen)
     AND ($direction = 'both' OR startNode(r) = CASE $direction WHEN 'children' THEN f ELSE n END)
     AND n.tenant_id = $tenant_id
-    AND NOT coalesce(n.expires_at <= datetime(), false)
-    AND any(c IN n.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+    AND @visible(n)
   WITH r, n LIMIT $max_links + 1
   WITH collect(r) AS found, collect(DISTINCT n) AS reached
   RETURN found, [x IN reached WHERE NOT x IN seen] AS new
@@ -57,8 +53,7 @@ CALL (seen, frontier, grow) {
   WHERE (grow OR n IN seen)
     AND ($direction = 'both' OR startNode(r) = CASE $direction WHEN 'children' THEN f ELSE n END)
     AND n.tenant_id = $tenant_id
-    AND NOT coalesce(n.expires_at <= datetime(), false)
-    AND any(c IN n.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+    AND @visible(n)
   WITH r, n LIMIT $max_links + 1
   WITH collect(r) AS found, collect(DISTINCT n) AS reached
   RETURN found, [x IN reached WHERE NOT x IN seen] AS new
@@ -73,8 +68,7 @@ CALL (seen, frontier, grow) {
   WHERE (grow OR n IN seen)
     AND ($direction = 'both' OR startNode(r) = CASE $direction WHEN 'children' THEN f ELSE n END)
     AND n.tenant_id = $tenant_id
-    AND NOT coalesce(n.expires_at <= datetime(), false)
-    AND any(c IN n.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+    AND @visible(n)
   WITH r, n LIMIT $max_links + 1
   WITH collect(r) AS found, collect(DISTINCT n) AS reached
   RETURN found, [x IN reached WHERE NOT x IN seen] AS new
@@ -89,8 +83,7 @@ CALL (seen, frontier, grow) {
   WHERE (grow OR n IN seen)
     AND ($direction = 'both' OR startNode(r) = CASE $direction WHEN 'children' THEN f ELSE n END)
     AND n.tenant_id = $tenant_id
-    AND NOT coalesce(n.expires_at <= datetime(), false)
-    AND any(c IN n.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+    AND @visible(n)
   WITH r, n LIMIT $max_links + 1
   WITH collect(r) AS found, collect(DISTINCT n) AS reached
   RETURN found, [x IN reached WHERE NOT x IN seen] AS new
@@ -105,8 +98,7 @@ CALL (seen, frontier, grow) {
   WHERE (grow OR n IN seen)
     AND ($direction = 'both' OR startNode(r) = CASE $direction WHEN 'children' THEN f ELSE n END)
     AND n.tenant_id = $tenant_id
-    AND NOT coalesce(n.expires_at <= datetime(), false)
-    AND any(c IN n.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+    AND @visible(n)
   WITH r, n LIMIT $max_links + 1
   WITH collect(r) AS found, collect(DISTINCT n) AS reached
   RETURN found, [x IN reached WHERE NOT x IN seen] AS new

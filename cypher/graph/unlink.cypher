@@ -2,15 +2,12 @@
 // Both nodes are locked in id order before the link is looked up, so of two racing unlinks one
 // removes the edge and the other finds none (a clean 404, never an error on a vanished edge).
 // No row: either end is unknown, expired, outside the caller's rules or in another tenant.
-// Live = NOT coalesce(expires_at <= now, false): the `IS NULL OR > now` form lets the planner
-// union a range scan of every future-expiring token (all tenants) into a unique-id lookup.
+// @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
 MATCH (p:Token {tenant_id: $tenant_id, id: $parent_id})
-WHERE NOT coalesce(p.expires_at <= datetime(), false)
-  AND any(c IN p.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+WHERE @visible(p)
 MATCH (c:Token {tenant_id: $tenant_id, id: $child_id})
 WHERE c <> p
-  AND NOT coalesce(c.expires_at <= datetime(), false)
-  AND any(x IN c.containers WHERE any(pre IN $prefixes WHERE x STARTS WITH pre))
+  AND @visible(c)
 CALL (p, c) {
   UNWIND CASE WHEN p.id < c.id THEN [p, c] ELSE [c, p] END AS n
   SET n._lock = true

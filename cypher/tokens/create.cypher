@@ -6,10 +6,9 @@
 // exactly as the sweeper retires it: expired tokens are gone to callers, so their ids are free
 // (a 409 would tell that the expired token exists).
 // Metadata entries are HAS_META self-loops (see tokens/list_by_metadata).
-// Live = NOT coalesce(expires_at <= now, false): see tokens/list.
+// @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
 OPTIONAL MATCH (p:Token {tenant_id: $tenant_id, id: $parent_id})
-  WHERE NOT coalesce(p.expires_at <= datetime(), false)
-    AND any(c IN p.containers WHERE any(pre IN $parent_prefixes WHERE c STARTS WITH pre))
+  WHERE @visible(p, parent_prefixes)
 WITH p WHERE $parent_id IS NULL OR p IS NOT NULL
 CALL (p) {
   WITH p WHERE $dedup
@@ -18,7 +17,7 @@ CALL (p) {
   WITH l
   OPTIONAL MATCH (e:Token {tenant_id: $tenant_id, type: $props.type,
                            fingerprint: $props.fingerprint})
-    WHERE NOT coalesce(e.expires_at <= datetime(), false)
+    WHERE @live(e)
   WITH e ORDER BY e.created_at LIMIT 1
   RETURN e AS existing
   UNION
@@ -52,7 +51,7 @@ WITH p, existing, coalesce(existing, created) AS t
 // Under a parent, the child is linked; a dedup match is linked too when the caller could link
 // it by hand (it may read it), and never to itself.
 FOREACH (_ IN CASE WHEN p IS NOT NULL AND t IS NOT NULL AND p <> t AND (existing IS NULL
-    OR any(c IN t.containers WHERE any(pre IN $parent_prefixes WHERE c STARTS WITH pre)))
+    OR @in_prefixes(t, parent_prefixes))
   THEN [1] ELSE [] END |
   MERGE (p)-[r:PARENT_OF]->(t) ON CREATE SET r.created_at = datetime())
 WITH t, existing IS NOT NULL AS deduplicated

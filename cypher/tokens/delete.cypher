@@ -1,9 +1,8 @@
 // Delete a live token the caller may delete: its data, metadata entries and links go, an audit
 // reference stays (label :DeletedToken, so the id may be reused by a new token).
-// Live = NOT coalesce(expires_at <= now, false): see tokens/list.
+// @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
 MATCH (t:Token {tenant_id: $tenant_id, id: $id})
-WHERE NOT coalesce(t.expires_at <= datetime(), false)
-  AND any(c IN t.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+WHERE @visible(t)
 CALL (t) {
   MATCH (t)-[r]-()
   WITH DISTINCT r

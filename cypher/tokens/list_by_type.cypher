@@ -1,13 +1,12 @@
 // A page of tokens by type: per requested type (each once), a range seek on the
 // (tenant_id, type, id) index read in index order and cut at the page size; the merge of those
 // short runs is the page. A page reads at most `limit` tokens per type, however many exist.
-// Live = NOT coalesce(expires_at <= now, false): see tokens/list.
+// @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
 UNWIND $types AS wanted
 CALL (wanted) {
   MATCH (t:Token)
   WHERE t.tenant_id = $tenant_id AND t.type = wanted AND t.id > $after
-    AND NOT coalesce(t.expires_at <= datetime(), false)
-    AND any(c IN t.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+    AND @visible(t)
   WITH t ORDER BY t.tenant_id, t.type, t.id
   LIMIT $limit
   RETURN t

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultgraph.catalog import Catalog
+from vaultgraph.catalog import Catalog, expand
 from vaultgraph.settings import PROJECT_ROOT
 
 CODE = PROJECT_ROOT / "vaultgraph"
@@ -66,3 +66,45 @@ def test_cypher_files_carry_a_comment_saying_why():
     bare = [str(p.relative_to(root)) for p in root.rglob("*.cypher")
             if not p.read_text().lstrip().startswith("//")]
     assert bare == []
+
+
+# -- fragments: the visibility predicate is written once -----------------------------------------
+
+RAW = {p.relative_to(PROJECT_ROOT / "cypher").as_posix(): p.read_text()
+       for p in (PROJECT_ROOT / "cypher").rglob("*.cypher")}
+
+
+def code_lines(text: str) -> str:
+    return "\n".join(ln for ln in text.splitlines() if not ln.strip().startswith("//"))
+
+
+def test_the_visibility_predicate_is_spelled_only_in_its_fragments():
+    spelled = re.compile(r"NOT coalesce\(\w+\.expires_at|\.containers WHERE any\(")
+    offenders = [name for name, text in RAW.items()
+                 if not name.startswith("fragments/") and spelled.search(code_lines(text))]
+    assert offenders == []
+
+
+def test_every_statement_that_finds_tokens_for_a_caller_uses_the_fragment():
+    statements = {n: code_lines(t) for n, t in RAW.items()
+                  if not n.startswith(("fragments/", "schema/"))}
+    marked = [n for n, text in statements.items() if re.search(r"@(visible|in_prefixes)\(", text)]
+    assert len(marked) >= 13
+    # A statement that names the caller's prefixes any other way would bypass the fragment.
+    assert [n for n, text in statements.items()
+            if "prefixes" in text and n not in marked] == []
+
+
+def test_fragments_expand_to_static_text_with_the_statements_names(catalog):
+    get = catalog.text("tokens/get")
+    assert "@" not in code_lines(get)
+    assert ("NOT coalesce(t.expires_at <= datetime(), false) AND any(container_ IN "
+            "t.containers WHERE any(prefix_ IN $prefixes WHERE") in get
+    create = catalog.text("tokens/create")
+    assert "any(prefix_ IN $parent_prefixes" in create and "$prefixes" not in create
+    assert not any(n.startswith("fragments/") for n in catalog.names())
+
+
+def test_an_unknown_fragment_fails_at_load():
+    with pytest.raises(KeyError, match="no_such"):
+        expand("MATCH (t) WHERE @no_such(t) RETURN t", {})

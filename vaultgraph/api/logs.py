@@ -99,7 +99,8 @@ def log_filter(query) -> LogFilter:
         try:
             application_id = str(uuid.UUID(application_id))
         except ValueError:
-            raise invalid("application_id", "must be an application id (a UUID) or system") from None
+            raise invalid("application_id",
+                          "must be an application id (a UUID) or system") from None
     operation = query.get("operation")
     if operation is not None and operation not in ALL_PERMISSIONS:
         raise invalid("operation", "must be a permission, e.g. token:read")

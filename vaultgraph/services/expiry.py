@@ -50,21 +50,28 @@ class ExpirySweeper:
         async with self._lock:
             started = time.perf_counter()
             trace_id = uuid.uuid4().hex
-            result = await self._repo.sweep(
-                batch=self._batch, actor=ACTOR, reason=REASON,
-                event={"application_id": SYSTEM, "operation": OPERATION, "trace_id": trace_id})
-            # Each deletion's event committed with it; link them into this process's chain.
-            if self._audit is not None:
-                for event in result.events:
-                    event.pop("pending", None)
-                    self._audit.record_later(event)
-        if result.failed:
+            swept = failed = 0
+            while True:  # each statement takes a bounded share of the backlog
+                result = await self._repo.sweep(
+                    batch=self._batch, actor=ACTOR, reason=REASON,
+                    event={"application_id": SYSTEM, "operation": OPERATION,
+                           "trace_id": trace_id})
+                # Each deletion's event committed with it; link them into this chain.
+                if self._audit is not None:
+                    for event in result.events:
+                        event.pop("pending", None)
+                        self._audit.record_later(event)
+                swept, failed = swept + result.swept, failed + result.failed
+                if result.complete or result.failed:
+                    break
+        if failed:
             # Skipped batches are left for the next pass, which finds the same tokens again.
             log.warning("expiry sweep skipped tokens until the next run",
-                        extra={"failed": result.failed})
+                        extra={"failed": failed})
         log.info("expiry sweep", extra={
-            "swept": result.swept, "trace_id": trace_id, "ms": round((time.perf_counter() - started) * 1000, 2)})
-        return result.swept
+            "swept": swept, "trace_id": trace_id,
+            "ms": round((time.perf_counter() - started) * 1000, 2)})
+        return swept
 
     async def run(self) -> None:
         """Sweep every interval until cancelled; a failed pass is logged and tried again."""

@@ -38,7 +38,8 @@ async def test_stopping_neo4j_under_load_acknowledges_nothing_unrecorded(
     token_id = (await resp.json())["id"]
 
     answers: list[tuple[str, int, bytes]] = []
-    stopping = asyncio.Event()
+    counts = {200: 0, 503: 0}
+    served, refused_enough, stopping = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def reads() -> None:
         while not stopping.is_set():
@@ -46,14 +47,16 @@ async def test_stopping_neo4j_under_load_acknowledges_nothing_unrecorded(
             got = await client.get(f"/tokens/{token_id}",
                                    headers={**headers, "SVC-TRACE-ID": trace})
             answers.append((trace, got.status, await got.read()))
+            counts[got.status] = counts.get(got.status, 0) + 1
+            if counts[200] >= 50:
+                served.set()
+            if counts[503] >= 20:
+                refused_enough.set()
 
     load = [asyncio.create_task(reads()) for _ in range(CLIENTS)]
-    while sum(1 for _, status, _ in answers if status == 200) < 50:
-        await asyncio.sleep(0.05)
+    await asyncio.wait_for(served.wait(), 120)
     await asyncio.to_thread(private.stop)
-    refused_after_stop = len(answers)
-    while sum(1 for _, status, _ in answers[refused_after_stop:] if status == 503) < 20:
-        await asyncio.sleep(0.05)
+    await asyncio.wait_for(refused_enough.wait(), 120)
     stopping.set()
     _, pending = await asyncio.wait(load, timeout=60)
     for task in pending:  # a request still waiting was never answered, so never acknowledged

@@ -1,0 +1,120 @@
+"""How much an audit event costs on disk (README "Audit", storage): writes events shaped like
+the service's through the real AuditWriter into a fresh Neo4j of its own, checkpoints, and
+divides the store's growth by the number of events.
+
+    .venv/bin/python -m bench.audit_storage            # 100,000 events
+    BENCH_AUDIT_EVENTS=20000 .venv/bin/python -m bench.audit_storage
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from vaultgraph.catalog import Catalog
+from vaultgraph.crypto import KeyRing
+from vaultgraph.neo4j_local import LocalNeo4j
+from vaultgraph.repository.audit import AuditRepository
+from vaultgraph.repository.database import Database
+from vaultgraph.services.audit import AuditWriter
+from vaultgraph.settings import PROJECT_ROOT, Settings
+
+from .environment import new_kek, say
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _event(tenant: str, application: str, key: str) -> dict:
+    """A get's event as the audit middleware writes it: one token, masked, a browser-sized
+    user agent."""
+    return {
+        "id": str(uuid.uuid4()), "at": datetime.now(UTC), "tenant_id": tenant,
+        "application_id": application, "key_id": key, "operation": "token:read",
+        "route": "GET /tokens/{id}", "token_ids": [str(uuid.uuid4())], "outcome": "success",
+        "status": 200, "transform": "mask", "transform_counts": None,
+        "trace_id": uuid.uuid4().hex, "client_ip": "10.0.12.34",
+        "user_agent": "python-httpx/0.28.1", "reason": None,
+    }
+
+
+async def _connect(neo: LocalNeo4j) -> Database:
+    return Database.connect(neo.uri, "neo4j", neo.resolve_password(),
+                            Catalog.load(PROJECT_ROOT / "cypher"), "neo4j")
+
+
+async def schema(neo: LocalNeo4j) -> None:
+    db = await _connect(neo)
+    try:
+        await db.apply_schema()
+    finally:
+        await db.close()
+
+
+async def write(neo: LocalNeo4j, events: int) -> dict:
+    db = await _connect(neo)
+    try:
+        defaults = Settings()
+        writer = AuditWriter(AuditRepository(db), KeyRing.from_spec(new_kek()),
+                             max_batch=defaults.audit_batch_max,
+                             max_wait=defaults.audit_batch_wait)
+        tenant, application, key = (str(uuid.uuid4()) for _ in range(3))
+        began = time.monotonic()
+        step = 1_000
+        for done in range(0, events, step):
+            await asyncio.gather(*(writer.record(_event(tenant, application, key))
+                                   for _ in range(min(step, events - done))))
+            if (done // step) % 10 == 9:
+                say(f"{done + step:,} / {events:,} events")
+        seconds = time.monotonic() - began
+        await writer.stop()
+        return {"write_seconds": round(seconds, 1),
+                "events_per_second_one_writer": round(events / seconds)}
+    finally:
+        await db.close()
+
+
+def main() -> int:
+    events = int(os.environ.get("BENCH_AUDIT_EVENTS", "100000"))
+    home = Path(tempfile.mkdtemp(prefix="vaultgraph-audit-storage-"))
+    lib = Settings.from_env().home_path / "neo4j-lib"
+    neo = LocalNeo4j(home=home / "neo4j", lib_dir=lib, bolt_port=_port(), http_port=_port(),
+                     password="audit-storage", heap="512m", pagecache="256m")
+    # Community Neo4j has no db.checkpoint(): a clean stop checkpoints the store, so each size
+    # is taken with the server stopped.
+    store = neo.home / "data" / "databases" / "neo4j"
+    try:
+        neo.start()
+        asyncio.run(schema(neo))
+        neo.stop()
+        before = _size(store)
+        neo.start()
+        result = asyncio.run(write(neo, events))
+        neo.stop()
+        after = _size(store)
+    finally:
+        neo.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    result.update(events=events, store_bytes_before=before, store_bytes_after=after,
+                  bytes_per_event=round((after - before) / events, 1))
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
