@@ -16,6 +16,7 @@ import contextlib
 import logging
 import time
 
+from .. import metrics
 from ..repository.expiry import ExpiryRepository
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,16 @@ class ExpirySweeper:
         """One pass, after any pass already under way in this process has finished."""
         async with self._lock:
             started = time.perf_counter()
-            result = await self._repo.sweep(batch=self._batch, actor=ACTOR, reason=REASON)
+            try:
+                result = await self._repo.sweep(batch=self._batch, actor=ACTOR, reason=REASON)
+            except Exception:
+                metrics.SWEEPS.labels("error").inc()
+                raise
+            finally:
+                metrics.SWEEP_DURATION.observe(time.perf_counter() - started)
+        metrics.SWEEPS.labels("ok").inc()
+        metrics.SWEPT.inc(result.swept)
+        metrics.SWEEP_SKIPPED.inc(result.failed)
         if result.failed:
             # Skipped batches are left for the next pass, which finds the same tokens again.
             log.warning("expiry sweep skipped tokens until the next run",
