@@ -40,3 +40,19 @@ async def new_tenant(app, name: str = "test"):
 def database(app):
     """The app's own `Database` (the real Neo4j), for reading stored state directly."""
     return app[services_key].database
+
+
+def service_env(settings) -> dict[str, str]:
+    """The environment of a `vaultgraph serve` subprocess (vaultgraph.testing.service) on this
+    run's Neo4j, with the run's key-encryption key and no background sweeps."""
+    return {
+        "PATH": "/usr/bin:/bin",
+        "VAULTGRAPH_NEO4J_URI": settings.neo4j_uri,
+        "VAULTGRAPH_NEO4J_USER": settings.neo4j_user,
+        "VAULTGRAPH_NEO4J_PASSWORD": settings.resolved_neo4j_password(),
+        "VAULTGRAPH_NEO4J_DATABASE": settings.neo4j_database,
+        "VAULTGRAPH_KEK": settings.kek,
+        "VAULTGRAPH_CYPHER_DIR": settings.cypher_dir,
+        "VAULTGRAPH_LOG_LEVEL": "WARNING",
+        "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "0",
+    }

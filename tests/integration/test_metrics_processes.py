@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import urllib.request
 
+from factories import service_env
 from prometheus_client.parser import text_string_to_metric_families
 
 from vaultgraph.testing.service import ServiceProcess, free_port
@@ -31,19 +32,8 @@ HEALTH_TIMED = ("vaultgraph_http_request_duration_seconds_count",
 
 
 def test_two_processes_sharing_the_directory_report_their_sum(settings, tmp_path):
-    base = {
-        "PATH": "/usr/bin:/bin",
-        "VAULTGRAPH_NEO4J_URI": settings.neo4j_uri,
-        "VAULTGRAPH_NEO4J_USER": settings.neo4j_user,
-        "VAULTGRAPH_NEO4J_PASSWORD": settings.resolved_neo4j_password(),
-        "VAULTGRAPH_NEO4J_DATABASE": settings.neo4j_database,
-        "VAULTGRAPH_KEK": settings.kek,
-        "VAULTGRAPH_CYPHER_DIR": settings.cypher_dir,
-        "VAULTGRAPH_LOG_LEVEL": "WARNING",
-        "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "0",
-        "VAULTGRAPH_AUDIT_PRUNE_INTERVAL": "0",
-        "VAULTGRAPH_METRICS_DIR": str(tmp_path / "metrics"),
-    }
+    base = {**service_env(settings), "VAULTGRAPH_AUDIT_PRUNE_INTERVAL": "0",
+            "VAULTGRAPH_METRICS_DIR": str(tmp_path / "metrics")}
     ports = free_port(), free_port()
     with ServiceProcess({**base, "VAULTGRAPH_METRICS_PORT": str(ports[0])}) as one, \
             ServiceProcess({**base, "VAULTGRAPH_METRICS_PORT": str(ports[1])}) as two:
