@@ -111,10 +111,15 @@ async def test_requests_are_counted_by_template_and_labels_hold_no_ids(client, t
     assert value(after, "vaultgraph_build_info", version=_version(after),
                  python=_python(after), neo4j_driver=_driver(after)) == 1
 
-    for (_, labels), _ in after.items():
-        for name, label_value in labels:
+    for key, sample_value in after.items():
+        # The registry is the process's: other tests' apps add routes of their own (templates
+        # too); the series this test moved must name the service's routes only.
+        moved = sample_value != before.get(key)
+        for name, label_value in key[1]:
             allowed = ALLOWED.get(name)
             assert allowed is not None, f"unexpected label {name}={label_value}"
+            if name == "route" and not moved:
+                continue
             ok = (allowed.match(label_value) if isinstance(allowed, re.Pattern)
                   else label_value in allowed)
             assert ok, f"label {name}={label_value!r} is outside its set"

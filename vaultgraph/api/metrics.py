@@ -9,6 +9,7 @@ read them, and Prometheus scrapes them on an address API clients never reach.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -21,6 +22,7 @@ from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()
 TAG = "Operations"
+CLIENT_CLOSED = 499  # the status nginx logs for the same case
 _figures = web.AppKey("audit_figures", metrics.AuditFigures)
 _refresh = web.AppKey("metrics_refresh", Callable)
 
@@ -40,6 +42,9 @@ async def middleware(request: web.Request, handler) -> web.StreamResponse:
         return response
     except web.HTTPException as exc:  # redirects; every error is a problem answer by now
         status = exc.status
+        raise
+    except asyncio.CancelledError:
+        status = CLIENT_CLOSED  # the client went away first: not the service's failure
         raise
     finally:
         metrics.IN_PROGRESS.dec()
