@@ -72,3 +72,19 @@ def private_neo4j(home: Path) -> Iterator[LocalNeo4j]:
     finally:
         neo.stop()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def service_env(settings) -> dict[str, str]:
+    """The environment of a `vaultgraph serve` subprocess (vaultgraph.testing.service) on this
+    run's Neo4j, with the run's key-encryption key and no background sweeps."""
+    return {
+        "PATH": "/usr/bin:/bin",
+        "VAULTGRAPH_NEO4J_URI": settings.neo4j_uri,
+        "VAULTGRAPH_NEO4J_USER": settings.neo4j_user,
+        "VAULTGRAPH_NEO4J_PASSWORD": settings.resolved_neo4j_password(),
+        "VAULTGRAPH_NEO4J_DATABASE": settings.neo4j_database,
+        "VAULTGRAPH_KEK": settings.kek,
+        "VAULTGRAPH_CYPHER_DIR": settings.cypher_dir,
+        "VAULTGRAPH_LOG_LEVEL": "WARNING",
+        "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "0",
+    }

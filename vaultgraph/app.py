@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from .api import middleware
+from .api import metrics, middleware
 from .api.routes import add_routes
 from .api.typedefs import services_key, settings_key
 from .settings import Settings
@@ -15,12 +15,13 @@ from .wiring import open_services
 
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(
-        middlewares=[middleware.trace, middleware.audit, middleware.errors,
+        middlewares=[metrics.middleware, middleware.trace, middleware.audit, middleware.errors,
                      middleware.authenticate],
         client_max_size=settings.max_body_bytes,
     )
     app[settings_key] = settings
     add_routes(app)
+    metrics.install(app)
     app.cleanup_ctx.append(_services)
     app.cleanup_ctx.append(_expiry_sweeper)
     app.cleanup_ctx.append(_audit)

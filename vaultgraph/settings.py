@@ -49,6 +49,9 @@ class Settings:
     audit_prune_interval: float = 3600.0
     audit_batch_max: int = 256
     audit_batch_wait: float = 0.002
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = 0
+    metrics_dir: str = ""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Settings:

@@ -4,24 +4,14 @@
 from __future__ import annotations
 
 import pytest
+from factories import service_env
 
 from vaultgraph.testing.service import ServiceProcess
 
 
 @pytest.fixture(scope="session")
 def service(settings):
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "VAULTGRAPH_NEO4J_URI": settings.neo4j_uri,
-        "VAULTGRAPH_NEO4J_USER": settings.neo4j_user,
-        "VAULTGRAPH_NEO4J_PASSWORD": settings.resolved_neo4j_password(),
-        "VAULTGRAPH_NEO4J_DATABASE": settings.neo4j_database,
-        "VAULTGRAPH_KEK": settings.kek,
-        "VAULTGRAPH_CYPHER_DIR": settings.cypher_dir,
-        "VAULTGRAPH_LOG_LEVEL": "WARNING",
-        "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "0",
-    }
-    with ServiceProcess(env) as running:
+    with ServiceProcess(service_env(settings)) as running:
         yield running
 
 

@@ -28,6 +28,7 @@ from neo4j.exceptions import (
     TransientError,
 )
 
+from .. import metrics
 from ..audit import context as audit_context
 from ..catalog import Catalog
 from ..errors import Unavailable, UniquenessViolation
@@ -90,13 +91,14 @@ class Database:
         async with map_errors():
             for attempt in range(TRANSIENT_RETRIES):
                 try:
-                    async with self.driver.session(database=self.database,
-                                                   default_access_mode=mode) as session:
+                    async with _in_use(), self.driver.session(
+                            database=self.database, default_access_mode=mode) as session:
                         result = await session.run(query, params)
                         return [record async for record in result]
                 except TransientError:
                     if attempt == TRANSIENT_RETRIES - 1:
                         raise
+                    metrics.NEO4J_RETRIES.labels("statement").inc()
                     await asyncio.sleep(0.01 * 2**attempt)
         raise AssertionError("unreachable")
 
@@ -104,11 +106,17 @@ class Database:
         """Several statements in one managed write transaction (one commit); the driver may
         retry `work`, so it must be idempotent."""
         event = audit_context.write_event()
+        attempts = 0
 
         async def run(tx: AsyncManagedTransaction) -> T:
+            nonlocal attempts
+            attempts += 1
+            if attempts > 1:  # the driver retries the work after a transient error
+                metrics.NEO4J_RETRIES.labels("transaction").inc()
             return await work(Transaction(tx, self.catalog, event))
 
-        async with map_errors(), self.driver.session(database=self.database) as session:
+        async with map_errors(), _in_use(), self.driver.session(
+                database=self.database) as session:
             result = await session.execute_write(run)
         if event is not None:
             audit_context.written()
@@ -120,13 +128,14 @@ class Database:
         For statements that manage their own transactions (`CALL { … } IN TRANSACTIONS`), which
         Neo4j refuses inside an explicit or managed transaction.
         """
-        async with map_errors(), self.driver.session(database=self.database) as session:
+        async with map_errors(), _in_use(), self.driver.session(
+                database=self.database) as session:
             result = await session.run(self.catalog[name], params)
             return [record async for record in result]
 
     async def ping(self) -> None:
         """One auto-commit read, never retried: readiness must answer fast when Neo4j is down."""
-        async with map_errors(), self.driver.session(
+        async with map_errors(), _in_use(), self.driver.session(
                 database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
             result = await session.run(self.catalog["health/ping"])
             await result.consume()
@@ -181,10 +190,39 @@ class map_errors:
     async def __aexit__(self, exc_type, exc, tb):
         if exc is None:
             return False
+        kind = _error_kind(exc)
+        if kind is not None:
+            metrics.NEO4J_ERRORS.labels(kind).inc()
         if isinstance(exc, ConstraintError):
             raise UniquenessViolation() from exc
         if isinstance(exc, (*UNAVAILABLE, TransientError)) or (
                 isinstance(exc, DriverError) and not isinstance(exc, Neo4jError)):
             log.warning("neo4j unavailable", extra={"error": type(exc).__name__})
             raise Unavailable() from exc
+        return False
+
+
+def _error_kind(exc: BaseException) -> str | None:
+    """The metrics label of a driver failure (metrics.NEO4J_ERROR_KINDS); None: not Neo4j's."""
+    if isinstance(exc, UNAVAILABLE):
+        return "unavailable"
+    if isinstance(exc, TransientError):
+        return "transient"
+    if isinstance(exc, ConstraintError):
+        return "constraint"
+    if isinstance(exc, Neo4jError):
+        return "database"
+    if isinstance(exc, DriverError):
+        return "driver"
+    return None
+
+
+class _in_use:
+    """Counts the driver sessions at work (each holds a pooled connection while it runs)."""
+
+    async def __aenter__(self):
+        metrics.NEO4J_SESSIONS_IN_USE.inc()
+
+    async def __aexit__(self, exc_type, exc, tb):
+        metrics.NEO4J_SESSIONS_IN_USE.dec()
         return False

@@ -17,6 +17,7 @@ import logging
 import time
 import uuid
 
+from .. import metrics
 from ..audit.event import SYSTEM
 from ..repository.expiry import ExpiryRepository
 from .audit import AuditWriter
@@ -51,19 +52,28 @@ class ExpirySweeper:
             started = time.perf_counter()
             trace_id = uuid.uuid4().hex
             swept = failed = 0
-            while True:  # each statement takes a bounded share of the backlog
-                result = await self._repo.sweep(
-                    batch=self._batch, actor=ACTOR, reason=REASON,
-                    event={"application_id": SYSTEM, "operation": OPERATION,
-                           "trace_id": trace_id})
-                # Each deletion's event committed with it; link them into this chain.
-                if self._audit is not None:
-                    for event in result.events:
-                        event.pop("pending", None)
-                        self._audit.record_later(event)
-                swept, failed = swept + result.swept, failed + result.failed
-                if result.complete or result.failed:
-                    break
+            try:
+                while True:  # each statement takes a bounded share of the backlog
+                    result = await self._repo.sweep(
+                        batch=self._batch, actor=ACTOR, reason=REASON,
+                        event={"application_id": SYSTEM, "operation": OPERATION,
+                               "trace_id": trace_id})
+                    # Each deletion's event committed with it; link them into this chain.
+                    if self._audit is not None:
+                        for event in result.events:
+                            event.pop("pending", None)
+                            self._audit.record_later(event)
+                    swept, failed = swept + result.swept, failed + result.failed
+                    if result.complete or result.failed:
+                        break
+            except Exception:
+                metrics.SWEEPS.labels("error").inc()
+                raise
+            finally:
+                metrics.SWEEP_DURATION.observe(time.perf_counter() - started)
+                metrics.SWEPT.inc(swept)
+                metrics.SWEEP_SKIPPED.inc(failed)
+        metrics.SWEEPS.labels("ok").inc()
         if failed:
             # Skipped batches are left for the next pass, which finds the same tokens again.
             log.warning("expiry sweep skipped tokens until the next run",

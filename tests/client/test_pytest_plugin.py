@@ -1,0 +1,75 @@
+"""The `vaultgraph` pytest plugin (vaultgraph/testing/plugin.py), as another project uses it:
+pytest runs the sample downstream project in examples/downstream in a subprocess, with this
+venv (where the package and its `pytest11` entry point are installed), on the Neo4j of this
+run; and a project that does not ask for the fixture pays nothing for it."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from vaultgraph.cli import local_neo4j
+from vaultgraph.settings import PROJECT_ROOT
+
+DOWNSTREAM = PROJECT_ROOT / "examples" / "downstream"
+
+
+def run_pytest(project: Path, env: dict[str, str], *args: str) -> tuple[int, str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=project, env=env, capture_output=True, text=True, timeout=600, check=False)
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_the_downstream_project_passes_with_the_fixture(settings, tmp_path):
+    """The sample project's own tests (a vault, a tenant, a key and a client, from the fixture
+    alone) all pass. The fixture's default source, the local launcher, is used: it finds the
+    Neo4j this run started (same home and ports) and reuses it rather than start another;
+    when the run's Neo4j is not the launcher's, the fixture is pointed at its URI."""
+    bolt_port = urlsplit(settings.neo4j_uri).port or 7687
+    home = Path(settings.home).resolve()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+           "VAULTGRAPH_HOME": str(home), "VAULTGRAPH_NEO4J_BOLT_PORT": str(bolt_port),
+           "VAULTGRAPH_NEO4J_PASSWORD": settings.resolved_neo4j_password()}
+    launcher = local_neo4j(dataclasses.replace(settings, home=str(home),
+                                               neo4j_bolt_port=bolt_port))
+    mode = "local" if launcher.running_pid() is not None else "uri"
+    if mode == "uri":
+        env["VAULTGRAPH_NEO4J_URI"] = settings.neo4j_uri
+    report = tmp_path / "report.xml"
+    code, output = run_pytest(DOWNSTREAM, env, f"--vaultgraph-neo4j={mode}",
+                              f"--junitxml={report}")
+    assert code == 0, output
+    suite = ET.parse(report).getroot().find("testsuite")
+    counts = {k: int(suite.get(k)) for k in ("tests", "failures", "errors", "skipped")}
+    assert counts == {"tests": 5, "failures": 0, "errors": 0, "skipped": 0}, output
+    assert launcher.running_pid() is not None or mode == "uri"  # a reused server stays up
+
+
+INERT = '''
+import sys
+
+def test_the_plugin_is_there_and_idle(request):
+    assert request.config.pluginmanager.hasplugin("vaultgraph")
+    assert request.config.getoption("--vaultgraph-neo4j") is None
+    loaded = {m for m in sys.modules
+              if m.startswith(("vaultgraph.", "neo4j", "httpx"))}
+    assert loaded <= {"vaultgraph.testing", "vaultgraph.testing.plugin"}, sorted(loaded)
+'''
+
+
+def test_a_project_that_does_not_ask_for_the_fixture_pays_nothing(tmp_path):
+    """Installed, the plugin is loaded by every pytest run in this venv; until a test asks for
+    `vaultgraph` it has imported nothing of the service, the client or the driver, started
+    nothing and needs no Neo4j or settings."""
+    (tmp_path / "test_other.py").write_text(INERT)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+    code, output = run_pytest(tmp_path, env, "-q", "-p", "no:schemathesis",
+                              "-p", "no:hypothesispytest", "-p", "no:anyio")
+    assert code == 0, output
+    assert "1 passed" in output

@@ -1,0 +1,52 @@
+"""Metrics across processes (README "Observability"): two `vaultgraph serve` processes sharing
+VAULTGRAPH_METRICS_DIR, as `--workers N` runs them, each scrape answering for both."""
+
+from __future__ import annotations
+
+import urllib.request
+
+from factories import service_env
+from prometheus_client.parser import text_string_to_metric_families
+
+from vaultgraph.testing.service import ServiceProcess, free_port
+
+
+def scrape(port: int) -> dict:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        assert resp.status == 200
+        text = resp.read().decode()
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def hit(url: str, times: int) -> None:
+    for _ in range(times):
+        with urllib.request.urlopen(f"{url}/health", timeout=10) as resp:
+            assert resp.status == 200
+
+
+HEALTH_OK = ("vaultgraph_http_requests_total",
+             frozenset({"route": "/health", "method": "GET", "status": "200"}.items()))
+HEALTH_TIMED = ("vaultgraph_http_request_duration_seconds_count",
+                frozenset({"route": "/health", "method": "GET"}.items()))
+
+
+def test_two_processes_sharing_the_directory_report_their_sum(settings, tmp_path):
+    base = {**service_env(settings), "VAULTGRAPH_AUDIT_PRUNE_INTERVAL": "0",
+            "VAULTGRAPH_METRICS_DIR": str(tmp_path / "metrics")}
+    ports = free_port(), free_port()
+    with ServiceProcess({**base, "VAULTGRAPH_METRICS_PORT": str(ports[0])}) as one, \
+            ServiceProcess({**base, "VAULTGRAPH_METRICS_PORT": str(ports[1])}) as two:
+        hit(one.url, 7)
+        hit(two.url, 4)
+        first, second = scrape(ports[0]), scrape(ports[1])
+        for samples in (first, second):
+            assert samples[HEALTH_OK] == 11
+            assert samples[HEALTH_TIMED] == 11
+            assert samples[("vaultgraph_neo4j_pool_size", frozenset())] == 100
+            [build] = [v for (name, _), v in samples.items() if name == "vaultgraph_build_info"]
+            assert build == 1
+        # each process keeps its own file; none holds the other's figures
+        assert len(list((tmp_path / "metrics").glob("counter_*.db"))) == 2
+    # live gauges of a stopped process are dropped; its counters stay in the sum
+    assert not list((tmp_path / "metrics").glob("gauge_livesum_*.db"))

@@ -1,0 +1,111 @@
+"""Request metrics, and `GET /metrics` on its own listener (README "Observability").
+
+`middleware` (outermost in `app.py`) counts every request by route template, method and status
+and times it; the concrete path is never a label (paths carry token ids). `/metrics` is served
+by a second, tiny application on `VAULTGRAPH_METRICS_HOST:VAULTGRAPH_METRICS_PORT`, off unless
+a port is set: the figures are the whole service's, across tenants, so no tenant's API key may
+read them, and Prometheus scrapes them on an address API clients never reach.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+
+from aiohttp import web
+
+from .. import metrics
+from ..auth.permissions import PUBLIC
+from .endpoints import Endpoints, Reply
+from .typedefs import services_key, settings_key
+
+endpoints = Endpoints()
+TAG = "Operations"
+CLIENT_CLOSED = 499  # the status nginx logs for the same case
+_figures = web.AppKey("audit_figures", metrics.AuditFigures)
+_refresh = web.AppKey("metrics_refresh", Callable)
+
+
+@web.middleware
+async def middleware(request: web.Request, handler) -> web.StreamResponse:
+    match = request.match_info
+    resource = match.route.resource if match.http_exception is None else None
+    route = resource.canonical if resource is not None else metrics.UNMATCHED_ROUTE
+    method = request.method if request.method in metrics.METHODS else metrics.OTHER_METHOD
+    started = time.perf_counter()
+    status = 500
+    metrics.IN_PROGRESS.inc()
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    except web.HTTPException as exc:  # redirects; every error is a problem answer by now
+        status = exc.status
+        raise
+    except asyncio.CancelledError:
+        status = CLIENT_CLOSED  # the client went away first: not the service's failure
+        raise
+    finally:
+        metrics.IN_PROGRESS.dec()
+        metrics.REQUESTS.labels(route, method, str(status)).inc()
+        metrics.LATENCY.labels(route, method).observe(time.perf_counter() - started)
+        _sync_audit(request.app)
+
+
+def _sync_audit(app: web.Application) -> None:
+    services = app.get(services_key)
+    writer = services.audit_writer if services is not None else None
+    if writer is not None:
+        app[_figures].sync(writer.stats)
+
+
+@endpoints.get("/metrics", operation_id="metrics", summary="Prometheus metrics", tag=TAG,
+               access=PUBLIC, raw=True,
+               description="Served on the metrics listener only (VAULTGRAPH_METRICS_PORT).",
+               replies=(Reply(200, "The metrics, in the Prometheus text format (OpenMetrics "
+                                   "when the scraper asks for it).", media_type="text/plain",
+                              file_schema={"type": "string"}),))
+async def scrape(request: web.Request) -> web.Response:
+    request.app[_refresh]()
+    body, content_type = metrics.exposition(request.headers.get("Accept", ""))
+    response = web.Response(body=body)
+    response.headers["Content-Type"] = content_type
+    return response
+
+
+def metrics_app(refresh: Callable[[], None] = lambda: None) -> web.Application:
+    """The metrics listener's application: `GET /metrics`, nothing else."""
+    app = web.Application()
+    app[_refresh] = refresh
+    app.router.add_routes(endpoints.routes())
+    return app
+
+
+def install(app: web.Application) -> None:
+    """Count the app's requests; serve /metrics on its own listener when a port is set."""
+    if app[settings_key].metrics_dir and not metrics.multiprocess_mode():
+        raise ValueError("VAULTGRAPH_METRICS_DIR must be in the environment when the process "
+                         "starts (prometheus-client reads it once, when first imported)")
+    app[_figures] = metrics.AuditFigures()
+    metrics.record_build()
+    app.cleanup_ctx.append(_listener)
+
+
+async def _listener(app: web.Application) -> AsyncIterator[None]:
+    settings = app[settings_key]
+    metrics.NEO4J_POOL_SIZE.set(settings.neo4j_pool_size)
+    runner = None
+    if settings.metrics_port:
+        runner = web.AppRunner(metrics_app(lambda: _sync_audit(app)), access_log=None)
+        await runner.setup()
+        # SO_REUSEPORT: every worker of `--workers N` binds the one metrics port; whichever
+        # answers a scrape sums all of them (multiprocess mode).
+        await web.TCPSite(runner, settings.metrics_host, settings.metrics_port,
+                          reuse_port=True).start()
+    try:
+        yield
+    finally:
+        if runner is not None:
+            await runner.cleanup()
+        metrics.process_exiting()

@@ -1,0 +1,173 @@
+"""The service's Prometheus metrics: every metric object, in one place (README "Observability").
+
+Code anywhere below the HTTP layer records into these objects (no aiohttp here); the metrics
+listener (`api/metrics.py`) exposes them. Label values come from small fixed sets only (route
+templates, methods, statuses, the kinds named below): never a token id, tenant id, key or data.
+
+Several processes (`--workers N`, or replicas on one host sharing a directory): with
+`VAULTGRAPH_METRICS_DIR` set, prometheus-client's multiprocess mode keeps each process's
+figures in that directory and a scrape of any process sums them. prometheus-client picks its
+mode when it is first imported, so the variable is read here, before that import, and must be
+in the environment when the process starts; the directory must be empty when the first process
+starts (`prepare_dir`, for whoever starts the workers).
+
+prometheus-client is imported here only: everything else goes through this module.
+
+For other parts of the service:
+- rate limiting: `RATE_LIMITED.labels(limit="application").inc()` when a request is refused
+  with 429 for its application's bucket, `limit="client_address"` for failed-authentication
+  throttling; the request itself is also counted by status in `REQUESTS`.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+from importlib import metadata
+from pathlib import Path
+
+_ENV_DIR = "VAULTGRAPH_METRICS_DIR"
+_PROM_DIR = "PROMETHEUS_MULTIPROC_DIR"
+if os.environ.get(_ENV_DIR) and not os.environ.get(_PROM_DIR):
+    os.environ[_PROM_DIR] = os.environ[_ENV_DIR]
+if os.environ.get(_PROM_DIR):
+    Path(os.environ[_PROM_DIR]).mkdir(parents=True, exist_ok=True)
+
+from prometheus_client import (  # noqa: E402 - after the environment is set
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    multiprocess,
+    values,
+)
+from prometheus_client.exposition import choose_encoder  # noqa: E402
+
+# The label values a series may carry, besides route templates and 3-digit statuses.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+OTHER_METHOD = "OTHER"
+UNMATCHED_ROUTE = "unmatched"  # no route matched: the concrete path may hold ids, so never it
+NEO4J_ERROR_KINDS = ("unavailable", "transient", "constraint", "database", "driver")
+NEO4J_RETRY_KINDS = ("statement", "transaction")
+SWEEP_OUTCOMES = ("ok", "error")
+RATE_LIMITS = ("application", "client_address")
+
+# Seconds; a token read answers in ~2 ms on a quiet machine, a page of masked tokens in ~10 ms.
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                   10.0)
+
+REQUESTS = Counter("vaultgraph_http_requests", "HTTP requests answered, by route template, "
+                   "method and status.", ["route", "method", "status"])
+LATENCY = Histogram("vaultgraph_http_request_duration_seconds", "Time from the request's "
+                    "arrival to its answer, by route template and method.", ["route", "method"],
+                    buckets=LATENCY_BUCKETS)
+IN_PROGRESS = Gauge("vaultgraph_http_requests_in_progress", "Requests being answered now.",
+                    multiprocess_mode="livesum")
+
+NEO4J_ERRORS = Counter("vaultgraph_neo4j_errors", "Neo4j failures that reached the service "
+                       "(after retries), by kind: unavailable, transient, constraint (a "
+                       "uniqueness conflict, answered 409), database, driver.", ["kind"])
+NEO4J_RETRIES = Counter("vaultgraph_neo4j_retries", "Retries after a transient Neo4j error: "
+                        "an auto-commit statement retried by the service, or a managed "
+                        "transaction retried by the driver.", ["kind"])
+NEO4J_SESSIONS_IN_USE = Gauge("vaultgraph_neo4j_sessions_in_use", "Driver sessions running a "
+                              "statement or transaction now; each holds one pooled connection.",
+                              multiprocess_mode="livesum")
+NEO4J_POOL_SIZE = Gauge("vaultgraph_neo4j_pool_size", "Configured largest connection pool, "
+                        "per process.", multiprocess_mode="livemax")
+
+SWEEPS = Counter("vaultgraph_expiry_sweeps", "Expiry sweeper passes, by outcome.", ["outcome"])
+SWEPT = Counter("vaultgraph_expiry_deleted_tokens", "Expired tokens the sweeper deleted.")
+SWEEP_SKIPPED = Counter("vaultgraph_expiry_skipped_batches", "Sweeper batches that failed and "
+                        "were left for the next pass.")
+SWEEP_DURATION = Histogram("vaultgraph_expiry_sweep_duration_seconds", "Time one sweeper pass "
+                           "took.", buckets=(0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0))
+
+AUDIT_BATCHES = Counter("vaultgraph_audit_batches", "Audit group commits written.")
+AUDIT_EVENTS = Counter("vaultgraph_audit_events", "Audit events written in group commits "
+                       "(events / batches = the mean batch size).")
+AUDIT_FAILURES = Counter("vaultgraph_audit_batch_failures", "Audit batches that could not be "
+                         "written (their requests failed closed with 503).")
+AUDIT_CHAINS = Counter("vaultgraph_audit_chains_started", "Audit hash chains started (one per "
+                       "writer, and a new one after each failed batch).")
+
+RATE_LIMITED = Counter("vaultgraph_rate_limited_requests", "Requests refused with 429, by the "
+                       "limit that refused them: application (its token bucket) or "
+                       "client_address (repeated failed authentication).", ["limit"])
+
+BUILD_INFO = Gauge("vaultgraph_build_info", "Always 1; the labels name the running build.",
+                   ["version", "python", "neo4j_driver"], multiprocess_mode="max")
+
+
+def multiprocess_mode() -> bool:
+    """prometheus-client's multiprocess mode is on (decided when it was first imported)."""
+    return getattr(values.ValueClass, "_multiprocess", False)
+
+
+def exposition(accept: str) -> tuple[bytes, str]:
+    """Every metric, summed over the processes sharing the directory in multiprocess mode, in
+    the format the scraper accepts (OpenMetrics or the Prometheus text format): body, type."""
+    if multiprocess_mode():
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry = REGISTRY
+    encode, content_type = choose_encoder(accept)
+    return encode(registry), content_type
+
+
+def process_exiting() -> None:
+    """Drop this process's live gauges from the shared directory (its counters stay)."""
+    if multiprocess_mode():
+        multiprocess.mark_process_dead(os.getpid())
+
+
+def prepare_dir(path: str | os.PathLike) -> None:
+    """Empty the multiprocess directory: call once, in the parent, before workers start."""
+    shutil.rmtree(path, ignore_errors=True)
+    Path(path).mkdir(parents=True, exist_ok=True)
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def record_build() -> None:
+    BUILD_INFO.labels(version=_version("vaultgraph"), python=platform.python_version(),
+                      neo4j_driver=_version("neo4j")).set(1)
+
+
+class Mirror:
+    """Copies a count another object keeps (always growing) into a counter, by difference."""
+
+    __slots__ = ("_counter", "_seen")
+
+    def __init__(self, counter: Counter):
+        self._counter = counter
+        self._seen = 0
+
+    def sync(self, current: int) -> None:
+        if current > self._seen:
+            self._counter.inc(current - self._seen)
+        self._seen = current
+
+
+class AuditFigures:
+    """The audit writer's own counts (`services/audit.py` `WriterStats`) as counters; synced
+    after every request and before every scrape."""
+
+    def __init__(self) -> None:
+        self._mirrors = {"batches": Mirror(AUDIT_BATCHES), "events": Mirror(AUDIT_EVENTS),
+                         "failures": Mirror(AUDIT_FAILURES),
+                         "chains_started": Mirror(AUDIT_CHAINS)}
+
+    def sync(self, stats) -> None:
+        if stats is None:
+            return
+        for name, mirror in self._mirrors.items():
+            mirror.sync(getattr(stats, name))

@@ -1,0 +1,139 @@
+"""What the `vaultgraph` fixture starts: Neo4j (local launcher, a given URI, or a container),
+`vaultgraph serve` on it, a fresh tenant and a client (README "Testing your integration").
+
+The service runs as a subprocess, exactly as in production (`service.ServiceProcess`), with a
+key-encryption key made for the run. Until the Cypher catalog ships in the wheel, the service
+reads it from the source checkout the package is installed from (`pip install -e`).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .service import ServiceError, ServiceProcess, Tenant
+
+if TYPE_CHECKING:
+    from ..client import AsyncClient, Client
+
+NEO4J_IMAGE = "neo4j:5.26-community"
+# Passed on to the service from the test run's environment when set.
+_PASSED_ON = ("PATH", "HOME", "VAULTGRAPH_HOME", "VAULTGRAPH_CYPHER_DIR",
+              "VAULTGRAPH_NEO4J_DATABASE", "VAULTGRAPH_NEO4J_USER")
+
+
+@dataclass(frozen=True)
+class Neo4jTarget:
+    uri: str
+    password: str
+    user: str = "neo4j"
+
+
+@dataclass(frozen=True)
+class Vault:
+    url: str
+    tenant_id: str
+    application_id: str
+    admin_key: str
+    client: Client
+    service: ServiceProcess
+
+    def async_client(self, api_key: str | None = None) -> AsyncClient:
+        """A new `AsyncClient` (the caller closes it: `async with vaultgraph.async_client()`)."""
+        from ..client import AsyncClient
+
+        return AsyncClient(self.url, api_key or self.admin_key)
+
+    def new_tenant(self, name: str = "test") -> Tenant:
+        """Another tenant on the same vault, with its own administrator key."""
+        return self.service.create_tenant(name)
+
+
+def new_kek() -> str:
+    """A key-encryption key ring spec for one run (`k1:` + 32 random bytes, base64url)."""
+    return "k1:" + base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
+
+
+@contextlib.contextmanager
+def local_neo4j() -> Iterator[Neo4jTarget]:
+    """The package's launcher, configured by the same VAULTGRAPH_* variables as
+    `vaultgraph neo4j start`: a server already running there is reused and left running; one
+    started here is stopped at the end."""
+    from ..cli import local_neo4j as launcher
+    from ..settings import Settings
+
+    neo = launcher(Settings.from_env())
+    started = neo.start()
+    try:
+        yield Neo4jTarget(neo.uri, neo.resolve_password())
+    finally:
+        if started:
+            neo.stop()
+
+
+@contextlib.contextmanager
+def given_neo4j() -> Iterator[Neo4jTarget]:
+    uri, password = os.environ.get("VAULTGRAPH_NEO4J_URI"), os.environ.get(
+        "VAULTGRAPH_NEO4J_PASSWORD")
+    if not uri or not password:
+        raise ServiceError("--vaultgraph-neo4j=uri needs VAULTGRAPH_NEO4J_URI and "
+                           "VAULTGRAPH_NEO4J_PASSWORD")
+    yield Neo4jTarget(uri, password, os.environ.get("VAULTGRAPH_NEO4J_USER", "neo4j"))
+
+
+def docker_engine() -> bool:
+    docker = shutil.which("docker")
+    if docker is None:
+        return False
+    result = subprocess.run([docker, "info"], capture_output=True, timeout=30,  # noqa: S603
+                            check=False)
+    return result.returncode == 0
+
+
+@contextlib.contextmanager
+def container_neo4j() -> Iterator[Neo4jTarget]:
+    """Neo4j Community 5.26 in a container (the `containers` extra: testcontainers)."""
+    if not docker_engine():
+        raise ServiceError("--vaultgraph-neo4j=container needs a running Docker engine; "
+                           "use the default (local) instead")
+    try:
+        from testcontainers.neo4j import Neo4jContainer
+    except ImportError:
+        raise ServiceError("--vaultgraph-neo4j=container needs testcontainers: "
+                           "pip install 'vaultgraph[containers]'") from None
+    password = base64.urlsafe_b64encode(os.urandom(18)).decode()
+    with Neo4jContainer(NEO4J_IMAGE, password=password) as neo:
+        yield Neo4jTarget(neo.get_connection_url(), password)
+
+
+SOURCES = {"local": local_neo4j, "uri": given_neo4j, "container": container_neo4j}
+
+
+def service_env(target: Neo4jTarget) -> dict[str, str]:
+    env = {k: os.environ[k] for k in _PASSED_ON if os.environ.get(k)}
+    env.update({
+        "VAULTGRAPH_NEO4J_URI": target.uri,
+        "VAULTGRAPH_NEO4J_USER": target.user,
+        "VAULTGRAPH_NEO4J_PASSWORD": target.password,
+        "VAULTGRAPH_KEK": new_kek(),
+        "VAULTGRAPH_LOG_LEVEL": "WARNING",
+    })
+    return env
+
+
+@contextlib.contextmanager
+def running_vault(mode: str = "local") -> Iterator[Vault]:
+    from ..client import Client
+
+    with SOURCES[mode]() as target, ServiceProcess(service_env(target)) as service:
+        tenant = service.create_tenant("pytest")
+        with Client(service.url, tenant.key) as client:
+            yield Vault(url=service.url, tenant_id=tenant.tenant_id,
+                        application_id=tenant.application_id, admin_key=tenant.key,
+                        client=client, service=service)
