@@ -133,7 +133,8 @@ async def _bare_create(ctx: Context, body: dict, parent_id: str | None = None) -
     props["created_by"] = ctx.tenant.app_id
     created = await ctx.tokens.create(
         tenant_id=ctx.tenant.tenant_id, id=token_id, props=props, expires_at=None,
-        meta_kvs=meta_kvs(body["metadata"]), dedup=False, parent_id=parent_id,
+        meta_kvs=meta_kvs(body["metadata"]), index_digests=[], dedup=False,
+        parent_id=parent_id,
         parent_prefixes=ctx.prefixes if parent_id else None,
         expired=(expiry.ACTOR, expiry.REASON))
     if created is None:
@@ -228,7 +229,7 @@ async def _bare_update(ctx, item):
         props = _props(ctx, token_id, data, metadata)
         props["modified_by"] = ctx.tenant.app_id
         await uow.update(tenant_id=tenant_id, id=token_id, props=props, expires_at=None,
-                         meta_kvs=meta_kvs(metadata))
+                         meta_kvs=meta_kvs(metadata), index_digests=[])
 
     await repo.unit_of_work(work)
 

@@ -1,0 +1,21 @@
+// The search statement (services/search.py): the only composed statement. {{seeks}} becomes the
+// seek fragments chosen by the query's tree (search/seek_*, joined by search/union), each
+// returning candidate tokens `t` from an index; {{check}} becomes the rest of the query as a
+// predicate (search/match_*, search/and|or|not). Values are only ever $parameters.
+// A candidate is kept when it is the caller's (tenant, live, containers under $prefixes), lies
+// after the cursor ($after_at, $after_id: the last token of the previous page), and passes the
+// check; the page is the newest $limit of those (created_at, then id, descending).
+// Live = NOT coalesce(expires_at <= now, false): see tokens/list.
+CALL () {
+{{seeks}}
+}
+WITH DISTINCT t
+WHERE t.tenant_id = $tenant_id
+  AND NOT coalesce(t.expires_at <= datetime(), false)
+  AND any(c IN t.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+  AND ($after_id IS NULL OR t.created_at < datetime($after_at)
+       OR (t.created_at = datetime($after_at) AND t.id < $after_id))
+  AND {{check}}
+WITH t ORDER BY t.created_at DESC, t.id DESC
+LIMIT $limit
+RETURN properties(t) AS token, toString(t.created_at) AS position

@@ -1,0 +1,6 @@
+// Check for `parent:X` on a candidate `t` of search/frame: X, visible to the caller, links to t.
+EXISTS {
+  MATCH (p:Token {tenant_id: $tenant_id, id: $value})-[:PARENT_OF]->(t)
+  WHERE NOT coalesce(p.expires_at <= datetime(), false)
+    AND any(c IN p.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+}

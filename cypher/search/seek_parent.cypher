@@ -1,0 +1,6 @@
+// Seek for `parent:X` (tokens whose parent is X): X by its unique id, then its child links. X
+// must be visible to the caller, or nothing is found (its links tell nothing of it).
+MATCH (p:Token {tenant_id: $tenant_id, id: $value})-[:PARENT_OF]->(t:Token)
+WHERE NOT coalesce(p.expires_at <= datetime(), false)
+  AND any(c IN p.containers WHERE any(pre IN $prefixes WHERE c STARTS WITH pre))
+RETURN t
