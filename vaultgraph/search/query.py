@@ -251,6 +251,8 @@ class _Build(Transformer_NonRecursive):
         return Or(tuple(items), 1 + max(i.depth for i in items))
 
     def not_(self, items):
+        if isinstance(items[0], Not):  # NOT NOT x is x (and may drive the query)
+            return replace(items[0].child, depth=items[0].depth + 1)
         return Not(items[0], 1 + items[0].depth)
 
 
@@ -268,10 +270,11 @@ def _syntax_problem(exc: UnexpectedInput, text: str) -> tuple[int, str]:
         return len(text) + 1, "the query ends too early (a term, value or `)` is missing)"
     if isinstance(exc, UnexpectedToken):
         position = exc.token.start_pos + 1 if exc.token.start_pos is not None else 1
-        what = _NAMES.get(exc.token.type, "a value")
+        if "_TO" in exc.expected:
+            return position, "expected `TO` in the range"
         if exc.token.type in ("WORD", "PHRASE", "BOUND") and "FIELD" in exc.expected:
             return position, "expected a term `field:value`"
-        return position, f"unexpected {what}"
+        return position, f"unexpected {_NAMES.get(exc.token.type, 'value')}"
     if isinstance(exc, UnexpectedCharacters):
         position = exc.pos_in_stream + 1
         allowed = exc.allowed or set()

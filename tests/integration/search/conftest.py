@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from factories import key_headers, make_application, new_tenant
-
 from graph._support import GraphApi, expect
 
 ALL_TOKEN = ["token:create", "token:read", "token:update", "token:delete", "token:search"]
