@@ -38,15 +38,21 @@ def drivers(node: Node) -> tuple[Leaf, ...] | None:
         return None
     out: list[Leaf] = []
     for d in found:
-        out.extend(leaf for leaf in d if leaf not in out)
+        out.extend(leaf for leaf in d if not _among(leaf, out))
     return tuple(out)
+
+
+def _among(node: Node, seeks) -> bool:
+    # By identity, not equality: which seeks a query runs depends on its shape, never on
+    # whether two of its values happen to be equal.
+    return any(node is seek for seek in seeks)
 
 
 def residual(node: Node, seeks: tuple[Leaf, ...]) -> Node | None:
     """What remains to check on each token the seeks found (None: nothing)."""
     if len(seeks) == 1 and node is seeks[0]:
         return None
-    if isinstance(node, Or) and all(child in seeks for child in node.children):
+    if isinstance(node, Or) and all(_among(child, seeks) for child in node.children):
         return None  # the union of the seeks is the OR itself
     if isinstance(node, And) and len(seeks) == 1:
         rest = tuple(child for child in node.children if child is not seeks[0])
