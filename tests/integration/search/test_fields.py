@@ -99,6 +99,7 @@ async def test_boolean_combinations(api):
         "type:card OR type:bank AND metadata.customer:nobody": ["card-mc", "card-visa"],
         "NOT NOT id:note": ["note"],
         "descendant:note AND child:note": ["card-visa"],
+        "ancestor:cust-ada AND type:card": ["card-mc", "card-visa"],  # cards under a customer
         "type:token AND NOT expires_at:[* TO *]": ["cust-ada"],
     }
     for query, expected in cases.items():
