@@ -35,7 +35,7 @@ async def search_tokens(request: web.Request):
     body = SEARCH_BODY.load(raw if isinstance(raw, dict) else {"_": raw})
     settings = request.app[settings_key]
     size = body.get("size", settings.page_size_default)
-    if not 1 <= size <= settings.page_size_max:
+    if isinstance(size, bool) or not 1 <= size <= settings.page_size_max:
         raise invalid("size", f"must be a whole number from 1 to {settings.page_size_max}")
     start = body.get("start")
     page = Page(size=size, after=search_cursor(decode_cursor(start)) if start else None)

@@ -225,7 +225,9 @@ class _Build(Transformer_NonRecursive):
                     raise _fail(position, "`container` takes a path that starts with `/`")
                 text = text.lower()
             return Term(name, text)
-        raise _fail(position, f"unknown field `{name}`; the fields are {', '.join(FIELDS)}")
+        # Only the part before a dot is named: what follows could be anything the caller typed.
+        shown = name.split(".", 1)[0] + (".…" if "." in name else "")
+        raise _fail(position, f"unknown field `{shown}`; the fields are {', '.join(FIELDS)}")
 
     @staticmethod
     def _text(value, name: str, position: int) -> str:

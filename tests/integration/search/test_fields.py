@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from graph._support import MASTERCARD, VISA, bank, card, customer, cypher, expire
 
+from .conftest import found
+
 LAST4 = ["{{ data.number | last4 }}"]
 
 
@@ -65,7 +67,7 @@ async def test_each_field_finds_exactly_its_tokens(api):
         "created_at:[* TO *]": NEWEST_FIRST,
     }
     for query, expected in cases.items():
-        assert await api.found(query) == expected, query
+        assert await found(api, query) == expected, query
 
 
 async def test_created_at_ranges_cut_at_the_bounds(api):
@@ -74,13 +76,13 @@ async def test_created_at_ranges_cut_at_the_bounds(api):
                                     "RETURN toString(t.created_at) AS at",
                         t=(await api.get("card-mc"))["tenant_id"])
     at = rows[0]["at"]
-    assert set(await api.found(f'created_at:[* TO "{at}"]')) == {"card-mc", "card-visa",
+    assert set(await found(api, f'created_at:[* TO "{at}"]')) == {"card-mc", "card-visa",
                                                                   "cust-ada"}
-    assert set(await api.found(f'created_at:{{* TO "{at}"}}')) == {"card-visa", "cust-ada"}
-    assert await api.found(f'created_at:{{"{at}" TO *]') == ["note", "bank-1"]
+    assert set(await found(api, f'created_at:{{* TO "{at}"}}')) == {"card-visa", "cust-ada"}
+    assert await found(api, f'created_at:{{"{at}" TO *]') == ["note", "bank-1"]
     today = datetime.now(UTC).date()
-    assert await api.found(f"created_at:{today.isoformat()}") == NEWEST_FIRST
-    assert await api.found(f"created_at:{(today - timedelta(days=2)).isoformat()}") == []
+    assert await found(api, f"created_at:{today.isoformat()}") == NEWEST_FIRST
+    assert await found(api, f"created_at:{(today - timedelta(days=2)).isoformat()}") == []
 
 
 async def test_boolean_combinations(api):
@@ -103,40 +105,40 @@ async def test_boolean_combinations(api):
         "type:token AND NOT expires_at:[* TO *]": ["cust-ada"],
     }
     for query, expected in cases.items():
-        assert await api.found(query) == expected, query
+        assert await found(api, query) == expected, query
 
 
 async def test_read_your_writes(api):
     await api.create(card(VISA, id="tok-1", metadata={"k": "v"}, search_indexes=LAST4))
-    assert await api.found("metadata.k:v") == ["tok-1"]
-    assert await api.found("data:4242") == ["tok-1"]
+    assert await found(api, "metadata.k:v") == ["tok-1"]
+    assert await found(api, "data:4242") == ["tok-1"]
     resp = await api.client.patch(
         "/tokens/tok-1", headers={**api.headers, "Content-Type": "application/merge-patch+json"},
         json={"data": {"number": MASTERCARD}, "metadata": {"k": "w"}})
     assert resp.status == 200, await resp.text()
-    assert await api.found("metadata.k:v") == []
-    assert await api.found("metadata.k:w") == ["tok-1"]
-    assert await api.found("data:4242") == []
-    assert await api.found("data:4444") == ["tok-1"]
+    assert await found(api, "metadata.k:v") == []
+    assert await found(api, "metadata.k:w") == ["tok-1"]
+    assert await found(api, "data:4242") == []
+    assert await found(api, "data:4444") == ["tok-1"]
     await api.create(customer(id="par-1"))
     await api.link("par-1", "tok-1")
-    assert await api.found("parent:par-1") == ["tok-1"]
+    assert await found(api, "parent:par-1") == ["tok-1"]
     await api.unlink("par-1", "tok-1")
-    assert await api.found("parent:par-1") == []
+    assert await found(api, "parent:par-1") == []
     await api.delete("tok-1")
-    assert await api.found("metadata.k:w") == []
-    assert await api.found("data:4444") == []
-    assert await api.found("id:tok-1") == []
+    assert await found(api, "metadata.k:w") == []
+    assert await found(api, "data:4444") == []
+    assert await found(api, "id:tok-1") == []
 
 
 async def test_expired_tokens_are_not_found_nor_walked_through(api):
     tokens = await seed(api)
     tenant_id = tokens["cust-ada"]["tenant_id"]
     await expire(api.client, tenant_id, "card-visa")
-    assert await api.found("type:card") == ["card-mc"]
-    assert await api.found("ancestor:cust-ada") == ["bank-1", "card-mc"]  # note: via card-visa
-    assert await api.found("descendant:note") == []
-    assert await api.found("parent:card-visa") == []
+    assert await found(api, "type:card") == ["card-mc"]
+    assert await found(api, "ancestor:cust-ada") == ["bank-1", "card-mc"]  # note: via card-visa
+    assert await found(api, "descendant:note") == []
+    assert await found(api, "parent:card-visa") == []
 
 
 async def test_the_blind_index_holds_no_plaintext(api):
