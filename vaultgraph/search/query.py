@@ -38,8 +38,8 @@ EXACT_FIELDS = ("id", "type", "container", "fingerprint", "data")
 DATE_FIELDS = ("created_at", "expires_at")
 GRAPH_FIELDS = ("parent", "child", "ancestor", "descendant")
 FIELDS = (*EXACT_FIELDS, "metadata.<key>", *DATE_FIELDS, *GRAPH_FIELDS)
-EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
-LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+EARLIEST = datetime.min.replace(tzinfo=UTC)
+LATEST = datetime.max.replace(tzinfo=UTC)
 
 _GRAMMAR = r"""
 ?start: or_expr
@@ -175,10 +175,12 @@ def _instant(raw: str, position: int, name: str) -> tuple[datetime, bool]:
         if len(raw) == 10:
             return datetime.combine(date.fromisoformat(raw), time(), UTC), True
         value = datetime.fromisoformat(raw.replace("Z", "+00:00") if raw.endswith("Z") else raw)
-    except ValueError:
+        # In UTC here: an instant that UTC cannot hold (year 0 or 10000) is refused now, not
+        # by the driver.
+        return (value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)), False
+    except (ValueError, OverflowError):
         raise _fail(position, f"`{name}` takes an ISO 8601 date (2026-11-23) or date-time "
-                              "(2026-11-23T10:00:00Z)") from None
-    return (value if value.tzinfo else value.replace(tzinfo=UTC)), False
+                              "(2026-11-23T10:00:00Z) from year 1 to 9999") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +218,8 @@ class _Build(Transformer_NonRecursive):
                 return value.build(name)
             start, whole_day = _instant(self._text(value, name, position), position, name)
             if whole_day:
+                if start.date() == date.max:
+                    return Range(name, start, LATEST)
                 return Range(name, start, start + timedelta(days=1), True, False)
             return Range(name, start, start)
         if name in EXACT_FIELDS or name in GRAPH_FIELDS:

@@ -112,7 +112,10 @@ async def test_default_limits(api):
     ("created_at:[* *]", "position 15: expected `TO` in the range"),
     ("created_at:[2026-01-01 TO 4242424242424242]",
      "position 27: `created_at` takes an ISO 8601 date (2026-11-23) or date-time "
-     "(2026-11-23T10:00:00Z)"),
+     "(2026-11-23T10:00:00Z) from year 1 to 9999"),
+    ("expires_at:[9999-12-31T23:59:59-14:00 TO *]",
+     "position 13: `expires_at` takes an ISO 8601 date (2026-11-23) or date-time "
+     "(2026-11-23T10:00:00Z) from year 1 to 9999"),
     ("type:[2026-01-01 TO *]",
      "position 1: `type` does not take a range (only created_at and expires_at do)"),
     ('id:""', "position 1: `id` needs a value"),
@@ -132,6 +135,13 @@ async def test_malformed_queries_name_the_position_and_the_problem(api, query, m
     body = await problem(api, {"query": query})
     assert body["errors"] == {"query": [message]}
     assert "4242424242" not in orjson.dumps(body).decode()
+
+
+async def test_the_ends_of_time_are_answered(api):
+    await api.create(card(VISA, id="card-pci"))
+    for query in ("created_at:9999-12-31", "created_at:0001-01-01",
+                  "created_at:[0001-01-01T00:00:00Z TO 9999-12-31T23:59:59.999999Z]"):
+        await search(api, query)
 
 
 async def test_unindexed_parts_may_narrow_an_indexed_query(api):
