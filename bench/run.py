@@ -252,7 +252,8 @@ async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
 async def scale_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
     b = Bench(cfg, neo)
     began = time.monotonic()
-    wanted = {w.name: w for w in WORKLOADS if w.name in ("get", "list")}
+    wanted = {w.name: w for w in WORKLOADS
+              if w.name in ("get", "list", "search_metadata", "search_descendant")}
     try:
         await b.setup()
         result = {**header(cfg), "loadgen": b.loadgen.name, "sizes": {}}

@@ -1,4 +1,4 @@
-"""The six workloads: each is a pool of request items, how one item becomes an HTTP request for
+"""The eight workloads: each is a pool of request items, how one item becomes an HTTP request for
 the service, and how the same item runs on the bare driver (same catalog statement, parameters
 and encryption work as the service's repository and service layers)."""
 
@@ -20,7 +20,10 @@ from vaultgraph.audit import context as audit_context
 from vaultgraph.catalog import Catalog
 from vaultgraph.repository.database import Transaction, audited_text
 from vaultgraph.repository.graph import GraphRepository
+from vaultgraph.repository.search import SearchRepository
 from vaultgraph.repository.tokens import TokenFilter, TokenRepository
+from vaultgraph.search.plan import drivers, residual
+from vaultgraph.search.query import Limits, parse, with_values
 from vaultgraph.services import expiry
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.tokens.merge_patch import merge_patch
@@ -82,12 +85,17 @@ class Context:
     def graph(self) -> GraphRepository:
         return GraphRepository(BareDriver(self))  # type: ignore[arg-type]
 
+    @property
+    def search(self) -> SearchRepository:
+        return SearchRepository(BareDriver(self))  # type: ignore[arg-type]
+
 
 class BareDriver:
     """The Database interface the repositories use, as bare `neo4j` driver calls."""
 
     def __init__(self, ctx: Context):
         self.ctx = ctx
+        self.catalog = ctx.catalog
 
     # The fastest plain use of the driver for one statement: an auto-commit RUN+PULL, one
     # round trip (a managed `execute_query` adds a COMMIT round trip).
@@ -97,9 +105,13 @@ class BareDriver:
     async def write(self, name: str, /, **params) -> list:
         return await self._run(name, params, neo4j.WRITE_ACCESS)
 
-    async def _run(self, name: str, params: dict, mode: str) -> list:
+    async def read_composed(self, query: neo4j.Query, /, **params) -> list:
+        return await self._run("", params, neo4j.READ_ACCESS, query)
+
+    async def _run(self, name: str, params: dict, mode: str,
+                   query: neo4j.Query | None = None) -> list:
         ctx = self.ctx
-        text = ctx.catalog[name]
+        text = query or ctx.catalog[name]
         event = audit_context.write_event() if mode == neo4j.WRITE_ACCESS else None
         if event is not None:  # as the service's Database: the write creates its own event
             text, params = audited_text(text), {**params, "audit": event}
@@ -179,7 +191,8 @@ async def _bare_create(ctx: Context, body: dict, parent_id: str | None = None) -
     props["created_by"] = ctx.tenant.app_id
     created = await ctx.tokens.create(
         tenant_id=ctx.tenant.tenant_id, id=token_id, props=props, expires_at=None,
-        meta_kvs=meta_kvs(body["metadata"]), dedup=False, parent_id=parent_id,
+        meta_kvs=meta_kvs(body["metadata"]), index_digests=[], dedup=False,
+        parent_id=parent_id,
         parent_prefixes=ctx.prefixes if parent_id else None,
         expired=(expiry.ACTOR, expiry.REASON))
     if created is None:
@@ -275,7 +288,7 @@ async def _bare_update(ctx, item):
         props = _props(ctx, token_id, data, metadata)
         props["modified_by"] = ctx.tenant.app_id
         await uow.update(tenant_id=tenant_id, id=token_id, props=props, expires_at=None,
-                         meta_kvs=meta_kvs(metadata))
+                         meta_kvs=meta_kvs(metadata), index_digests=[])
 
     await repo.unit_of_work(work)
 
@@ -304,6 +317,34 @@ async def _bare_associate(ctx, item):
         raise LookupError(item)
 
 
+# -- (g) search: a metadata term and a descendant term, page of 50 ---------------------------
+
+def _search_http(query: str) -> Request:
+    return Request("POST", "/tokens/search", JSON,
+                   orjson.dumps({"query": query, "size": 50}))
+
+
+async def _bare_search(ctx, query: str) -> None:
+    # The statement the service composes for this query, parsed, put in stored form
+    # (metadata as key U+001F value) and composed as the service does.
+    tree = with_values(parse(query, Limits()), lambda term: meta_kvs({term.key: term.value})[0]
+                       if term.field == "metadata" else term.value)
+    seeks = drivers(tree)
+    hits = await ctx.search.page(tenant_id=ctx.tenant.tenant_id, prefixes=ctx.prefixes,
+                                 tree=tree, seeks=seeks, check=residual(tree, seeks),
+                                 after=None, limit=51)
+    for hit in hits[:50]:
+        _decrypt(ctx, hit.token)
+
+
+def _search_metadata_items(ctx, rng):
+    return [f"metadata.customer_id:{cus}" for cus in _customers(ctx, rng)]
+
+
+def _search_descendant_items(ctx, rng):
+    return [f"descendant:{rng.choice(ctx.ids)}" for _ in range(POOL)]
+
+
 WORKLOADS = (
     Workload("create", "create token (card + metadata)", _create_items, _create_http,
              lambda ctx, body: _bare_create(ctx, body)),
@@ -315,4 +356,8 @@ WORKLOADS = (
     Workload("associate", "create association", _pairs, _associate_http, _bare_associate,
              route_probe=True),
     Workload("list", "list by metadata (page of 50)", _customers, _list_http, _bare_list),
+    Workload("search_metadata", "search metadata term (page of 50)", _search_metadata_items,
+             _search_http, _bare_search, route_probe=True),
+    Workload("search_descendant", "search descendant term (page of 50)",
+             _search_descendant_items, _search_http, _bare_search, route_probe=True),
 )

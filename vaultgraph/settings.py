@@ -40,6 +40,9 @@ class Settings:
     max_search_indexes: int = 20
     page_size_default: int = 20
     page_size_max: int = 100
+    search_max_query_length: int = 2000
+    search_max_terms: int = 20
+    search_max_depth: int = 6
     auth_cache_ttl: float = 1.0
     expiry_sweep_interval: float = 60.0
     expiry_sweep_batch: int = 1000

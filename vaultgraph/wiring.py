@@ -19,6 +19,7 @@ from .repository.auth import AuthRepository
 from .repository.database import Database
 from .repository.expiry import ExpiryRepository
 from .repository.graph import GraphRepository
+from .repository.search import SearchRepository
 from .repository.tenants import TenantRepository
 from .repository.tokens import TokenRepository
 from .services.applications import ApplicationService
@@ -28,6 +29,7 @@ from .services.expiry import ExpirySweeper
 from .services.graph import GraphService
 from .services.health import Readiness
 from .services.rendering import Renderer
+from .services.search import SearchService
 from .services.tenants import TenantService
 from .services.tokens import TokenService
 from .settings import Settings
@@ -43,6 +45,7 @@ class Services:
     authenticator: Authenticator | None
     tokens: TokenService
     graph: GraphService
+    search: SearchService
     applications: ApplicationService
     tenants: TenantService | None
     readiness: Readiness
@@ -90,6 +93,7 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
             authenticator=authenticator,
             tokens=tokens,
             graph=GraphService(GraphRepository(db), tokens),
+            search=SearchService(SearchRepository(db), tokens, settings),
             applications=ApplicationService(
                 ApplicationRepository(db),
                 on_access_changed=authenticator.invalidate if authenticator else lambda: None),

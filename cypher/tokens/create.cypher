@@ -5,7 +5,8 @@
 // An expired token that still holds $id (the sweeper has not reached it yet) is retired here
 // exactly as the sweeper retires it: expired tokens are gone to callers, so their ids are free
 // (a 409 would tell that the expired token exists).
-// Metadata entries are HAS_META self-loops (see tokens/list_by_metadata).
+// Metadata entries are HAS_META self-loops (see tokens/list_by_metadata); search index values are
+// HAS_INDEX self-loops holding their keyed HMAC (see search/seek_data).
 // @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
 OPTIONAL MATCH (p:Token {tenant_id: $tenant_id, id: $parent_id})
   WHERE @visible(p, parent_prefixes)
@@ -44,6 +45,8 @@ FOREACH (_ IN CASE WHEN existing IS NULL THEN [1] ELSE [] END |
   SET t += $props, t.created_at = datetime(), t.expires_at = $expires_at
   FOREACH (kv IN $meta_kvs |
     CREATE (t)-[:HAS_META {tenant_id: $tenant_id, kv: kv, token_id: $id}]->(t))
+  FOREACH (digest IN $index_digests |
+    CREATE (t)-[:HAS_INDEX {tenant_id: $tenant_id, digest: digest, token_id: $id}]->(t))
 )
 WITH p, existing
 OPTIONAL MATCH (created:Token {tenant_id: $tenant_id, id: $id}) WHERE existing IS NULL

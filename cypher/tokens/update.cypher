@@ -1,12 +1,15 @@
 // Write the merged token (locked by lock_for_update in the same transaction) and replace its
-// metadata entries (HAS_META self-loops, see tokens/list_by_metadata).
+// metadata entries (HAS_META self-loops, see tokens/list_by_metadata) and search index values
+// (HAS_INDEX self-loops, see search/seek_data).
 MATCH (t:Token {tenant_id: $tenant_id, id: $id})
 SET t += $props, t.modified_at = datetime(), t.expires_at = $expires_at
 WITH t
 CALL (t) {
-  MATCH (t)-[r:HAS_META]->(t)
+  MATCH (t)-[r:HAS_META|HAS_INDEX]->(t)
   DELETE r
 }
 FOREACH (kv IN $meta_kvs |
   CREATE (t)-[:HAS_META {tenant_id: $tenant_id, kv: kv, token_id: t.id}]->(t))
+FOREACH (digest IN $index_digests |
+  CREATE (t)-[:HAS_INDEX {tenant_id: $tenant_id, digest: digest, token_id: t.id}]->(t))
 RETURN properties(t) AS token

@@ -50,7 +50,8 @@ class TokenRepository:
         self._db = db
 
     async def create(self, *, tenant_id: str, id: str, props: dict, expires_at: datetime | None,
-                     meta_kvs: list[str], dedup: bool, parent_id: str | None = None,
+                     meta_kvs: list[str], index_digests: list[str], dedup: bool,
+                     parent_id: str | None = None,
                      parent_prefixes: list[str] | None = None,
                      expired: tuple[str, str]) -> Created | None:
         """The created (or, with dedup, the existing) token; None when the parent is not found.
@@ -60,7 +61,7 @@ class TokenRepository:
         """
         records = await self._db.write(
             "tokens/create", tenant_id=tenant_id, id=id, props=props, expires_at=expires_at,
-            meta_kvs=meta_kvs, dedup=dedup, parent_id=parent_id,
+            meta_kvs=meta_kvs, index_digests=index_digests, dedup=dedup, parent_id=parent_id,
             parent_prefixes=parent_prefixes or [], expired_actor=expired[0],
             expired_reason=expired[1])
         if not records:
@@ -119,7 +120,9 @@ class TokenUnitOfWork:
                            actor=actor, reason="deduplicated", merged_into=into)
 
     async def update(self, *, tenant_id: str, id: str, props: dict[str, Any],
-                     expires_at: datetime | None, meta_kvs: list[str]) -> StoredToken:
+                     expires_at: datetime | None, meta_kvs: list[str],
+                     index_digests: list[str]) -> StoredToken:
         records = await self._tx.run("tokens/update", tenant_id=tenant_id, id=id, props=props,
-                                     expires_at=expires_at, meta_kvs=meta_kvs)
+                                     expires_at=expires_at, meta_kvs=meta_kvs,
+                                     index_digests=index_digests)
         return _token(records[0])

@@ -26,6 +26,7 @@ from ..expressions import (
 )
 from ..pagination import Page
 from ..repository.tokens import TokenFilter, TokenRepository, TokenUnitOfWork
+from ..search import BLIND_INDEX
 from ..settings import Settings
 from ..tokens import view
 from ..tokens.fields import normalize_container, parse_expires_at, validate_token_id
@@ -129,11 +130,13 @@ class TokenService:
         return work()
 
     @staticmethod
-    def shown(principal: Principal, node: StoredToken) -> Shown:
-        return Shown(node, principal.decide(node.containers, TOKEN_READ).transform)
+    def shown(principal: Principal, node: StoredToken, operation: str = TOKEN_READ) -> Shown:
+        return Shown(node, principal.decide(node.containers, operation).transform)
 
-    async def present_all(self, principal: Principal, nodes: list[StoredToken]) -> list[dict]:
-        return await self.render(principal, [self.shown(principal, n) for n in nodes])
+    async def present_all(self, principal: Principal, nodes: list[StoredToken],
+                          operation: str = TOKEN_READ) -> list[dict]:
+        """Each node under the transform of the rule that grants `operation` on it."""
+        return await self.render(principal, [self.shown(principal, n, operation) for n in nodes])
 
     # -- validation ---------------------------------------------------------------------------
 
@@ -181,8 +184,10 @@ class TokenService:
             raise Invalid("The token is invalid.", errors=errors)
         return draft
 
-    def _render(self, draft: Draft, principal: Principal) -> tuple[str, list[str]]:
-        """Fingerprint and search index values, keyed with the tenant's HMAC key."""
+    def _render(self, draft: Draft,
+                principal: Principal) -> tuple[str, list[str], list[str]]:
+        """Fingerprint, search index values and their blind-index digests (search/), each
+        keyed with the tenant's HMAC key."""
         if draft.mask is not None:
             try:  # bounded on write too, not only when read (README, Security model)
                 check_mask_bounds(draft.mask, data=draft.data)
@@ -193,14 +198,16 @@ class TokenService:
                               metadata=draft.metadata, allow_empty=False)
         except ExpressionError as exc:
             raise invalid("fingerprint_expression", str(exc)) from None
-        values = []
+        values: list[str] = []
+        digests: list[str] = []
         for i, expression in enumerate(draft.search_indexes):
             try:
                 value = render(expression, data=draft.data, allow_empty=False)
             except ExpressionError as exc:
                 raise invalid(f"search_indexes.{i}", str(exc)) from None
             values.append(principal.keys.index_value(expression, value))
-        return principal.keys.fingerprint(rendered), values
+            digests.append(principal.keys.index_value(BLIND_INDEX, value))
+        return principal.keys.fingerprint(rendered), values, list(dict.fromkeys(digests))
 
     def _token_id(self, body: dict, draft: Draft) -> str:
         raw = body.get("id")
@@ -216,8 +223,10 @@ class TokenService:
         except ValueError as exc:
             raise invalid("id", str(exc)) from None
 
-    def _props(self, principal: Principal, token_id: str, draft: Draft) -> dict[str, Any]:
-        fingerprint, index_values = self._render(draft, principal)
+    def _props(self, principal: Principal, token_id: str,
+               draft: Draft) -> tuple[dict[str, Any], list[str]]:
+        """The node's properties, and the blind-index digests of its search index values."""
+        fingerprint, index_values, digests = self._render(draft, principal)
         keys = principal.keys
         return {
             "type": draft.type.name,
@@ -231,7 +240,7 @@ class TokenService:
             "search_indexes": draft.search_indexes,
             "search_index_values": index_values,
             "deduplicate_token": draft.deduplicate,
-        }
+        }, digests
 
     # -- use cases ----------------------------------------------------------------------------
 
@@ -245,13 +254,13 @@ class TokenService:
                 "The application may not create tokens in these containers.")
         token_id = self._token_id(body, draft)
         note_tokens((token_id,))  # named in the write's own audit event
-        props = self._props(principal, token_id, draft)
+        props, digests = self._props(principal, token_id, draft)
         props["created_by"] = principal.application_id
         try:
             result = await self.repo.create(
                 tenant_id=principal.tenant_id, id=token_id, props=props,
                 expires_at=draft.expires_at, meta_kvs=meta_kvs(draft.metadata),
-                dedup=draft.deduplicate, parent_id=parent_id,
+                index_digests=digests, dedup=draft.deduplicate, parent_id=parent_id,
                 parent_prefixes=principal.prefixes(TOKEN_READ) if parent_id else None,
                 expired=(expiry.ACTOR, expiry.REASON))
         except UniquenessViolation:
@@ -382,7 +391,7 @@ class TokenService:
             raise Forbidden("The application may not move tokens into or out of these "
                             "containers.")
         self._check_no_new_view(principal, node, current, draft)
-        props = self._props(principal, node.id, draft)
+        props, digests = self._props(principal, node.id, draft)
         props["modified_by"] = principal.application_id
         match = None
         if draft.deduplicate:
@@ -395,7 +404,8 @@ class TokenService:
                 return self._dedup_answer(principal, match)
         updated = await uow.update(
             tenant_id=principal.tenant_id, id=node.id, props=props,
-            expires_at=draft.expires_at, meta_kvs=meta_kvs(draft.metadata))
+            expires_at=draft.expires_at, meta_kvs=meta_kvs(draft.metadata),
+            index_digests=digests)
         if match is not None and not principal.decide(match.containers, TOKEN_READ).allowed:
             # A duplicate the caller cannot read: updated, not merged, and answered with the
             # same cut-down summary as on create (spec §4.4: its contents stay hidden).

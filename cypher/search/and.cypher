@@ -1,0 +1,2 @@
+// Joins two checks of search/frame: both hold.
+AND

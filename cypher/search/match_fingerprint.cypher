@@ -1,0 +1,2 @@
+// Check for `fingerprint:X` on a candidate `t` of search/frame.
+coalesce(t.fingerprint = $value, false)

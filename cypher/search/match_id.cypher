@@ -1,0 +1,2 @@
+// Check for `id:X` on a candidate `t` of search/frame.
+t.id = $value

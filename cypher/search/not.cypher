@@ -1,0 +1,2 @@
+// Precedes a check of search/frame: it does not hold.
+NOT

@@ -1,0 +1,4 @@
+// Seek for `fingerprint:X`: the token_tenant_fingerprint index (schema/004_search).
+MATCH (t:Token)
+WHERE t.tenant_id = $tenant_id AND t.fingerprint = $value
+RETURN t

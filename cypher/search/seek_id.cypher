@@ -1,0 +1,3 @@
+// Seek for `id:X`: the (tenant_id, id) uniqueness constraint.
+MATCH (t:Token {tenant_id: $tenant_id, id: $value})
+RETURN t

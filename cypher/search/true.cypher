@@ -1,0 +1,2 @@
+// The check of search/frame when the seeks alone answer the query.
+true

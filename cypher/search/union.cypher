@@ -1,0 +1,2 @@
+// Joins two seeks of search/frame: the candidates of either (duplicates dropped).
+UNION

@@ -1,0 +1,44 @@
+"""`POST /tokens/search` (DESIGN §7): declare, parse the body, call the search service."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ..auth.permissions import TOKEN_SEARCH
+from ..errors import invalid
+from ..pagination import Page, decode_cursor
+from ..search.schemas import SEARCH_BODY, SearchBodySchema, search_cursor
+from .bodies import TokenPageSchema
+from .endpoints import Body, Endpoints, Reply
+from .http import principal, read_json
+from .paging import page_body
+from .typedefs import services_key, settings_key
+
+endpoints = Endpoints()
+
+
+@endpoints.post(
+    "/tokens/search", operation_id="searchTokens", summary="Search tokens", tag="Tokens",
+    access=(TOKEN_SEARCH,),
+    description="Tokens matching the query, newest first, each shown under the transform of "
+                "the caller's first rule that grants `token:search` on it; tokens outside "
+                "those rules are neither returned nor counted. Fields: `id`, `type`, "
+                "`container` (prefix), `fingerprint`, `metadata.<key>` (exact, "
+                "case-insensitive), `created_at`, `expires_at` (dates and ranges), `data` "
+                "(the token's search index values, blind-indexed), and the graph's `parent`, "
+                "`child`, `ancestor`, `descendant` (up to 5 links). A malformed query is a 400 "
+                "naming the position; a query no index can answer is a 400 too.",
+    body=Body(SearchBodySchema, "The query and the page wanted."),
+    replies=(Reply(200, "A page of tokens, newest first.", TokenPageSchema),))
+async def search_tokens(request: web.Request):
+    raw = await read_json(request)
+    body = SEARCH_BODY.load(raw if isinstance(raw, dict) else {"_": raw})
+    settings = request.app[settings_key]
+    size = body.get("size", settings.page_size_default)
+    if isinstance(size, bool) or not 1 <= size <= settings.page_size_max:
+        raise invalid("size", f"must be a whole number from 1 to {settings.page_size_max}")
+    start = body.get("start")
+    page = Page(size=size, after=search_cursor(decode_cursor(start)) if start else None)
+    results = await request.app[services_key].search.search(principal(request), body["query"],
+                                                             page)
+    return page_body(results.items, page, results.next_after)
