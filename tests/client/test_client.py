@@ -85,6 +85,32 @@ def test_graph_routes(vg):
     assert [t["id"] for t in vg.children(cust)["data"]] == [visa]
 
 
+def test_search_and_the_audit_trail(vg):
+    cust = uid("cust")
+    vg.create_token("token", "customer", id=cust)
+    card = vg.create_child(cust, "card", CARD, id=uid("card"))
+    vg.create_child(cust, "token", "not a card", id=uid("other"))
+    found = vg.search(f'type:card AND parent:"{cust}"', size=10)
+    assert [t["id"] for t in found["data"]] == [card["id"]]
+    assert found["data"][0]["data"]["number"] == CARD["number"]
+    vg.get_token(card["id"])
+    events = vg.logs(token_id=card["id"])["data"]
+    assert [(e["route"], e["outcome"]) for e in events][:2] == [
+        ("GET /tokens/{id}", "success"), ("POST /tokens/search", "success")]
+    assert ("POST /tokens/{parent_id}/children", "success") in [
+        (e["route"], e["outcome"]) for e in events]
+    assert [e["route"] for e in vg.logs(token_id=card["id"], size=1)["data"]] == [
+        "GET /tokens/{id}"]
+
+
+async def test_async_search(service, service_tenant):
+    async with AsyncClient(service.url, service_tenant.key) as vg:
+        cust = uid("cust")
+        await vg.create_token("token", "customer", id=cust, metadata={"segment": cust})
+        found = await vg.search(f'metadata.segment:"{cust}"')
+        assert [t["id"] for t in found["data"]] == [cust]
+
+
 def test_ids_are_path_escaped(vg):
     # Unescaped, "../tokens" would be normalised to GET /tokens and answer a list.
     with pytest.raises(NotFound):

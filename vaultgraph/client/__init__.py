@@ -20,10 +20,11 @@ from .errors import (
     UnsupportedMediaType,
     VaultgraphError,
 )
-from .types import Graph, Link, Token, TokenPage
+from .types import AuditEvent, AuditPage, Graph, Link, Token, TokenPage
 
 __all__ = [
-    "NO_RETRIES", "ApiError", "AsyncClient", "BadRequest", "Client", "Conflict", "Forbidden",
+    "NO_RETRIES", "ApiError", "AsyncClient", "AuditEvent", "AuditPage", "BadRequest", "Client",
+    "Conflict", "Forbidden",
     "Graph", "Link", "NotFound", "PayloadTooLarge", "RateLimited", "RetryPolicy", "ServerError",
     "Token", "TokenPage", "TransportError", "Unauthorized", "UnsupportedMediaType",
     "VaultgraphError",

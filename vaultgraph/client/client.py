@@ -23,7 +23,7 @@ import httpx
 from . import _core
 from ._core import MERGE_PATCH, RetryPolicy
 from .errors import TransportError
-from .types import Direction, Graph, Link, Token, TokenPage
+from .types import AuditPage, Direction, Graph, Link, Token, TokenPage
 
 DEFAULT_TIMEOUT = 10.0
 
@@ -90,6 +90,16 @@ class _Routes:
     def graph(token_id, depth, direction):
         return "GET", f"/tokens/{_p(token_id)}/graph", {"params": _core.page_params(
             size=None, start=None, depth=depth, direction=direction)}
+
+    @staticmethod
+    def search(query, size, start):
+        body = {"query": query, **({"size": size} if size is not None else {}),
+                **({"start": start} if start is not None else {})}
+        return "POST", "/tokens/search", {"json": body}
+
+    @staticmethod
+    def logs(size, start, filters):
+        return "GET", "/logs", {"params": _core.page_params(size=size, start=start, **filters)}
 
 
 def _headers(api_key: str) -> dict[str, str]:
@@ -209,6 +219,21 @@ class Client:
         m, p, o = _Routes.graph(token_id, depth, direction)
         return self._send(m, p, **o)
 
+    # -- search and the audit trail --------------------------------------------------------
+
+    def search(self, query: str, *, size: int | None = None,
+               start: str | None = None) -> TokenPage:
+        """POST /tokens/search (README "Search"), e.g. `type:card AND descendant:cust-1`."""
+        m, p, o = _Routes.search(query, size, start)
+        return self._send(m, p, **o)
+
+    def logs(self, *, size: int | None = None, start: str | None = None,
+             **filters: str) -> AuditPage:
+        """GET /logs: `token_id`, `application_id`, `operation`, `outcome`, `start_date`,
+        `end_date` (README "Audit")."""
+        m, p, o = _Routes.logs(size, start, filters)
+        return self._send(m, p, **o)
+
 
 class AsyncClient:
     """The asynchronous client (httpx.AsyncClient underneath); the same methods, awaited."""
@@ -313,4 +338,16 @@ class AsyncClient:
     async def graph(self, token_id: str, *, depth: int | None = None,
                     direction: Direction | None = None) -> Graph:
         m, p, o = _Routes.graph(token_id, depth, direction)
+        return await self._send(m, p, **o)
+
+    # -- search and the audit trail --------------------------------------------------------
+
+    async def search(self, query: str, *, size: int | None = None,
+                     start: str | None = None) -> TokenPage:
+        m, p, o = _Routes.search(query, size, start)
+        return await self._send(m, p, **o)
+
+    async def logs(self, *, size: int | None = None, start: str | None = None,
+                   **filters: str) -> AuditPage:
+        m, p, o = _Routes.logs(size, start, filters)
         return await self._send(m, p, **o)

@@ -47,3 +47,24 @@ class Graph(TypedDict):
     nodes: list[Token]
     edges: list[Link]
     truncated: NotRequired[bool]
+
+
+class AuditEvent(TypedDict):
+    id: str
+    at: str
+    tenant_id: str | None
+    application_id: str | None
+    key_id: str | None
+    operation: str | None
+    route: str | None
+    token_ids: list[str]
+    outcome: str
+    status: int | None
+    transform: str | None
+    trace_id: str | None
+    reason: str | None
+
+
+class AuditPage(TypedDict):
+    pagination: Pagination
+    data: list[AuditEvent]
