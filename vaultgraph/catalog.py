@@ -2,13 +2,30 @@
 
 Code asks for a statement by name (`catalog["tokens/create"]`); an unknown name fails at once.
 Values always travel as `$parameters`; nothing here builds query text from input.
+
+The files ship inside the package (`vaultgraph.cypher`, mapped from the repository's `cypher/`
+in pyproject.toml) and are read with importlib.resources, so a wheel installed anywhere finds
+them; `VAULTGRAPH_CYPHER_DIR` may point at another directory.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from neo4j import Query
+
+PACKAGE = "vaultgraph.cypher"
+
+
+def _walk(root: Traversable, prefix: str = "") -> Iterator[tuple[str, Traversable]]:
+    for entry in root.iterdir():
+        if entry.is_dir():
+            yield from _walk(entry, f"{prefix}{entry.name}/")
+        elif entry.name.endswith(".cypher"):
+            yield f"{prefix}{entry.name.removesuffix('.cypher')}", entry
 
 
 class Catalog:
@@ -17,12 +34,12 @@ class Catalog:
         self._queries = {name: Query(text) for name, text in statements.items()}
 
     @classmethod
-    def load(cls, directory: str | Path) -> Catalog:
-        root = Path(directory)
-        statements = {
-            path.relative_to(root).with_suffix("").as_posix(): path.read_text()
-            for path in sorted(root.rglob("*.cypher"))
-        }
+    def load(cls, directory: str | Path | Traversable | None = None) -> Catalog:
+        """The packaged catalog, or the one under `directory`."""
+        root = files(PACKAGE) if directory in (None, "") else (
+            Path(directory) if isinstance(directory, str) else directory)
+        statements = dict(sorted((name, entry.read_text(encoding="utf-8"))
+                                 for name, entry in _walk(root)))
         if not statements:
             raise FileNotFoundError(f"no .cypher files under {root}")
         return cls(statements)
