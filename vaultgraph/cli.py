@@ -449,7 +449,7 @@ def audit_command(settings: Settings, args: argparse.Namespace) -> int:
 def explain(exc: BaseException, settings: Settings | None) -> tuple[str, str, int]:
     """The one line for a failure: what went wrong and what to do, and the exit status."""
     from marshmallow import ValidationError
-    from neo4j.exceptions import AuthError, ServiceUnavailable
+    from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable
 
     from .crypto import CryptoError
     from .errors import Invalid, Unavailable, VaultError
@@ -466,6 +466,11 @@ def explain(exc: BaseException, settings: Settings | None) -> tuple[str, str, in
                  else "the user is VAULTGRAPH_NEO4J_USER")
         return (f"Neo4j at {uri} refused the password",
                 f"set VAULTGRAPH_NEO4J_PASSWORD to this database's password ({unset})", 1)
+    if isinstance(exc, ClientError) and exc.code == "Neo.ClientError.Database.DatabaseNotFound":
+        name = settings.neo4j_database if settings else "configured"
+        return (f"Neo4j at {uri} has no database {name!r}",
+                "set VAULTGRAPH_NEO4J_DATABASE to an existing database (Community has 'neo4j')",
+                1)
     if isinstance(exc, (Unavailable, ServiceUnavailable)):
         return (f"cannot reach Neo4j at {uri}",
                 "start it (vaultgraph neo4j start) or set VAULTGRAPH_NEO4J_URI to a running "
