@@ -8,16 +8,17 @@ RUN python -m venv /opt/vaultgraph
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY vaultgraph ./vaultgraph
+# The Cypher catalog and the Neo4j launcher's files ship inside the package (pyproject.toml).
+COPY cypher ./cypher
+COPY deploy/neo4j ./deploy/neo4j
 RUN /opt/vaultgraph/bin/pip install .
 
-# -- run: the virtualenv, the Cypher statements, an unprivileged user -----------------------
+# -- run: the virtualenv (the Cypher statements inside it), an unprivileged user -----------
 FROM python:3.11-slim
 RUN groupadd --system --gid 10001 vaultgraph \
  && useradd --system --uid 10001 --gid vaultgraph --home-dir /var/lib/vaultgraph \
             --create-home --shell /usr/sbin/nologin vaultgraph
 COPY --from=build /opt/vaultgraph /opt/vaultgraph
-COPY cypher /opt/vaultgraph/cypher
-# The Cypher files live outside the installed package: VAULTGRAPH_CYPHER_DIR points at them.
 # The key-encryption key and the Neo4j password come from the environment at run time
 # (VAULTGRAPH_KEK or VAULTGRAPH_KEK_FILE, VAULTGRAPH_NEO4J_PASSWORD); none is baked in.
 ENV PATH=/opt/vaultgraph/bin:$PATH \
@@ -25,8 +26,7 @@ ENV PATH=/opt/vaultgraph/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     VAULTGRAPH_HOST=0.0.0.0 \
     VAULTGRAPH_PORT=8080 \
-    VAULTGRAPH_HOME=/var/lib/vaultgraph \
-    VAULTGRAPH_CYPHER_DIR=/opt/vaultgraph/cypher
+    VAULTGRAPH_HOME=/var/lib/vaultgraph
 USER vaultgraph
 WORKDIR /var/lib/vaultgraph
 EXPOSE 8080

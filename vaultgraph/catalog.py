@@ -8,14 +8,31 @@ which tokens a caller may see. A statement writes `@visible(t)` or `@in_prefixes
 parent_prefixes)`; loading replaces the marker with the fragment's text, `{node}` becoming the
 statement's variable and `{prefixes}` the parameter's name (default `prefixes`). Both are
 written in our own files, never taken from a request: the result is as static as the rest.
+
+The files ship inside the package (`vaultgraph.cypher`, mapped from the repository's `cypher/`
+in pyproject.toml) and are read with importlib.resources, so a wheel installed anywhere finds
+them; `VAULTGRAPH_CYPHER_DIR` may point at another directory.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from neo4j import Query
+
+PACKAGE = "vaultgraph.cypher"
+
+
+def _walk(root: Traversable, prefix: str = "") -> Iterator[tuple[str, Traversable]]:
+    for entry in root.iterdir():
+        if entry.is_dir():
+            yield from _walk(entry, f"{prefix}{entry.name}/")
+        elif entry.name.endswith(".cypher"):
+            yield f"{prefix}{entry.name.removesuffix('.cypher')}", entry
 
 
 class Catalog:
@@ -24,13 +41,15 @@ class Catalog:
         self._queries = {name: Query(text) for name, text in statements.items()}
 
     @classmethod
-    def load(cls, directory: str | Path) -> Catalog:
-        root = Path(directory)
-        files = {path.relative_to(root).with_suffix("").as_posix(): path.read_text()
-                 for path in sorted(root.rglob("*.cypher"))}
-        fragments = {name.removeprefix(FRAGMENTS): _code(text) for name, text in files.items()
+    def load(cls, directory: str | Path | Traversable | None = None) -> Catalog:
+        """The packaged catalog, or the one under `directory`."""
+        root = files(PACKAGE) if directory in (None, "") else (
+            Path(directory) if isinstance(directory, str) else directory)
+        texts = dict(sorted((name, entry.read_text(encoding="utf-8"))
+                            for name, entry in _walk(root)))
+        fragments = {name.removeprefix(FRAGMENTS): _code(text) for name, text in texts.items()
                      if name.startswith(FRAGMENTS)}
-        statements = {name: expand(text, fragments) for name, text in files.items()
+        statements = {name: expand(text, fragments) for name, text in texts.items()
                       if not name.startswith(FRAGMENTS)}
         if not statements:
             raise FileNotFoundError(f"no .cypher files under {root}")

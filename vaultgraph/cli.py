@@ -1,18 +1,56 @@
-"""The `vaultgraph` command: serve, run a local Neo4j, create tenants and applications."""
+"""The `vaultgraph` command: serve, run a local Neo4j, manage tenants, applications, keys and the
+audit trail (README "Command line").
+
+Every runtime failure is one line on stderr, `vaultgraph: <cause>: <what to do>`, with exit status
+1 (2 for usage errors); `--debug` shows the traceback instead. Commands that create or list print
+JSON on stdout (lists: one JSON object per line); progress goes to stderr. Secrets (API keys) are
+printed once on stdout or written to a 0600 file (`--key-file`), never to a log.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import orjson
 
-from .settings import Settings
+from .settings import ConfigError, Settings
+
+PAGE = 100
+UNEXPECTED_FIX = "rerun with --debug for the traceback and report it"
+
+
+class Failure(Exception):
+    """A runtime failure the command explains: one line, `cause: fix`."""
+
+    def __init__(self, cause: str, fix: str, status: int = 1):
+        super().__init__(f"{cause}: {fix}")
+        self.cause = cause
+        self.fix = fix
+        self.status = status
+
+
+def package_version() -> str:
+    try:
+        return version("vaultgraph")
+    except PackageNotFoundError:  # pragma: no cover - run from a checkout without install
+        return "unknown"
+
+
+# -- output -------------------------------------------------------------------------------------
+
+def emit(value) -> None:
+    with contextlib.suppress(BrokenPipeError):
+        sys.stdout.write(orjson.dumps(value, default=str).decode() + "\n")
+        sys.stdout.flush()
 
 
 def _write_secret(path: Path, text: str) -> None:
@@ -22,12 +60,48 @@ def _write_secret(path: Path, text: str) -> None:
         f.write(text + "\n")
 
 
+def _secret_out(created: dict, key_file: str | None) -> dict:
+    """The key goes to stdout with the ids, or only to a new 0600 file when one is named."""
+    if not key_file:
+        return created
+    path = Path(key_file).expanduser().absolute()
+    try:
+        _write_secret(path, created["key"])
+    except FileExistsError:
+        raise Failure(f"{path} exists", "name a new file for --key-file (it is never "
+                      "overwritten)") from None
+    return {**{k: v for k, v in created.items() if k != "key"}, "key_file": str(path)}
+
+
+class Progress:
+    """`label done/total` on stderr: redrawn in place on a terminal, every 10% otherwise."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.tty = sys.stderr.isatty()
+        self.last_decile = -1
+
+    def __call__(self, done: int, total: int | None = None) -> None:
+        text = f"{self.label} {done}" + (f"/{total}" if total else "")
+        if self.tty:
+            print(f"\r{text}", end="", file=sys.stderr, flush=True)
+            return
+        decile = (done * 10 // total) if total else done // 1000
+        if decile != self.last_decile:
+            self.last_decile = decile
+            print(text, file=sys.stderr, flush=True)
+
+    def done(self, text: str) -> None:
+        print(("\r" if self.tty else "") + f"{self.label} {text}", file=sys.stderr, flush=True)
+
+
+# -- settings and resources ---------------------------------------------------------------------
+
 def local_neo4j(settings: Settings):
     from .neo4j_local import LocalNeo4j
 
     return LocalNeo4j(
-        home=settings.home_path / "neo4j" if settings.neo4j_bolt_port == 7687
-        else settings.home_path / f"neo4j-{settings.neo4j_bolt_port}",
+        home=settings.local_neo4j_home(),
         lib_dir=settings.home_path / "neo4j-lib",
         bolt_port=settings.neo4j_bolt_port,
         http_port=settings.neo4j_http_port,
@@ -48,6 +122,19 @@ def ensure_dev_kek(settings: Settings) -> None:
           "production sets VAULTGRAPH_KEK or VAULTGRAPH_KEK_FILE", file=sys.stderr)
 
 
+def check_kek(settings: Settings):
+    """The key ring, parsed now so a malformed one is named before anything starts."""
+    from .crypto import KeyRing
+
+    spec = settings.resolved_kek()
+    try:
+        return KeyRing.from_spec(spec)
+    except ValueError as exc:  # the message names an entry by position, never key bytes
+        raise Failure(f"the key-encryption key in {settings.kek_source} is malformed ({exc})",
+                      "expected '<version>:<base64url of 32 bytes>[,...]', e.g. "
+                      "k1:$(head -c32 /dev/urandom | basenc --base64url)") from None
+
+
 def _local_settings(settings: Settings, neo) -> Settings:
     """Point the service at the local server's password file when none is configured."""
     if settings.neo4j_password:
@@ -55,63 +142,32 @@ def _local_settings(settings: Settings, neo) -> Settings:
     return Settings(**{**settings.__dict__, "neo4j_password": neo.resolve_password()})
 
 
+def services(settings: Settings, *, with_keys: bool = True):
+    from .wiring import open_services
+
+    if with_keys:
+        check_kek(settings)
+    settings.resolved_neo4j_password()  # a missing password is named before connecting
+    return open_services(settings, with_keys=with_keys, schema_required=True)
+
+
+def run_async(work):
+    return asyncio.run(work())
+
+
+# -- serve and the local Neo4j -------------------------------------------------------------------
+
 def create_tenant(settings: Settings, name: str) -> dict:
-    from .wiring import open_services
-
     async def work():
-        async with open_services(settings, schema_required=True) as services:
-            return (await services.tenants.create(name)).to_dict()
+        async with services(settings) as svc:
+            return (await svc.tenants.create(name)).to_dict()
 
-    return asyncio.run(work())
-
-
-def create_application(settings: Settings, tenant_id: str, name: str, permissions: list[str],
-                       rules: list[str]) -> dict:
-    """The operator's way in: the API's use case with no grantor, so no escalation check."""
-    from marshmallow import ValidationError
-
-    from .services.applications import parse_draft
-    from .wiring import open_services
-
-    try:
-        raw_rules = [orjson.loads(rule) for rule in rules]
-    except orjson.JSONDecodeError:
-        raise ValidationError({"rules": ["every --rule must be a JSON object"]}) from None
-    draft = parse_draft({"name": name, "permissions": permissions, "rules": raw_rules})
-
-    async def work():
-        async with open_services(settings, with_keys=False, schema_required=True) as services:
-            app, key = await services.applications.create(tenant_id, draft, grantor=None)
-            return {"application_id": app.id, "key": key}
-
-    return asyncio.run(work())
-
-
-def applications_command(settings: Settings, args: argparse.Namespace) -> int:
-    from marshmallow import ValidationError
-
-    from .errors import VaultError
-
-    try:
-        created = create_application(settings, args.tenant, args.name, args.permission,
-                                     args.rule)
-    except ValidationError as exc:
-        messages = orjson.dumps(exc.normalized_messages(), option=orjson.OPT_NON_STR_KEYS)
-        print(f"invalid application: {messages.decode()}", file=sys.stderr)
-        return 2
-    except ValueError as exc:  # settings: no database password, no key-encryption key
-        print(f"vaultgraph: {exc}", file=sys.stderr)
-        return 2
-    except VaultError as exc:
-        print(exc.detail, file=sys.stderr)
-        return 1
-    with contextlib.suppress(BrokenPipeError):
-        print(orjson.dumps(created).decode())
-    return 0
+    return run_async(work)
 
 
 def bootstrap(settings: Settings) -> None:
-    """First run only: a tenant whose management key is printed once and kept 0600."""
+    """First run only: a tenant whose management key goes to a 0600 file, and to the terminal
+    once if stderr is one (never into a log: a redirected stderr gets the file name only)."""
     key_file = settings.home_path / "admin.key"
     if key_file.exists():
         print(f"admin key: {key_file} (created on first run)", file=sys.stderr)
@@ -121,11 +177,12 @@ def bootstrap(settings: Settings) -> None:
     (settings.home_path / "admin.json").write_text(orjson.dumps(
         {"tenant_id": created["tenant_id"], "application_id": created["application_id"]}
     ).decode() + "\n")
+    shown = (f"  admin key      {created['key']}\n  (shown once; also written to {key_file}, "
+             "mode 0600)") if sys.stderr.isatty() else (
+        f"  admin key      in {key_file} (mode 0600; not printed: stderr is not a terminal)")
     print("bootstrapped tenant 'default':\n"
           f"  tenant_id      {created['tenant_id']}\n"
-          f"  application_id {created['application_id']}\n"
-          f"  admin key      {created['key']}\n"
-          f"  (shown once; also written to {key_file}, mode 0600)", file=sys.stderr)
+          f"  application_id {created['application_id']}\n" + shown, file=sys.stderr)
 
 
 def serve(settings: Settings, *, local: bool) -> int:
@@ -133,22 +190,29 @@ def serve(settings: Settings, *, local: bool) -> int:
 
     from .app import create_app
     from .logs import configure
+    from .neo4j_local import port_in_use
 
     configure(settings.log_level, settings.log_format)
+    if port_in_use(settings.port, settings.host):
+        raise Failure(f"port {settings.port} on {settings.host} is in use by another process",
+                      "stop that process or set VAULTGRAPH_PORT to a free port")
     neo = started = None
     if local:
         ensure_dev_kek(settings)
-        neo = local_neo4j(settings)
-        started = neo.start()
-        settings = _local_settings(settings, neo)
-        bootstrap(settings)
+    check_kek(settings)
     try:
+        if local:
+            neo = local_neo4j(settings)
+            started = neo.start()
+            settings = _local_settings(settings, neo)
+            bootstrap(settings)
         print(f"serving on http://{settings.host}:{settings.port} "
               f"(docs at /docs, Neo4j Browser at http://127.0.0.1:{settings.neo4j_http_port}"
               "/browser/)", file=sys.stderr)
         web.run_app(create_app(settings), host=settings.host, port=settings.port,
                     print=None, access_log=None, shutdown_timeout=10)
     finally:
+        # Whatever this call started, it stops: a failed bootstrap leaves no orphan server.
         if started:
             neo.stop()
     return 0
@@ -179,46 +243,373 @@ def neo4j_command(settings: Settings, action: str, command: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="vaultgraph", description=__doc__)
+# -- tenants, applications, keys, audit ----------------------------------------------------------
+
+def tenants_command(settings: Settings, args: argparse.Namespace) -> int:
+    if args.action == "create":
+        emit(_secret_out(create_tenant(settings, args.name), args.key_file))
+        return 0
+
+    async def work():
+        async with services(settings) as svc:
+            if args.action == "show":
+                emit(await svc.tenants.get(args.tenant_id))
+                return
+            after = ""
+            while rows := await svc.tenants.page(after, PAGE):
+                for row in rows:
+                    emit(row)
+                after = rows[-1]["id"]
+
+    run_async(work)
+    return 0
+
+
+def _parse_rules(rules: list[str]) -> list:
+    try:
+        raw = [orjson.loads(rule) for rule in rules]
+    except orjson.JSONDecodeError:
+        raise Failure("every --rule must be a JSON object", "see vaultgraph applications "
+                      "create --help", status=2) from None
+    return raw
+
+
+def applications_command(settings: Settings, args: argparse.Namespace) -> int:
+    from .applications.view import application_body, key_body
+    from .services.applications import operator, parse_draft
+
+    caller = operator(args.tenant)
+    draft = (parse_draft({"name": args.name, "permissions": args.permission,
+                          "rules": _parse_rules(args.rule)})
+             if args.action == "create" else None)
+
+    async def work():
+        async with services(settings, with_keys=False) as svc:
+            apps = svc.applications
+            if args.action == "create":
+                app, key = await apps.create(args.tenant, draft, grantor=None)
+                return _secret_out({"application_id": app.id, "key": key}, args.key_file)
+            if args.action == "show":
+                app = await apps.get(caller, args.application_id)
+                keys = await apps.keys(caller, args.application_id)
+                return {**application_body(app), "keys": [key_body(k) for k in keys]}
+            if args.action == "list":
+                cursor = None
+                while True:
+                    page, cursor = await apps.page(caller, PAGE, cursor)
+                    for app in page:
+                        emit(application_body(app))
+                    if cursor is None:
+                        return None
+            if args.action == "revoke-key":
+                await apps.revoke_key(caller, args.application_id, args.key_id)
+                return {"application_id": args.application_id, "revoked": [args.key_id]}
+            # rotate-key: a new key first, then the old ones revoked (unless --keep-old).
+            old = await apps.keys(caller, args.application_id)
+            info, key = await apps.create_key(caller, args.application_id)
+            revoked = []
+            if not args.keep_old:
+                for k in old:
+                    await apps.revoke_key(caller, args.application_id, k.id)
+                    revoked.append(k.id)
+            return _secret_out({"application_id": args.application_id, "key_id": info.id,
+                                "key": key, "revoked": revoked}, args.key_file)
+
+    result = run_async(work)
+    if result is not None:
+        emit(result)
+    return 0
+
+
+def add_kek_version(settings: Settings, ring) -> str:
+    """Append a new key version to the key file (atomically, 0600); the new one is active."""
+    from .crypto import KeyRing
+
+    if settings.kek:
+        raise Failure("the key ring comes from VAULTGRAPH_KEK, which this command cannot change",
+                      "append a new '<version>:<base64url key>' entry to VAULTGRAPH_KEK on every "
+                      "replica, restart them, then run vaultgraph keys rotate again")
+    numbers = [int(v[1:]) for v in ring.versions if v[:1] == "k" and v[1:].isdigit()]
+    new_version = f"k{max(numbers, default=0) + 1}"
+    while new_version in ring.versions:
+        new_version += "n"
+    entry = KeyRing.generate_spec().replace("k1:", f"{new_version}:", 1)
+    path = settings.kek_path
+    spec = path.read_text().strip()
+    tmp = path.with_name(path.name + ".new")
+    tmp.unlink(missing_ok=True)
+    _write_secret(tmp, f"{spec},{entry}")
+    tmp.replace(path)
+    return new_version
+
+
+def keys_command(settings: Settings, args: argparse.Namespace) -> int:
+    ring = check_kek(settings)
+    only = set(args.tenant) if args.tenant else None
+
+    async def pending():
+        async with services(settings) as svc:
+            return await svc.tenants.pending_rewrap(only)
+
+    waiting = run_async(pending)
+    if waiting:
+        print(f"resuming: {waiting} tenant(s) still wrapped under an older key; re-wrapping "
+              f"under {ring.active}", file=sys.stderr)
+    else:
+        added = add_kek_version(settings, ring)
+        print(f"added key-encryption key version {added} to {settings.kek_path}",
+              file=sys.stderr)
+
+    progress = Progress("re-wrapped tenants")
+
+    async def work():
+        async with services(settings) as svc:
+            return await svc.tenants.rewrap_all(progress, only=only)
+
+    result = run_async(work)
+    progress.done(f"{result.rewrapped} done, {result.current} already current, "
+                  f"{len(result.failed)} failed")
+    emit(result.to_dict())
+    if result.failed:
+        raise Failure(f"{len(result.failed)} tenant(s) could not be re-wrapped "
+                      f"({', '.join(result.failed[:3])})",
+                      "their keys are wrapped under a key not in the ring; add it back to "
+                      f"{settings.kek_source} and rerun vaultgraph keys rotate")
+    return 0
+
+
+def _moment(value: str, name: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise Failure(f"{name} is not an ISO 8601 date or time",
+                      "use e.g. 2026-01-31 or 2026-01-31T12:00:00Z", status=2) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def audit_command(settings: Settings, args: argparse.Namespace) -> int:
+    if args.action == "verify":
+        progress = Progress("verified events")
+        count = 0
+
+        def step(n: int) -> None:
+            nonlocal count
+            count += n
+            progress(count)
+
+        async def verify():
+            async with services(settings) as svc:
+                return await svc.audit_log.verify(
+                    step, chains=set(args.chain) if args.chain else None)
+
+        findings = run_async(verify)
+        progress.done(f"{count} checked, {len(findings)} finding(s)")
+        for finding in findings:
+            emit({"kind": finding.kind, "chain": finding.chain, "seq": finding.seq,
+                  "event_id": finding.event_id})
+        if findings:
+            raise Failure(f"the audit trail fails verification ({len(findings)} finding(s), "
+                          "listed on stdout)", "investigate the named events; the trail was "
+                          "changed outside the service")
+        return 0
+
+    since = _moment(args.since, "--since") if args.since else datetime(1970, 1, 1, tzinfo=UTC)
+    until = _moment(args.until, "--until") if args.until else datetime.now(UTC)
+    progress = Progress("exported events")
+
+    async def export(out):
+        n = 0
+        async with services(settings) as svc:
+            async for event in svc.audit_log.export(since, until):
+                out.write(orjson.dumps(event, default=str) + b"\n")
+                n += 1
+                if n % 1000 == 0:
+                    progress(n)
+        return n
+
+    if args.out:
+        path = Path(args.out).expanduser().absolute()
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        except OSError as exc:
+            raise Failure(f"cannot write {path} ({exc.strerror})",
+                          "name a writable file for --out") from None
+        with os.fdopen(fd, "wb") as out:
+            n = run_async(lambda: export(out))
+    else:
+        with contextlib.suppress(BrokenPipeError):
+            n = run_async(lambda: export(sys.stdout.buffer))
+            sys.stdout.flush()
+    progress.done(f"{n} written" + (f" to {args.out}" if args.out else ""))
+    return 0
+
+
+# -- failures -------------------------------------------------------------------------------------
+
+def explain(exc: BaseException, settings: Settings | None) -> tuple[str, str, int]:
+    """The one line for a failure: what went wrong and what to do, and the exit status."""
+    from marshmallow import ValidationError
+    from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable
+
+    from .crypto import CryptoError
+    from .errors import Invalid, Unavailable, VaultError
+    from .neo4j_local import LauncherError
+
+    uri = settings.neo4j_uri if settings else "the configured URI"
+    if isinstance(exc, Failure):
+        return exc.cause, exc.fix, exc.status
+    if isinstance(exc, (ConfigError, LauncherError)):
+        return exc.cause, exc.fix, 1
+    if isinstance(exc, AuthError):
+        where = settings.local_password_file() if settings else None
+        unset = (f"unset, the local server's password file {where} is used" if where
+                 else "the user is VAULTGRAPH_NEO4J_USER")
+        return (f"Neo4j at {uri} refused the password",
+                f"set VAULTGRAPH_NEO4J_PASSWORD to this database's password ({unset})", 1)
+    if isinstance(exc, ClientError) and exc.code == "Neo.ClientError.Database.DatabaseNotFound":
+        name = settings.neo4j_database if settings else "configured"
+        return (f"Neo4j at {uri} has no database {name!r}",
+                "set VAULTGRAPH_NEO4J_DATABASE to an existing database (Community has 'neo4j')",
+                1)
+    if isinstance(exc, (Unavailable, ServiceUnavailable)):
+        return (f"cannot reach Neo4j at {uri}",
+                "start it (vaultgraph neo4j start) or set VAULTGRAPH_NEO4J_URI to a running "
+                "server", 1)
+    if isinstance(exc, CryptoError):
+        source = settings.kek_source if settings else "the key ring"
+        return (f"the key-encryption key ring in {source} cannot unwrap the stored tenant keys",
+                "use the key ring the tenants were created with", 1)
+    if isinstance(exc, ValidationError):
+        messages = orjson.dumps(exc.normalized_messages(), option=orjson.OPT_NON_STR_KEYS)
+        return f"invalid input {messages.decode()}", "see --help for the expected values", 2
+    if isinstance(exc, Invalid) and exc.errors:
+        return (f"{exc.detail} {orjson.dumps(exc.errors).decode()}",
+                "see --help for the expected values", 2)
+    if isinstance(exc, VaultError):
+        return exc.detail.rstrip("."), "check the ids (vaultgraph tenants list, vaultgraph " \
+            "applications list --tenant ID)", 1
+    if isinstance(exc, PermissionError):
+        return (f"permission denied on {exc.filename}",
+                "run as the user that owns VAULTGRAPH_HOME or set VAULTGRAPH_HOME", 1)
+    if isinstance(exc, OSError) and exc.errno == 98 and settings:
+        return (f"port {settings.port} on {settings.host} is in use by another process",
+                "stop that process or set VAULTGRAPH_PORT to a free port", 1)
+    return f"unexpected {type(exc).__name__}", UNEXPECTED_FIX, 1
+
+
+# -- arguments ------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vaultgraph", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"vaultgraph {package_version()}")
+    parser.add_argument("--debug", action="store_true",
+                        help="on failure, show the traceback instead of one line")
     sub = parser.add_subparsers(dest="command", required=True)
+
     p_serve = sub.add_parser("serve", help="serve the API")
     p_serve.add_argument("--local-neo4j", action="store_true",
                          help="start the local Neo4j (and stop it on exit), bootstrap on first run")
+
     p_neo = sub.add_parser("neo4j", help="the local Neo4j server")
     p_neo.add_argument("action", choices=["start", "stop", "status", "run"])
     p_neo.add_argument("cmd", nargs=argparse.REMAINDER,
                        help="with run: the command to run against it (after --)")
-    p_ten = sub.add_parser("tenants", help="tenants")
-    ten_sub = p_ten.add_subparsers(dest="action", required=True)
-    p_tc = ten_sub.add_parser("create", help="create a tenant and its management application")
-    p_tc.add_argument("--name", required=True)
-    p_app = sub.add_parser("applications", help="applications and their API keys")
-    app_sub = p_app.add_subparsers(dest="action", required=True)
-    p_ac = app_sub.add_parser(
-        "create", help="create an application in a tenant; prints its id and its key (once)")
-    p_ac.add_argument("--tenant", required=True, help="the tenant id")
-    p_ac.add_argument("--name", required=True)
-    p_ac.add_argument("--permission", action="append", default=[], metavar="P",
-                      help="a permission, e.g. token:read (repeat for more)")
-    p_ac.add_argument("--rule", action="append", default=[], metavar="JSON",
-                      help='an access rule, e.g. \'{"container": "/pci/", "transform": "mask", '
-                           '"permissions": ["token:read"]}\' (repeat for more)')
 
-    args = parser.parse_args(argv)
-    settings = Settings.from_env()
+    p_ten = sub.add_parser("tenants", help="tenants")
+    ten = p_ten.add_subparsers(dest="action", required=True)
+    p = ten.add_parser("create", help="create a tenant and its management application; prints "
+                       "tenant_id, application_id and key (once)")
+    p.add_argument("--name", required=True)
+    p.add_argument("--key-file", metavar="PATH",
+                   help="write the key to this new 0600 file instead of stdout")
+    ten.add_parser("list", help="every tenant, one JSON object per line")
+    p = ten.add_parser("show", help="one tenant")
+    p.add_argument("tenant_id")
+
+    p_app = sub.add_parser("applications", help="applications and their API keys")
+    app = p_app.add_subparsers(dest="action", required=True)
+    p = app.add_parser("create",
+                       help="create an application in a tenant; prints its id and its key (once)")
+    p.add_argument("--tenant", required=True, help="the tenant id")
+    p.add_argument("--name", required=True)
+    p.add_argument("--permission", action="append", default=[], metavar="P",
+                   help="a permission, e.g. token:read (repeat for more)")
+    p.add_argument("--rule", action="append", default=[], metavar="JSON",
+                   help='an access rule, e.g. \'{"container": "/pci/", "transform": "mask", '
+                        '"permissions": ["token:read"]}\' (repeat for more)')
+    p.add_argument("--key-file", metavar="PATH",
+                   help="write the key to this new 0600 file instead of stdout")
+    p = app.add_parser("list", help="a tenant's applications, one JSON object per line")
+    p.add_argument("--tenant", required=True, help="the tenant id")
+    p = app.add_parser("show", help="one application with its working keys (ids only)")
+    p.add_argument("--tenant", required=True, help="the tenant id")
+    p.add_argument("application_id")
+    p = app.add_parser("revoke-key", help="revoke one key of an application")
+    p.add_argument("--tenant", required=True, help="the tenant id")
+    p.add_argument("application_id")
+    p.add_argument("key_id")
+    p = app.add_parser("rotate-key", help="issue a new key (printed once) and revoke the old ones")
+    p.add_argument("--tenant", required=True, help="the tenant id")
+    p.add_argument("application_id")
+    p.add_argument("--keep-old", action="store_true",
+                   help="keep the old keys working (revoke them later with revoke-key)")
+    p.add_argument("--key-file", metavar="PATH",
+                   help="write the key to this new 0600 file instead of stdout")
+
+    p_keys = sub.add_parser("keys", help="key-encryption keys")
+    keys = p_keys.add_subparsers(dest="action", required=True)
+    p = keys.add_parser("rotate", help="add a new key-encryption key to the key file and "
+                        "re-wrap every tenant's keys under it, online; resumes an unfinished "
+                        "rotation instead of adding another key")
+    p.add_argument("--tenant", action="append", metavar="ID",
+                   help="only this tenant (repeat for more); default: every tenant")
+
+    p_audit = sub.add_parser("audit", help="the audit trail")
+    audit = p_audit.add_subparsers(dest="action", required=True)
+    p = audit.add_parser("verify", help="check every chain; findings as JSON lines, exit 1 if "
+                         "any")
+    p.add_argument("--chain", action="append", metavar="ID",
+                   help="only this chain (repeat for more); default: every chain")
+    p = audit.add_parser("export", help="events as JSON lines, oldest first")
+    p.add_argument("--since", help="ISO 8601 date or time (inclusive); default: the beginning")
+    p.add_argument("--until", help="ISO 8601 date or time (exclusive); default: now")
+    p.add_argument("--out", metavar="FILE", help="write to FILE (mode 0600) instead of stdout")
+    return parser
+
+
+def dispatch(settings: Settings, args: argparse.Namespace) -> int:
     if args.command == "serve":
         return serve(settings, local=args.local_neo4j)
     if args.command == "neo4j":
         cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
         return neo4j_command(settings, args.action, cmd)
     if args.command == "tenants":
-        with contextlib.suppress(BrokenPipeError):
-            print(orjson.dumps(create_tenant(settings, args.name)).decode())
-        return 0
+        return tenants_command(settings, args)
     if args.command == "applications":
         return applications_command(settings, args)
-    return 2
+    if args.command == "keys":
+        return keys_command(settings, args)
+    return audit_command(settings, args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not args.debug and args.command != "serve":
+        # The driver and the repositories log each failed attempt; the one line below says it.
+        logging.disable(logging.ERROR)
+    settings = None
+    try:
+        settings = Settings.from_env()
+        return dispatch(settings, args)
+    except KeyboardInterrupt:
+        print("vaultgraph: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.debug:
+            raise
+        cause, fix, status = explain(exc, settings)
+        print(f"vaultgraph: {cause}: {fix}", file=sys.stderr)
+        return status
 
 
 if __name__ == "__main__":

@@ -27,8 +27,9 @@ import json
 import os
 import re
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cryptography.exceptions import InvalidTag
@@ -295,10 +296,16 @@ class TenantKeyCache:
     so rotated or rewrapped material is a new entry and tampered material is unwrapped (and fails)
     instead of being served from cache."""
 
-    def __init__(self, ring: KeyRing, max_size: int = 1024) -> None:
+    def __init__(self, ring: KeyRing, max_size: int = 1024,
+                 reload: Callable[[], KeyRing] | None = None) -> None:
         if max_size < 1:
             raise ValueError("max_size must be at least 1")
         self._ring = ring
+        # KEK rotation online (`vaultgraph keys rotate`): material wrapped under a version this
+        # ring lacks makes the cache re-read the ring (at most once per second), so a running
+        # service follows a new key added to the key file without a restart.
+        self._reload = reload
+        self._reloaded_at = 0.0
         self._max_size = max_size
         self._entries: OrderedDict[tuple[str, bytes], TenantKeys] = OrderedDict()
         self._lock = threading.Lock()
@@ -315,13 +322,39 @@ class TenantKeyCache:
                 self._entries.move_to_end(key)
                 return keys
         # Unwrap outside the lock; a race costs at most one duplicate unwrap.
-        keys = TenantKeys.unwrap(self._ring, tenant_id, stored)
+        try:
+            keys = TenantKeys.unwrap(self._ring, tenant_id, stored)
+        except CryptoError:
+            if not self._reload_for(stored):
+                raise
+            keys = TenantKeys.unwrap(self._ring, tenant_id, stored)
         with self._lock:
             self._entries[key] = keys
             self._entries.move_to_end(key)
             while len(self._entries) > self._max_size:
                 self._entries.popitem(last=False)
         return keys
+
+    def _reload_for(self, stored: Mapping[str, str]) -> bool:
+        """Re-read the ring if the material names a KEK version it lacks; True if it now has
+        every version named."""
+        try:
+            _, wrapped, hmac_blob = _parse_stored(stored)
+        except CryptoError:
+            return False
+        wanted = {blob.partition(".")[0] for blob in (*wrapped.values(), hmac_blob)}
+        if self._reload is None or wanted <= set(self._ring.versions):
+            return False
+        now = time.monotonic()
+        if now - self._reloaded_at < 1.0:
+            return False
+        self._reloaded_at = now
+        try:
+            ring = self._reload()
+        except (ValueError, OSError):
+            return False
+        self._ring = ring
+        return wanted <= set(ring.versions)
 
     def clear(self) -> None:
         with self._lock:

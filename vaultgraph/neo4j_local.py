@@ -1,6 +1,7 @@
 """A real Neo4j Community 5.26 server on this machine, without Docker.
 
-The jars come from Maven Central (deploy/neo4j/pom.xml, fetched once into a shared lib folder);
+The jars come from Maven Central (deploy/neo4j/pom.xml, shipped in the package as
+`vaultgraph.neo4j_files` with the Browser pack, fetched once into a shared lib folder);
 each instance has its own home (conf, data, logs, pid file), so `make run`, `make test`, the
 benchmark and tests that stop a server can each use their own instance and ports.
 """
@@ -8,27 +9,34 @@ benchmark and tests that stop a server can each use their own instance and ports
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import hashlib
+import logging
 import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 import zipfile
 from dataclasses import dataclass
+from importlib.resources import as_file, files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import neo4j
 from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable
 
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
-DEFAULT_POM = Path(__file__).resolve().parent.parent / "deploy" / "neo4j" / "pom.xml"
+FILES = files("vaultgraph.neo4j_files")
+DEFAULT_POM = FILES / "pom.xml"
 # The Neo4j Browser pack (style and guide). Neo4j serves Browser from the `browser/` folder of the
 # first classpath entry that has one, so the launcher puts a copy of the Browser jar with the pack
 # added under `browser/vaultgraph/` first on the classpath: Browser loads both from its own origin.
-BROWSER_PACK = Path(__file__).resolve().parent.parent / "deploy" / "neo4j" / "browser"
+BROWSER_PACK = FILES / "browser"
 BROWSER_PACK_FILES = ("vaultgraph.grass", "guide.html")
 BROWSER_PACK_PATH = "/browser/vaultgraph"
 # Added to Browser's page: it may load from and connect to this machine only (Bolt over
@@ -62,7 +70,34 @@ _CHILDREN: dict[int, subprocess.Popen] = {}
 
 
 class LauncherError(RuntimeError):
-    pass
+    """The local server cannot start or answer: `cause` and `fix`, one line each."""
+
+    def __init__(self, cause: str, fix: str = "see the message above"):
+        super().__init__(f"{cause}: {fix}")
+        self.cause = cause
+        self.fix = fix
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
+
+
+@contextlib.contextmanager
+def _quiet_driver():
+    """The driver logs every failed routing attempt while the server boots: not news."""
+    logger = logging.getLogger("neo4j")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def say(message: str) -> None:
@@ -78,8 +113,8 @@ class LocalNeo4j:
     password: str | None = None
     heap: str = "512m"
     pagecache: str = "256m"
-    pom: Path = DEFAULT_POM
-    browser_pack: Path = BROWSER_PACK
+    pom: Path | Traversable = DEFAULT_POM
+    browser_pack: Path | Traversable = BROWSER_PACK
 
     @property
     def pid_file(self) -> Path:
@@ -100,20 +135,31 @@ class LocalNeo4j:
         if marker.exists():
             return
         if shutil.which("mvn") is None or shutil.which("java") is None:
-            raise LauncherError("Java 17+ and Maven are needed to fetch Neo4j "
-                                "(apt-get install openjdk-17-jre-headless maven)")
+            missing = " and ".join(name for name in ("java", "mvn") if shutil.which(name) is None)
+            raise LauncherError(f"{missing} not found on PATH: Java 17+ and Maven fetch Neo4j on "
+                                "first start",
+                                "install them (apt-get install openjdk-17-jre-headless maven)")
         say(f"first run: fetching Neo4j Community jars from Maven Central into {self.lib_dir} ...")
         started = time.monotonic()
         tmp = self.lib_dir.resolve().with_name(self.lib_dir.name + ".partial")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        cmd = [
-            "mvn", "-B", "-q", "-f", str(self.pom), "dependency:copy-dependencies",
-            "-DincludeScope=runtime", f"-DoutputDirectory={tmp}",
-        ]
-        result = subprocess.run(cmd, check=False)  # noqa: S603 - fixed argv, no shell
+        log = self.lib_dir.resolve().with_name(self.lib_dir.name + ".maven.log")
+        # Batch mode, no progress, no colour: the output is for a log file, not a terminal.
+        with as_file(self.pom) as pom, open(log, "wb") as out:
+            cmd = [
+                "mvn", "-B", "-q", "--no-transfer-progress", "-Dstyle.color=never",
+                "-f", str(pom), "dependency:copy-dependencies",
+                "-DincludeScope=runtime", f"-DoutputDirectory={tmp}",
+            ]
+            env = {**os.environ, "MAVEN_OPTS": (os.environ.get("MAVEN_OPTS", "")
+                                                + " -Djansi.passthrough=false").strip(),
+                   "NO_COLOR": "1", "TERM": "dumb"}
+            result = subprocess.run(cmd, check=False, stdout=out,  # noqa: S603 - fixed argv
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
         if result.returncode != 0:
-            raise LauncherError(f"maven could not fetch the Neo4j jars (exit {result.returncode})")
+            raise LauncherError(f"Maven could not fetch the Neo4j jars (exit {result.returncode})",
+                                f"see {log}; check network access to Maven Central")
         shutil.rmtree(self.lib_dir, ignore_errors=True)
         tmp.rename(self.lib_dir)
         marker.write_text("ok\n")
@@ -249,6 +295,11 @@ server.bolt.thread_pool_max_size=400
         if self.running_pid() is not None:
             self._wait_ready(self.resolve_password(), timeout)
             return False
+        for name, port in (("Bolt", self.bolt_port), ("HTTP", self.http_port)):
+            if port_in_use(port):
+                variable = f"VAULTGRAPH_NEO4J_{name.upper()}_PORT"
+                raise LauncherError(f"Neo4j's {name} port {port} is in use by another process",
+                                    f"stop that process or set {variable} to a free port")
         self.ensure_jars()
         self.write_conf()
         browser_jar = self.write_browser_jar()
@@ -290,14 +341,17 @@ server.bolt.thread_pool_max_size=400
         while True:
             if proc is not None and proc.poll() is not None:
                 log = self.home / "logs" / "console.log"
-                raise LauncherError(f"Neo4j exited with {proc.returncode}; see {log}")
+                raise LauncherError(f"Neo4j exited with status {proc.returncode} while starting",
+                                    f"see {log}")
             try:
-                asyncio.run(_ensure_password(self.uri, password))
+                with _quiet_driver():
+                    asyncio.run(_ensure_password(self.uri, password))
                 return
             except (ServiceUnavailable, OSError):
                 pass
             if time.monotonic() > deadline:
-                raise LauncherError(f"Neo4j did not answer on bolt within {timeout:.0f}s")
+                raise LauncherError(f"Neo4j did not answer on Bolt port {self.bolt_port} within "
+                                    f"{timeout:.0f}s", f"see {self.home / 'logs'}")
             time.sleep(0.5)
 
     def stop(self, timeout: float = 60.0) -> bool:
@@ -362,7 +416,8 @@ async def _ensure_password(uri: str, password: str) -> None:
             )
         except AuthError as exc:
             raise LauncherError(
-                "Neo4j refuses both the configured password and the initial one; "
+                f"Neo4j at {uri} refuses both the configured password and the initial one",
                 "set VAULTGRAPH_NEO4J_PASSWORD to the password of this database") from exc
         except ClientError as exc:
-            raise LauncherError(f"could not set the initial Neo4j password: {exc.code}") from exc
+            raise LauncherError(f"could not set the initial Neo4j password ({exc.code})",
+                                "see the server's logs") from exc

@@ -9,8 +9,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
+from urllib.parse import urlsplit
 
 PREFIX = "VAULTGRAPH_"
+# The checkout's root, for tests and the benchmark only: an installed wheel has no checkout.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -18,8 +20,8 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 class Settings:
     host: str = "127.0.0.1"
     port: int = 8080
-    home: str = ".vaultgraph"
-    neo4j_uri: str = "neo4j://127.0.0.1:7687"
+    home: str = ""  # empty: $XDG_DATA_HOME/vaultgraph (~/.local/share/vaultgraph)
+    neo4j_uri: str = ""  # empty: the local server, neo4j://127.0.0.1:<neo4j_bolt_port>
     neo4j_user: str = "neo4j"
     neo4j_password: str = ""
     neo4j_database: str = "neo4j"
@@ -28,7 +30,7 @@ class Settings:
     neo4j_http_port: int = 7474
     neo4j_heap: str = "512m"
     neo4j_pagecache: str = "256m"
-    cypher_dir: str = str(PROJECT_ROOT / "cypher")
+    cypher_dir: str = ""  # empty: the catalog shipped in the package (vaultgraph.cypher)
     kek: str = ""
     kek_file: str = ""
     log_level: str = "INFO"
@@ -67,14 +69,38 @@ class Settings:
             kind = type(f.default)
             try:
                 values[f.name] = kind(raw)
-            except ValueError as exc:
-                raise ValueError(f"{PREFIX}{f.name.upper()} must be a {kind.__name__}") from exc
+            except ValueError:
+                name = f"{PREFIX}{f.name.upper()}"
+                raise ConfigError(f"{name} is not a {kind.__name__}",
+                                  f"set {name} to a {kind.__name__} or unset it") from None
         values.update(overrides)
+        # Absolute once, here: every command and every child process sees the same home,
+        # whatever directory it runs in.
+        values["home"] = str(default_home(env) if not values.get("home")
+                             else Path(values["home"]).expanduser().absolute())
         return cls(**values)
+
+    def __post_init__(self):
+        if not self.neo4j_uri:
+            object.__setattr__(self, "neo4j_uri", f"neo4j://127.0.0.1:{self.neo4j_bolt_port}")
 
     @property
     def home_path(self) -> Path:
-        return Path(self.home)
+        return Path(self.home) if self.home else default_home(os.environ)
+
+    def local_neo4j_home(self, bolt_port: int | None = None) -> Path:
+        """The home of the local server on this Bolt port (the launcher's layout)."""
+        port = self.neo4j_bolt_port if bolt_port is None else bolt_port
+        return self.home_path / ("neo4j" if port == 7687 else f"neo4j-{port}")
+
+    def local_password_file(self) -> Path | None:
+        """The password file the launcher wrote for the server the URI names (None: the URI
+        is not a server on this machine)."""
+        parts = urlsplit(self.neo4j_uri)
+        if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+            return None
+        home = self.local_neo4j_home(parts.port or 7687)
+        return home.parent / f"{home.name}.password"
 
     @property
     def kek_path(self) -> Path:
@@ -84,10 +110,14 @@ class Settings:
         """The configured password, else the one the local launcher generated."""
         if self.neo4j_password:
             return self.neo4j_password
-        local = self.home_path / "neo4j.password"
-        if local.exists():
+        local = self.local_password_file()
+        if local is not None and local.exists():
             return local.read_text().strip()
-        raise ValueError("no Neo4j password: set VAULTGRAPH_NEO4J_PASSWORD")
+        where = f" and no password file {local}" if local else ""
+        raise ConfigError(
+            f"no Neo4j password for {self.neo4j_uri}: VAULTGRAPH_NEO4J_PASSWORD is not set{where}",
+            "set VAULTGRAPH_HOME to the home the local server was started with, or set "
+            "VAULTGRAPH_NEO4J_PASSWORD")
 
     def resolved_kek(self) -> str:
         """The key-encryption key ring spec, from VAULTGRAPH_KEK or the KEK file."""
@@ -95,4 +125,25 @@ class Settings:
             return self.kek
         if self.kek_path.exists():
             return self.kek_path.read_text().strip()
-        raise ValueError("no key-encryption key: set VAULTGRAPH_KEK or VAULTGRAPH_KEK_FILE")
+        raise ConfigError(f"no key-encryption key: VAULTGRAPH_KEK is not set and {self.kek_path} "
+                          "does not exist",
+                          "set VAULTGRAPH_KEK or VAULTGRAPH_KEK_FILE, or VAULTGRAPH_HOME to the "
+                          "home that holds the key")
+
+    @property
+    def kek_source(self) -> str:
+        return "VAULTGRAPH_KEK" if self.kek else str(self.kek_path)
+
+
+class ConfigError(ValueError):
+    """A setting that stops a command: `cause` and `fix` are one line each, never a secret."""
+
+    def __init__(self, cause: str, fix: str):
+        super().__init__(f"{cause}: {fix}")
+        self.cause = cause
+        self.fix = fix
+
+
+def default_home(env: Mapping[str, str]) -> Path:
+    data = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data).expanduser().absolute() / "vaultgraph"

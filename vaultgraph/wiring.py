@@ -79,7 +79,11 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
                 raise
             log.warning("schema not applied at start-up: database unavailable",
                         extra={"error": type(exc).__name__})
-        authenticator = (Authenticator(AuthRepository(db), TenantKeyCache(keyring),
+        # The key file is re-read when a tenant's keys name a KEK version the ring lacks
+        # (`vaultgraph keys rotate` online); a ring from VAULTGRAPH_KEK changes on restart only.
+        reload = ((lambda: KeyRing.from_spec(settings.resolved_kek())) if not settings.kek
+                  else None)
+        authenticator = (Authenticator(AuthRepository(db), TenantKeyCache(keyring, reload=reload),
                                        settings.auth_cache_ttl) if keyring else None)
         tokens = TokenService(TokenRepository(db), settings, renderer)
         audit_repo = AuditRepository(db)

@@ -1,8 +1,24 @@
-"""Tenants in Neo4j: a tenant, its wrapped keys and its first application, in one statement."""
+"""Tenants in Neo4j: a tenant, its wrapped keys and its first application, in one statement;
+listing them and replacing their wrapped keys (KEK rotation)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .database import Database
+
+KEY_MATERIAL = ("dek_version", "wrapped_deks", "wrapped_hmac_key")
+
+
+def _tenant(record) -> dict[str, Any]:
+    raw = dict(record["tenant"])
+    created = raw.get("created_at")
+    return {
+        "id": raw["id"], "name": raw.get("name"),
+        "created_at": created.to_native() if created is not None else None,
+        "applications": record["applications"],
+        "key_material": {name: raw.get(name) for name in KEY_MATERIAL},
+    }
 
 
 class TenantRepository:
@@ -16,3 +32,19 @@ class TenantRepository:
             "tenants/create", tenant_id=tenant_id, name=name, key_material=key_material,
             application_id=application_id, application_name=application_name,
             permissions=permissions, rules=rules, key_id=key_id, hash=key_hash)
+
+    async def page(self, after: str, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` tenants with ids after `after`, in id order, wrapped keys included."""
+        return [_tenant(r) for r in await self._db.read("tenants/list", after=after,
+                                                          limit=limit)]
+
+    async def get(self, tenant_id: str) -> dict[str, Any] | None:
+        records = await self._db.read("tenants/get", id=tenant_id)
+        return _tenant(records[0]) if records else None
+
+    async def replace_key_material(self, tenant_id: str, old: dict[str, str],
+                                   new: dict[str, str]) -> bool:
+        """False when the stored material is no longer `old` (changed meanwhile)."""
+        records = await self._db.write("tenants/replace_key_material", id=tenant_id,
+                                       old=old, new=new)
+        return bool(records)

@@ -21,8 +21,9 @@ from ..applications.model import ApiKeyInfo, Application, ApplicationDraft
 from ..applications.schemas import ApplicationSchema
 from ..auth import apikeys
 from ..auth.grants import excess
-from ..auth.permissions import MANAGEMENT_PERMISSIONS
+from ..auth.permissions import ALL_PERMISSIONS, MANAGEMENT_PERMISSIONS, TOKEN_PERMISSIONS
 from ..auth.principal import Principal
+from ..auth.rules import REVEAL, Rule
 from ..errors import Forbidden, Invalid, NotFound, invalid
 from ..repository.applications import ApplicationRepository
 
@@ -61,6 +62,19 @@ def parse_position(cursor: object) -> tuple[str, str]:
     except (TypeError, ValueError, AttributeError):
         raise invalid("start", "is not a cursor this service issued") from None
     return at, last_id
+
+
+def operator(tenant_id: str) -> Principal:
+    """The command line's caller: the operator of the whole service, acting in one tenant. It
+    holds every permission and reveals everywhere, so no grant check refuses it; it has no
+    application or key of its own (`created_by`/`revoked_by` stay empty, as for the tenant's
+    first application) and no tenant keys (management use cases never encrypt)."""
+    return Principal(
+        tenant_id=tenant_id, application_id=None, key_id="",  # type: ignore[arg-type]
+        permissions=frozenset(ALL_PERMISSIONS),
+        rules=(Rule(container="/", transform=REVEAL, permissions=frozenset(TOKEN_PERMISSIONS),
+                    description="operator"),),
+        keys=None)  # type: ignore[arg-type]
 
 
 def _check_grant(grantor: Principal | None, draft: ApplicationDraft) -> None:

@@ -1,17 +1,24 @@
-"""Tenants: created with their keys and a management application, in one transaction."""
+"""Tenants: created with their keys and a management application, in one transaction; listed,
+shown, and their wrapped keys re-wrapped under a new key-encryption key (KEK rotation)."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
 from ..auth import apikeys
 from ..auth.permissions import ALL_PERMISSIONS, TOKEN_PERMISSIONS
 from ..auth.rules import REVEAL, Rule
-from ..crypto import KeyRing, new_tenant_key_material
+from ..crypto import CryptoError, KeyRing, needs_rewrap, new_tenant_key_material, rewrap
+from ..errors import NotFound
 from ..repository.tenants import TenantRepository
+from ..tokens.fields import format_datetime
+
+NO_SUCH_TENANT = "No tenant with this id."
 
 
 @dataclass(frozen=True)
@@ -29,6 +36,34 @@ class NewTenant:
 # every other application is granted (never more than its creator holds).
 ROOT_RULES = (Rule(container="/", transform=REVEAL, permissions=frozenset(TOKEN_PERMISSIONS),
                    description="tenant administrator"),)
+
+
+@dataclass
+class Rewrap:
+    """What a KEK rotation pass did; `failed` names tenants whose keys the ring cannot unwrap."""
+
+    active: str
+    rewrapped: int = 0
+    current: int = 0
+    failed: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"active_key_version": self.active, "rewrapped": self.rewrapped,
+                "already_current": self.current, "failed": self.failed}
+
+
+def tenant_body(tenant: dict[str, Any]) -> dict:
+    """A tenant as the CLI shows it: ids, name, counts and key versions, never key material."""
+    material = tenant["key_material"]
+    blobs = [entry.partition(":")[2] for entry in (material["wrapped_deks"] or "").split(",")]
+    blobs.append(material["wrapped_hmac_key"] or "")
+    return {
+        "id": tenant["id"], "name": tenant["name"],
+        "created_at": format_datetime(tenant["created_at"]) if tenant["created_at"] else None,
+        "applications": tenant["applications"],
+        "dek_version": material["dek_version"],
+        "kek_versions": sorted({blob.partition(".")[0] for blob in blobs if blob}),
+    }
 
 
 class TenantService:
@@ -50,3 +85,62 @@ class TenantService:
             key_id=str(uuid.uuid4()), key_hash=apikeys.digest(key),
         )
         return NewTenant(tenant_id, application_id, key)
+
+    async def get(self, tenant_id: str) -> dict:
+        found = await self._repo.get(tenant_id)
+        if found is None:
+            raise NotFound(NO_SUCH_TENANT)
+        return tenant_body(found)
+
+    async def page(self, after: str, size: int) -> list[dict]:
+        return [tenant_body(t) for t in await self._repo.page(after, size)]
+
+    async def pending_rewrap(self, only: set[str] | None = None, page: int = 500) -> int:
+        """How many tenants (of `only`, if given) hold keys wrapped under a KEK other than the
+        ring's active one."""
+        count, after = 0, ""
+        while rows := await self._repo.page(after, page):
+            count += sum(1 for t in rows if (only is None or t["id"] in only) and self._needs(t))
+            after = rows[-1]["id"]
+        return count
+
+    def _needs(self, tenant: dict[str, Any]) -> bool:
+        try:
+            return needs_rewrap(self._ring, tenant["key_material"])
+        except CryptoError:  # incomplete material: rewrap_all reports it as failed
+            return True
+
+    async def rewrap_all(self, progress: Callable[[int, int], None] = lambda done, total: None,
+                         *, only: set[str] | None = None, page: int = 200) -> Rewrap:
+        """Re-wrap every tenant's keys under the active KEK, a tenant at a time, online: each
+        write is a compare-and-set, so a concurrent change is re-read, never overwritten, and a
+        run that stops half-way is finished by the next (tenants already current are skipped).
+        """
+        total = await self.pending_rewrap(only)
+        result = Rewrap(self._ring.active)
+        after = ""
+        while rows := await self._repo.page(after, page):
+            after = rows[-1]["id"]
+            for tenant in rows:
+                if only is not None and tenant["id"] not in only:
+                    continue
+                if not self._needs(tenant):
+                    result.current += 1
+                    continue
+                for _attempt in range(3):
+                    try:
+                        new = rewrap(self._ring, tenant["id"], tenant["key_material"])
+                    except CryptoError:
+                        result.failed.append(tenant["id"])
+                        break
+                    if await self._repo.replace_key_material(tenant["id"],
+                                                             tenant["key_material"], new):
+                        result.rewrapped += 1
+                        break
+                    tenant = await self._repo.get(tenant["id"])  # changed meanwhile: re-read
+                    if tenant is None or not self._needs(tenant):
+                        break
+                else:
+                    result.failed.append(tenant["id"])
+                progress(result.rewrapped + len(result.failed), total)
+        return result

@@ -1,0 +1,1 @@
+"""The Cypher catalog, shipped inside the package as `vaultgraph.cypher` (pyproject.toml)."""

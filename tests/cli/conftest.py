@@ -1,0 +1,84 @@
+"""Drive the real `vaultgraph` command (a subprocess) against the suite's Neo4j.
+
+Each test gets its own key-encryption key file, so what the CLI creates is readable by the app
+these tests build with the same file, and by nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from vaultgraph.crypto import KeyRing
+from vaultgraph.settings import Settings
+
+VAULTGRAPH = str(Path(sys.executable).with_name("vaultgraph"))
+
+
+@dataclasses.dataclass
+class Result:
+    status: int
+    stdout: str
+    stderr: str
+
+    def json(self):
+        return orjson.loads(self.stdout)
+
+    def lines(self) -> list:
+        return [orjson.loads(line) for line in self.stdout.splitlines()]
+
+
+class Cli:
+    def __init__(self, env: dict[str, str], cwd: Path):
+        self.env = env
+        self.cwd = cwd
+
+    def __call__(self, *args: str, env: dict[str, str | None] | None = None,
+                 cwd: Path | None = None, timeout: float = 120) -> Result:
+        full = dict(self.env)
+        for name, value in (env or {}).items():
+            if value is None:
+                full.pop(name, None)
+            else:
+                full[name] = value
+        proc = subprocess.run([VAULTGRAPH, *args], env=full, cwd=cwd or self.cwd,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def kek_file(tmp_path) -> Path:
+    path = tmp_path / "kek"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(KeyRing.generate_spec() + "\n")
+    return path
+
+
+@pytest.fixture
+def settings(settings, kek_file) -> Settings:
+    """The app of these tests reads the same key file as the command (KEK rotation reloads it)."""
+    return dataclasses.replace(settings, kek="", kek_file=str(kek_file))
+
+
+@pytest.fixture
+def cli(settings, kek_file, tmp_path) -> Cli:
+    """The command in a directory outside the checkout, with the suite's Neo4j settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTGRAPH_")}
+    env.update({
+        "VAULTGRAPH_HOME": str(settings.home_path),
+        "VAULTGRAPH_NEO4J_URI": settings.neo4j_uri,
+        "VAULTGRAPH_NEO4J_PASSWORD": settings.resolved_neo4j_password(),
+        "VAULTGRAPH_NEO4J_BOLT_PORT": str(settings.neo4j_bolt_port),
+        "VAULTGRAPH_NEO4J_HTTP_PORT": str(settings.neo4j_http_port),
+        "VAULTGRAPH_KEK_FILE": str(kek_file),
+    })
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    return Cli(env, work)

@@ -1,0 +1,239 @@
+"""Each command, driven as an operator would (subprocess), its effect read back from Neo4j or
+through the HTTP API of an app built on the same key file."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import re
+import stat
+from contextlib import redirect_stderr
+from datetime import UTC, datetime
+
+import orjson
+import pytest
+
+from vaultgraph.api.typedefs import services_key
+from vaultgraph.cli import bootstrap
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+@pytest.fixture
+def settings(settings):
+    """No auth cache: each request reads the tenant's stored keys again (KEK rotation)."""
+    return dataclasses.replace(settings, auth_cache_ttl=0.0)
+
+
+def new_tenant(cli, name="acme") -> dict:
+    result = cli("tenants", "create", "--name", name)
+    assert (result.status, result.stderr) == (0, ""), result.stderr
+    return result.json()
+
+
+async def status_of(client, key: str, path: str = "/applications/self") -> int:
+    resp = await client.get(path, headers={"SVC-API-KEY": key})
+    return resp.status
+
+
+def test_tenants_create_list_show(cli):
+    created = new_tenant(cli, "acme")
+    assert set(created) == {"tenant_id", "application_id", "key"}
+    assert UUID.fullmatch(created["tenant_id"]) and created["key"].startswith("vg_")
+
+    shown = cli("tenants", "show", created["tenant_id"])
+    assert shown.status == 0, shown.stderr
+    body = shown.json()
+    assert body == {"id": created["tenant_id"], "name": "acme", "created_at": body["created_at"],
+                    "applications": 1, "dek_version": "d1", "kek_versions": ["k1"]}
+    assert datetime.fromisoformat(body["created_at"]).tzinfo is not None
+
+    listed = cli("tenants", "list")
+    assert listed.status == 0, listed.stderr
+    rows = listed.lines()
+    assert [r for r in rows if r["id"] == created["tenant_id"]] == [body]
+    assert [r["id"] for r in rows] == sorted(r["id"] for r in rows)
+
+    missing = cli("tenants", "show", "00000000-0000-4000-8000-000000000000")
+    assert (missing.status, missing.stdout, missing.stderr) == (
+        1, "", "vaultgraph: No tenant with this id: check the ids (vaultgraph tenants list, "
+               "vaultgraph applications list --tenant ID)\n")
+
+
+def test_key_file_is_0600_and_key_not_on_stdout(cli, tmp_path):
+    path = tmp_path / "acme.key"
+    result = cli("tenants", "create", "--name", "filed", "--key-file", str(path))
+    assert result.status == 0, result.stderr
+    body = result.json()
+    assert set(body) == {"tenant_id", "application_id", "key_file"}
+    assert body["key_file"] == str(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert path.read_text().startswith("vg_") and path.read_text().strip() not in result.stdout
+    again = cli("tenants", "create", "--name", "filed", "--key-file", str(path))
+    assert (again.status, again.stderr) == (
+        1, f"vaultgraph: {path} exists: name a new file for --key-file (it is never "
+           "overwritten)\n")
+
+
+async def test_applications_lifecycle(cli, client):
+    tenant = new_tenant(cli)
+    rule = '{"container": "/pci/", "transform": "mask", "permissions": ["token:read"]}'
+    created = cli("applications", "create", "--tenant", tenant["tenant_id"], "--name", "shop",
+                  "--permission", "token:read", "--rule", rule)
+    assert created.status == 0, created.stderr
+    app = created.json()
+    assert set(app) == {"application_id", "key"}
+    assert await status_of(client, app["key"]) == 200
+
+    shown = cli("applications", "show", "--tenant", tenant["tenant_id"], app["application_id"])
+    assert shown.status == 0, shown.stderr
+    body = shown.json()
+    assert (body["id"], body["name"], body["permissions"], body["created_by"]) == (
+        app["application_id"], "shop", ["token:read"], None)
+    assert [r["container"] for r in body["rules"]] == ["/pci/"]
+    [first_key] = body["keys"]
+    assert "key" not in first_key and "hash" not in first_key
+
+    listed = cli("applications", "list", "--tenant", tenant["tenant_id"])
+    assert listed.status == 0, listed.stderr
+    assert [r["id"] for r in listed.lines()] == [tenant["application_id"], app["application_id"]]
+
+    rotated = cli("applications", "rotate-key", "--tenant", tenant["tenant_id"],
+                  app["application_id"])
+    assert rotated.status == 0, rotated.stderr
+    new = rotated.json()
+    assert new["revoked"] == [first_key["id"]] and new["key"] != app["key"]
+    assert await status_of(client, app["key"]) == 401
+    assert await status_of(client, new["key"]) == 200
+
+    kept = cli("applications", "rotate-key", "--tenant", tenant["tenant_id"],
+               app["application_id"], "--keep-old")
+    assert kept.status == 0 and kept.json()["revoked"] == []
+    assert await status_of(client, new["key"]) == 200
+
+    revoked = cli("applications", "revoke-key", "--tenant", tenant["tenant_id"],
+                  app["application_id"], new["key_id"])
+    assert (revoked.status, revoked.json()) == (
+        0, {"application_id": app["application_id"], "revoked": [new["key_id"]]})
+    assert await status_of(client, new["key"]) == 401
+    assert await status_of(client, kept.json()["key"]) == 200
+    keys = cli("applications", "show", "--tenant", tenant["tenant_id"],
+               app["application_id"]).json()["keys"]
+    assert [k["id"] for k in keys] == [kept.json()["key_id"]]
+
+    again = cli("applications", "revoke-key", "--tenant", tenant["tenant_id"],
+                app["application_id"], new["key_id"])
+    assert (again.status, again.stderr) == (
+        1, "vaultgraph: No key with this id for this application: check the ids (vaultgraph "
+           "tenants list, vaultgraph applications list --tenant ID)\n")
+
+
+def test_invalid_application_is_a_usage_error(cli):
+    tenant = new_tenant(cli)
+    result = cli("applications", "create", "--tenant", tenant["tenant_id"], "--name", "x",
+                 "--permission", "token:fly")
+    assert result.status == 2
+    assert result.stderr.startswith('vaultgraph: invalid input {"permissions":')
+    assert result.stderr.count("\n") == 1
+
+
+async def test_keys_rotate_online_and_resumable(cli, client, kek_file):
+    first, second = new_tenant(cli, "first"), new_tenant(cli, "second")
+    resp = await client.post("/tokens", json={"type": "token", "data": {"secret": "s3cret"}},
+                             headers={"SVC-API-KEY": first["key"]})
+    assert resp.status == 201, await resp.text()
+    token_id = (await resp.json())["id"]
+    k1 = kek_file.read_text().strip()
+
+    result = cli("keys", "rotate", "--tenant", first["tenant_id"])
+    assert result.status == 0, result.stderr
+    assert result.json() == {"active_key_version": "k2", "rewrapped": 1,
+                             "already_current": 0, "failed": []}
+    assert result.stderr.startswith(f"added key-encryption key version k2 to {kek_file}\n")
+    ring = kek_file.read_text().strip()
+    assert ring.startswith(k1 + ",k2:") and stat.S_IMODE(kek_file.stat().st_mode) == 0o600
+    assert cli("tenants", "show", first["tenant_id"]).json()["kek_versions"] == ["k2"]
+    assert cli("tenants", "show", second["tenant_id"]).json()["kek_versions"] == ["k1"]
+
+    # The running app started with k1 only: it follows the key file, no restart.
+    resp = await client.get(f"/tokens/{token_id}", headers={"SVC-API-KEY": first["key"]})
+    assert resp.status == 200, await resp.text()
+    assert (await resp.json())["data"] == {"secret": "s3cret"}
+
+    # An unfinished rotation (the second tenant) is resumed, not restarted with another key.
+    both = ["--tenant", first["tenant_id"], "--tenant", second["tenant_id"]]
+    resumed = cli("keys", "rotate", *both)
+    assert resumed.status == 0, resumed.stderr
+    assert resumed.stderr.startswith("resuming: 1 tenant(s) still wrapped under an older key; "
+                                     "re-wrapping under k2\n")
+    assert resumed.json() == {"active_key_version": "k2", "rewrapped": 1,
+                              "already_current": 1, "failed": []}
+    assert kek_file.read_text().strip() == ring
+    assert cli("tenants", "show", second["tenant_id"]).json()["kek_versions"] == ["k2"]
+    assert await status_of(client, second["key"]) == 200
+
+
+def test_keys_rotate_refuses_a_ring_from_the_environment(cli, kek_file):
+    tenant = new_tenant(cli)
+    result = cli("keys", "rotate", "--tenant", tenant["tenant_id"],
+                 env={"VAULTGRAPH_KEK": kek_file.read_text().strip()})
+    assert (result.status, result.stdout, result.stderr) == (
+        1, "", "vaultgraph: the key ring comes from VAULTGRAPH_KEK, which this command cannot "
+               "change: append a new '<version>:<base64url key>' entry to VAULTGRAPH_KEK on "
+               "every replica, restart them, then run vaultgraph keys rotate again\n")
+
+
+async def test_audit_export_and_verify(cli, client, tmp_path):
+    since = datetime.now(UTC).isoformat()
+    tenant = new_tenant(cli)
+    for _ in range(3):
+        assert await status_of(client, tenant["key"]) == 200
+    services = client.server.app[services_key]
+    await services.audit_writer.settle()
+
+    out = tmp_path / "events.jsonl"
+    exported = cli("audit", "export", "--since", since, "--out", str(out))
+    assert exported.status == 0, exported.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    mine = [e for e in map(orjson.loads, out.read_bytes().splitlines())
+            if e.get("tenant_id") == tenant["tenant_id"]]
+    assert [e["route"] for e in mine] == ["GET /applications/self"] * 3
+    assert [e["seq"] for e in mine] == sorted(e["seq"] for e in mine)
+    [chain] = {e["chain"] for e in mine}
+    to_stdout = cli("audit", "export", "--since", since)
+    assert [e for e in to_stdout.lines() if e.get("tenant_id") == tenant["tenant_id"]] == mine
+
+    ok = cli("audit", "verify", "--chain", chain)
+    assert (ok.status, ok.stdout) == (0, ""), ok.stderr
+    assert ok.stderr.splitlines()[-1].startswith("verified events ")
+    assert ok.stderr.splitlines()[-1].endswith(" checked, 0 finding(s)")
+
+    await services.database.driver.execute_query(
+        "MATCH (e:AuditEvent {id: $id}) SET e.status = 500", id=mine[1]["id"])
+    bad = cli("audit", "verify", "--chain", chain)
+    assert bad.status == 1
+    assert bad.lines() == [{"kind": "edited", "chain": chain, "seq": mine[1]["seq"],
+                            "event_id": mine[1]["id"]}]
+    assert bad.stderr.splitlines()[-1] == (
+        "vaultgraph: the audit trail fails verification (1 finding(s), listed on stdout): "
+        "investigate the named events; the trail was changed outside the service")
+
+    bad_date = cli("audit", "export", "--since", "yesterday")
+    assert (bad_date.status, bad_date.stderr) == (
+        2, "vaultgraph: --since is not an ISO 8601 date or time: use e.g. 2026-01-31 or "
+           "2026-01-31T12:00:00Z\n")
+
+
+def test_bootstrap_key_never_reaches_a_redirected_stderr(settings, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    local = dataclasses.replace(settings, home=str(home))
+    err = io.StringIO()
+    with redirect_stderr(err):
+        bootstrap(local)
+    key = (home / "admin.key").read_text().strip()
+    assert key.startswith("vg_") and key not in err.getvalue()
+    assert stat.S_IMODE(os.stat(home / "admin.key").st_mode) == 0o600
+    assert f"admin key      in {home / 'admin.key'} (mode 0600; not printed: stderr is not a " \
+           "terminal)" in err.getvalue()

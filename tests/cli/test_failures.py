@@ -1,0 +1,155 @@
+"""Every runtime failure is one line on stderr naming the cause and the fix, exit 1; usage
+errors exit 2; a traceback only with --debug (README "Command line")."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from importlib.metadata import version
+
+from .conftest import VAULTGRAPH
+
+FIX_PASSWORD = "set VAULTGRAPH_NEO4J_PASSWORD to this database's password"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_version(cli):
+    result = cli("--version")
+    assert (result.status, result.stdout, result.stderr) == (
+        0, f"vaultgraph {version('vaultgraph')}\n", "")
+
+
+def test_usage_errors_exit_2(cli):
+    result = cli("tenants")
+    assert result.status == 2
+    assert "the following arguments are required" in result.stderr
+
+
+def test_wrong_neo4j_password(cli, settings):
+    result = cli("tenants", "list", env={"VAULTGRAPH_NEO4J_PASSWORD": "not-the-password"})
+    password_file = settings.local_password_file()
+    assert (result.status, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"vaultgraph: Neo4j at {settings.neo4j_uri} refused the password: {FIX_PASSWORD} "
+        f"(unset, the local server's password file {password_file} is used)\n")
+
+
+def test_unreachable_uri(cli):
+    uri = f"neo4j://127.0.0.1:{free_port()}"
+    result = cli("tenants", "list", env={"VAULTGRAPH_NEO4J_URI": uri})
+    assert (result.status, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"vaultgraph: cannot reach Neo4j at {uri}: start it (vaultgraph neo4j start) or set "
+        "VAULTGRAPH_NEO4J_URI to a running server\n")
+
+
+def test_malformed_kek_names_the_entry_never_the_key(cli):
+    result = cli("tenants", "list", env={"VAULTGRAPH_KEK": "k1:c2VjcmV0LWtleS1ieXRlcw"})
+    assert result.status == 1
+    assert result.stderr == (
+        "vaultgraph: the key-encryption key in VAULTGRAPH_KEK is malformed (key spec entry 1: "
+        "key must decode to 32 bytes): expected '<version>:<base64url of 32 bytes>[,...]', e.g. "
+        "k1:$(head -c32 /dev/urandom | basenc --base64url)\n")
+    assert "c2VjcmV0" not in result.stderr
+
+
+def test_debug_shows_the_traceback(cli):
+    result = cli("--debug", "tenants", "list", env={"VAULTGRAPH_KEK": "k1:abc"})
+    assert result.status == 1
+    assert result.stderr.startswith("Traceback (most recent call last):")
+
+
+def test_port_in_use(cli):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("serve", env={"VAULTGRAPH_PORT": str(port)})
+    assert result.status == 1
+    assert result.stderr.endswith(
+        f"vaultgraph: port {port} on 127.0.0.1 is in use by another process: stop that process "
+        "or set VAULTGRAPH_PORT to a free port\n")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_neo4j_port_in_use(cli, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("neo4j", "start", env={
+            "VAULTGRAPH_HOME": str(tmp_path / "home"), "VAULTGRAPH_NEO4J_BOLT_PORT": str(port),
+            "VAULTGRAPH_NEO4J_HTTP_PORT": str(free_port())})
+    assert (result.status, result.stderr) == (
+        1, f"vaultgraph: Neo4j's Bolt port {port} is in use by another process: stop that "
+           "process or set VAULTGRAPH_NEO4J_BOLT_PORT to a free port\n")
+
+
+def test_run_from_another_directory_without_a_home(cli, tmp_path, settings):
+    """No VAULTGRAPH_HOME: the default home is absolute (XDG), and the message says what to set."""
+    result = cli("tenants", "list", env={
+        "VAULTGRAPH_HOME": None, "VAULTGRAPH_NEO4J_PASSWORD": None,
+        "XDG_DATA_HOME": str(tmp_path / "xdg")})
+    port = settings.neo4j_uri.rsplit(":", 1)[1]
+    name = "neo4j" if port == "7687" else f"neo4j-{port}"
+    assert (result.status, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"vaultgraph: no Neo4j password for {settings.neo4j_uri}: VAULTGRAPH_NEO4J_PASSWORD is "
+        f"not set and no password file {tmp_path / 'xdg' / 'vaultgraph' / name}.password: set "
+        "VAULTGRAPH_HOME to the home the local server was started with, or set "
+        "VAULTGRAPH_NEO4J_PASSWORD\n")
+
+
+def test_maven_missing(cli, tmp_path):
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    os.symlink(shutil.which("java"), tools / "java")
+    result = cli("neo4j", "start", env={
+        "PATH": str(tools), "VAULTGRAPH_HOME": str(tmp_path / "fresh"),
+        "VAULTGRAPH_NEO4J_BOLT_PORT": str(free_port()),
+        "VAULTGRAPH_NEO4J_HTTP_PORT": str(free_port())})
+    assert (result.status, result.stderr) == (
+        1, "vaultgraph: mvn not found on PATH: Java 17+ and Maven fetch Neo4j on first start: "
+           "install them (apt-get install openjdk-17-jre-headless maven)\n")
+
+
+def test_a_bad_setting_is_named(cli):
+    result = cli("tenants", "list", env={"VAULTGRAPH_NEO4J_POOL_SIZE": "many"})
+    assert (result.status, result.stderr) == (
+        1, "vaultgraph: VAULTGRAPH_NEO4J_POOL_SIZE is not a int: set VAULTGRAPH_NEO4J_POOL_SIZE "
+           "to a int or unset it\n")
+
+
+def test_password_file_found_by_port(cli, settings):
+    """#18.8: with no password configured, every command finds the launcher's password file
+    for the URI's port (neo4j-<port>.password on a non-default port)."""
+    result = cli("tenants", "create", "--name", "by-port",
+                 env={"VAULTGRAPH_NEO4J_PASSWORD": None})
+    assert result.status == 0, result.stderr
+    assert set(result.json()) == {"tenant_id", "application_id", "key"}
+
+
+def test_neo4j_status_from_any_directory(cli, settings, tmp_path):
+    result = cli("neo4j", "status", cwd=tmp_path)
+    assert result.status == 0, result.stderr
+    status = result.json()
+    assert status["running"] is True
+    assert status["home"] == str(settings.local_neo4j_home())
+    assert status["bolt"] == f"127.0.0.1:{settings.neo4j_bolt_port}"
+
+
+def test_relative_home_is_made_absolute_for_every_child(cli, settings):
+    """`neo4j run` hands its command an absolute home: a command that changes directory still
+    finds the server (it used to get the relative path and answer "not running")."""
+    home = settings.home_path
+    inner = f"cd / && {VAULTGRAPH} neo4j status"
+    result = cli("neo4j", "run", "--", "sh", "-c", inner,
+                 env={"VAULTGRAPH_HOME": home.name}, cwd=home.parent)
+    assert result.status == 0, result.stderr
+    assert result.json()["home"] == str(settings.local_neo4j_home())
