@@ -128,13 +128,13 @@ def bootstrap(settings: Settings) -> None:
           f"  (shown once; also written to {key_file}, mode 0600)", file=sys.stderr)
 
 
-def serve(settings: Settings, *, local: bool) -> int:
-    from aiohttp import web
-
-    from .app import create_app
+def serve(settings: Settings, *, local: bool, workers: int | None = None) -> int:
     from .logs import configure
+    from .server import run
 
-    configure(settings.log_level, settings.log_format)
+    if workers is not None:
+        settings = Settings(**{**settings.__dict__, "workers": workers})
+    configure(settings.log_level, settings.log_format, settings.log_coalesce_interval)
     neo = started = None
     if local:
         ensure_dev_kek(settings)
@@ -146,12 +146,10 @@ def serve(settings: Settings, *, local: bool) -> int:
         print(f"serving on http://{settings.host}:{settings.port} "
               f"(docs at /docs, Neo4j Browser at http://127.0.0.1:{settings.neo4j_http_port}"
               "/browser/)", file=sys.stderr)
-        web.run_app(create_app(settings), host=settings.host, port=settings.port,
-                    print=None, access_log=None, shutdown_timeout=10)
+        return run(settings)
     finally:
         if started:
             neo.stop()
-    return 0
 
 
 def neo4j_command(settings: Settings, action: str, command: list[str]) -> int:
@@ -185,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     p_serve = sub.add_parser("serve", help="serve the API")
     p_serve.add_argument("--local-neo4j", action="store_true",
                          help="start the local Neo4j (and stop it on exit), bootstrap on first run")
+    p_serve.add_argument("--workers", type=int, metavar="N",
+                         help="serve with N processes on one port (SO_REUSEPORT); default "
+                              "VAULTGRAPH_WORKERS or 1")
     p_neo = sub.add_parser("neo4j", help="the local Neo4j server")
     p_neo.add_argument("action", choices=["start", "stop", "status", "run"])
     p_neo.add_argument("cmd", nargs=argparse.REMAINDER,
@@ -208,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     if args.command == "serve":
-        return serve(settings, local=args.local_neo4j)
+        return serve(settings, local=args.local_neo4j, workers=args.workers)
     if args.command == "neo4j":
         cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
         return neo4j_command(settings, args.action, cmd)

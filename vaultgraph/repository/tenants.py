@@ -16,3 +16,8 @@ class TenantRepository:
             "tenants/create", tenant_id=tenant_id, name=name, key_material=key_material,
             application_id=application_id, application_name=application_name,
             permissions=permissions, rules=rules, key_id=key_id, hash=key_hash)
+
+    async def key_sample(self, versions: list[str]) -> list[dict]:
+        """Up to 20 tenants' stored key material wrapped under one of `versions`."""
+        records = await self._db.read("tenants/key_sample", versions=versions)
+        return [record.data() for record in records]

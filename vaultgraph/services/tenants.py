@@ -10,7 +10,8 @@ import orjson
 from ..auth import apikeys
 from ..auth.permissions import ALL_PERMISSIONS, TOKEN_PERMISSIONS
 from ..auth.rules import REVEAL, Rule
-from ..crypto import KeyRing, new_tenant_key_material
+from ..crypto import CryptoError, KeyRing, TenantKeys, new_tenant_key_material
+from ..errors import WrongKey
 from ..repository.tenants import TenantRepository
 
 
@@ -50,3 +51,17 @@ class TenantService:
             key_id=str(uuid.uuid4()), key_hash=apikeys.digest(key),
         )
         return NewTenant(tenant_id, application_id, key)
+
+    async def verify_key_ring(self) -> None:
+        """Start-up check: the key ring opens the tenant keys stored under its versions (a valid
+        but wrong KEK would otherwise start, say ready, and fail every read). Raises
+        `WrongKey` when none of a sample opens; nothing stored under its versions passes."""
+        sample = await self._repo.key_sample(list(self._ring.versions))
+        for stored in sample:
+            try:
+                TenantKeys.unwrap(self._ring, stored["tenant_id"], stored)
+            except CryptoError:
+                continue
+            return
+        if sample:
+            raise WrongKey()
