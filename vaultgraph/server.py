@@ -143,14 +143,15 @@ class Served:
     runner: _Runner
     site: web.TCPSite
     settings: Settings
+    port: int
     startup: asyncio.Task | None = None
-
-    @property
-    def port(self) -> int:
-        return self.site._server.sockets[0].getsockname()[1]
+    stopped: bool = False
 
     async def drain(self) -> None:
         """Stop as SIGTERM does (see the module's doc)."""
+        if self.stopped:
+            return
+        self.stopped = True
         loop = asyncio.get_running_loop()
         until = loop.time() + self.settings.shutdown_grace
         services = self.app.get(services_key)
@@ -189,7 +190,7 @@ async def start(settings: Settings, *, reuse_port: bool = False) -> Served:
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port or None)
     await site.start()
-    served = Served(app, runner, site, settings)
+    served = Served(app, runner, site, settings, site._server.sockets[0].getsockname()[1])
     served.startup = asyncio.create_task(app[services_key].startup.run())
     return served
 
@@ -204,10 +205,15 @@ async def serve(settings: Settings, *, reuse_port: bool = False) -> int:
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait({stopping, served.startup}, return_when=asyncio.FIRST_COMPLETED)
     status = 0
-    if served.startup.done() and not served.startup.cancelled() \
-            and isinstance(served.startup.exception(), WrongKey):
-        print(f"vaultgraph: {served.startup.exception().detail}", file=sys.stderr)
+    failed = (served.startup.done() and not served.startup.cancelled()
+              and served.startup.exception())
+    if isinstance(failed, WrongKey):
+        print(f"vaultgraph: {failed.detail}", file=sys.stderr)
         status = 1
+    elif failed:
+        raise failed
+    else:
+        await stopping  # started (or still starting): serve until SIGTERM
     stopping.cancel()
     await served.drain()
     return status

@@ -28,8 +28,7 @@ async def serve(server_settings):
 
     yield make
     for served in started:
-        if served.runner.server is not None:
-            await served.drain()
+        await served.drain()
 
 
 async def raw_exchange(port: int, data: bytes, *, wait: float = 5.0) -> bytes:
