@@ -8,12 +8,15 @@ HOME_DIR ?= .vaultgraph
 TEST_ENV := VAULTGRAPH_HOME=$(HOME_DIR) VAULTGRAPH_NEO4J_BOLT_PORT=7688 VAULTGRAPH_NEO4J_HTTP_PORT=7475
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench bench-deps bench-scale system-deps venv neo4j-stop clean
+.PHONY: run test lint bench bench-deps bench-scale system-deps venv sdk-deps neo4j-stop clean
 
 system-deps:
 	@command -v java >/dev/null && command -v mvn >/dev/null || { \
 	  echo "installing Java 17 and Maven from Debian's packages"; \
 	  apt-get update -q && apt-get install -y -q openjdk-17-jre-headless maven; }
+	@command -v node >/dev/null && command -v npm >/dev/null || { \
+	  echo "installing Node.js and npm from Debian's packages (the Basis Theory SDK test runs on it)"; \
+	  apt-get update -q && apt-get install -y -q nodejs npm; }
 	@command -v chromium >/dev/null || { \
 	  echo "installing Chromium from Debian's packages (the Neo4j Browser test drives it)"; \
 	  apt-get update -q && apt-get install -y -q chromium; }
@@ -27,10 +30,16 @@ $(STAMP): pyproject.toml
 
 venv: system-deps $(STAMP)
 
+# The public Basis Theory JS SDK, at the version its lockfile pins (tests/hardening/test_sdk.py).
+tests/sdk/node_modules/.package-lock.json: tests/sdk/package-lock.json
+	cd tests/sdk && npm ci --no-audit --no-fund --loglevel=error
+
+sdk-deps: system-deps tests/sdk/node_modules/.package-lock.json
+
 run: venv
 	VAULTGRAPH_HOME=$(HOME_DIR) $(BIN)/vaultgraph serve --local-neo4j
 
-test: venv
+test: venv sdk-deps
 	$(TEST_ENV) $(BIN)/vaultgraph neo4j run -- sh -c '$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: that is a failure here"; exit 1; fi; exit $$rc'
 

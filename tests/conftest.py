@@ -6,6 +6,7 @@ Every test gets its own tenant, so tests never see each other's data.
 from __future__ import annotations
 
 import dataclasses
+import secrets
 
 import pytest
 
@@ -22,7 +23,10 @@ def settings() -> Settings:
     except ValueError:
         pytest.fail("no Neo4j for the tests: run them with `make test`, which starts one")
     # One fresh key-encryption key for the whole run: tests never depend on a file on disk.
-    return dataclasses.replace(base, kek=KeyRing.generate_spec(), log_level="WARNING")
+    # Its version is the run's own, so the start-up key check (server.py) of a service this run
+    # starts looks only at tenants this run created, not at earlier runs' under other keys.
+    key = KeyRing.generate_spec().partition(":")[2]
+    return dataclasses.replace(base, kek=f"run{secrets.token_hex(6)}:{key}", log_level="WARNING")
 
 
 @pytest.fixture

@@ -12,14 +12,19 @@ from .api.typedefs import services_key, settings_key
 from .settings import Settings
 from .wiring import open_services
 
+background_start_key: web.AppKey[bool] = web.AppKey("background_start")
 
-def create_app(settings: Settings) -> web.Application:
+
+def create_app(settings: Settings, *, background_start: bool = False) -> web.Application:
+    """`background_start`: open without waiting on Neo4j (the server runs
+    `services.startup` in the background and listens at once; see `vaultgraph/server.py`)."""
     app = web.Application(
-        middlewares=[metrics.middleware, middleware.trace, middleware.audit, middleware.errors,
-                     middleware.authenticate],
+        middlewares=[middleware.trailing_slash, metrics.middleware, middleware.trace,
+                     middleware.audit, middleware.errors, middleware.authenticate],
         client_max_size=settings.max_body_bytes,
     )
     app[settings_key] = settings
+    app[background_start_key] = background_start
     add_routes(app)
     metrics.install(app)
     app.cleanup_ctx.append(_services)
@@ -29,7 +34,8 @@ def create_app(settings: Settings) -> web.Application:
 
 
 async def _services(app: web.Application) -> AsyncIterator[None]:
-    async with open_services(app[settings_key]) as services:
+    async with open_services(app[settings_key],
+                             background_start=app[background_start_key]) as services:
         app[services_key] = services
         yield
 

@@ -185,14 +185,14 @@ def bootstrap(settings: Settings) -> None:
           f"  application_id {created['application_id']}\n" + shown, file=sys.stderr)
 
 
-def serve(settings: Settings, *, local: bool) -> int:
-    from aiohttp import web
-
-    from .app import create_app
+def serve(settings: Settings, *, local: bool, workers: int | None = None) -> int:
     from .logs import configure
     from .neo4j_local import port_in_use
+    from .server import run
 
-    configure(settings.log_level, settings.log_format)
+    if workers is not None:
+        settings = Settings(**{**settings.__dict__, "workers": workers})
+    configure(settings.log_level, settings.log_format, settings.log_coalesce_interval)
     if port_in_use(settings.port, settings.host):
         raise Failure(f"port {settings.port} on {settings.host} is in use by another process",
                       "stop that process or set VAULTGRAPH_PORT to a free port")
@@ -209,13 +209,11 @@ def serve(settings: Settings, *, local: bool) -> int:
         print(f"serving on http://{settings.host}:{settings.port} "
               f"(docs at /docs, Neo4j Browser at http://127.0.0.1:{settings.neo4j_http_port}"
               "/browser/)", file=sys.stderr)
-        web.run_app(create_app(settings), host=settings.host, port=settings.port,
-                    print=None, access_log=None, shutdown_timeout=10)
+        return run(settings)
     finally:
         # Whatever this call started, it stops: a failed bootstrap leaves no orphan server.
         if started:
             neo.stop()
-    return 0
 
 
 def neo4j_command(settings: Settings, action: str, command: list[str]) -> int:
@@ -452,7 +450,7 @@ def explain(exc: BaseException, settings: Settings | None) -> tuple[str, str, in
     from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable
 
     from .crypto import CryptoError
-    from .errors import Invalid, Unavailable, VaultError
+    from .errors import Invalid, Misconfigured, Unavailable, VaultError, WrongKey
     from .neo4j_local import LauncherError
 
     uri = settings.neo4j_uri if settings else "the configured URI"
@@ -460,6 +458,11 @@ def explain(exc: BaseException, settings: Settings | None) -> tuple[str, str, in
         return exc.cause, exc.fix, exc.status
     if isinstance(exc, (ConfigError, LauncherError)):
         return exc.cause, exc.fix, 1
+    # The repository reports refused credentials as Misconfigured (its cause is the AuthError).
+    if isinstance(exc, Misconfigured) and isinstance(exc.__cause__, AuthError):
+        exc = exc.__cause__
+    if isinstance(exc, WrongKey):
+        exc = CryptoError("the key ring opens none of the stored tenant keys")
     if isinstance(exc, AuthError):
         where = settings.local_password_file() if settings else None
         unset = (f"unset, the local server's password file {where} is used" if where
@@ -509,6 +512,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_serve = sub.add_parser("serve", help="serve the API")
     p_serve.add_argument("--local-neo4j", action="store_true",
                          help="start the local Neo4j (and stop it on exit), bootstrap on first run")
+    p_serve.add_argument("--workers", type=int, metavar="N",
+                         help="serve with N processes on one port (SO_REUSEPORT); default "
+                              "VAULTGRAPH_WORKERS or 1")
 
     p_neo = sub.add_parser("neo4j", help="the local Neo4j server")
     p_neo.add_argument("action", choices=["start", "stop", "status", "run"])
@@ -579,7 +585,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def dispatch(settings: Settings, args: argparse.Namespace) -> int:
     if args.command == "serve":
-        return serve(settings, local=args.local_neo4j)
+        return serve(settings, local=args.local_neo4j, workers=args.workers)
     if args.command == "neo4j":
         cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
         return neo4j_command(settings, args.action, cmd)

@@ -60,6 +60,20 @@ class Unavailable(VaultError):
         self.retry_after = retry_after
 
 
+class Misconfigured(Unavailable):
+    """The service is configured wrongly (the database refuses its credentials, the
+    key-encryption key does not open the stored keys): not the caller's fault, and not
+    transient either; the detail for callers stays the generic one."""
+
+
+class WrongKey(Misconfigured):
+    """The configured key-encryption key opens none of the tenant keys the database holds."""
+
+    default_detail = (
+        "the key-encryption key (VAULTGRAPH_KEK / VAULTGRAPH_KEK_FILE) does not open the tenant "
+        "keys stored in Neo4j: configure the key ring the data was written with")
+
+
 class IntegrityFailure(VaultError):
     """Stored data failed an integrity check (a ciphertext altered or moved)."""
 

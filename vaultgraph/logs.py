@@ -15,7 +15,24 @@ import orjson
 
 trace_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("trace_id", default=None)
 
-_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "trace_id"}
+_base_factory = logging.getLogRecordFactory()
+
+
+def _record_with_trace(*args, **kwargs) -> logging.LogRecord:
+    """Every record is stamped with the trace id of the request it was written in, when it is
+    made (a handler may format it later, outside the request's context)."""
+    record = _base_factory(*args, **kwargs)
+    record.trace_id = trace_id_var.get()
+    return record
+
+
+if getattr(_base_factory, "__name__", "") != "_record_with_trace":
+    logging.setLogRecordFactory(_record_with_trace)
+
+
+def _trace_of(record: logging.LogRecord) -> str | None:
+    return getattr(record, "trace_id", None) or trace_id_var.get()
 
 
 class JsonFormatter(logging.Formatter):
@@ -27,7 +44,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        trace = trace_id_var.get()
+        trace = _trace_of(record)
         if trace:
             out["trace_id"] = trace
         for key, value in vars(record).items():
@@ -41,7 +58,7 @@ class JsonFormatter(logging.Formatter):
 
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        trace = trace_id_var.get()
+        trace = _trace_of(record)
         # Never reuse a traceback text another formatter cached on the record (with messages).
         record = logging.makeLogRecord({**vars(record), "exc_text": None})
         base = super().format(record)
@@ -119,6 +136,8 @@ class CoalescingFilter(logging.Filter):
 
 
 def configure(level: str = "INFO", fmt: str = "json", coalesce_interval: float = 10.0) -> None:
+    """Log to stderr; repeated warnings and errors are coalesced over `coalesce_interval`
+    seconds (VAULTGRAPH_LOG_COALESCE_INTERVAL; 0 turns coalescing off)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(CoalescingFilter(coalesce_interval))
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter(

@@ -57,6 +57,16 @@ class Settings:
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0
     metrics_dir: str = ""
+    request_timeout: float = 10.0
+    neo4j_acquire_timeout: float = 2.0
+    neo4j_connect_timeout: float = 2.0
+    neo4j_pool_warm: int = 16
+    header_read_timeout: float = 10.0
+    body_read_timeout: float = 30.0
+    keepalive_timeout: float = 75.0
+    shutdown_grace: float = 25.0
+    workers: int = 1
+    log_coalesce_interval: float = 10.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Settings:

@@ -30,6 +30,7 @@ from .services.graph import GraphService
 from .services.health import Readiness
 from .services.rendering import Renderer
 from .services.search import SearchService
+from .services.startup import Startup
 from .services.tenants import TenantService
 from .services.tokens import TokenService
 from .settings import Settings
@@ -49,6 +50,7 @@ class Services:
     applications: ApplicationService
     tenants: TenantService | None
     readiness: Readiness
+    startup: Startup
     expiry: ExpirySweeper
     audit_log: AuditLog
     audit_writer: AuditWriter | None
@@ -58,22 +60,28 @@ class Services:
 def connect(settings: Settings) -> Database:
     return Database.connect(
         settings.neo4j_uri, settings.neo4j_user, settings.resolved_neo4j_password(),
-        Catalog.load(settings.cypher_dir), settings.neo4j_database, settings.neo4j_pool_size)
+        Catalog.load(settings.cypher_dir), settings.neo4j_database, settings.neo4j_pool_size,
+        timeout=settings.request_timeout, acquire_timeout=settings.neo4j_acquire_timeout,
+        connect_timeout=settings.neo4j_connect_timeout)
 
 
 @asynccontextmanager
 async def open_services(settings: Settings, *, with_keys: bool = True,
-                        schema_required: bool = False) -> AsyncIterator[Services]:
+                        schema_required: bool = False,
+                        background_start: bool = False) -> AsyncIterator[Services]:
     """The service's parts over one driver. `with_keys`: load the key-encryption key ring
     (token and tenant use cases need it; managing applications does not).
     `schema_required`: fail when the schema cannot be applied now (the CLI) instead of leaving
-    it for readiness to retry (the server starts and answers 503 until Neo4j is back)."""
+    it for readiness to retry (the server starts and answers 503 until Neo4j is back).
+    `background_start`: touch no database here; `Services.startup.run()` (the server runs it
+    in the background) applies the schema, checks the key ring and warms the pool."""
     keyring = KeyRing.from_spec(settings.resolved_kek()) if with_keys else None
     db = connect(settings)
     renderer = Renderer(workers=settings.render_workers, budget=settings.render_budget)
     try:
         try:
-            await db.apply_schema()
+            if not background_start:
+                await db.apply_schema()
         except Exception as exc:
             if schema_required:
                 raise
@@ -90,6 +98,9 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
         audit_log = AuditLog(audit_repo, keyring)
         writer = (AuditWriter(audit_repo, keyring, max_batch=settings.audit_batch_max,
                               max_wait=settings.audit_batch_wait) if keyring else None)
+        readiness = Readiness(db)
+        readiness.started = not background_start
+        tenants = TenantService(TenantRepository(db), keyring) if keyring else None
         yield Services(
             settings=settings,
             database=db,
@@ -101,8 +112,9 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
             applications=ApplicationService(
                 ApplicationRepository(db),
                 on_access_changed=authenticator.invalidate if authenticator else lambda: None),
-            tenants=TenantService(TenantRepository(db), keyring) if keyring else None,
-            readiness=Readiness(db),
+            tenants=tenants,
+            readiness=readiness,
+            startup=Startup(db, readiness, tenants, settings.neo4j_pool_warm),
             expiry=ExpirySweeper(ExpiryRepository(db), interval=settings.expiry_sweep_interval,
                                  batch=settings.expiry_sweep_batch, audit=writer),
             audit_log=audit_log,

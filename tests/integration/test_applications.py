@@ -475,7 +475,7 @@ async def test_another_tenants_application_is_exactly_an_unknown_id(client, admi
         answers = []
         for app_id in (theirs, unknown):
             resp = await client.request(method, f"/applications/{app_id}{suffix}", json=body,
-                                        headers=admin_headers)
+                                        headers={**admin_headers, "SVC-TRACE-ID": "compare"})
             answers.append((resp.status, await resp.json()))
         assert answers[0] == answers[1]
         assert answers[0][0] == 404

@@ -163,7 +163,9 @@ async def test_another_tenants_token_answers_exactly_like_an_unknown_id_on_every
     unknown = f"unknown-{uuid.uuid4()}"
 
     async def answer(method: str, path: str, **kwargs):
+        # One trace id for both calls: the problem bodies carry it, all else must be equal.
         resp = await client.request(method, path, headers={**admin_headers,
+                                                           "SVC-TRACE-ID": "compare",
                                                            **kwargs.pop("headers", {})},
                                     **kwargs)
         return resp.status, await resp.text()

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
+from ..logs import trace_id_var
 from . import problems
 from .endpoints import compile_dumper
-from .typedefs import PRINCIPAL
+from .typedefs import PRINCIPAL, settings_key
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -17,16 +20,43 @@ PROBLEM_JSON = "application/problem+json"
 _PROBLEM = compile_dumper(problems.ProblemSchema)
 
 
+def problem_body(problem: problems.Problem, trace_id: str | None = None) -> bytes:
+    """The problem's JSON, with the request's trace id (`trace_id`) when there is one."""
+    body = problem.body()
+    trace_id = trace_id or trace_id_var.get()
+    if trace_id:
+        body["trace_id"] = trace_id
+    return orjson.dumps(_PROBLEM(body))
+
+
 def problem_response(problem: problems.Problem) -> web.Response:
-    return web.Response(body=orjson.dumps(_PROBLEM(problem.body())), status=problem.status,
-                        headers=problem.headers, content_type=PROBLEM_JSON)
+    response = web.Response(body=problem_body(problem), status=problem.status,
+                            headers=problem.headers, content_type=PROBLEM_JSON)
+    if problem.close:
+        response.force_close()
+    return response
+
+
+def _cut_short(problem: problems.Problem) -> problems.Problem:
+    """The body was not read whole: the connection closes after the answer."""
+    problem.close = True
+    return problem
 
 
 async def read_json(request: web.Request, content_type: str = "application/json") -> Any:
     """The body as JSON of the given media type: 415 for another type, 400 for bad JSON."""
     if request.content_type != content_type:
         raise problems.UnsupportedMediaType(f"Content-Type must be {content_type}.")
-    raw = await request.read()
+    try:
+        # A body must arrive in time (a client promising bytes it never sends holds a
+        # connection otherwise); one the parser refuses is a 400 that quotes none of it.
+        async with asyncio.timeout(request.app[settings_key].body_read_timeout or None):
+            raw = await request.read()
+    except TimeoutError:
+        raise _cut_short(problems.RequestTimeout(
+            "The request body was not received in time.")) from None
+    except HttpProcessingError:
+        raise _cut_short(problems.BadRequest("The request body is not valid HTTP.")) from None
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:

@@ -1,4 +1,5 @@
-"""Request middlewares, outermost first: trace id → audit → errors (RFC 9457) → authentication.
+"""Request middlewares, outermost first: trailing slash → trace id → audit → errors (RFC 9457)
+→ authentication.
 
 The error middleware is the one place where domain errors (`vaultgraph/errors.py`) become
 problem+json answers."""
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+import secrets
 import time
 import uuid
 from datetime import UTC, datetime
@@ -27,13 +29,54 @@ from .typedefs import PRINCIPAL, TRACE_ID, services_key
 
 log = logging.getLogger("vaultgraph.http")
 TRACE_HEADER = "SVC-TRACE-ID"
+TRACEPARENT = "traceparent"
 _TRACE_SHAPE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+# W3C Trace Context: version-traceid-parentid-flags, lower-case hex; all-zero ids are invalid.
+_TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$")
+_W3C_TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def _from_traceparent(value: str) -> tuple[str, str] | None:
+    """(trace id, flags) of a valid `traceparent`, else None (a malformed one is ignored)."""
+    match = _TRACEPARENT.match(value.strip())
+    if match is None:
+        return None
+    version, trace_id, parent_id, flags, rest = match.groups()
+    if version == "ff" or (version == "00" and rest) or set(trace_id) == {"0"} \
+            or set(parent_id) == {"0"}:
+        return None
+    return trace_id, flags
+
+
+@web.middleware
+async def trailing_slash(request: web.Request, handler) -> web.StreamResponse:
+    """`/tokens/` is `/tokens`: a path that matches no route only because of its trailing slash
+    is served by the route without it, for every method and with no redirect (clients such as
+    the Basis Theory SDK add the slash; a redirect would turn their POST into a GET)."""
+    match = request.match_info
+    path = request.rel_url.path
+    if (match.http_exception is None or match.http_exception.status != 404
+            or len(path) < 2 or not path.endswith("/")):
+        return await handler(request)
+    stripped = request.clone(rel_url=request.rel_url.with_path(path.rstrip("/") or "/"))
+    resolved = await request.app.router.resolve(stripped)
+    if resolved.http_exception is not None and resolved.http_exception.status == 404:
+        return await handler(request)
+    return await request.app._handle(stripped)  # the whole middleware chain, on the route
 
 
 @web.middleware
 async def trace(request: web.Request, handler) -> web.StreamResponse:
+    """The request's trace id: a valid W3C `traceparent`'s, else a well-formed `SVC-TRACE-ID`,
+    else a new one. It is answered in `SVC-TRACE-ID` and `traceparent` (a new span id of ours,
+    the caller's flags), written in every log line and audit event and in problem bodies."""
+    parent = _from_traceparent(request.headers.get(TRACEPARENT, ""))
     incoming = request.headers.get(TRACE_HEADER, "")
-    trace_id = incoming if _TRACE_SHAPE.match(incoming) else uuid.uuid4().hex
+    if parent is not None:
+        trace_id, flags = parent
+    else:
+        trace_id = incoming if _TRACE_SHAPE.match(incoming) else uuid.uuid4().hex
+        flags = "00"
     request[TRACE_ID] = trace_id
     token = trace_id_var.set(trace_id)
     started = time.perf_counter()
@@ -42,12 +85,22 @@ async def trace(request: web.Request, handler) -> web.StreamResponse:
         response = await handler(request)
         status = response.status
         response.headers[TRACE_HEADER] = trace_id
+        if _W3C_TRACE_ID.match(trace_id):
+            response.headers[TRACEPARENT] = f"00-{trace_id}-{secrets.token_hex(8)}-{flags}"
+        if draining(request):
+            # Shutting down: this connection's next request must go to another process.
+            response.force_close()
         return response
     finally:
         log.info("request", extra={
             "method": request.method, "route": _route_name(request), "status": status,
             "ms": round((time.perf_counter() - started) * 1000, 2)})
         trace_id_var.reset(token)
+
+
+def draining(request: web.Request) -> bool:
+    services = request.app.get(services_key)
+    return services is not None and services.readiness.draining
 
 
 def _route_name(request: web.Request) -> str | None:
@@ -148,6 +201,14 @@ async def errors(request: web.Request, handler) -> web.StreamResponse:
             problem.detail = "The request body is too large."
         if exc.status == 405 and "Allow" in exc.headers:
             problem.headers["Allow"] = exc.headers["Allow"]
+        return problem_response(problem)
+    except ConnectionError:
+        # The client went away mid-request (a reset, a body cut short): not an error of ours,
+        # and no one is left to read the answer (the audit event records it as refused).
+        log.info("client disconnected")
+        audit_context.note_reason("disconnected")
+        problem = problems.BadRequest("The client closed the connection.")
+        problem.close = True
         return problem_response(problem)
     except Exception:
         log.exception("unhandled error")

@@ -25,12 +25,15 @@ class ProblemSchema(Schema):
         "description": "What went wrong; never echoes submitted values."})
     errors = fields.Dict(keys=fields.String(), values=fields.List(fields.String()), metadata={
         "description": "Validation messages by field (`a.b` for nested fields)."})
+    trace_id = fields.String(metadata={
+        "description": "The request's trace id (as in the `SVC-TRACE-ID` header)."})
 
 
 class Problem(Exception):
     status = 500
     slug = "internal"
     title = "Internal Server Error"
+    close = False  # the connection closes after this answer (its request was not read whole)
 
     def __init__(self, detail: str | None = None, *, errors: dict[str, list[str]] | None = None,
                  headers: dict[str, str] | None = None):
@@ -63,6 +66,7 @@ Forbidden = _problem(403, "forbidden")
 NotFound = _problem(404, "not-found")
 MethodNotAllowed = _problem(405, "method-not-allowed")
 Conflict = _problem(409, "conflict")
+RequestTimeout = _problem(408, "request-timeout")
 PayloadTooLarge = _problem(413, "payload-too-large")
 UnsupportedMediaType = _problem(415, "unsupported-media-type")
 ServiceUnavailable = _problem(503, "unavailable")

@@ -13,6 +13,7 @@ Only repositories use this module.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -20,6 +21,7 @@ from typing import Any, TypeVar
 import neo4j
 from neo4j import AsyncDriver, AsyncManagedTransaction
 from neo4j.exceptions import (
+    AuthError,
     ConstraintError,
     DriverError,
     Neo4jError,
@@ -31,35 +33,51 @@ from neo4j.exceptions import (
 from .. import metrics
 from ..audit import context as audit_context
 from ..catalog import Catalog
-from ..errors import Unavailable, UniquenessViolation
+from ..errors import Misconfigured, Unavailable, UniquenessViolation
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 UNAVAILABLE = (ServiceUnavailable, SessionExpired)
-TRANSIENT_RETRIES = 5
+DEFAULT_TIMEOUT = 10.0
+# When the current request must be answered by (event-loop time); None: `timeout` from now.
+deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
+
+
+def _timed_out() -> Unavailable:
+    return Unavailable("The database did not answer in time; try again shortly.", retry_after=1)
 
 
 class Database:
-    def __init__(self, driver: AsyncDriver, catalog: Catalog, database: str):
+    def __init__(self, driver: AsyncDriver, catalog: Catalog, database: str,
+                 timeout: float = DEFAULT_TIMEOUT):
         self.driver = driver
         self.catalog = catalog
         self.database = database
+        self.timeout = timeout
         self.schema_applied = False
         self._audited_queries: dict[str, neo4j.Query] = {}
 
     @classmethod
     def connect(cls, uri: str, user: str, password: str, catalog: Catalog, database: str,
-                pool_size: int = 100) -> Database:
+                pool_size: int = 100, *, timeout: float = DEFAULT_TIMEOUT,
+                acquire_timeout: float = 2.0, connect_timeout: float = 2.0) -> Database:
+        """`timeout`: the longest a request's database work may take, retries included (its
+        deadline); `acquire_timeout`: the longest a statement waits for a pooled connection
+        (503 past it, never a hang); `connect_timeout`: for opening one."""
         driver = neo4j.AsyncGraphDatabase.driver(
             uri, auth=(user, password), max_connection_pool_size=pool_size,
-            connection_acquisition_timeout=10.0, connection_timeout=5.0,
-            max_transaction_retry_time=10.0,
+            connection_acquisition_timeout=acquire_timeout, connection_timeout=connect_timeout,
+            max_transaction_retry_time=timeout,
             # Planner notifications (e.g. "property does not exist yet") are for development;
             # the server need not compute or send them.
             notifications_min_severity="OFF",
         )
-        return cls(driver, catalog, database)
+        return cls(driver, catalog, database, timeout)
+
+    def _deadline(self) -> float:
+        at = deadline.get()
+        return at if at is not None else asyncio.get_running_loop().time() + self.timeout
 
     async def close(self) -> None:
         await self.driver.close()
@@ -91,20 +109,29 @@ class Database:
 
     async def _statement(self, name: str, params: dict, mode: str,
                          query: neo4j.Query | None = None) -> list[neo4j.Record]:
+        """Transient errors (the statement was rolled back) are retried with backoff for as
+        long as the request's deadline allows; past the deadline the answer is a 503."""
         query = query or self.catalog[name]
+        loop = asyncio.get_running_loop()
+        until = self._deadline()
+        attempt = 0
         async with map_errors():
-            for attempt in range(TRANSIENT_RETRIES):
+            while True:
                 try:
-                    async with _in_use(), self.driver.session(
-                            database=self.database, default_access_mode=mode) as session:
-                        result = await session.run(query, params)
-                        return [record async for record in result]
+                    async with asyncio.timeout_at(until):
+                        async with _in_use(), self.driver.session(
+                                database=self.database, default_access_mode=mode) as session:
+                            result = await session.run(query, params)
+                            return [record async for record in result]
+                except TimeoutError:
+                    raise _timed_out() from None
                 except TransientError:
-                    if attempt == TRANSIENT_RETRIES - 1:
+                    pause = min(0.01 * 2**attempt, 0.5)
+                    attempt += 1
+                    if loop.time() + pause >= until:
                         raise
                     metrics.NEO4J_RETRIES.labels("statement").inc()
-                    await asyncio.sleep(0.01 * 2**attempt)
-        raise AssertionError("unreachable")
+                    await asyncio.sleep(pause)
 
     async def transaction(self, work: Callable[[Transaction], Awaitable[T]]) -> T:
         """Several statements in one managed write transaction (one commit); the driver may
@@ -119,9 +146,12 @@ class Database:
                 metrics.NEO4J_RETRIES.labels("transaction").inc()
             return await work(Transaction(tx, self.catalog, event))
 
-        async with map_errors(), _in_use(), self.driver.session(
-                database=self.database) as session:
-            result = await session.execute_write(run)
+        try:
+            async with (asyncio.timeout_at(self._deadline()), map_errors(), _in_use(),
+                        self.driver.session(database=self.database) as session):
+                result = await session.execute_write(run)
+        except TimeoutError:
+            raise _timed_out() from None
         if event is not None:
             audit_context.written()
         return result
@@ -139,12 +169,26 @@ class Database:
 
     async def ping(self) -> None:
         """One auto-commit read, never retried: readiness must answer fast when Neo4j is down."""
-        async with map_errors(), _in_use(), self.driver.session(
-                database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
-            result = await session.run(self.catalog["health/ping"])
-            await result.consume()
+        await self.touch()
         if not self.schema_applied:
             await self.apply_schema()
+
+    async def touch(self) -> None:
+        """One cheap auto-commit read on a pooled connection (opening one if none is free)."""
+        try:
+            async with (asyncio.timeout_at(self._deadline()), map_errors(), _in_use(),
+                        self.driver.session(database=self.database,
+                                            default_access_mode=neo4j.READ_ACCESS) as session):
+                result = await session.run(self.catalog["health/ping"])
+                await result.consume()
+        except TimeoutError:
+            raise _timed_out() from None
+
+    async def warm(self, connections: int) -> None:
+        """Open up to `connections` pooled connections at once, so the first burst of requests
+        after a (re)start does not pay for opening them one by one."""
+        if connections > 0:
+            await asyncio.gather(*(self.touch() for _ in range(connections)))
 
     async def apply_schema(self) -> None:
         async with map_errors():
@@ -199,6 +243,11 @@ class map_errors:
             metrics.NEO4J_ERRORS.labels(kind).inc()
         if isinstance(exc, ConstraintError):
             raise UniquenessViolation() from exc
+        if isinstance(exc, AuthError):
+            # Configuration, not an outage: the operator must fix the credentials.
+            log.error("neo4j refused the service's credentials: check VAULTGRAPH_NEO4J_USER "
+                      "and VAULTGRAPH_NEO4J_PASSWORD")
+            raise Misconfigured() from exc
         if isinstance(exc, (*UNAVAILABLE, TransientError)) or (
                 isinstance(exc, DriverError) and not isinstance(exc, Neo4jError)):
             log.warning("neo4j unavailable", extra={"error": type(exc).__name__})

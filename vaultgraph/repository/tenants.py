@@ -48,3 +48,8 @@ class TenantRepository:
         records = await self._db.write("tenants/replace_key_material", id=tenant_id,
                                        old=old, new=new)
         return bool(records)
+
+    async def key_sample(self, versions: list[str]) -> list[dict]:
+        """Up to 20 tenants' stored key material wrapped under one of `versions`."""
+        records = await self._db.read("tenants/key_sample", versions=versions)
+        return [record.data() for record in records]

@@ -13,8 +13,15 @@ import orjson
 from ..auth import apikeys
 from ..auth.permissions import ALL_PERMISSIONS, TOKEN_PERMISSIONS
 from ..auth.rules import REVEAL, Rule
-from ..crypto import CryptoError, KeyRing, needs_rewrap, new_tenant_key_material, rewrap
-from ..errors import NotFound
+from ..crypto import (
+    CryptoError,
+    KeyRing,
+    TenantKeys,
+    needs_rewrap,
+    new_tenant_key_material,
+    rewrap,
+)
+from ..errors import NotFound, WrongKey
 from ..repository.tenants import TenantRepository
 from ..tokens.fields import format_datetime
 
@@ -144,3 +151,17 @@ class TenantService:
                     result.failed.append(tenant["id"])
                 progress(result.rewrapped + len(result.failed), total)
         return result
+
+    async def verify_key_ring(self) -> None:
+        """Start-up check: the key ring opens the tenant keys stored under its versions (a valid
+        but wrong KEK would otherwise start, say ready, and fail every read). Raises
+        `WrongKey` when none of a sample opens; nothing stored under its versions passes."""
+        sample = await self._repo.key_sample(list(self._ring.versions))
+        for stored in sample:
+            try:
+                TenantKeys.unwrap(self._ring, stored["tenant_id"], stored)
+            except CryptoError:
+                continue
+            return
+        if sample:
+            raise WrongKey()

@@ -100,6 +100,9 @@ async def expect_status(resp, expect: int | tuple) -> Any:
         body = await resp.json(content_type=PROBLEM_JSON)
         assert PROBLEM_KEYS <= set(body)
         assert body["status"] == resp.status
+        # The request's own trace id: checked, then set apart so that answers to different
+        # requests compare equal in everything else.
+        assert body.pop("trace_id") == resp.headers["SVC-TRACE-ID"]
         return body
     assert resp.content_type == "application/json"
     return await resp.json()

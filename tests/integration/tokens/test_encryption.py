@@ -134,7 +134,9 @@ async def assert_fails_cleanly(resp, *plaintexts: str) -> None:
     assert resp.status == 500, (resp.status, text)
     assert resp.content_type == PROBLEM_JSON
     body = await resp.json(content_type=None)
-    assert body["status"] == 500 and set(body) == {"type", "title", "status", "detail"}
+    assert body["status"] == 500 and set(body) == {"type", "title", "status", "detail",
+                                                   "trace_id"}
+    assert body["trace_id"] == resp.headers["SVC-TRACE-ID"]
     for value in plaintexts:
         assert value not in text
     for word in INTERNALS:

@@ -1,0 +1,7 @@
+// Start-up key check: up to 20 tenants whose keys are wrapped under one of the configured
+// key-encryption key versions; the service unwraps them to prove it holds the right KEK.
+MATCH (t:Tenant)
+WHERE any(version IN $versions WHERE t.wrapped_hmac_key STARTS WITH version + '.')
+RETURN t.id AS tenant_id, t.dek_version AS dek_version, t.wrapped_deks AS wrapped_deks,
+       t.wrapped_hmac_key AS wrapped_hmac_key
+LIMIT 20

@@ -1,0 +1,120 @@
+"""Issue #18.4 (slow clients), #18.5 (a client hanging up is not our error), #18.10 (the
+parser's own errors), against the real server's connection handler."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import orjson
+import pytest
+
+from .conftest import raw_exchange, read_response, wait_ready
+
+CARD_NUMBER = b"4242424242424242"
+
+
+def parse(raw: bytes) -> tuple[int, dict[str, str], bytes]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(lines[0].split()[1]), headers, body
+
+
+def assert_problem(raw: bytes, status: int) -> dict:
+    got, headers, body = parse(raw)
+    assert got == status, raw[:300]
+    assert headers["content-type"] == "application/problem+json"
+    problem = orjson.loads(body)
+    assert problem["status"] == status
+    assert problem["trace_id"] == headers["svc-trace-id"]
+    assert CARD_NUMBER not in raw
+    return problem
+
+
+@pytest.mark.parametrize(("request_bytes", "status"), [
+    # A chunk size that is not hex, made of a card number.
+    (b"POST /tokens HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+     b"Transfer-Encoding: chunked\r\n\r\n" + CARD_NUMBER + b"zz\r\nabc\r\n0\r\n\r\n", 400),
+    # A request line far over the limit, carrying the number in its path.
+    (b"GET /tokens/" + CARD_NUMBER * 1200 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+    # A header over the limit.
+    (b"GET /health HTTP/1.1\r\nHost: x\r\nX-Card: " + CARD_NUMBER * 1200 + b"\r\n\r\n", 400),
+    # Not HTTP at all.
+    (b"\x16\x03\x01" + CARD_NUMBER + b"\r\n\r\n", 400),
+])
+async def test_malformed_http_is_a_problem_that_echoes_nothing(serve, request_bytes, status):
+    served = await serve()
+    problem = assert_problem(await raw_exchange(served.port, request_bytes), status)
+    assert problem["detail"] == "The request is not valid HTTP."
+
+
+async def test_a_bad_chunk_inside_an_authenticated_create_echoes_nothing(serve, tenant):
+    served = await serve()
+    await wait_ready(served)
+    reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
+    writer.write(
+        b"POST /tokens HTTP/1.1\r\nHost: x\r\nSVC-API-KEY: " + tenant.key.encode() +
+        b"\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"10\r\n{\"type\": \"card\",\r\n4242-4242-4242-4242\r\n\r\n")  # not a chunk size
+    await writer.drain()
+    try:
+        raw = await read_response(reader)
+    finally:
+        writer.close()
+    assert b"4242" not in raw
+    assert assert_problem(raw, 400)["detail"] in (
+        "The request body is not valid HTTP.", "The request is not valid HTTP.")
+
+
+async def test_a_request_head_sent_too_slowly_is_cut_off(serve):
+    served = await serve(header_read_timeout=0.5)
+    reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
+    writer.write(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: 1")  # never finished
+    await writer.drain()
+    try:
+        raw = await asyncio.wait_for(reader.read(), 10)  # the server closes: read() ends
+    finally:
+        writer.close()
+    problem = assert_problem(raw, 408)
+    assert problem["detail"] == "The request head was not received in time."
+
+
+async def test_a_body_sent_too_slowly_is_cut_off(serve, tenant):
+    served = await serve(body_read_timeout=0.5)
+    await wait_ready(served)
+    reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
+    writer.write(b"POST /tokens HTTP/1.1\r\nHost: x\r\nSVC-API-KEY: " + tenant.key.encode() +
+                 b"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+                 b'{"type": "c')  # 11 of the 1,000 bytes promised
+    await writer.drain()
+    try:
+        raw = await read_response(reader)
+        assert await asyncio.wait_for(reader.read(), 10) == b""  # and the server closes it
+    finally:
+        writer.close()
+    problem = assert_problem(raw, 408)
+    assert parse(raw)[1]["connection"] == "close"
+    assert problem["detail"] == "The request body was not received in time."
+
+
+async def test_a_client_hanging_up_mid_body_is_not_an_unhandled_error(serve, tenant, caplog):
+    served = await serve()
+    await wait_ready(served)
+    _reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
+    with caplog.at_level(logging.INFO):
+        writer.write(b"POST /tokens HTTP/1.1\r\nHost: x\r\nSVC-API-KEY: " + tenant.key.encode() +
+                     b"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+                     b'{"type": "c')
+        await writer.drain()
+        await asyncio.sleep(0.3)  # the handler is reading the body
+        writer.transport.abort()
+        for _ in range(100):
+            if any(r.msg == "request" for r in caplog.records):
+                break
+            await asyncio.sleep(0.05)
+    assert any(r.msg == "client disconnected" for r in caplog.records)
+    assert [(r.name, r.msg) for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -1,0 +1,84 @@
+"""Issue #18.1 (a trailing slash on every route) and #14.4 (W3C traceparent)."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import pytest
+
+CARD = {"type": "card", "data": {"number": "4242424242424242", "expiration_month": 12,
+                                 "expiration_year": 2030}}
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+async def test_every_method_accepts_a_trailing_slash_without_a_redirect(client, admin_headers):
+    created = await client.post("/tokens/", json=CARD, headers=admin_headers,
+                                allow_redirects=False)
+    assert created.status == 201, await created.text()
+    token = await created.json()
+    got = await client.get(f"/tokens/{token['id']}/", headers=admin_headers,
+                           allow_redirects=False)
+    assert got.status == 200
+    assert (await got.json())["data"] == CARD["data"]
+    listed = await client.get("/tokens/", params={"type": "card"}, headers=admin_headers,
+                              allow_redirects=False)
+    assert listed.status == 200
+    assert [t["id"] for t in (await listed.json())["data"]] == [token["id"]]
+    patched = await client.patch(
+        f"/tokens/{token['id']}/", data=b'{"metadata": {"tier": "gold"}}',
+        headers={**admin_headers, "Content-Type": "application/merge-patch+json"},
+        allow_redirects=False)
+    assert patched.status == 200
+    assert (await patched.json())["metadata"] == {"tier": "gold"}
+    deleted = await client.delete(f"/tokens/{token['id']}/", headers=admin_headers,
+                                  allow_redirects=False)
+    assert deleted.status == 204
+    gone = await client.get(f"/tokens/{token['id']}", headers=admin_headers)
+    assert gone.status == 404
+
+
+async def test_a_slash_does_not_open_unknown_paths_or_change_the_method_check(client):
+    assert (await client.get("/no-such-route/")).status == 404
+    resp = await client.delete("/health/")
+    assert resp.status == 405
+    assert resp.content_type == "application/problem+json"
+    assert (await client.get("/health/")).status == 200
+
+
+async def test_traceparent_sets_the_trace_id_everywhere(client, caplog):
+    parent = f"00-{TRACE}-00f067aa0ba902b7-01"
+    with caplog.at_level(logging.INFO, logger="vaultgraph.http"):
+        resp = await client.get("/tokens/nope", headers={"traceparent": parent})
+    assert resp.status == 401
+    assert resp.headers["SVC-TRACE-ID"] == TRACE
+    echoed = resp.headers["traceparent"]
+    assert re.fullmatch(rf"00-{TRACE}-[0-9a-f]{{16}}-01", echoed)
+    assert echoed != parent  # a span of ours
+    body = await resp.json()
+    assert body["trace_id"] == TRACE
+    lines = [r for r in caplog.records if r.name == "vaultgraph.http" and r.msg == "request"]
+    assert lines
+    from vaultgraph.logs import JsonFormatter
+    assert f'"trace_id":"{TRACE}"' in JsonFormatter().format(lines[-1])
+
+
+@pytest.mark.parametrize("bad", [
+    "00-00000000000000000000000000000000-00f067aa0ba902b7-01",  # all-zero trace id
+    f"00-{TRACE}-0000000000000000-01",                            # all-zero parent
+    f"ff-{TRACE}-00f067aa0ba902b7-01",                            # forbidden version
+    f"00-{TRACE.upper()}-00f067aa0ba902b7-01",                    # upper case
+    "garbage", f"00-{TRACE}-00f067aa0ba902b7",                     # short
+])
+async def test_a_malformed_traceparent_is_ignored(client, bad):
+    resp = await client.get("/health", headers={"traceparent": bad})
+    assert resp.status == 200
+    trace_id = resp.headers["SVC-TRACE-ID"]
+    assert trace_id != TRACE and re.fullmatch(r"[0-9a-f]{32}", trace_id)
+    assert resp.headers["traceparent"].split("-")[1] == trace_id
+
+
+async def test_every_problem_body_carries_the_trace_id(client):
+    resp = await client.get("/no-such-route", headers={"SVC-TRACE-ID": "abc-123"})
+    assert resp.status == 404
+    assert (await resp.json())["trace_id"] == "abc-123"

@@ -1,0 +1,265 @@
+"""The HTTP server around the app: listening, hostile clients, workers and a graceful drain.
+
+- It listens at once: start-up work that needs Neo4j (schema, key check, pool warm-up) runs in
+  the background, `/health` answers 200 and `/ready` 503 until it is done.
+- A request's head must arrive within `VAULTGRAPH_HEADER_READ_TIMEOUT` seconds of its first
+  byte (408, then the connection closes), its body within `VAULTGRAPH_BODY_READ_TIMEOUT`
+  (in `api/http.read_json`); idle keep-alive connections close after
+  `VAULTGRAPH_KEEPALIVE_TIMEOUT`.
+- HTTP the parser refuses (a bad chunk size, an oversized request line or header) is answered
+  as problem+json with fixed text: never aiohttp's text/plain that quotes the offending bytes.
+- SIGTERM (or SIGINT) drains: `/ready` turns 503, the listening socket closes, every answer
+  from then on carries `Connection: close`, in-flight requests finish within
+  `VAULTGRAPH_SHUTDOWN_GRACE` seconds, connections left idle are closed, then the background
+  tasks stop, the audit batch is flushed and the driver is closed; exit status 0.
+- `--workers N` runs N such processes on one port (SO_REUSEPORT): the kernel spreads new
+  connections over them, and one that drains leaves the others taking new connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from http import HTTPStatus
+
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestHandler
+
+from .api import problems
+from .api.http import PROBLEM_JSON, problem_body
+from .api.middleware import TRACE_HEADER
+from .api.typedefs import services_key
+from .app import create_app
+from .errors import WrongKey
+from .settings import PREFIX, Settings
+
+log = logging.getLogger("vaultgraph.server")
+IDLE_CLOSE = 0.5  # while draining, a keep-alive connection idle this long is closed
+LINGER = 2.0  # after an answer to a body not read whole, its rest is read (and dropped) this long
+
+
+def _problem_bytes(problem: problems.Problem) -> tuple[bytes, str]:
+    trace_id = uuid.uuid4().hex
+    return problem_body(problem, trace_id), trace_id
+
+
+class _Protocol(RequestHandler):
+    """aiohttp's connection handler, with a deadline on request heads and parser errors
+    answered as problem+json."""
+
+    def __init__(self, manager, *, header_timeout: float, **kwargs) -> None:
+        super().__init__(manager, **kwargs)
+        self._header_timeout = header_timeout
+        self._head_timer: asyncio.TimerHandle | None = None
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        current = self._current_request
+        if current is not None and self._messages:
+            # The parser refused what followed a head it accepted (a bad chunk size in the
+            # body being read): the handler reading that body gets the error, as a 400.
+            refused = next((msg.exc for msg, _ in self._messages
+                            if isinstance(getattr(msg, "exc", None), HttpProcessingError)), None)
+            if refused is not None:
+                current._cancel(refused)
+        if self._messages or self._request_in_progress or self._force_close or self._close:
+            self._cancel_head_timer()
+        elif data and self._head_timer is None and self._header_timeout > 0:
+            # The first bytes of a request head: the rest must follow in time (slowloris).
+            self._head_timer = self._loop.call_later(self._header_timeout, self._head_expired)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._cancel_head_timer()
+        super().connection_lost(exc)
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_expired(self) -> None:
+        self._head_timer = None
+        if self._messages or self._request_in_progress or self.transport is None:
+            return
+        log.info("request head not received in time", extra={"status": 408})
+        body, trace_id = _problem_bytes(problems.RequestTimeout(
+            "The request head was not received in time."))
+        head = (f"HTTP/1.1 408 Request Timeout\r\nContent-Type: {PROBLEM_JSON}\r\n"
+                f"Content-Length: {len(body)}\r\n{TRACE_HEADER}: {trace_id}\r\n"
+                "Connection: close\r\n\r\n").encode()
+        self.transport.write(head + body)
+        self.force_close()
+        self.transport.close()
+
+    def handle_error(self, request, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        # aiohttp's version answers text/plain quoting `message` (the offending bytes: an API
+        # key, a card number in a chunked body) and logs the exception with it.
+        if isinstance(exc, ConnectionError):
+            log.info("client disconnected")
+        else:
+            log.warning("malformed request" if status < 500 else "unhandled error",
+                        extra={"status": status, "error": type(exc).__name__ if exc else None})
+        if request.writer.output_size > 0:
+            raise ConnectionError("the response was already started")
+        if status >= 500:
+            problem = problems.InternalError("An internal error occurred.")
+        else:
+            problem = problems.BadRequest("The request is not valid HTTP.")
+            problem.status = status
+            problem.title = HTTPStatus(status).phrase
+        body, trace_id = _problem_bytes(problem)
+        response = web.Response(status=problem.status, body=body, content_type=PROBLEM_JSON,
+                                headers={TRACE_HEADER: trace_id})
+        response.force_close()
+        return response
+
+
+class _Server(web.Server):
+    def __call__(self) -> RequestHandler:
+        return _Protocol(self, loop=self._loop, **self._kwargs)
+
+
+class _Runner(web.AppRunner):
+    async def _make_server(self) -> web.Server:
+        await super()._make_server()  # starts the app (its cleanup contexts open)
+        return _Server(self._app._handle, request_factory=self._app._make_request,
+                       loop=asyncio.get_running_loop(), **self._kwargs)
+
+
+@dataclasses.dataclass
+class Served:
+    """One listening process's server, for `serve` and for tests."""
+
+    app: web.Application
+    runner: _Runner
+    site: web.TCPSite
+    settings: Settings
+    port: int
+    startup: asyncio.Task | None = None
+    stopped: bool = False
+
+    async def drain(self) -> None:
+        """Stop as SIGTERM does (see the module's doc)."""
+        if self.stopped:
+            return
+        self.stopped = True
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self.settings.shutdown_grace
+        services = self.app.get(services_key)
+        if services is not None:
+            services.readiness.drain()
+        if self.startup is not None:
+            self.startup.cancel()
+        log.info("draining", extra={"grace": self.settings.shutdown_grace})
+        await self.site.stop()  # no new connections; the sockets already open keep going
+        server = self.runner.server
+        idle_since: dict[RequestHandler, tuple[float, int]] = {}
+        while server is not None and server.connections and loop.time() < until:
+            now = loop.time()
+            for conn in server.connections:
+                if conn._request_in_progress or conn._messages:
+                    idle_since.pop(conn, None)
+                    continue
+                seen = idle_since.get(conn)
+                if seen is None or seen[1] != conn._request_count:
+                    idle_since[conn] = (now, conn._request_count)
+                elif now - seen[0] >= IDLE_CLOSE:
+                    conn.close()  # idle: no request is racing this close
+            await asyncio.sleep(0.05)
+        self.runner._shutdown_timeout = max(until - loop.time(), 0.1)
+        await self.runner.cleanup()  # in-flight leftovers, then the app: tasks, audit, driver
+        log.info("stopped")
+
+
+async def start(settings: Settings, *, reuse_port: bool = False) -> Served:
+    """Listen on `settings.host:port` (0: any free port) and begin the start-up work."""
+    app = create_app(settings, background_start=True)
+    runner = _Runner(app, handle_signals=False, access_log=None,
+                     keepalive_timeout=settings.keepalive_timeout, lingering_time=LINGER,
+                     header_timeout=settings.header_read_timeout,
+                     shutdown_timeout=settings.shutdown_grace)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port or None)
+    await site.start()
+    served = Served(app, runner, site, settings, site._server.sockets[0].getsockname()[1])
+    served.startup = asyncio.create_task(app[services_key].startup.run())
+    return served
+
+
+async def serve(settings: Settings, *, reuse_port: bool = False) -> int:
+    """One process: serve until SIGTERM/SIGINT, then drain; 1 if the key check refuses."""
+    served = await start(settings, reuse_port=reuse_port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({stopping, served.startup}, return_when=asyncio.FIRST_COMPLETED)
+    status = 0
+    failed = (served.startup.done() and not served.startup.cancelled()
+              and served.startup.exception())
+    if isinstance(failed, WrongKey):
+        print(f"vaultgraph: {failed.detail}", file=sys.stderr)
+        status = 1
+    elif failed:
+        raise failed
+    else:
+        await stopping  # started (or still starting): serve until SIGTERM
+    stopping.cancel()
+    await served.drain()
+    return status
+
+
+def _settings_env(settings: Settings) -> dict[str, str]:
+    return {PREFIX + f.name.upper(): str(getattr(settings, f.name))
+            for f in dataclasses.fields(settings)}
+
+
+def run(settings: Settings) -> int:
+    """`vaultgraph serve`: one process, or `settings.workers` of them on one port."""
+    if settings.workers <= 1:
+        return asyncio.run(serve(settings))
+    if settings.metrics_dir:  # one fresh multiprocess directory the workers share
+        from . import metrics
+
+        metrics.prepare_dir(settings.metrics_dir)
+    env = {**os.environ, **_settings_env(settings), PREFIX + "WORKERS": "1"}
+    children = [subprocess.Popen([sys.executable, "-m", "vaultgraph.server"], env=env)
+                for _ in range(settings.workers)]
+
+    def forward(sig, _frame) -> None:
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(sig)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    stopping = False
+    while any(child.poll() is None for child in children):
+        if not stopping and any(child.returncode for child in children):
+            stopping = True  # one refused to serve (a wrong key): stop the others too
+            forward(signal.SIGTERM, None)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            next(c for c in children if c.poll() is None).wait(timeout=0.2)
+    return max(child.returncode for child in children)
+
+
+def _worker() -> int:
+    from .logs import configure
+
+    settings = Settings.from_env()
+    configure(settings.log_level, settings.log_format, settings.log_coalesce_interval)
+    return asyncio.run(serve(settings, reuse_port=True))
+
+
+if __name__ == "__main__":
+    sys.exit(_worker())
