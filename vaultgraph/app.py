@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from .api import middleware
+from .api.idempotency import idempotency
+from .api.ratelimit import add_headers, rate_limit, throttle_failed_auth
 from .api.routes import add_routes
 from .api.typedefs import services_key, settings_key
 from .settings import Settings
@@ -15,12 +17,16 @@ from .wiring import open_services
 
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(
+        # Rate limits come after authentication (they count per application) and idempotency
+        # after them (its entries are per application; a request over the limit claims no
+        # key); failed authentications are counted around authentication.
         middlewares=[middleware.trace, middleware.audit, middleware.errors,
-                     middleware.authenticate],
+                     throttle_failed_auth, middleware.authenticate, rate_limit, idempotency],
         client_max_size=settings.max_body_bytes,
     )
     app[settings_key] = settings
     add_routes(app)
+    app.on_response_prepare.append(add_headers)
     app.cleanup_ctx.append(_services)
     app.cleanup_ctx.append(_expiry_sweeper)
     app.cleanup_ctx.append(_audit)

@@ -49,6 +49,13 @@ class Settings:
     audit_prune_interval: float = 3600.0
     audit_batch_max: int = 256
     audit_batch_wait: float = 0.002
+    bulk_max_items: int = 100
+    idempotency_ttl: float = 86_400.0
+    idempotency_lease: float = 60.0
+    rate_limit: float = 200.0
+    rate_burst: int = 400
+    auth_failure_limit: int = 20
+    auth_failure_window: float = 60.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Settings:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from . import applications, docs, graph, health, logs, tokens
+from . import applications, bulk, docs, graph, health, logs, tokens
 
-ENDPOINTS = (health.endpoints, tokens.endpoints, graph.endpoints, applications.endpoints,
+ENDPOINTS = (health.endpoints, tokens.endpoints, bulk.endpoints, graph.endpoints,
+             applications.endpoints,
              logs.endpoints, docs.endpoints)
 
 

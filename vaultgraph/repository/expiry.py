@@ -21,3 +21,8 @@ class ExpiryRepository:
         records = await self._db.run_autocommit("expiry/sweep", batch=max(1, batch),
                                                 actor=actor, reason=reason)
         return SweepResult(records[0]["swept"], records[0]["failed"])
+
+    async def sweep_idempotency(self, *, batch: int) -> SweepResult:
+        """Idempotency entries past their expiry, deleted in batches."""
+        records = await self._db.run_autocommit("expiry/sweep_idempotency", batch=max(1, batch))
+        return SweepResult(records[0]["swept"], records[0]["failed"])

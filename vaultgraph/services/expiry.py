@@ -1,4 +1,5 @@
 """Expiration: expired tokens are deleted as DELETE /tokens/{id} deletes them (spec §2.3, §3).
+The same pass deletes idempotency entries past their expiry (README "Idempotent retries").
 
 A token reads as 404 from the moment it expires; the sweeper then turns it into an audit
 reference (`deleted_reason: "expired"`, `deleted_by: "expiry-sweeper"`, links removed) within
@@ -44,12 +45,14 @@ class ExpirySweeper:
         async with self._lock:
             started = time.perf_counter()
             result = await self._repo.sweep(batch=self._batch, actor=ACTOR, reason=REASON)
-        if result.failed:
+            keys = await self._repo.sweep_idempotency(batch=self._batch)
+        if result.failed or keys.failed:
             # Skipped batches are left for the next pass, which finds the same tokens again.
             log.warning("expiry sweep skipped tokens until the next run",
-                        extra={"failed": result.failed})
+                        extra={"failed": result.failed + keys.failed})
         log.info("expiry sweep", extra={
-            "swept": result.swept, "ms": round((time.perf_counter() - started) * 1000, 2)})
+            "swept": result.swept, "idempotency_keys": keys.swept,
+            "ms": round((time.perf_counter() - started) * 1000, 2)})
         return result.swept
 
     async def run(self) -> None:
