@@ -1,4 +1,4 @@
-"""The six workloads: each is a pool of request items, how one item becomes an HTTP request for
+"""The workloads: each is a pool of request items, how one item becomes an HTTP request for
 the service, and how the same item runs on the bare driver (same catalog statement, parameters
 and encryption work as the service's repository and service layers)."""
 
@@ -17,7 +17,7 @@ from neo4j import AsyncDriver
 from vaultgraph.catalog import Catalog
 from vaultgraph.repository.database import Transaction
 from vaultgraph.repository.graph import GraphRepository
-from vaultgraph.repository.tokens import TokenFilter, TokenRepository
+from vaultgraph.repository.tokens import NewToken, TokenFilter, TokenRepository
 from vaultgraph.services import expiry
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.tokens.merge_patch import merge_patch
@@ -107,6 +107,7 @@ class Workload:
     http: Callable[[Any], Request]
     bare: Callable[[Context, Any], Awaitable[None]] | None
     route_probe: bool = False   # skip when the route answers 404/405 (not built yet)
+    items_per_request: int = 1  # tokens a request handles (bulk workloads report tokens/s)
 
 
 # -- shared pieces --------------------------------------------------------------------------
@@ -256,6 +257,51 @@ async def _bare_associate(ctx, item):
         raise LookupError(item)
 
 
+# -- (g) tokenize, batches of BATCH cards; (h) detokenize, BATCH tokens a payload ----------------
+
+BATCH = 10
+
+
+def _tokenize_items(ctx, rng):
+    return [[_new_card(ctx) for _ in range(BATCH)] for _ in range(POOL // BATCH)]
+
+
+def _tokenize_http(batch):
+    return Request("POST", "/tokenize", JSON, orjson.dumps(batch))
+
+
+async def _bare_tokenize(ctx, batch):
+    rows = []
+    for index, body in enumerate(batch):
+        token_id = str(uuid.uuid4())
+        props = _props(ctx, token_id, body["data"], body["metadata"])
+        props["created_by"] = ctx.tenant.app_id
+        rows.append(NewToken(index, token_id, props, None, meta_kvs(body["metadata"]), False))
+    created = await ctx.tokens.create_many(tenant_id=ctx.tenant.tenant_id, rows=rows,
+                                           expired=(expiry.ACTOR, expiry.REASON))
+    if len(created) != len(rows) or None in created.values():
+        raise LookupError("not every token was created")
+
+
+def _detokenize_items(ctx, rng):
+    return [{f"field{i}": rng.choice(ctx.ids) for i in range(BATCH)} for _ in range(POOL)]
+
+
+def _detokenize_http(fields):
+    payload = {name: "{{ " + token_id + " }}" for name, token_id in fields.items()}
+    return Request("POST", "/detokenize", JSON, orjson.dumps(payload))
+
+
+async def _bare_detokenize(ctx, fields):
+    ids = tuple(dict.fromkeys(fields.values()))
+    nodes = await ctx.tokens.page(tenant_id=ctx.tenant.tenant_id, prefixes=ctx.prefixes,
+                                  after="", limit=len(ids), where=TokenFilter(ids=ids))
+    if len(nodes) != len(ids):
+        raise LookupError("a token was not found")
+    for node in nodes:
+        _decrypt(ctx, node)
+
+
 WORKLOADS = (
     Workload("create", "create token (card + metadata)", _create_items, _create_http,
              lambda ctx, body: _bare_create(ctx, body)),
@@ -267,4 +313,8 @@ WORKLOADS = (
     Workload("associate", "create association", _pairs, _associate_http, _bare_associate,
              route_probe=True),
     Workload("list", "list by metadata (page of 50)", _customers, _list_http, _bare_list),
+    Workload("tokenize", f"tokenize (batches of {BATCH} cards)", _tokenize_items,
+             _tokenize_http, _bare_tokenize, route_probe=True, items_per_request=BATCH),
+    Workload("detokenize", f"detokenize ({BATCH} tokens a payload, masked)", _detokenize_items,
+             _detokenize_http, _bare_detokenize, route_probe=True, items_per_request=BATCH),
 )

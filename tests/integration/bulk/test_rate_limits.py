@@ -57,7 +57,7 @@ async def test_failed_authentication_is_throttled_per_address(client, admin_head
     assert bodies[0] == bodies[1] == bodies[2]
     resp, problem = await call(client, "GET", "/tokens", {"SVC-API-KEY": "vg_wrong"},
                                expect=429)
-    assert int(resp.headers["Retry-After"]) >= 1
+    assert int(resp.headers["Retry-After"]) >= 1 and problem["type"].endswith("/rate-limited")
     # The address is throttled before any key is looked up, a valid one too.
     await call(client, "GET", "/tokens", admin_headers, expect=429)
     # Public routes stay open.
