@@ -8,21 +8,18 @@ from typing import Any
 
 from factories import database, key_headers, make_application
 
+# The token tests' test cards and access-rule builder.
+from tokens._support import ALL_TOKEN, AMEX, ROUTING, VISA, rule
+
+__all__ = ["AMEX", "ROUTING", "VISA", "card", "rule"]
 PROBLEM_JSON = "application/problem+json"
-VISA = "4242424242424242"
 MASTERCARD = "5555555555554444"
-AMEX = "378282246310005"
-ROUTING = "021000021"
-ALL_TOKEN = ["token:create", "token:read", "token:update", "token:delete"]
-
-
-def rule(container: str, transform: str, permissions=ALL_TOKEN, priority: int = 0) -> dict:
-    return {"description": f"{transform} {container}", "priority": priority,
-            "container": container, "transform": transform, "permissions": list(permissions)}
 
 
 def card(number: str = VISA, **extra: Any) -> dict:
+    """A card create request; `extra` adds top-level fields (metadata, id, dedup…)."""
     return {"type": "card", "data": {"number": number}, **extra}
+
 
 
 async def application(client, admin_headers, *rules: dict, permissions=ALL_TOKEN,
