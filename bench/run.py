@@ -19,6 +19,7 @@ from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.database import Database
+from vaultgraph.repository.tokens import TokenFilter
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.settings import PROJECT_ROOT
 
@@ -56,7 +57,8 @@ def probe(url: str, key: str, r: Request) -> tuple[int, dict | None]:
                                           **({"Content-Type": r.content_type}
                                              if r.content_type else {})})
     try:
-        with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - local http only
+        # A cold service on a loaded machine can take seconds over its first request.
+        with urllib.request.urlopen(req, timeout=60) as resp:  # noqa: S310 - local http only
             body = json.loads(resp.read() or b"null")
             return resp.status, body if isinstance(body, dict) else None
     except urllib.error.HTTPError as exc:
@@ -112,9 +114,9 @@ class Bench:
         ctx = self.context()
         tenant_id = self.tenant.tenant_id
         node = await ctx.tokens.get(tenant_id=tenant_id, id=self.ids[-1], prefixes=["/"])
-        page = await ctx.tokens.list(
-            "tokens/list_by_metadata", tenant_id=tenant_id, prefixes=["/"], after="", limit=51,
-            ids=None, types=None, meta_kvs=meta_kvs({"customer_id": customer(0)}))
+        page = await ctx.tokens.page(
+            tenant_id=tenant_id, prefixes=["/"], after="", limit=51,
+            where=TokenFilter(meta_kvs=tuple(meta_kvs({"customer_id": customer(0)}))))
         want = min(PER_CUSTOMER, len(self.ids))
         if node is None or len(page) < want:
             raise RuntimeError(
