@@ -110,15 +110,22 @@ async def test_keys_are_bounded(client, admin_headers, tenant):
 async def test_a_failed_request_gives_its_key_back(client, admin_headers):
     headers = keyed(admin_headers, "failed-first")
     await call(client, "POST", "/tokens", headers, json={"type": "card"}, expect=400)
-    await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    # Not a 422: the failed request kept nothing, so this one runs as the first …
+    first, _ = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    # … and is the one kept.
+    again, _ = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    assert "Idempotent-Replayed" not in first.headers
+    assert again.headers["Idempotent-Replayed"] == "true"
 
 
 async def test_keys_are_per_application(client, admin_headers, tenant):
     other = await application(client, admin_headers, name="other")
-    await call(client, "POST", "/tokens", keyed(admin_headers, "shared"), json=card(VISA),
-               expect=201)
-    await call(client, "POST", "/tokens", keyed(other, "shared"), json=card(MASTERCARD),
-               expect=201)
+    for headers, body in ((admin_headers, card(VISA)), (other, card(MASTERCARD))):
+        _, created = await call(client, "POST", "/tokens", keyed(headers, "shared"), json=body,
+                                expect=201)
+        again, replayed = await call(client, "POST", "/tokens", keyed(headers, "shared"),
+                                     json=body, expect=201)
+        assert again.headers["Idempotent-Replayed"] == "true" and replayed == created
     assert await token_count(client, tenant.tenant_id) == 2
 
 
