@@ -42,6 +42,12 @@ def table(result: dict) -> str:
         lines.append("| " + " | ".join([name, *_side(w["service"]), *_side(w["bare"]), r]) + " |")
     notes = [f"- {n}: {w['note']}" for n, w in result["workloads"].items()
              if w.get("note") and w.get("available", True)]
+    notes += [f"- {n}: {w['items_per_request']} tokens a request, "
+              f"{w['service_tokens_per_s']:,.0f} tokens/s through the service"
+              for n, w in result["workloads"].items() if w.get("service_tokens_per_s")]
+    if result.get("tokenize_vs_create") is not None:
+        notes.append(f"- tokenize tokens/s ÷ create tokens/s (same run): "
+                     f"{result['tokenize_vs_create']:.2f}")
     return "\n".join(lines + (["", *notes] if notes else []))
 
 

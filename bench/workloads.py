@@ -1,4 +1,4 @@
-"""The eight workloads: each is a pool of request items, how one item becomes an HTTP request for
+"""The workloads: each is a pool of request items, how one item becomes an HTTP request for
 the service, and how the same item runs on the bare driver (same catalog statement, parameters
 and encryption work as the service's repository and service layers)."""
 
@@ -21,7 +21,7 @@ from vaultgraph.catalog import Catalog
 from vaultgraph.repository.database import Transaction, audited_text
 from vaultgraph.repository.graph import GraphRepository
 from vaultgraph.repository.search import SearchRepository
-from vaultgraph.repository.tokens import TokenFilter, TokenRepository
+from vaultgraph.repository.tokens import NewToken, TokenFilter, TokenRepository
 from vaultgraph.search.plan import drivers, residual
 from vaultgraph.search.query import Limits, parse, with_values
 from vaultgraph.services import expiry
@@ -163,6 +163,7 @@ class Workload:
     http: Callable[[Any], Request]
     bare: Callable[[Context, Any], Awaitable[None]] | None
     route_probe: bool = False   # skip when the route answers 404/405 (not built yet)
+    items_per_request: int = 1  # tokens a request handles (bulk workloads report tokens/s)
 
 
 # -- shared pieces --------------------------------------------------------------------------
@@ -345,6 +346,52 @@ def _search_descendant_items(ctx, rng):
     return [f"descendant:{rng.choice(ctx.ids)}" for _ in range(POOL)]
 
 
+# -- (g) tokenize, batches of BATCH cards; (h) detokenize, BATCH tokens a payload ----------------
+
+BATCH = 10
+
+
+def _tokenize_items(ctx, rng):
+    return [[_new_card(ctx) for _ in range(BATCH)] for _ in range(POOL // BATCH)]
+
+
+def _tokenize_http(batch):
+    return Request("POST", "/tokenize", JSON, orjson.dumps(batch))
+
+
+async def _bare_tokenize(ctx, batch):
+    rows = []
+    for index, body in enumerate(batch):
+        token_id = str(uuid.uuid4())
+        props = _props(ctx, token_id, body["data"], body["metadata"])
+        props["created_by"] = ctx.tenant.app_id
+        rows.append(NewToken(index, token_id, props, None, meta_kvs(body["metadata"]), False,
+                             []))
+    created = await ctx.tokens.create_many(tenant_id=ctx.tenant.tenant_id, rows=rows,
+                                           expired=(expiry.ACTOR, expiry.REASON))
+    if len(created) != len(rows) or None in created.values():
+        raise LookupError("not every token was created")
+
+
+def _detokenize_items(ctx, rng):
+    return [{f"field{i}": rng.choice(ctx.ids) for i in range(BATCH)} for _ in range(POOL)]
+
+
+def _detokenize_http(fields):
+    payload = {name: "{{ " + token_id + " }}" for name, token_id in fields.items()}
+    return Request("POST", "/detokenize", JSON, orjson.dumps(payload))
+
+
+async def _bare_detokenize(ctx, fields):
+    ids = tuple(dict.fromkeys(fields.values()))
+    nodes = await ctx.tokens.page(tenant_id=ctx.tenant.tenant_id, prefixes=ctx.prefixes,
+                                  after="", limit=len(ids), where=TokenFilter(ids=ids))
+    if len(nodes) != len(ids):
+        raise LookupError("a token was not found")
+    for node in nodes:
+        _decrypt(ctx, node)
+
+
 WORKLOADS = (
     Workload("create", "create token (card + metadata)", _create_items, _create_http,
              lambda ctx, body: _bare_create(ctx, body)),
@@ -360,4 +407,8 @@ WORKLOADS = (
              _search_http, _bare_search, route_probe=True),
     Workload("search_descendant", "search descendant term (page of 50)",
              _search_descendant_items, _search_http, _bare_search, route_probe=True),
+    Workload("tokenize", f"tokenize (batches of {BATCH} cards)", _tokenize_items,
+             _tokenize_http, _bare_tokenize, route_probe=True, items_per_request=BATCH),
+    Workload("detokenize", f"detokenize ({BATCH} tokens a payload, masked)", _detokenize_items,
+             _detokenize_http, _bare_detokenize, route_probe=True, items_per_request=BATCH),
 )

@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from .api import metrics, middleware
+from .api.idempotency import idempotency
+from .api.ratelimit import add_headers, rate_limit, throttle_failed_auth
 from .api.routes import add_routes
 from .api.typedefs import services_key, settings_key
 from .settings import Settings
@@ -19,14 +21,19 @@ def create_app(settings: Settings, *, background_start: bool = False) -> web.App
     """`background_start`: open without waiting on Neo4j (the server runs
     `services.startup` in the background and listens at once; see `vaultgraph/server.py`)."""
     app = web.Application(
+        # Rate limits come after authentication (they count per application) and idempotency
+        # after them (its entries are per application; a request over the limit claims no
+        # key); failed authentications are counted around authentication.
         middlewares=[middleware.trailing_slash, metrics.middleware, middleware.trace,
-                     middleware.audit, middleware.errors, middleware.authenticate],
+                     middleware.audit, middleware.errors, throttle_failed_auth,
+                     middleware.authenticate, rate_limit, idempotency],
         client_max_size=settings.max_body_bytes,
     )
     app[settings_key] = settings
     app[background_start_key] = background_start
     add_routes(app)
     metrics.install(app)
+    app.on_response_prepare.append(add_headers)
     app.cleanup_ctx.append(_services)
     app.cleanup_ctx.append(_expiry_sweeper)
     app.cleanup_ctx.append(_audit)

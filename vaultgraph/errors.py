@@ -74,6 +74,22 @@ class WrongKey(Misconfigured):
         "keys stored in Neo4j: configure the key ring the data was written with")
 
 
+class KeyReused(VaultError):
+    """An idempotency key sent again with another request."""
+
+    default_detail = "The idempotency key was used with another request."
+
+
+class RateLimited(VaultError):
+    """Over a rate limit; the caller may retry after `retry_after` seconds."""
+
+    default_detail = "Too many requests; retry after the time in Retry-After."
+
+    def __init__(self, detail: str | None = None, *, retry_after: int = 1):
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
 class IntegrityFailure(VaultError):
     """Stored data failed an integrity check (a ciphertext altered or moved)."""
 

@@ -67,6 +67,13 @@ class Settings:
     shutdown_grace: float = 25.0
     workers: int = 1
     log_coalesce_interval: float = 10.0
+    bulk_max_items: int = 100
+    idempotency_ttl: float = 86_400.0
+    idempotency_lease: float = 60.0
+    rate_limit: float = 200.0
+    rate_burst: int = 400
+    auth_failure_limit: int = 20
+    auth_failure_window: float = 60.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Settings:

@@ -19,15 +19,19 @@ from .repository.auth import AuthRepository
 from .repository.database import Database
 from .repository.expiry import ExpiryRepository
 from .repository.graph import GraphRepository
+from .repository.idempotency import IdempotencyRepository
 from .repository.search import SearchRepository
 from .repository.tenants import TenantRepository
 from .repository.tokens import TokenRepository
 from .services.applications import ApplicationService
 from .services.audit import AuditLog, AuditPruner, AuditWriter
 from .services.authentication import Authenticator
+from .services.bulk import BulkService
 from .services.expiry import ExpirySweeper
 from .services.graph import GraphService
 from .services.health import Readiness
+from .services.idempotency import IdempotencyService
+from .services.ratelimits import RateLimits
 from .services.rendering import Renderer
 from .services.search import SearchService
 from .services.startup import Startup
@@ -55,6 +59,9 @@ class Services:
     audit_log: AuditLog
     audit_writer: AuditWriter | None
     audit_pruner: AuditPruner
+    bulk: BulkService
+    idempotency: IdempotencyService
+    rate_limits: RateLimits
 
 
 def connect(settings: Settings) -> Database:
@@ -93,7 +100,8 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
                   else None)
         authenticator = (Authenticator(AuthRepository(db), TenantKeyCache(keyring, reload=reload),
                                        settings.auth_cache_ttl) if keyring else None)
-        tokens = TokenService(TokenRepository(db), settings, renderer)
+        token_repo = TokenRepository(db)
+        tokens = TokenService(token_repo, settings, renderer)
         audit_repo = AuditRepository(db)
         audit_log = AuditLog(audit_repo, keyring)
         writer = (AuditWriter(audit_repo, keyring, max_batch=settings.audit_batch_max,
@@ -121,6 +129,13 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
             audit_writer=writer,
             audit_pruner=AuditPruner(audit_log, retention_days=settings.audit_retention_days,
                                      interval=settings.audit_prune_interval),
+            bulk=BulkService(tokens, token_repo, renderer, max_items=settings.bulk_max_items),
+            idempotency=IdempotencyService(IdempotencyRepository(db),
+                                           ttl=settings.idempotency_ttl,
+                                           lease=settings.idempotency_lease),
+            rate_limits=RateLimits(rate=settings.rate_limit, burst=settings.rate_burst,
+                                   auth_failures=settings.auth_failure_limit,
+                                   auth_failure_window=settings.auth_failure_window),
         )
         if writer is not None:
             await writer.stop()

@@ -45,7 +45,7 @@ class Reply:
 class Body:
     """The request body: its schema (what the handler loads it with) and media type."""
 
-    schema: type[Schema]
+    schema: type[Schema] | dict  # a dict: a JSON Schema the handler checks itself
     description: str
     media_type: str = JSON
 

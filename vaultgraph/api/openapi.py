@@ -59,6 +59,7 @@ previous page, opaque).
 """
 TAGS = (
     {"name": "Tokens", "description": "Create, read, update and delete tokens."},
+    {"name": "Bulk", "description": "Many tokens in one request: tokenize and detokenize."},
     {"name": "Associations", "description": "Parent → child links between tokens."},
     {"name": "Applications", "description": "Applications, their access rules and their API "
                                             "keys."},
@@ -106,8 +107,21 @@ PROBLEM_RESPONSES = {
     409: ("Conflict", "The id is taken."),
     413: ("PayloadTooLarge", "The request body is too large."),
     415: ("UnsupportedMediaType", "The request body has the wrong Content-Type."),
+    422: ("IdempotencyKeyReused", "The `Idempotency-Key` was first sent with another request "
+                                  "(method, path or body)."),
+    429: ("TooManyRequests", "The application is over its rate limit, or this address has "
+                             "failed authentication too often; retry after `Retry-After` "
+                             "seconds."),
     503: ("Unavailable", "Neo4j is unavailable; retry after `Retry-After` seconds."),
 }
+IDEMPOTENCY_KEY = {
+    "in": "header", "name": "Idempotency-Key", "required": False,
+    "description": "Makes a retry safe: the first response under this key (per application) "
+                   "is kept for 24 h and replayed, with `Idempotent-Replayed: true`, to a "
+                   "retry of the same request (README \"Idempotent retries\").",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255,
+               "pattern": "^[\\x21-\\x7e]+$"}}
+IDEMPOTENCY_ERRORS = (400, 409, 422)  # a bad key; the key's request in flight; another request
 BODY_ERRORS = (400, 413, 415)  # every operation with a request body can answer these
 QUERY_ERRORS = (400,)  # and every operation with query parameters these
 # JSON Schema keywords apispec does not pass through from field metadata.
@@ -134,7 +148,7 @@ def document(settings: Settings, endpoints: Iterable[Endpoint]) -> dict:
     for status, (name, description) in PROBLEM_RESPONSES.items():
         response = {"description": f"{HTTPStatus(status).phrase}: {description}",
                     "content": {PROBLEM_JSON: {"schema": "Problem"}}}
-        if status == 503:
+        if status in (429, 503):
             response["headers"] = {"Retry-After": {"schema": {"type": "integer"}}}
         spec.components.response(name, response)
     for name, schema in SCHEMAS.items():
@@ -183,6 +197,9 @@ def _operation(endpoint: Endpoint) -> dict:
     if endpoint.path_params is not None:
         parameters.append({"in": "path", "schema": endpoint.path_params})
     parameters += [{"in": "query", "schema": query} for query in endpoint.query]
+    protected = endpoint.access != PUBLIC
+    if protected and endpoint.method == "POST":
+        parameters.append(IDEMPOTENCY_KEY)
     if parameters:
         op["parameters"] = parameters
     if endpoint.body is not None:
@@ -194,10 +211,12 @@ def _operation(endpoint: Endpoint) -> dict:
         op["security"] = []
     elif endpoint.access == AUTHENTICATED:
         op["x-permission"] = []
-        codes += (401, 503)
+        codes += (401, 429, 503)
     else:
         op["x-permission"] = list(endpoint.access)
-        codes += (401, 403, 503)
+        codes += (401, 403, 429, 503)
+    if protected and endpoint.method == "POST":
+        codes += IDEMPOTENCY_ERRORS
     if endpoint.body is not None:
         codes += BODY_ERRORS
     if endpoint.query:

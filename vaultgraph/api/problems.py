@@ -69,6 +69,8 @@ Conflict = _problem(409, "conflict")
 RequestTimeout = _problem(408, "request-timeout")
 PayloadTooLarge = _problem(413, "payload-too-large")
 UnsupportedMediaType = _problem(415, "unsupported-media-type")
+UnprocessableContent = _problem(422, "idempotency-key-reused")
+TooManyRequests = _problem(429, "rate-limited")
 ServiceUnavailable = _problem(503, "unavailable")
 Integrity = _problem(500, "integrity")
 InternalError = Problem
@@ -84,6 +86,8 @@ _BY_ERROR: dict[type[errors.VaultError], type[Problem]] = {
     errors.TooLarge: PayloadTooLarge,
     errors.Unavailable: ServiceUnavailable,
     errors.IntegrityFailure: Integrity,
+    errors.KeyReused: UnprocessableContent,
+    errors.RateLimited: TooManyRequests,
 }
 
 
@@ -93,7 +97,7 @@ def from_error(exc: errors.VaultError) -> Problem:
     problem = cls(exc.detail)
     if isinstance(exc, errors.Invalid) and exc.errors:
         problem.errors = exc.errors
-    if isinstance(exc, errors.Unavailable):
+    if isinstance(exc, errors.Unavailable | errors.RateLimited):
         problem.headers["Retry-After"] = str(exc.retry_after)
     return problem
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from . import applications, docs, graph, health, logs, search, tokens
+from . import applications, bulk, docs, graph, health, logs, search, tokens
 
-ENDPOINTS = (health.endpoints, search.endpoints, tokens.endpoints, graph.endpoints,
-             applications.endpoints, logs.endpoints, docs.endpoints)
+ENDPOINTS = (health.endpoints, search.endpoints, tokens.endpoints, bulk.endpoints,
+             graph.endpoints, applications.endpoints, logs.endpoints, docs.endpoints)
 
 
 def add_routes(app: web.Application) -> None:

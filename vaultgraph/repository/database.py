@@ -100,6 +100,11 @@ class Database:
         audit_context.written()
         return records
 
+    async def write_unaudited(self, name: str, /, **params: Any) -> list[neo4j.Record]:
+        """One write statement without the request's audit event: for bookkeeping of the HTTP
+        exchange itself (idempotency entries), never for a change to tenant data."""
+        return await self._statement(name, params, neo4j.WRITE_ACCESS)
+
     def _audited(self, name: str) -> neo4j.Query:
         query = self._audited_queries.get(name)
         if query is None:

@@ -36,3 +36,8 @@ class ExpiryRepository:
         failed = {r["batch"] for r in records if r["committed"] is False}
         return SweepResult(len(events), len(failed), events,
                            complete=len(records) < (limit or batch * PASS_BATCHES))
+
+    async def sweep_idempotency(self, *, batch: int) -> SweepResult:
+        """Idempotency entries past their expiry, deleted in batches."""
+        records = await self._db.run_autocommit("expiry/sweep_idempotency", batch=max(1, batch))
+        return SweepResult(records[0]["swept"], records[0]["failed"])

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
+from ..errors import UniquenessViolation
 from ..tokens.stored import StoredToken
 from .database import Database, Transaction
 
@@ -21,6 +22,19 @@ T = TypeVar("T")
 class Created:
     token: StoredToken
     deduplicated: bool  # True: an existing token of the same fingerprint, returned instead
+
+
+@dataclass(frozen=True, slots=True)
+class NewToken:
+    """One row of a bulk create: the item's place in the request and what to store."""
+
+    index: int
+    id: str
+    props: dict
+    expires_at: datetime | None
+    meta_kvs: list[str]
+    dedup: bool
+    index_digests: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +81,24 @@ class TokenRepository:
         if not records:
             return None
         return Created(_token(records[0]), records[0]["deduplicated"])
+
+    async def create_many(self, *, tenant_id: str, rows: list[NewToken],
+                          expired: tuple[str, str]) -> dict[int, Created | None]:
+        """Create each row's token in one statement (tokens/create_many): by row index, the
+        created token (or, with dedup, the existing one), or None when a live token holds the
+        row's id. A create that raced one of the ids onto the uniqueness constraint rolled the
+        whole statement back; it runs once more, and then reads that id as taken."""
+        params = dict(
+            tenant_id=tenant_id, expired_actor=expired[0], expired_reason=expired[1],
+            rows=[{"index": r.index, "id": r.id, "props": r.props, "expires_at": r.expires_at,
+                   "meta_kvs": r.meta_kvs, "dedup": r.dedup, "index_digests": r.index_digests}
+                  for r in rows])
+        try:
+            records = await self._db.write("tokens/create_many", **params)
+        except UniquenessViolation:
+            records = await self._db.write("tokens/create_many", **params)
+        return {r["index"]: None if r["taken"] else Created(_token(r), r["deduplicated"])
+                for r in records}
 
     async def get(self, *, tenant_id: str, id: str, prefixes: list[str]) -> StoredToken | None:
         """A live token whose containers lie under one of `prefixes`."""

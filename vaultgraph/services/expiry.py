@@ -1,4 +1,5 @@
 """Expiration: expired tokens are deleted as DELETE /tokens/{id} deletes them (spec §2.3, §3).
+The same pass deletes idempotency entries past their expiry (README "Idempotent retries").
 
 A token reads as 404 from the moment it expires; the sweeper then turns it into an audit
 reference (`deleted_reason: "expired"`, `deleted_by: "expiry-sweeper"`, links removed) within
@@ -66,6 +67,8 @@ class ExpirySweeper:
                     swept, failed = swept + result.swept, failed + result.failed
                     if result.complete or result.failed:
                         break
+                keys = await self._repo.sweep_idempotency(batch=self._batch)
+                failed += keys.failed
             except Exception:
                 metrics.SWEEPS.labels("error").inc()
                 raise
@@ -79,7 +82,7 @@ class ExpirySweeper:
             log.warning("expiry sweep skipped tokens until the next run",
                         extra={"failed": failed})
         log.info("expiry sweep", extra={
-            "swept": swept, "trace_id": trace_id,
+            "swept": swept, "idempotency_keys": keys.swept, "trace_id": trace_id,
             "ms": round((time.perf_counter() - started) * 1000, 2)})
         return swept
 

@@ -60,6 +60,17 @@ class Draft:
     errors: dict[str, list[str]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A create request ready to write: its id, validated fields and stored properties
+    (ciphertext and keyed digests)."""
+
+    id: str
+    draft: Draft
+    props: dict[str, Any]
+    digests: list[str]  # blind-index entries (HAS_INDEX) of its search index values
+
+
 @dataclass(frozen=True)
 class Listing:
     items: list[dict]
@@ -244,9 +255,9 @@ class TokenService:
 
     # -- use cases ----------------------------------------------------------------------------
 
-    async def create(self, principal: Principal, body: dict, *,
-                     parent_id: str | None = None) -> tuple[dict, bool]:
-        """The response body and whether it is an existing token (dedup)."""
+    def prepare(self, principal: Principal, body: dict) -> Prepared:
+        """A loaded create request, validated, authorised and encrypted, ready to write (the
+        single create and POST /tokenize share it). Raises the item's domain error."""
         draft = self._draft(body)
         if not principal.allowed_on_each(draft.containers, TOKEN_CREATE):
             # Rights on one container never stand for another (docs/security.md).
@@ -256,24 +267,37 @@ class TokenService:
         note_tokens((token_id,))  # named in the write's own audit event
         props, digests = self._props(principal, token_id, draft)
         props["created_by"] = principal.application_id
+        return Prepared(token_id, draft, props, digests)
+
+    def created_answer(self, principal: Principal, prepared: Prepared, token: StoredToken,
+                       deduplicated: bool) -> Shown | Summary:
+        """What the caller is shown of a create's result: the new token under its transform
+        (plaintext in hand), or the dedup match as the caller may see it."""
+        if deduplicated:
+            return self._dedup_answer(principal, token)
+        draft = prepared.draft
+        transform = principal.decide(draft.containers, TOKEN_READ).transform
+        return Shown(token, transform, data=draft.data, mask=draft.mask, plaintext_known=True)
+
+    async def create(self, principal: Principal, body: dict, *,
+                     parent_id: str | None = None) -> tuple[dict, bool]:
+        """The response body and whether it is an existing token (dedup)."""
+        prepared = self.prepare(principal, body)
+        token_id, draft, props = prepared.id, prepared.draft, prepared.props
         try:
             result = await self.repo.create(
                 tenant_id=principal.tenant_id, id=token_id, props=props,
                 expires_at=draft.expires_at, meta_kvs=meta_kvs(draft.metadata),
-                index_digests=digests, dedup=draft.deduplicate, parent_id=parent_id,
+                index_digests=prepared.digests, dedup=draft.deduplicate, parent_id=parent_id,
                 parent_prefixes=principal.prefixes(TOKEN_READ) if parent_id else None,
                 expired=(expiry.ACTOR, expiry.REASON))
         except UniquenessViolation:
             raise Conflict("A token with that id exists.") from None
         if result is None:
             raise NotFound(NOT_FOUND)
-        if result.deduplicated:
-            [body] = await self.render(principal, [self._dedup_answer(principal, result.token)])
-            return body, True
-        transform = principal.decide(draft.containers, TOKEN_READ).transform
-        [body] = await self.render(principal, [Shown(
-            result.token, transform, data=draft.data, mask=draft.mask, plaintext_known=True)])
-        return body, False
+        [body] = await self.render(principal, [self.created_answer(
+            principal, prepared, result.token, result.deduplicated)])
+        return body, result.deduplicated
 
     @staticmethod
     def _dedup_answer(principal: Principal, match: StoredToken,

@@ -1,0 +1,7 @@
+// Keep the first response of a claimed key (encrypted under the tenant's key) for replays.
+// Only the claim that holds the entry may complete it.
+MATCH (k:IdempotencyKey {application_id: $application_id, key: $key})
+WHERE k.claim = $claim AND k.state = 'pending'
+SET k.state = 'done', k.status = $status, k.content_type = $content_type,
+    k.response_ct = $response_ct, k.lease_until = null
+RETURN k.key AS key

@@ -1,0 +1,57 @@
+// Create many tokens in one statement (POST /tokenize): one $rows entry per valid item, each
+// {index, id, props, expires_at, meta_kvs, dedup, index_digests}, created as tokens/create
+// creates one token (dedup lock and match, an expired holder of the id retired as the sweeper
+// retires it, HAS_META and HAS_INDEX self-loops). The subquery runs row by row and sees the rows before it, so two items of one
+// request dedup against each other.
+// An id held by a live token answers `taken` on its row instead of failing the statement (the
+// other items still commit); a create racing this one for the same id can still fail it on the
+// uniqueness constraint, and the repository runs it again (the winner then reads as `taken`).
+// @live: cypher/fragments/ (expanded when the catalog loads).
+UNWIND $rows AS row
+CALL (row) {
+  CALL (row) {
+    WITH row WHERE row.dedup
+    MERGE (l:DedupLock {tenant_id: $tenant_id, type: row.props.type,
+                        fingerprint: row.props.fingerprint})
+    SET l.locked_at = datetime()
+    WITH l
+    OPTIONAL MATCH (e:Token {tenant_id: $tenant_id, type: row.props.type,
+                             fingerprint: row.props.fingerprint})
+      WHERE @live(e)
+    WITH e ORDER BY e.created_at LIMIT 1
+    RETURN e AS existing
+    UNION
+    WITH row WHERE NOT row.dedup
+    RETURN null AS existing
+  }
+  OPTIONAL MATCH (old:Token {tenant_id: $tenant_id, id: row.id}) WHERE existing IS NULL
+  WITH row, existing, old,
+       old IS NOT NULL AND @live(old) AS taken
+  CALL (old, taken) {
+    WITH old WHERE old IS NOT NULL AND NOT taken
+    CALL (old) {
+      MATCH (old)-[r]-()
+      WITH DISTINCT r
+      DELETE r
+    }
+    REMOVE old:Token
+    SET old:DeletedToken
+    SET old = {tenant_id: old.tenant_id, id: old.id, type: old.type, created_by: old.created_by,
+               created_at: old.created_at, deleted_at: datetime(), deleted_by: $expired_actor,
+               deleted_reason: $expired_reason, merged_into: null}
+  }
+  FOREACH (_ IN CASE WHEN existing IS NULL AND NOT taken THEN [1] ELSE [] END |
+    CREATE (t:Token {tenant_id: $tenant_id, id: row.id})
+    SET t += row.props, t.created_at = datetime(), t.expires_at = row.expires_at
+    FOREACH (kv IN row.meta_kvs |
+      CREATE (t)-[:HAS_META {tenant_id: $tenant_id, kv: kv, token_id: row.id}]->(t))
+    FOREACH (digest IN row.index_digests |
+      CREATE (t)-[:HAS_INDEX {tenant_id: $tenant_id, digest: digest, token_id: row.id}]->(t))
+  )
+  WITH row, existing, taken
+  OPTIONAL MATCH (created:Token {tenant_id: $tenant_id, id: row.id})
+    WHERE existing IS NULL AND NOT taken
+  RETURN coalesce(existing, created) AS t, existing IS NOT NULL AS deduplicated, taken
+}
+RETURN row.index AS index, CASE WHEN t IS NULL THEN null ELSE properties(t) END AS token,
+       deduplicated, taken

@@ -1,0 +1,102 @@
+"""POST /detokenize (README "Bulk"): token expressions in any JSON, replaced by token data as
+the caller may see it; one 400 for unknown and unreadable ids alike."""
+
+from __future__ import annotations
+
+import orjson
+from factories import new_tenant
+
+from ._support import MASTERCARD, VISA, application, call, card, cypher, rule
+
+
+async def create(client, headers, body) -> str:
+    _, token = await call(client, "POST", "/tokens", headers, json=body, expect=201)
+    return token["id"]
+
+
+async def detokenize(client, headers, payload, expect=200):
+    return (await call(client, "POST", "/detokenize", headers, data=orjson.dumps(payload),
+                       expect=expect))[1]
+
+
+async def test_expressions_are_replaced_and_everything_else_kept(client, admin_headers):
+    visa = await create(client, admin_headers, card(VISA))
+    pan = await create(client, admin_headers, {"type": "card_number", "data": VISA})
+    name = await create(client, admin_headers, {"type": "token", "data": {"first": "Ada"}})
+    payload = {"card": {"number": f"{{{{ {visa} }}}}", "last4": f"{{{{{pan}|last4}}}}"},
+               "holder": [f"{{{{ {name} }}}}", 7, None, True, "plain text"], "amount": 12.5}
+    out = await detokenize(client, admin_headers, payload)
+    assert out == {"card": {"number": {"number": VISA}, "last4": VISA[-4:]},
+                   "holder": [{"first": "Ada"}, 7, None, True, "plain text"], "amount": 12.5}
+
+
+async def test_a_whole_payload_can_be_one_expression(client, admin_headers):
+    token = await create(client, admin_headers, {"type": "token", "data": "secret"})
+    assert await detokenize(client, admin_headers, f"{{{{ {token} }}}}") == "secret"
+    assert await detokenize(client, admin_headers, {"no": "expressions"}) == {"no": "expressions"}
+
+
+async def test_data_is_shown_under_the_callers_transform(client, admin_headers):
+    visa = await create(client, admin_headers, card(VISA))
+    masking = await application(client, admin_headers, rule("/", "mask"))
+    redacting = await application(client, admin_headers, rule("/", "redact"), name="r")
+    masked = await detokenize(client, masking, {"n": f"{{{{ {visa} }}}}"})
+    assert masked == {"n": {"number": "424242XXXXXX4242"}}
+    # Filters apply to what the caller may see, never to the plaintext behind a mask.
+    last = await detokenize(client, masking, {"n": f"{{{{ {visa} | json }}}}"})
+    assert VISA not in last["n"]
+    assert await detokenize(client, redacting, {"n": f"{{{{ {visa} }}}}"}) == {"n": None}
+
+
+async def test_unknown_foreign_and_unreadable_ids_answer_alike(client, admin_headers):
+    visa = await create(client, admin_headers, card(VISA))
+    bank_only = await application(client, admin_headers, rule("/bank/", "reveal"))
+    other = await new_tenant(client.server.app, "other")
+    foreign = await create(client, {"SVC-API-KEY": other.key}, card(MASTERCARD))
+    answers = [
+        await detokenize(client, bank_only, {"x": f"{{{{ {visa} }}}}"}, expect=400),
+        await detokenize(client, admin_headers, {"x": "{{ no-such-token }}"}, expect=400),
+        await detokenize(client, admin_headers, {"x": f"{{{{ {foreign} }}}}"}, expect=400)]
+    assert answers[0] == answers[1] == answers[2]
+    assert answers[0]["errors"] == {"x": ["names no token the application may read"]}
+
+
+async def test_every_failing_expression_is_listed(client, admin_headers):
+    visa = await create(client, admin_headers, card(VISA))
+    problem = await detokenize(client, admin_headers, {
+        "ok": f"{{{{ {visa} }}}}", "gone": ["{{ missing-1 }}", "{{ missing-2 | last4 }}"]},
+        expect=400)
+    assert set(problem["errors"]) == {"gone.0", "gone.1"}
+
+
+async def test_nested_partial_and_bad_expressions_are_400s(client, admin_headers):
+    visa = await create(client, admin_headers, card(VISA))
+    problem = await detokenize(client, admin_headers, {
+        "nested": f"{{{{ {{{{ {visa} }}}} }}}}", "partial": f"Card {{{{ {visa} }}}}",
+        "open": "{{ abc", "filter": f"{{{{ {visa} | no_such_filter }}}}",
+        "empty": f"{{{{ {visa} | }}}}", "fine": f"{{{{ {visa} }}}}"}, expect=400)
+    assert set(problem["errors"]) == {"nested", "partial", "open", "filter", "empty"}
+    assert VISA not in orjson.dumps(problem).decode()
+
+
+async def test_limits_are_400s(client, admin_headers):
+    problem = await detokenize(client, admin_headers,
+                               [f"{{{{ t-{i} }}}}" for i in range(101)], expect=400)
+    assert list(problem["errors"]) == ["body"]
+    deep: object = "x"
+    for _ in range(70):
+        deep = [deep]
+    problem = await detokenize(client, admin_headers, deep, expect=400)
+    assert list(problem["errors"]) == ["body"]
+    await call(client, "POST", "/detokenize", admin_headers, data=b"{not json",
+                         expect=400)
+
+
+async def test_the_audit_event_names_each_token_asked_for(client, admin_headers, tenant):
+    visa = await create(client, admin_headers, card(VISA))
+    await detokenize(client, admin_headers, [f"{{{{ {visa} }}}}", f"{{{{ {visa} | last4 }}}}"])
+    await detokenize(client, admin_headers, ["{{ missing }}"], expect=400)
+    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t, route: 'POST /detokenize'}) "
+                                "RETURN e.token_ids AS ids, e.status AS status ORDER BY e.at",
+                        t=tenant.tenant_id)
+    assert [(r["ids"], r["status"]) for r in rows] == [([visa], 200), (["missing"], 400)]

@@ -1,0 +1,153 @@
+"""`Idempotency-Key` on POST (README "Idempotent retries"): the first response is kept and
+replayed, another request under the key is 422, a key in flight is 409; entries are encrypted,
+held by a uniqueness constraint and swept when expired."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+
+from vaultgraph.api.typedefs import services_key
+
+from ._support import MASTERCARD, VISA, application, call, card, cypher, token_count
+
+KEY = "Idempotency-Key"
+
+
+def keyed(headers: dict, key: str) -> dict:
+    return {**headers, KEY: key}
+
+
+async def entry(client, tenant, key: str) -> dict:
+    rows = await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: $k}) "
+                                "RETURN properties(k) AS p", t=tenant.tenant_id, k=key)
+    assert len(rows) == 1, rows
+    return rows[0]["p"]
+
+
+async def test_a_retry_replays_the_first_response(client, admin_headers, tenant):
+    headers = keyed(admin_headers, "retry-1")
+    first, created = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    again, replayed = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    assert replayed == created
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert "Idempotent-Replayed" not in first.headers
+    assert again.content_type == "application/json"
+    assert again.headers["Cache-Control"] == "no-store"
+    assert await token_count(client, tenant.tenant_id) == 1
+
+
+async def test_the_kept_response_is_encrypted_and_the_hash_keyed(client, admin_headers,
+                                                                 tenant):
+    await call(client, "POST", "/tokens", keyed(admin_headers, "enc-1"), json=card(VISA),
+               expect=201)
+    stored = await entry(client, tenant, "enc-1")
+    assert stored["state"] == "done" and stored["status"] == 201
+    assert VISA not in str(stored)
+    assert stored["expires_at"].to_native() > stored["created_at"].to_native()
+
+
+async def test_another_request_under_the_key_is_422(client, admin_headers, tenant):
+    headers = keyed(admin_headers, "reused")
+    await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    _, problem = await call(client, "POST", "/tokens", headers, json=card(MASTERCARD),
+                            expect=422)
+    assert MASTERCARD not in orjson.dumps(problem).decode()
+    # Another route with the same body is another request too.
+    await call(client, "POST", "/tokenize", headers, json=card(VISA), expect=422)
+    assert await token_count(client, tenant.tenant_id) == 1
+
+
+async def test_a_key_in_flight_is_409(client, admin_headers, tenant):
+    headers = keyed(admin_headers, "in-flight")
+    await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    # As if the first request were still running (its lease has not run out).
+    await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: 'in-flight'}) "
+                         "SET k.state = 'pending', "
+                         "k.lease_until = datetime() + duration('PT1H')", t=tenant.tenant_id)
+    await call(client, "POST", "/tokens", headers, json=card(VISA), expect=409)
+    # A lease that ran out (its process died) is taken over: the request runs again.
+    await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: 'in-flight'}) "
+                         "SET k.lease_until = datetime() - duration('PT1S')", t=tenant.tenant_id)
+    await call(client, "POST", "/tokens", headers, json=card(MASTERCARD), expect=201)
+    assert await token_count(client, tenant.tenant_id) == 2
+
+
+async def test_fifty_concurrent_retries_create_one_token(client, admin_headers, tenant):
+    headers = keyed(admin_headers, "fifty")
+    body = orjson.dumps(card(VISA))
+
+    async def post():
+        resp = await client.post("/tokens", data=body, headers={
+            **headers, "Content-Type": "application/json"})
+        return resp.status, resp.headers.get("Idempotent-Replayed"), await resp.read()
+
+    results = await asyncio.gather(*(post() for _ in range(50)))
+    firsts = [r for r in results if r[0] == 201 and r[1] is None]
+    assert len(firsts) == 1
+    assert all(r[0] == 409 or (r[0] == 201 and r[1] == "true" and r[2] == firsts[0][2])
+               for r in results if r is not firsts[0]), {r[0] for r in results}
+    assert await token_count(client, tenant.tenant_id) == 1
+
+
+async def test_keys_are_bounded(client, admin_headers, tenant):
+    for key in ("k" * 256, "has space", "caf\u00e9", ""):
+        resp = await client.post("/tokens", json=card(VISA), headers={
+            **admin_headers, KEY: key.encode().decode("latin-1")})
+        assert resp.status == 400, key
+        problem = await resp.json(content_type="application/problem+json")
+        assert list(problem["errors"]) == [KEY]
+    # 10 kB: past the server's header limit, refused by the HTTP parser before any handler.
+    resp = await client.post("/tokens", json=card(VISA), headers=keyed(admin_headers,
+                                                                        "k" * 10_240))
+    assert resp.status == 400
+    assert await token_count(client, tenant.tenant_id) == 0
+    assert await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t}) RETURN k",
+                        t=tenant.tenant_id) == []
+
+
+async def test_a_failed_request_gives_its_key_back(client, admin_headers):
+    headers = keyed(admin_headers, "failed-first")
+    await call(client, "POST", "/tokens", headers, json={"type": "card"}, expect=400)
+    # Not a 422: the failed request kept nothing, so this one runs as the first …
+    first, _ = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    # … and is the one kept.
+    again, _ = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    assert "Idempotent-Replayed" not in first.headers
+    assert again.headers["Idempotent-Replayed"] == "true"
+
+
+async def test_keys_are_per_application(client, admin_headers, tenant):
+    other = await application(client, admin_headers, name="other")
+    for headers, body in ((admin_headers, card(VISA)), (other, card(MASTERCARD))):
+        _, created = await call(client, "POST", "/tokens", keyed(headers, "shared"), json=body,
+                                expect=201)
+        again, replayed = await call(client, "POST", "/tokens", keyed(headers, "shared"),
+                                     json=body, expect=201)
+        assert again.headers["Idempotent-Replayed"] == "true" and replayed == created
+    assert await token_count(client, tenant.tenant_id) == 2
+
+
+async def test_tokenize_replays_too(client, admin_headers, tenant):
+    headers = keyed(admin_headers, "bulk-1")
+    _, first = await call(client, "POST", "/tokenize", headers, json=[card(VISA)])
+    again, second = await call(client, "POST", "/tokenize", headers, json=[card(VISA)])
+    assert second == first and again.headers["Idempotent-Replayed"] == "true"
+    assert await token_count(client, tenant.tenant_id) == 1
+
+
+async def test_expired_entries_are_swept_and_taken_over(client, admin_headers, tenant):
+    headers = keyed(admin_headers, "old")
+    await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: 'old'}) "
+                         "SET k.expires_at = datetime() - duration('PT1S')", t=tenant.tenant_id)
+    # Not swept yet: an expired entry is taken over, the request runs again.
+    resp, _ = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    assert "Idempotent-Replayed" not in resp.headers
+    assert await token_count(client, tenant.tenant_id) == 2
+    await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: 'old'}) "
+                         "SET k.expires_at = datetime() - duration('PT1S')", t=tenant.tenant_id)
+    await client.server.app[services_key].expiry.sweep()
+    assert await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: 'old'}) RETURN k",
+                        t=tenant.tenant_id) == []

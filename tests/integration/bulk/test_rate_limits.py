@@ -1,0 +1,77 @@
+"""Rate limits (README "Rate limits"): a token bucket per application with RateLimit-* headers
+on every authenticated answer, 429 past it; failed authentications throttled per address."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from vaultgraph.app import create_app
+
+from ._support import VISA, application, call, card
+
+BURST = 3
+
+
+@pytest.fixture
+def app(settings):
+    # A refill far slower than any test: the bucket holds exactly BURST requests here.
+    return create_app(dataclasses.replace(settings, rate_limit=0.001, rate_burst=BURST,
+                                          auth_failure_limit=3, auth_failure_window=3600.0))
+
+
+async def test_every_answer_carries_the_buckets_state_and_429_past_it(client, admin_headers):
+    seen = []
+    for expect in (201, 404):
+        resp, _ = await call(client, "POST" if expect == 201 else "GET",
+                             "/tokens" if expect == 201 else "/tokens/none", admin_headers,
+                             json=card(VISA) if expect == 201 else None, expect=expect)
+        seen.append(resp.headers)
+    # The tenant fixture's first request spent nothing: it ran through the service directly.
+    assert [h["RateLimit-Remaining"] for h in seen] == [str(BURST - 1), str(BURST - 2)]
+    assert {h["RateLimit-Limit"] for h in seen} == {str(BURST)}
+    assert all(int(h["RateLimit-Reset"]) > 0 for h in seen)
+    await call(client, "GET", "/tokens", admin_headers)
+    resp, problem = await call(client, "GET", "/tokens", admin_headers, expect=429)
+    assert problem["type"].endswith("/rate-limited")
+    assert int(resp.headers["Retry-After"]) >= 1
+    assert resp.headers["RateLimit-Remaining"] == "0"
+
+
+async def test_buckets_are_per_application(client, admin_headers):
+    other = await application(client, admin_headers)  # spends one of the admin's tokens
+    for _ in range(BURST - 1):
+        await call(client, "GET", "/tokens", admin_headers)
+    await call(client, "GET", "/tokens", admin_headers, expect=429)
+    resp, _ = await call(client, "GET", "/tokens", other)
+    assert resp.headers["RateLimit-Remaining"] == str(BURST - 1)
+
+
+async def test_failed_authentication_is_throttled_per_address(client, admin_headers):
+    bodies = []
+    for _ in range(3):
+        resp, body = await call(client, "GET", "/tokens", {"SVC-API-KEY": "vg_wrong"},
+                                expect=401)
+        bodies.append(body)
+    assert bodies[0] == bodies[1] == bodies[2]
+    resp, problem = await call(client, "GET", "/tokens", {"SVC-API-KEY": "vg_wrong"},
+                               expect=429)
+    assert int(resp.headers["Retry-After"]) >= 1 and problem["type"].endswith("/rate-limited")
+    # The address is throttled before any key is looked up, a valid one too.
+    await call(client, "GET", "/tokens", admin_headers, expect=429)
+    # Public routes stay open.
+    await call(client, "GET", "/health", {})
+
+
+async def test_rate_limit_zero_turns_limits_off(aiohttp_client, settings):
+    from factories import new_tenant
+
+    app = create_app(dataclasses.replace(settings, rate_limit=0, auth_failure_limit=0))
+    client = await aiohttp_client(app)
+    tenant = await new_tenant(app)
+    for _ in range(5):
+        resp, _ = await call(client, "GET", "/tokens", {"SVC-API-KEY": tenant.key})
+        assert "RateLimit-Limit" not in resp.headers
+    for _ in range(5):
+        await call(client, "GET", "/tokens", {"SVC-API-KEY": "vg_wrong"}, expect=401)

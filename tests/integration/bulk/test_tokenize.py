@@ -1,0 +1,135 @@
+"""POST /tokenize (README "Bulk"): many create requests, each answered in its place."""
+
+from __future__ import annotations
+
+import orjson
+
+from ._support import (
+    AMEX,
+    MASTERCARD,
+    ROUTING,
+    VISA,
+    application,
+    call,
+    card,
+    cypher,
+    rule,
+    token_count,
+)
+
+
+async def tokenize(client, headers, body, expect=200):
+    return (await call(client, "POST", "/tokenize", headers, json=body, expect=expect))[1]
+
+
+async def test_an_array_gives_an_array_of_created_tokens_stored_as_created(
+        client, admin_headers, tenant):
+    answer = await tokenize(client, admin_headers, [
+        card(VISA, metadata={"customer": "c-1"}), card(MASTERCARD),
+        {"type": "token", "data": {"name": "Ada"}, "id": "ada"}])
+    assert [a["data"] for a in answer] == [
+        {"number": VISA}, {"number": MASTERCARD}, {"name": "Ada"}]
+    assert answer[2]["id"] == "ada" and answer[0]["metadata"] == {"customer": "c-1"}
+    assert {a["created_by"] for a in answer} == {tenant.application_id}
+    for item in answer:
+        _, read = await call(client, "GET", f"/tokens/{item['id']}", admin_headers)
+        assert read["data"] == item["data"]
+    # Plaintext never reaches Neo4j.
+    rows = await cypher(client, "MATCH (t:Token {tenant_id: $t}) RETURN properties(t) AS p",
+                        t=tenant.tenant_id)
+    assert len(rows) == 3
+    stored = str(rows)
+    assert VISA not in stored and "Ada" not in stored
+    # The metadata filter (index-backed HAS_META entries) finds the bulk-made token.
+    _, page = await call(client, "GET", "/tokens?metadata.customer=C-1", admin_headers)
+    assert [t["id"] for t in page["data"]] == [answer[0]["id"]]
+
+
+async def test_the_valid_items_are_written_by_one_statement(client, admin_headers, tenant):
+    """datetime() is fixed for a statement: one created_at for all means one write."""
+    answer = await tokenize(client, admin_headers, [card(VISA), card(MASTERCARD), card(AMEX)])
+    rows = await cypher(client, "MATCH (t:Token {tenant_id: $t}) RETURN DISTINCT t.created_at",
+                        t=tenant.tenant_id)
+    assert len(rows) == 1 and len(answer) == 3
+
+
+async def test_an_object_gives_an_object_with_the_same_keys(client, admin_headers):
+    answer = await tokenize(client, admin_headers, {
+        "card": card(VISA), "name": {"type": "token", "data": "Ada"}})
+    assert set(answer) == {"card", "name"}
+    assert answer["card"]["type"] == "card" and answer["name"]["data"] == "Ada"
+
+
+async def test_items_fail_alone_and_nothing_of_them_is_written(client, admin_headers, tenant):
+    answer = await tokenize(client, admin_headers, [
+        card("4242424242424241"), card(VISA), "not an object", {"type": "nope", "data": 1},
+        {"type": "token"}])
+    bad_luhn, good, not_object, bad_type, no_data = answer
+    assert good["data"] == {"number": VISA}
+    assert bad_luhn["status"] == 400 and "data.number" in bad_luhn["errors"]
+    assert "4242424242424241" not in orjson.dumps(bad_luhn).decode()
+    assert not_object["status"] == 400 and "body" in not_object["errors"]
+    assert bad_type["status"] == 400 and "type" in bad_type["errors"]
+    assert no_data["status"] == 400 and "data" in no_data["errors"]
+    assert await token_count(client, tenant.tenant_id) == 1
+
+
+async def test_when_no_item_is_created_the_answer_is_one_problem_naming_each(
+        client, admin_headers, tenant):
+    _, problem = await call(client, "POST", "/tokenize", admin_headers, expect=400, json={
+        "a": card("4242424242424241"), "b": {"type": "token"}})
+    assert problem["errors"] == {"a.data.number": problem["errors"]["a.data.number"],
+                                 "b.data": ["Missing data for required field."]}
+    assert await token_count(client, tenant.tenant_id) == 0
+
+
+async def test_container_rights_hold_per_item(client, admin_headers, tenant):
+    bank_only = await application(client, admin_headers, rule("/bank/", "reveal"))
+    answer = await tokenize(client, bank_only, [
+        card(VISA), {"type": "bank", "data": {"routing_number": ROUTING,
+                                              "account_number": "123456"}}])
+    assert answer[0]["status"] == 403
+    assert answer[1]["data"]["routing_number"] == ROUTING
+    assert await token_count(client, tenant.tenant_id) == 1
+
+
+async def test_an_id_taken_or_repeated_is_a_409_in_its_place(client, admin_headers, tenant):
+    await tokenize(client, admin_headers, [{"id": "taken", "type": "token", "data": 1}])
+    answer = await tokenize(client, admin_headers, [
+        {"id": "taken", "type": "token", "data": 2}, {"id": "twice", "type": "token", "data": 3},
+        {"id": "twice", "type": "token", "data": 4}, {"id": "fresh", "type": "token", "data": 5}])
+    assert [a.get("status") for a in answer] == [409, None, 409, None]
+    _, taken = await call(client, "GET", "/tokens/taken", admin_headers)
+    _, twice = await call(client, "GET", "/tokens/twice", admin_headers)
+    assert (taken["data"], twice["data"]) == (1, 3)
+
+
+async def test_dedup_matches_earlier_tokens_and_earlier_items(client, admin_headers, tenant):
+    first = await tokenize(client, admin_headers, [card(VISA, deduplicate_token=True)])
+    answer = await tokenize(client, admin_headers, [
+        card(VISA, deduplicate_token=True), card(AMEX, deduplicate_token=True),
+        card(AMEX, deduplicate_token=True)])
+    assert answer[0]["id"] == first[0]["id"] and answer[0]["_extras"] == {"deduplicated": True}
+    assert answer[2]["id"] == answer[1]["id"] and answer[2]["_extras"] == {"deduplicated": True}
+    assert await token_count(client, tenant.tenant_id) == 2
+
+
+async def test_bad_shapes_are_400s_naming_the_body(client, admin_headers, tenant):
+    for body in ([], {}, "cards", 42, None, [card(VISA)] * 101):
+        _, problem = await call(client, "POST", "/tokenize", admin_headers, expect=400,
+                                data=orjson.dumps(body))
+        assert list(problem["errors"]) == ["body"], body
+    assert await token_count(client, tenant.tenant_id) == 0
+
+
+async def test_a_10_mb_payload_is_413(client, admin_headers, tenant):
+    body = orjson.dumps([{"type": "token", "data": "x" * (10 * 1024 * 1024)}])
+    await call(client, "POST", "/tokenize", admin_headers, data=body, expect=413)
+    assert await token_count(client, tenant.tenant_id) == 0
+
+
+async def test_the_audit_event_names_every_token_created(client, admin_headers, tenant):
+    answer = await tokenize(client, admin_headers, [card(VISA), card(MASTERCARD)])
+    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t, route: 'POST /tokenize'}) "
+                                "RETURN e.token_ids AS ids", t=tenant.tenant_id)
+    assert [sorted(r["ids"]) for r in rows] == [sorted(a["id"] for a in answer)]

@@ -1,0 +1,65 @@
+"""Rate limits (README "Rate limits"): a token bucket per application, and one per client
+address for failed authentications. The buckets are in `services/ratelimits.py`.
+
+`throttle_failed_auth` sits outside authentication: an address over its failure budget gets
+429 before its key is looked up, and each 401 spends one token (the 401 itself is unchanged).
+`rate_limit` sits inside it: each authenticated request spends one of its application's tokens.
+Every answer to an authenticated request carries `RateLimit-Limit`, `RateLimit-Remaining` and
+`RateLimit-Reset` (added as the response is prepared, so problem answers carry them too)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from .. import metrics
+from ..auth.permissions import PUBLIC, declared
+from ..errors import RateLimited, Unauthenticated
+from ..services.ratelimits import Verdict
+from .typedefs import PRINCIPAL, services_key
+
+RATE_LIMIT: web.RequestKey[Verdict] = web.RequestKey("rate_limit")
+FAILED_AUTH = "Too many failed authentications from this address; retry later."
+OVER_LIMIT = "The application is over its rate limit; retry after the time in Retry-After."
+
+
+@web.middleware
+async def throttle_failed_auth(request: web.Request, handler) -> web.StreamResponse:
+    match = request.match_info
+    buckets = request.app[services_key].rate_limits.auth_failures
+    if (match.http_exception is not None or declared(match.handler) == PUBLIC
+            or not buckets.enabled):
+        return await handler(request)
+    address = request.remote or ""
+    verdict = buckets.peek(address)
+    if not verdict.allowed:
+        metrics.RATE_LIMITED.labels(limit="client_address").inc()
+        raise RateLimited(FAILED_AUTH, retry_after=verdict.retry_after)
+    try:
+        return await handler(request)
+    except Unauthenticated:
+        buckets.take(address)
+        raise
+
+
+@web.middleware
+async def rate_limit(request: web.Request, handler) -> web.StreamResponse:
+    principal = request.get(PRINCIPAL)
+    buckets = request.app[services_key].rate_limits.applications
+    if principal is None or not buckets.enabled:
+        return await handler(request)
+    verdict = buckets.take(principal.application_id)
+    request[RATE_LIMIT] = verdict
+    if not verdict.allowed:
+        metrics.RATE_LIMITED.labels(limit="application").inc()
+        raise RateLimited(OVER_LIMIT, retry_after=verdict.retry_after)
+    return await handler(request)
+
+
+async def add_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """`on_response_prepare`: the RateLimit-* headers of the request's application."""
+    verdict = request.get(RATE_LIMIT)
+    if verdict is None:
+        return
+    response.headers["RateLimit-Limit"] = str(verdict.limit)
+    response.headers["RateLimit-Remaining"] = str(verdict.remaining)
+    response.headers["RateLimit-Reset"] = str(verdict.reset)

@@ -1,0 +1,51 @@
+"""Idempotency entries in Neo4j (cypher/idempotency/): claim, complete, release.
+
+These statements are bookkeeping of the HTTP exchange, not changes to tokens: they run without
+the request's audit event (`Database.write_unaudited`); the request's own write carries it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import UniquenessViolation
+from .database import Database
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    claimed: bool  # True: this request holds the key and runs
+    state: str  # "pending" (in flight) or "done"
+    same_request: bool
+    status: int | None
+    content_type: str | None
+    response_ct: str | None  # the kept response, encrypted; only for the same request
+
+
+class IdempotencyRepository:
+    def __init__(self, db: Database):
+        self._db = db
+
+    async def claim(self, *, tenant_id: str, application_id: str, key: str, request_hash: str,
+                    claim: str, ttl: float, lease: float) -> Claim:
+        params = dict(tenant_id=tenant_id, application_id=application_id, key=key,
+                      request_hash=request_hash, claim=claim, ttl=ttl, lease=lease)
+        try:
+            records = await self._db.write_unaudited("idempotency/claim", **params)
+        except UniquenessViolation:
+            # Two first claims met on the constraint: the loser reads the winner's entry.
+            records = await self._db.write_unaudited("idempotency/claim", **params)
+        r = records[0]
+        return Claim(r["claimed"], r["state"], r["same_request"], r["status"],
+                     r["content_type"], r["response_ct"])
+
+    async def complete(self, *, application_id: str, key: str, claim: str, status: int,
+                       content_type: str | None, response_ct: str) -> bool:
+        records = await self._db.write_unaudited(
+            "idempotency/complete", application_id=application_id, key=key, claim=claim,
+            status=status, content_type=content_type, response_ct=response_ct)
+        return bool(records)
+
+    async def release(self, *, application_id: str, key: str, claim: str) -> None:
+        await self._db.write_unaudited("idempotency/release", application_id=application_id,
+                                       key=key, claim=claim)

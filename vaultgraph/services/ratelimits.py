@@ -1,0 +1,87 @@
+"""Token buckets: requests per application, and failed authentications per client address.
+
+Buckets live in this process (README "Rate limits": with N replicas each holds its own, so set
+the rate to the budget divided by N). Checking one costs no I/O: a shared store would add a
+database round trip and a contended write to every request.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# Buckets kept at most; the least recently used beyond it are dropped (a dropped bucket would
+# be full again by then, or soon: its owner has been quiet the longest).
+MAX_BUCKETS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One check of a bucket: allowed or not, and what the RateLimit-* headers say."""
+
+    allowed: bool
+    limit: int
+    remaining: int
+    reset: int  # seconds until the bucket is full again
+    retry_after: int  # seconds until one more request is allowed (0 when allowed)
+
+
+class TokenBuckets:
+    """`rate` tokens a second up to `burst`, one bucket per key; `rate <= 0`: no limit."""
+
+    def __init__(self, *, rate: float, burst: int,
+                 clock: Callable[[], float] = time.monotonic):
+        self.rate = rate
+        self.burst = max(1, burst)
+        self._clock = clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    @property
+    def enabled(self) -> bool:
+        return self.rate > 0
+
+    def _level(self, key: str, now: float) -> float:
+        tokens, at = self._buckets.get(key, (float(self.burst), now))
+        return min(float(self.burst), tokens + (now - at) * self.rate)
+
+    def _store(self, key: str, tokens: float, now: float) -> None:
+        self._buckets[key] = (tokens, now)
+        self._buckets.move_to_end(key)
+        while len(self._buckets) > MAX_BUCKETS:
+            self._buckets.popitem(last=False)
+
+    def _verdict(self, allowed: bool, tokens: float) -> Verdict:
+        return Verdict(
+            allowed=allowed, limit=self.burst, remaining=max(0, math.floor(tokens)),
+            reset=max(0, math.ceil((self.burst - tokens) / self.rate)),
+            retry_after=0 if allowed else max(1, math.ceil((1 - tokens) / self.rate)))
+
+    def take(self, key: str) -> Verdict:
+        """Spend one token when there is one."""
+        now = self._clock()
+        tokens = self._level(key, now)
+        allowed = tokens >= 1
+        if allowed:
+            tokens -= 1
+        self._store(key, tokens, now)
+        return self._verdict(allowed, tokens)
+
+    def peek(self, key: str) -> Verdict:
+        """Whether a token is there, spending none."""
+        tokens = self._level(key, self._clock())
+        return self._verdict(tokens >= 1, tokens)
+
+
+class RateLimits:
+    """The two throttles a request meets: its application's budget, and (for a client address
+    whose keys keep failing) the failed-authentication budget."""
+
+    def __init__(self, *, rate: float, burst: int, auth_failures: int,
+                 auth_failure_window: float, clock: Callable[[], float] = time.monotonic):
+        self.applications = TokenBuckets(rate=rate, burst=burst, clock=clock)
+        self.auth_failures = TokenBuckets(
+            rate=auth_failures / auth_failure_window if auth_failures > 0 else 0,
+            burst=auth_failures, clock=clock)
