@@ -103,6 +103,20 @@ def test_search_and_the_audit_trail(vg):
         "GET /tokens/{id}"]
 
 
+def test_tokenize_detokenize_and_idempotent_retries(vg):
+    key = uid("idem")
+    first = vg.tokenize({"card": {"type": "card", "data": CARD},
+                         "bad": {"type": "card", "data": {"number": "4242424242424241"}}},
+                        idempotency_key=key)
+    assert first["card"]["type"] == "card" and first["bad"]["status"] == 400
+    again = vg.tokenize({"card": {"type": "card", "data": CARD},
+                         "bad": {"type": "card", "data": {"number": "4242424242424241"}}},
+                        idempotency_key=key)
+    assert again["card"]["id"] == first["card"]["id"]  # replayed, not created twice
+    out = vg.detokenize({"pan": "{{ " + first["card"]["id"] + " }}", "n": 1})
+    assert out == {"pan": CARD, "n": 1}
+
+
 async def test_async_search(service, service_tenant):
     async with AsyncClient(service.url, service_tenant.key) as vg:
         cust = uid("cust")

@@ -98,6 +98,14 @@ class _Routes:
         return "POST", "/tokens/search", {"json": body}
 
     @staticmethod
+    def tokenize(items):
+        return "POST", "/tokenize", {"json": items}
+
+    @staticmethod
+    def detokenize(payload):
+        return "POST", "/detokenize", {"json": payload}
+
+    @staticmethod
     def logs(size, start, filters):
         return "GET", "/logs", {"params": _core.page_params(size=size, start=start, **filters)}
 
@@ -227,6 +235,19 @@ class Client:
         m, p, o = _Routes.search(query, size, start)
         return self._send(m, p, **o)
 
+    def tokenize(self, items: list[dict] | dict[str, dict], *,
+                 idempotency_key: str | None = None) -> Any:
+        """POST /tokenize: create requests as a list or an object; the answer has the same
+        shape, each place a token or that item's problem (README "Bulk")."""
+        m, p, o = _Routes.tokenize(items)
+        return self._send(m, p, idempotency_key=idempotency_key, **o)
+
+    def detokenize(self, payload: Any) -> Any:
+        """POST /detokenize: `payload` with every `{{ token_id }}` string replaced by the
+        token's data as the caller may see it."""
+        m, p, o = _Routes.detokenize(payload)
+        return self._send(m, p, **o)
+
     def logs(self, *, size: int | None = None, start: str | None = None,
              **filters: str) -> AuditPage:
         """GET /logs: `token_id`, `application_id`, `operation`, `outcome`, `start_date`,
@@ -345,6 +366,15 @@ class AsyncClient:
     async def search(self, query: str, *, size: int | None = None,
                      start: str | None = None) -> TokenPage:
         m, p, o = _Routes.search(query, size, start)
+        return await self._send(m, p, **o)
+
+    async def tokenize(self, items: list[dict] | dict[str, dict], *,
+                       idempotency_key: str | None = None) -> Any:
+        m, p, o = _Routes.tokenize(items)
+        return await self._send(m, p, idempotency_key=idempotency_key, **o)
+
+    async def detokenize(self, payload: Any) -> Any:
+        m, p, o = _Routes.detokenize(payload)
         return await self._send(m, p, **o)
 
     async def logs(self, *, size: int | None = None, start: str | None = None,
