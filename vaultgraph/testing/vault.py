@@ -56,8 +56,12 @@ class Vault:
 
 
 def new_kek() -> str:
-    """A key-encryption key ring spec for one run (`k1:` + 32 random bytes, base64url)."""
-    return "k1:" + base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
+    """A throwaway key-encryption key ring for one session, under a version name of its own
+    (`pytest<hex>:` + 32 random bytes, base64url): the service checks at start that its ring
+    opens the tenant keys stored under the ring's versions, and a database other runs or
+    services wrote to holds keys under theirs (`k1`, say) that this one must never claim."""
+    version = "pytest" + os.urandom(4).hex()
+    return f"{version}:" + base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
 
 
 @contextlib.contextmanager
