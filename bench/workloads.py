@@ -114,7 +114,7 @@ class BareDriver:
         text = query or ctx.catalog[name]
         event = audit_context.write_event() if mode == neo4j.WRITE_ACCESS else None
         if event is not None:  # as the service's Database: the write creates its own event
-            text, params = audited_text(text), {**params, "audit": event}
+            text, params = audited_text(ctx.catalog.text(name)), {**params, "audit": event}
         async with ctx.driver.session(database=ctx.database, default_access_mode=mode) as s:
             result = await s.run(text, params)
             records = [record async for record in result]
