@@ -78,6 +78,8 @@ class Service:
             # (the check itself still runs on every request).
             "VAULTGRAPH_RATE_LIMIT": "1e9",
             "VAULTGRAPH_RATE_BURST": "1000000000",
+            # Scraped around each measured window (the audit writer's batch sizes).
+            "VAULTGRAPH_METRICS_PORT": str(cfg.port + 1),
         }
         self.proc: subprocess.Popen | None = None
         self.log_path = cfg.work_dir / "service.log"
@@ -102,6 +104,19 @@ class Service:
                 raise RuntimeError("the service did not become ready")
             time.sleep(0.2)
         say(f"service ready on {self.url} (pid {self.proc.pid}, log {self.log_path})")
+
+    def audit_figures(self) -> tuple[float, float]:
+        """(batches, events) the service's audit writer has committed so far."""
+        url = f"http://127.0.0.1:{self.cfg.port + 1}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - local http only
+            text = resp.read().decode()
+        figures = dict.fromkeys(("vaultgraph_audit_batches_total",
+                                 "vaultgraph_audit_events_total"), 0.0)
+        for line in text.splitlines():
+            name, _, value = line.partition(" ")
+            if name in figures:
+                figures[name] = float(value)
+        return tuple(figures.values())
 
     @property
     def pid(self) -> int:

@@ -40,6 +40,7 @@ def table(result: dict) -> str:
             continue
         r = "-" if w["ratio"] is None else f"{w['ratio']:.2f}"
         lines.append("| " + " | ".join([name, *_side(w["service"]), *_side(w["bare"]), r]) + " |")
+    lines += cpu_table(result)
     notes = [f"- {n}: {w['note']}" for n, w in result["workloads"].items()
              if w.get("note") and w.get("available", True)]
     notes += [f"- {n}: {w['items_per_request']} tokens a request, "
@@ -49,6 +50,31 @@ def table(result: dict) -> str:
         notes.append(f"- tokenize tokens/s ÷ create tokens/s (same run): "
                      f"{result['tokenize_vs_create']:.2f}")
     return "\n".join(lines + (["", *notes] if notes else []))
+
+
+def cpu_table(result: dict) -> list[str]:
+    """CPU milliseconds per request by process (bench/cpu.py), when the run measured them."""
+    rows = []
+    for name, w in result["workloads"].items():
+        svc = (w.get("service") or {}).get("cpu_ms") or {}
+        bare = (w.get("bare") or {}).get("cpu_ms") or {}
+        if not svc and not bare:
+            continue
+        cells = [svc.get("service"), svc.get("neo4j"), svc.get("neo4j_jit"), svc.get("loadgen"),
+                 bare.get("client"), bare.get("neo4j"), bare.get("neo4j_jit")]
+        batch = (w.get("service") or {}).get("audit_batch_mean")
+        rows.append("| " + " | ".join([name, *(_cpu(c) for c in cells),
+                                       "-" if batch is None else f"{batch:g}"]) + " |")
+    if not rows:
+        return []
+    return ["", "CPU ms per request (user + system, from /proc over the measured window):", "",
+            "| workload | service | its Neo4j | of which JIT | load generator "
+            "| bare client + driver | bare's Neo4j | of which JIT | audit events per batch |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|", *rows]
+
+
+def _cpu(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
 
 
 def scale_table(result: dict) -> str:

@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from vaultgraph.services.audit import AuditWriter
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.settings import PROJECT_ROOT, Settings
 
-from . import profile, report
+from . import cpu, profile, report
 from .config import RESULTS, BenchConfig
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
 from .environment import Service, machine, new_kek, say, start_neo4j
@@ -157,7 +158,16 @@ class Bench:
         cfg = self.cfg
         if warmup := self.warmup():
             await self.loadgen.run([w.http(i) for i in w.items(ctx, rng)], warmup)
-        return await self.loadgen.run([w.http(i) for i in w.items(ctx, rng)], cfg.duration)
+        pool = [w.http(i) for i in w.items(ctx, rng)]
+        groups = {"service": self.service.pid, "neo4j": self.neo.running_pid(),
+                  "loadgen": os.getpid()}
+        before, audit_before = cpu.snapshot(groups), self.service.audit_figures()
+        result = await self.loadgen.run(pool, cfg.duration)
+        spent = cpu.per_request(before, cpu.snapshot(groups), result.requests)
+        batches, events = (a - b for a, b in zip(self.service.audit_figures(), audit_before,
+                                                  strict=True))
+        return replace(result, cpu_ms=spent,
+                       audit_batch_mean=round(events / batches, 1) if batches else None)
 
     async def bare_side(self, w: Workload, ctx: Context, rng: random.Random) -> Result:
         cfg = self.cfg
@@ -167,7 +177,12 @@ class Bench:
 
         if cfg.warmup > 0:
             await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.warmup)
-        return await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration)
+        # The bare side's client is this process: the driver and the load loop in one.
+        groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
+        before = cpu.snapshot(groups)
+        result = await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration)
+        return replace(result, cpu_ms=cpu.per_request(before, cpu.snapshot(groups),
+                                                      result.requests))
 
     async def workload(self, w: Workload) -> dict:
         ctx = self.context()

@@ -27,6 +27,10 @@ class Result:
     p50_ms: float
     p99_ms: float
     p999_ms: float
+    # CPU milliseconds per request by process group (bench/cpu.py), when measured.
+    cpu_ms: dict | None = None
+    # Audit events per group commit over the window (the service side only).
+    audit_batch_mean: float | None = None
 
     @property
     def rps(self) -> float:

@@ -88,6 +88,8 @@ SWEEP_DURATION = Histogram("vaultgraph_expiry_sweep_duration_seconds", "Time one
 AUDIT_BATCHES = Counter("vaultgraph_audit_batches", "Audit group commits written.")
 AUDIT_EVENTS = Counter("vaultgraph_audit_events", "Audit events written in group commits "
                        "(events / batches = the mean batch size).")
+AUDIT_BATCH_SIZE = Histogram("vaultgraph_audit_batch_size", "Events per audit group commit.",
+                             buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256))
 AUDIT_FAILURES = Counter("vaultgraph_audit_batch_failures", "Audit batches that could not be "
                          "written (their requests failed closed with 503).")
 AUDIT_CHAINS = Counter("vaultgraph_audit_chains_started", "Audit hash chains started (one per "
@@ -140,34 +142,3 @@ def _version(dist: str) -> str:
 def record_build() -> None:
     BUILD_INFO.labels(version=_version("vaultgraph"), python=platform.python_version(),
                       neo4j_driver=_version("neo4j")).set(1)
-
-
-class Mirror:
-    """Copies a count another object keeps (always growing) into a counter, by difference."""
-
-    __slots__ = ("_counter", "_seen")
-
-    def __init__(self, counter: Counter):
-        self._counter = counter
-        self._seen = 0
-
-    def sync(self, current: int) -> None:
-        if current > self._seen:
-            self._counter.inc(current - self._seen)
-        self._seen = current
-
-
-class AuditFigures:
-    """The audit writer's own counts (`services/audit.py` `WriterStats`) as counters; synced
-    after every request and before every scrape."""
-
-    def __init__(self) -> None:
-        self._mirrors = {"batches": Mirror(AUDIT_BATCHES), "events": Mirror(AUDIT_EVENTS),
-                         "failures": Mirror(AUDIT_FAILURES),
-                         "chains_started": Mirror(AUDIT_CHAINS)}
-
-    def sync(self, stats) -> None:
-        if stats is None:
-            return
-        for name, mirror in self._mirrors.items():
-            mirror.sync(getattr(stats, name))

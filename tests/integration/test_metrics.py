@@ -107,6 +107,9 @@ async def test_requests_are_counted_by_template_and_labels_hold_no_ids(client, t
     # Every read and refusal left an audit event, group-committed by the writer.
     assert delta("vaultgraph_audit_events_total") >= 20
     assert delta("vaultgraph_audit_batches_total") >= 1
+    # The batch-size histogram observes every batch, its sum every event.
+    assert delta("vaultgraph_audit_batch_size_count") == delta("vaultgraph_audit_batches_total")
+    assert delta("vaultgraph_audit_batch_size_sum") == delta("vaultgraph_audit_events_total")
     assert value(after, "vaultgraph_audit_chains_started_total") >= 1
     assert value(after, "vaultgraph_build_info", version=_version(after),
                  python=_python(after), neo4j_driver=_driver(after)) == 1

@@ -76,3 +76,29 @@ def test_loaded_cards_are_valid_cards(i):
 def test_customer_filter_matches_one_page():
     owners = [card_metadata(i)["customer_id"] for i in range(3 * PER_CUSTOMER)]
     assert owners.count(customer(1)) == PER_CUSTOMER
+
+
+def test_cpu_snapshot_counts_a_tree_and_leaves_out_a_named_subtree():
+    import os
+    import subprocess
+    import sys
+
+    from bench import cpu
+
+    # A child that burns CPU when told, says when it is done, and stays alive until closed.
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nsys.stdin.read(1)\nx = 0\n"
+         "for i in range(10**7): x += i\nprint('done', flush=True)\nsys.stdin.read()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    with child:
+        groups = {"child": child.pid, "self": os.getpid()}
+        before = cpu.snapshot(groups)
+        child.stdin.write("go")
+        child.stdin.flush()
+        assert child.stdout.readline() == "done\n"  # this process blocks meanwhile
+        after = cpu.snapshot(groups)
+        child.kill()
+    spent = cpu.per_request(before, after, 1)
+    assert spent["child"] >= 10 * cpu.TICK_MS  # ten million additions take well over 0.1 s
+    assert spent["self"] < spent["child"] / 2  # the child's ticks are not counted in "self"
+    assert cpu.per_request(before, after, 0) == {"child": None, "self": None}

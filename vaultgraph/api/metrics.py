@@ -11,20 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 from aiohttp import web
 
 from .. import metrics
 from ..auth.permissions import PUBLIC
 from .endpoints import Endpoints, Reply
-from .typedefs import services_key, settings_key
+from .typedefs import settings_key
 
 endpoints = Endpoints()
 TAG = "Operations"
 CLIENT_CLOSED = 499  # the status nginx logs for the same case
-_figures = web.AppKey("audit_figures", metrics.AuditFigures)
-_refresh = web.AppKey("metrics_refresh", Callable)
 
 
 @web.middleware
@@ -50,14 +48,6 @@ async def middleware(request: web.Request, handler) -> web.StreamResponse:
         metrics.IN_PROGRESS.dec()
         metrics.REQUESTS.labels(route, method, str(status)).inc()
         metrics.LATENCY.labels(route, method).observe(time.perf_counter() - started)
-        _sync_audit(request.app)
-
-
-def _sync_audit(app: web.Application) -> None:
-    services = app.get(services_key)
-    writer = services.audit_writer if services is not None else None
-    if writer is not None:
-        app[_figures].sync(writer.stats)
 
 
 @endpoints.get("/metrics", operation_id="metrics", summary="Prometheus metrics", tag=TAG,
@@ -67,17 +57,15 @@ def _sync_audit(app: web.Application) -> None:
                                    "when the scraper asks for it).", media_type="text/plain",
                               file_schema={"type": "string"}),))
 async def scrape(request: web.Request) -> web.Response:
-    request.app[_refresh]()
     body, content_type = metrics.exposition(request.headers.get("Accept", ""))
     response = web.Response(body=body)
     response.headers["Content-Type"] = content_type
     return response
 
 
-def metrics_app(refresh: Callable[[], None] = lambda: None) -> web.Application:
+def metrics_app() -> web.Application:
     """The metrics listener's application: `GET /metrics`, nothing else."""
     app = web.Application()
-    app[_refresh] = refresh
     app.router.add_routes(endpoints.routes())
     return app
 
@@ -87,7 +75,6 @@ def install(app: web.Application) -> None:
     if app[settings_key].metrics_dir and not metrics.multiprocess_mode():
         raise ValueError("VAULTGRAPH_METRICS_DIR must be in the environment when the process "
                          "starts (prometheus-client reads it once, when first imported)")
-    app[_figures] = metrics.AuditFigures()
     metrics.record_build()
     app.cleanup_ctx.append(_listener)
 
@@ -97,7 +84,7 @@ async def _listener(app: web.Application) -> AsyncIterator[None]:
     metrics.NEO4J_POOL_SIZE.set(settings.neo4j_pool_size)
     runner = None
     if settings.metrics_port:
-        runner = web.AppRunner(metrics_app(lambda: _sync_audit(app)), access_log=None)
+        runner = web.AppRunner(metrics_app(), access_log=None)
         await runner.setup()
         # SO_REUSEPORT: every worker of `--workers N` binds the one metrics port; whichever
         # answers a scrape sums all of them (multiprocess mode).

@@ -17,10 +17,10 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from .. import metrics
 from ..audit.chain import Finding, sign, verify_chain
 from ..audit.query import LogFilter
 from ..crypto import CryptoError, KeyRing
@@ -33,14 +33,6 @@ log = logging.getLogger(__name__)
 SHOWN = ("id", "at", "tenant_id", "application_id", "key_id", "operation", "route", "token_ids",
          "outcome", "status", "transform", "transform_counts", "trace_id", "client_ip",
          "user_agent", "reason")
-
-
-@dataclass
-class WriterStats:
-    batches: int = 0
-    events: int = 0
-    failures: int = 0
-    chains_started: int = 1
 
 
 class AuditWriter:
@@ -57,9 +49,9 @@ class AuditWriter:
         self._idle = asyncio.Event()
         self._idle.set()
         self._new_chain()
-        self.stats = WriterStats()
 
     def _new_chain(self) -> None:
+        metrics.AUDIT_CHAINS.inc()
         self.chain = str(uuid.uuid4())
         self._seq = 0
         self._prev = ""
@@ -114,19 +106,19 @@ class AuditWriter:
         try:
             await self._repo.write_batch(linked, chain=self.chain, head_seq=seq)
         except Exception as exc:
-            self.stats.failures += 1
+            metrics.AUDIT_FAILURES.inc()
             log.warning("audit batch not written; its requests fail closed",
                         extra={"error": type(exc).__name__, "events": len(batch)})
             self._new_chain()
-            self.stats.chains_started += 1
             for _, future in batch:
                 if future is not None and not future.done():
                     future.set_exception(Unavailable("The audit trail cannot be written; "
                                                      "try again shortly."))
             return
         self._seq, self._prev = seq, prev
-        self.stats.batches += 1
-        self.stats.events += len(batch)
+        metrics.AUDIT_BATCHES.inc()
+        metrics.AUDIT_EVENTS.inc(len(batch))
+        metrics.AUDIT_BATCH_SIZE.observe(len(batch))
         for _, future in batch:
             if future is not None and not future.done():
                 future.set_result(None)
