@@ -7,10 +7,15 @@ replica that handled the revocation (it clears its cache).
 A look-up that started before a revocation committed may finish after `invalidate` ran: it must
 not put the old principal back. Each `invalidate` bumps a generation, and a look-up caches its
 result only if the generation it started under is still current.
+
+When an entry expires under load, every request holding that key misses at once: they share one
+look-up (per key and generation) instead of each reading Neo4j. A look-up runs as a task of its
+own, so a caller that goes away does not cancel it for the others.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import time
 
@@ -34,6 +39,7 @@ class Authenticator:
         self._ttl = ttl
         self._cache: dict[str, tuple[float, Principal]] = {}
         self._generation = 0
+        self._flights: dict[tuple[str, int], asyncio.Task[Principal]] = {}
 
     def invalidate(self) -> None:
         self._generation += 1
@@ -47,7 +53,21 @@ class Authenticator:
         hit = self._cache.get(digest)
         if hit is not None and hit[0] > now:
             return hit[1]
-        generation = self._generation
+        flight = (digest, self._generation)
+        task = self._flights.get(flight)
+        if task is None:
+            task = asyncio.ensure_future(self._look_up(digest, self._generation, now))
+            self._flights[flight] = task
+            task.add_done_callback(lambda done: self._landed(flight, done))
+        return await asyncio.shield(task)
+
+    def _landed(self, flight: tuple[str, int], task: asyncio.Task) -> None:
+        if self._flights.get(flight) is task:
+            del self._flights[flight]
+        if not task.cancelled():
+            task.exception()  # retrieved: every waiter may have gone away
+
+    async def _look_up(self, digest: str, generation: int, began: float) -> Principal:
         owner = await self._repo.key_owner(digest)
         if owner is None or not hmac.compare_digest(owner.digest, digest):
             self._cache.pop(digest, None)
@@ -64,5 +84,5 @@ class Authenticator:
             return principal  # answered as of the read; never cached past an invalidation
         if len(self._cache) > CACHE_LIMIT:
             self._cache.clear()
-        self._cache[digest] = (now + self._ttl, principal)
+        self._cache[digest] = (began + self._ttl, principal)  # as of the read's start
         return principal
