@@ -66,6 +66,7 @@ class Settings:
     keepalive_timeout: float = 75.0
     shutdown_grace: float = 25.0
     workers: int = 1
+    event_loop: str = "uvloop"
     log_coalesce_interval: float = 10.0
     bulk_max_items: int = 100
     idempotency_ttl: float = 86_400.0

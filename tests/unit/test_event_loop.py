@@ -1,0 +1,27 @@
+"""VAULTGRAPH_EVENT_LOOP: the server's coroutine runs on the loop asked for."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from vaultgraph.server import run, run_loop
+from vaultgraph.settings import ConfigError, Settings
+
+
+async def loop_module() -> str:
+    return type(asyncio.get_running_loop()).__module__
+
+
+@pytest.mark.parametrize(("choice", "module"), [("uvloop", "uvloop"), ("asyncio", "asyncio")])
+def test_the_server_runs_on_the_loop_asked_for(choice, module):
+    ran = run_loop(Settings(event_loop=choice), loop_module())
+    assert ran.split(".")[0] == module
+
+
+def test_an_unknown_loop_stops_start_up_with_the_fix():
+    with pytest.raises(ConfigError) as caught:
+        run(Settings(event_loop="trio"))
+    assert caught.value.cause == "VAULTGRAPH_EVENT_LOOP is 'trio'"
+    assert caught.value.fix == "set VAULTGRAPH_EVENT_LOOP to uvloop or asyncio"
