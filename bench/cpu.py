@@ -1,0 +1,80 @@
+"""CPU time per request, per process group (the service and its workers, Neo4j, the load
+generator), read from /proc over a measured window: a figure a busy machine skews far less
+than requests per second."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+
+TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def _table() -> tuple[dict[int, int], dict[int, int]]:
+    """pid → parent pid, pid → CPU ticks (user + system) of every process now alive."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # The command name (field 2) may hold spaces; the fields after it do not.
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended while we looked
+        pid = int(entry.name)
+        parents[pid] = int(fields[1])
+        ticks[pid] = int(fields[11]) + int(fields[12])
+    return parents, ticks
+
+
+def _tree(root: int, parents: dict[int, int]) -> set[int]:
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, parent in parents.items():
+        children[parent].append(pid)
+    found, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        if pid in parents and pid not in found:
+            found.add(pid)
+            todo.extend(children[pid])
+    return found
+
+
+def snapshot(groups: dict[str, int]) -> dict[str, int]:
+    """CPU ticks of each named process tree, leaving out the other named trees it holds (the
+    load generator's tree holds the service's); `neo4j_jit`: of Neo4j's, its JIT compiler's."""
+    parents, ticks = _table()
+    trees = {name: _tree(pid, parents) for name, pid in groups.items()}
+    out = {}
+    if "neo4j" in groups:
+        out["neo4j_jit"] = jit_ticks(groups["neo4j"])
+    for name, members in trees.items():
+        others = set().union(*(t for n, t in trees.items() if n != name and t <= members))
+        out[name] = sum(ticks[p] for p in members - others)
+    return out
+
+
+def jit_ticks(pid: int | None) -> int:
+    """CPU ticks a JVM's just-in-time compiler threads have spent (Neo4j warming up)."""
+    total = 0
+    if pid is None:
+        return total
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            comm = (task / "comm").read_text()
+            if comm.startswith(("C1 Compiler", "C2 Compiler")):
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+        except OSError:
+            continue
+    return total
+
+
+def per_request(before: dict[str, int], after: dict[str, int], requests: int) -> dict:
+    """Milliseconds of CPU per request for each group (None when nothing was answered)."""
+    if requests <= 0:
+        return {name: None for name in after}
+    return {name: round((after[name] - before.get(name, 0)) * TICK_MS / requests, 3)
+            for name in after}
