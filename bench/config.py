@@ -26,6 +26,7 @@ class BenchConfig:
     wrk_threads: int = 1
     workloads: str = ""             # comma-separated subset; empty runs them all
     profile: bool = False           # py-spy the service during the create and get workloads
+    plans: bool = False             # PROFILE each workload's statements (db hits per request)
     scale_sizes: str = "10000,100000"  # make bench-scale; add 1000000 for the full run
     home: str = str(ROOT / ".vaultgraph")
 

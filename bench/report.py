@@ -41,6 +41,7 @@ def table(result: dict) -> str:
         r = "-" if w["ratio"] is None else f"{w['ratio']:.2f}"
         lines.append("| " + " | ".join([name, *_side(w["service"]), *_side(w["bare"]), r]) + " |")
     lines += cpu_table(result)
+    lines += plans_table(result)
     notes = [f"- {n}: {w['note']}" for n, w in result["workloads"].items()
              if w.get("note") and w.get("available", True)]
     notes += [f"- {n}: {w['items_per_request']} tokens a request, "
@@ -71,6 +72,21 @@ def cpu_table(result: dict) -> list[str]:
             "| workload | service | its Neo4j | of which JIT | load generator "
             "| bare client + driver | bare's Neo4j | of which JIT | audit events per batch |",
             "|---|--:|--:|--:|--:|--:|--:|--:|--:|", *rows]
+
+
+def plans_table(result: dict) -> list[str]:
+    """Database hits per request of each workload's statements (BENCH_PLANS=1)."""
+    if not result.get("plans"):
+        return []
+    rows = []
+    for workload, statements in result["plans"].items():
+        for name, p in statements.items():
+            ops = ", ".join(f"{op} {n:g}" for op, n in p["top_operators"].items())
+            rows.append(f"| {workload} | {name} | {p['per_request']:g} | {p['db_hits']:g} "
+                        f"| {p['rows']:g} | {ops} |")
+    return ["", "Database work per request (PROFILE of the bare side's statements):", "",
+            "| workload | statement | runs per request | db hits | rows | costliest operators |",
+            "|---|---|--:|--:|--:|---|", *rows]
 
 
 def _cpu(v) -> str:

@@ -26,7 +26,7 @@ from vaultgraph.services.audit import AuditWriter
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.settings import PROJECT_ROOT, Settings
 
-from . import cpu, profile, report
+from . import cpu, plans, profile, report
 from .config import RESULTS, BenchConfig
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
 from .environment import Service, machine, new_kek, say, start_neo4j
@@ -251,6 +251,9 @@ async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
         await b.setup()
         await b.load_to(cfg.tokens)
         result = {**header(cfg), "loadgen": b.loadgen.name, "workloads": {}}
+        if cfg.plans:
+            result["plans"] = {w.name: await plans.profile_workload(w, b.context())
+                               for w in WORKLOADS if cfg.selected(w.name) and w.bare}
         for w in WORKLOADS:
             if w.name == "list" and cfg.profile:
                 # Before list: abandoned (timed-out) list requests keep the service busy after

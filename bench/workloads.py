@@ -62,6 +62,7 @@ class Context:
     counter: int = 10_000_000    # numbers for new cards, past the loaded ones
     prefixes: list[str] = field(default_factory=lambda: ["/"])  # the bench app's one rule
     audit: Any = None            # the bare side's AuditWriter: the same event writes as the service
+    plans: dict | None = None    # set: the bare statements run under PROFILE (bench/plans.py)
 
     @property
     def principal(self) -> SimpleNamespace:
@@ -115,9 +116,15 @@ class BareDriver:
         event = audit_context.write_event() if mode == neo4j.WRITE_ACCESS else None
         if event is not None:  # as the service's Database: the write creates its own event
             text, params = audited_text(ctx.catalog.text(name)), {**params, "audit": event}
+        if ctx.plans is not None:
+            text = neo4j.Query("PROFILE " + (text.text if isinstance(text, neo4j.Query)
+                                             else text))
         async with ctx.driver.session(database=ctx.database, default_access_mode=mode) as s:
             result = await s.run(text, params)
             records = [record async for record in result]
+            if ctx.plans is not None:
+                ctx.plans.setdefault(name or "search (composed)", []).append(
+                    (await result.consume()).profile)
         if event is not None:
             audit_context.written()
         return records

@@ -102,3 +102,17 @@ def test_cpu_snapshot_counts_a_tree_and_leaves_out_a_named_subtree():
     assert spent["child"] >= 10 * cpu.TICK_MS  # ten million additions take well over 0.1 s
     assert spent["self"] < spent["child"] / 2  # the child's ticks are not counted in "self"
     assert cpu.per_request(before, after, 0) == {"child": None, "self": None}
+
+
+def test_plans_walk_sums_db_hits_over_the_tree_and_names_the_costliest_operators():
+    from collections import Counter
+
+    from bench.plans import _walk
+
+    plan = {"operatorType": "ProduceResults@neo4j", "dbHits": 0, "rows": 50, "children": [
+        {"operatorType": "Projection@neo4j", "dbHits": 700, "rows": 50, "children": [
+            {"operatorType": "Filter@neo4j", "dbHits": 200, "rows": 50, "children": [
+                {"operatorType": "NodeIndexSeek@neo4j", "dbHits": 51, "rows": 51}]}]}]}
+    ops: Counter = Counter()
+    assert _walk(plan, ops) == (951, 50)
+    assert ops.most_common(2) == [("Projection", 700), ("Filter", 200)]
