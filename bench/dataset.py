@@ -114,16 +114,19 @@ async def load_tokens(db: Database, tenant: Tenant, start: int, stop: int,
                       batch: int) -> list[str]:
     """Tokens number `start` to `stop - 1`; their ids, in that order."""
     load = (CYPHER / "load_tokens.cypher").read_text()
+    link = (CYPHER / "load_links.cypher").read_text()
     ids: list[str] = []
     began = time.monotonic()
 
     def prepare(lo: int, hi: int) -> list[dict]:
         return [token_row(tenant.keys, tenant.app_id, i) for i in range(lo, hi)]
 
-    async def write(rows: list[dict]) -> None:
+    async def write(rows: list[dict], links: list[dict]) -> None:
         async with db.driver.session(database=db.database) as session:
             await session.execute_write(_run, load, {"tenant_id": tenant.tenant_id,
                                                      "rows": rows})
+            await session.execute_write(_run, link, {"tenant_id": tenant.tenant_id,
+                                                     "links": links})
 
     # Encrypt the next batch in a thread while the current one is written.
     bounds = [(lo, min(lo + batch, stop)) for lo in range(start, stop, batch)]
@@ -132,13 +135,22 @@ async def load_tokens(db: Database, tenant: Tenant, start: int, stop: int,
         rows = await pending
         if n + 1 < len(bounds):
             pending = asyncio.create_task(asyncio.to_thread(prepare, *bounds[n + 1]))
-        await write(rows)
+        first = start + len(ids)
         ids.extend(row["id"] for row in rows)
+        # Each customer's first token is the parent of the customer's other tokens.
+        links = [{"parent": ids[root(i) - start], "child": ids[i - start]}
+                 for i in range(first, first + len(rows)) if root(i) != i and root(i) >= start]
+        await write(rows, links)
         if (n + 1) % 10 == 0 or n + 1 == len(bounds):
             done = start + len(ids)
             rate = len(ids) / (time.monotonic() - began)
             say(f"loaded {done:,} tokens ({rate:,.0f}/s)")
     return ids
+
+
+def root(i: int) -> int:
+    """The number of token `i`'s customer's first token: the parent of the others."""
+    return i // PER_CUSTOMER * PER_CUSTOMER
 
 
 async def _run(tx, text: str, params: dict) -> None:

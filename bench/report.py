@@ -105,6 +105,14 @@ def scale_table(result: dict) -> str:
                      f"{li['rps']:,.0f} |")
     lo, hi = result["p50_growth_between"]
     lines.append("")
-    lines.append(f"p50({hi:,}) / p50({lo:,}): get {result['p50_growth']['get']}, "
-                 f"list {result['p50_growth']['list']}")
+    lines.append(f"p50({hi:,}) / p50({lo:,}): " + ", ".join(
+        f"{name} {growth}" for name, growth in result["p50_growth"].items()))
+    searches = [n for n in result["p50_growth"] if n.startswith("search_")]
+    if searches:
+        lines += ["", "| stored tokens | " + " | ".join(f"{n} p50 ms | {n} req/s"
+                                                         for n in searches) + " |",
+                  "|--:|" + "--:|--:|" * len(searches)]
+        for size, row in result["sizes"].items():
+            lines.append(f"| {int(size):,} | " + " | ".join(
+                f"{_ms(row[n]['p50_ms'])} | {row[n]['rps']:,.0f}" for n in searches) + " |")
     return "\n".join(lines)

@@ -280,7 +280,8 @@ async def scale_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
     b = Bench(cfg, neo)
     began = time.monotonic()
     wanted = {w.name: w for w in WORKLOADS
-              if w.name in ("get", "list", "search_metadata", "search_descendant")}
+              if w.name in ("get", "list", "search_metadata", "search_descendant",
+                              "search_ancestor")}
     try:
         await b.setup()
         result = {**header(cfg), "loadgen": b.loadgen.name, "sizes": {}}

@@ -350,7 +350,16 @@ def _search_metadata_items(ctx, rng):
 
 
 def _search_descendant_items(ctx, rng):
-    return [f"descendant:{rng.choice(ctx.ids)}" for _ in range(POOL)]
+    # `descendant:X` finds X's ancestors: a card's is its customer's first token, which the
+    # loader made the parent of the customer's other tokens ("whose card is this?").
+    cards = [token_id for i, token_id in enumerate(ctx.ids) if i % PER_CUSTOMER]
+    return [f"descendant:{rng.choice(cards)}" for _ in range(POOL)]
+
+
+def _search_ancestor_items(ctx, rng):
+    # `ancestor:X` finds X's descendants: all cards under one customer (a page of 49).
+    roots = ctx.ids[::PER_CUSTOMER]
+    return [f"ancestor:{rng.choice(roots)}" for _ in range(POOL)]
 
 
 # -- (g) tokenize, batches of BATCH cards; (h) detokenize, BATCH tokens a payload ----------------
@@ -412,8 +421,10 @@ WORKLOADS = (
     Workload("list", "list by metadata (page of 50)", _customers, _list_http, _bare_list),
     Workload("search_metadata", "search metadata term (page of 50)", _search_metadata_items,
              _search_http, _bare_search, route_probe=True),
-    Workload("search_descendant", "search descendant term (page of 50)",
+    Workload("search_descendant", "search descendant term (a card's customer)",
              _search_descendant_items, _search_http, _bare_search, route_probe=True),
+    Workload("search_ancestor", "search ancestor term (a customer's 49 cards, page of 50)",
+             _search_ancestor_items, _search_http, _bare_search, route_probe=True),
     Workload("tokenize", f"tokenize (batches of {BATCH} cards)", _tokenize_items,
              _tokenize_http, _bare_tokenize, route_probe=True, items_per_request=BATCH),
     Workload("detokenize", f"detokenize ({BATCH} tokens a payload, masked)", _detokenize_items,
