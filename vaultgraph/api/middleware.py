@@ -137,20 +137,21 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
         trace_id=request.get(TRACE_ID))
     if route is not None and " /tokens" in route:
         note.token_ids.extend(match[k] for k in _TOKEN_PARAMS if k in match)
-    token = audit_context.current.set(note)
-    try:
-        response = await handler(request)
-    finally:
-        audit_context.current.reset(token)
-    event = _event(request, note, response.status)
     writer = request.app[services_key].audit_writer
-    try:
-        if note.persisted:
-            writer.record_later(event)
-        else:
-            await writer.record(event)
-    except VaultError as exc:
-        return problem_response(problems.from_error(exc))
+    with writer.arriving() as arrival:  # the writer's batches wait for this request's event
+        token = audit_context.current.set(note)
+        try:
+            response = await handler(request)
+        finally:
+            audit_context.current.reset(token)
+        event = _event(request, note, response.status)
+        try:
+            if note.persisted:
+                writer.record_later(event, arrival)
+            else:
+                await writer.record(event, arrival)
+        except VaultError as exc:
+            return problem_response(problems.from_error(exc))
     return response
 
 

@@ -2,11 +2,15 @@
 exporting and pruning (README "Audit", vaultgraph/audit/chain.py).
 
 `AuditWriter` is this process's one writer. Requests hand it their event; it writes whatever
-has gathered (at most `max_batch` events, waiting at most `max_wait` seconds for company) in
-one transaction, and only then answers them: an event that could not be written fails its
-request closed (503, no data). Sequence numbers are given per batch and the writer's chain
-state moves on only after the batch committed; a batch that failed, whose outcome is unknown,
-ends the chain, and the writer starts a new one, so a number is never used twice.
+has gathered in one transaction, and only then answers them. A batch waits for company only
+while requests that announced themselves (`arriving`, from the audit middleware) have yet to
+hand their events over, at most `max_wait` seconds and `max_batch` events: alone, a request's
+event is written at once; under load, a batch holds the events of the requests in flight, so
+the write transactions (whose commit costs Neo4j more than an event does) are few. An event
+that could not be written fails its request closed (503, no data). Sequence numbers are given
+per batch and the writer's chain state moves on only after the batch committed; a batch that
+failed, whose outcome is unknown, ends the chain, and the writer starts a new one, so a number
+is never used twice.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,6 +39,15 @@ SHOWN = ("id", "at", "tenant_id", "application_id", "key_id", "operation", "rout
          "user_agent", "reason")
 
 
+class Arrival:
+    """A request the writer expects an event from (`AuditWriter.arriving`)."""
+
+    __slots__ = ("waiting",)
+
+    def __init__(self) -> None:
+        self.waiting = True
+
+
 class AuditWriter:
     def __init__(self, repo: AuditRepository, ring: KeyRing, *, max_batch: int = 256,
                  max_wait: float = 0.002):
@@ -43,6 +56,8 @@ class AuditWriter:
         self._max_batch = max(1, max_batch)
         self._max_wait = max(0.0, max_wait)
         self._pending: list[tuple[dict[str, Any], asyncio.Future | None]] = []
+        self._arriving = 0  # requests announced whose events are not handed over yet
+        self._company = asyncio.Event()  # an event was handed over, or a request went away
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._flushing = False
@@ -58,18 +73,37 @@ class AuditWriter:
 
     # -- requests' side ---------------------------------------------------------------------
 
-    async def record(self, event: dict[str, Any]) -> None:
+    @contextlib.contextmanager
+    def arriving(self) -> Iterator[Arrival]:
+        """Announce a request whose event will be handed over (`record`/`record_later` with
+        the arrival) before the block ends: batches wait for it rather than commit without it."""
+        arrival = Arrival()
+        self._arriving += 1
+        try:
+            yield arrival
+        finally:
+            self._handed(arrival)  # a request that left without an event (cancelled)
+
+    def _handed(self, arrival: Arrival | None) -> None:
+        if arrival is not None and arrival.waiting:
+            arrival.waiting = False
+            self._arriving -= 1
+            self._company.set()
+
+    async def record(self, event: dict[str, Any], arrival: Arrival | None = None) -> None:
         """Returns once the event is committed; raises `errors.Unavailable` if it cannot be."""
         future = asyncio.get_running_loop().create_future()
-        self._enqueue(event, future)
+        self._enqueue(event, future, arrival)
         await future
 
-    def record_later(self, event: dict[str, Any]) -> None:
+    def record_later(self, event: dict[str, Any], arrival: Arrival | None = None) -> None:
         """Link an event whose write already committed it (pending) without waiting."""
-        self._enqueue(event, None)
+        self._enqueue(event, None, arrival)
 
-    def _enqueue(self, event: dict[str, Any], future: asyncio.Future | None) -> None:
+    def _enqueue(self, event: dict[str, Any], future: asyncio.Future | None,
+                 arrival: Arrival | None) -> None:
         self._pending.append((event, future))
+        self._handed(arrival)
         self._idle.clear()
         self._wake.set()
         if self._task is None or self._task.done():
@@ -82,9 +116,8 @@ class AuditWriter:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            if len(self._pending) < self._max_batch and self._max_wait:
-                await asyncio.sleep(self._max_wait)  # bounded wait for company
             while self._pending:
+                await self._gather()
                 batch = self._pending[:self._max_batch]
                 del self._pending[:self._max_batch]
                 self._flushing = True
@@ -93,6 +126,22 @@ class AuditWriter:
                 finally:
                     self._flushing = False
             self._idle.set()
+
+    async def _gather(self) -> None:
+        """Wait for the announced requests' events, while the batch has room and `max_wait`
+        allows."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self._max_wait
+        while self._arriving > 0 and len(self._pending) < self._max_batch:
+            left = until - loop.time()
+            if left <= 0:
+                return
+            self._company.clear()
+            try:
+                async with asyncio.timeout(left):
+                    await self._company.wait()
+            except TimeoutError:
+                return
 
     async def _flush(self, batch: list[tuple[dict[str, Any], asyncio.Future | None]]) -> None:
         seq, prev = self._seq, self._prev

@@ -1,0 +1,113 @@
+"""The writer's group commit: a batch waits for the events of requests announced in flight
+(bounded by its wait), and for nothing else; a lone event is written at once."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+
+from factories import database
+from prometheus_client import REGISTRY
+
+from vaultgraph.api.typedefs import services_key
+from vaultgraph.repository.audit import AuditRepository
+from vaultgraph.services.audit import AuditWriter
+
+# Far longer than any test may take: a batch that waited for it would hang the test, which the
+# guard below turns into a failure instead.
+FOREVER = 3600.0
+GUARD = 30.0
+
+
+def event(tenant) -> dict:
+    return {"id": str(uuid.uuid4()), "at": datetime.now(UTC), "tenant_id": tenant.tenant_id,
+            "application_id": tenant.application_id, "key_id": None,
+            "operation": "token:read", "route": "GET /tokens/{id}", "token_ids": [],
+            "outcome": "success", "status": 200, "transform": None, "transform_counts": None,
+            "trace_id": None, "client_ip": "127.0.0.1", "user_agent": "test", "reason": None}
+
+
+def writer_for(client) -> AuditWriter:
+    app = client.server.app
+    return AuditWriter(AuditRepository(database(app)), app[services_key].keyring,
+                       max_wait=FOREVER)
+
+
+def batches() -> float:
+    return REGISTRY.get_sample_value("vaultgraph_audit_batches_total") or 0.0
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def stored(client, ids: list[str]) -> list[tuple[str, int]]:
+    records, _, _ = await database(client.server.app).driver.execute_query(
+        "MATCH (e:AuditEvent) WHERE e.id IN $ids RETURN e.chain AS chain, e.seq AS seq "
+        "ORDER BY seq", ids=ids, database_="neo4j")
+    return [(r["chain"], r["seq"]) for r in records]
+
+
+async def test_a_lone_event_is_written_without_waiting(client, tenant):
+    writer = writer_for(client)
+    try:
+        with writer.arriving() as arrival:
+            e = event(tenant)
+            async with asyncio.timeout(GUARD):
+                await writer.record(e, arrival)
+        assert await stored(client, [e["id"]]) == [(writer.chain, 1)]
+    finally:
+        await writer.stop()
+
+
+async def test_a_batch_waits_for_the_requests_in_flight_then_commits_them_together(
+        client, tenant):
+    writer = writer_for(client)
+    try:
+        first, second = event(tenant), event(tenant)
+        with writer.arriving() as a1, writer.arriving() as a2:
+            before = batches()
+            recording = asyncio.create_task(writer.record(first, a1))
+            await settle()
+            assert not recording.done()  # the second request is still in flight
+            async with asyncio.timeout(GUARD):
+                await asyncio.gather(recording, writer.record(second, a2))
+        assert batches() - before == 1
+        assert await stored(client, [first["id"], second["id"]]) == [
+            (writer.chain, 1), (writer.chain, 2)]
+    finally:
+        await writer.stop()
+
+
+async def test_a_request_that_leaves_without_an_event_releases_the_batch(client, tenant):
+    writer = writer_for(client)
+    try:
+        e = event(tenant)
+        with writer.arriving() as arrival:
+            leaving = writer.arriving()
+            leaving.__enter__()
+            recording = asyncio.create_task(writer.record(e, arrival))
+            await settle()
+            assert not recording.done()
+            leaving.__exit__(None, None, None)  # e.g. cancelled before its event was made
+            async with asyncio.timeout(GUARD):
+                await recording
+        assert await stored(client, [e["id"]]) == [(writer.chain, 1)]
+    finally:
+        await writer.stop()
+
+
+async def test_the_wait_for_company_is_bounded(client, tenant):
+    app = client.server.app
+    writer = AuditWriter(AuditRepository(database(app)), app[services_key].keyring,
+                         max_wait=0.05)
+    try:
+        e = event(tenant)
+        with writer.arriving() as arrival, writer.arriving():  # the other never hands over
+            async with asyncio.timeout(GUARD):
+                await writer.record(e, arrival)
+        assert await stored(client, [e["id"]]) == [(writer.chain, 1)]
+    finally:
+        await writer.stop()
