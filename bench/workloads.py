@@ -148,18 +148,20 @@ async def audited(ctx: Context, request: Request, work: Awaitable[None]) -> None
                                    operation="token:read", route=f"{request.method} /tokens",
                                    trace_id=uuid.uuid4().hex)
     note.principal = ctx.principal
-    token = audit_context.current.set(note)
-    try:
-        await work
-    finally:
-        audit_context.current.reset(token)
-    event = {**note.skeleton(), "status": 200, "transform": "mask" if note.transforms else None,
-             "client_ip": "127.0.0.1", "user_agent": "bench"}
-    event.pop("pending")
-    if note.persisted:
-        ctx.audit.record_later(event)
-    else:
-        await ctx.audit.record(event)
+    with ctx.audit.arriving() as arrival:  # as the audit middleware announces each request
+        token = audit_context.current.set(note)
+        try:
+            await work
+        finally:
+            audit_context.current.reset(token)
+        event = {**note.skeleton(), "status": 200,
+                 "transform": "mask" if note.transforms else None,
+                 "client_ip": "127.0.0.1", "user_agent": "bench"}
+        event.pop("pending")
+        if note.persisted:
+            ctx.audit.record_later(event, arrival)
+        else:
+            await ctx.audit.record(event, arrival)
 
 
 @dataclass(frozen=True)
