@@ -104,4 +104,5 @@ class Unchanged:
             return
         after = await tenant_snapshot(self.client, self.tenant_id)
         assert self.before is not None
-        assert self.before.diff(after) == {}, "a refused write changed stored state"
+        diff = self.before.diff(after)
+        assert diff == {}, f"a refused write changed stored state: {diff}"
