@@ -17,6 +17,9 @@ system-deps:
 	@command -v node >/dev/null && command -v npm >/dev/null || { \
 	  echo "installing Node.js and npm from Debian's packages (the Basis Theory SDK test runs on it)"; \
 	  apt-get update -q && apt-get install -y -q nodejs npm; }
+	@command -v curl >/dev/null || { \
+	  echo "installing curl from Debian's packages (the README's examples run in the tests)"; \
+	  apt-get update -q && apt-get install -y -q curl; }
 	@command -v chromium >/dev/null || { \
 	  echo "installing Chromium from Debian's packages (the Neo4j Browser test drives it)"; \
 	  apt-get update -q && apt-get install -y -q chromium; }
