@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import subprocess
@@ -139,7 +140,7 @@ def _local_settings(settings: Settings, neo) -> Settings:
     """Point the service at the local server's password file when none is configured."""
     if settings.neo4j_password:
         return settings
-    return Settings(**{**settings.__dict__, "neo4j_password": neo.resolve_password()})
+    return dataclasses.replace(settings, neo4j_password=neo.resolve_password())
 
 
 def services(settings: Settings, *, with_keys: bool = True):
@@ -191,7 +192,7 @@ def serve(settings: Settings, *, local: bool, workers: int | None = None) -> int
     from .server import run
 
     if workers is not None:
-        settings = Settings(**{**settings.__dict__, "workers": workers})
+        settings = dataclasses.replace(settings, workers=workers)
     configure(settings.log_level, settings.log_format, settings.log_coalesce_interval)
     if port_in_use(settings.port, settings.host):
         raise Failure(f"port {settings.port} on {settings.host} is in use by another process",
