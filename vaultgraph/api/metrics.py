@@ -88,7 +88,7 @@ def install(app: web.Application) -> None:
         raise ValueError("VAULTGRAPH_METRICS_DIR must be in the environment when the process "
                          "starts (prometheus-client reads it once, when first imported)")
     app[_figures] = metrics.AuditFigures()
-    metrics.record_build()
+    metrics.record_build(app[settings_key].replica)
     app.cleanup_ctx.append(_listener)
 
 
