@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import socket
 from importlib import metadata
 from pathlib import Path
 
@@ -99,6 +100,12 @@ RATE_LIMITED = Counter("vaultgraph_rate_limited_requests", "Requests refused wit
                        "limit that refused them: application (its token bucket) or "
                        "client_address (repeated failed authentication).", ["limit"])
 
+# One series per live process: a scrape names the replica and process that answered (a label
+# `replica`, not `instance`, which Prometheus sets itself from the scrape target).
+PROCESS_INFO = Gauge("vaultgraph_process_info", "Always 1; the labels name the process: its "
+                     "replica (VAULTGRAPH_REPLICA, else the host name) and its pid.",
+                     ["replica", "pid"], multiprocess_mode="livemax")
+
 BUILD_INFO = Gauge("vaultgraph_build_info", "Always 1; the labels name the running build.",
                    ["version", "python", "neo4j_driver"], multiprocess_mode="max")
 
@@ -139,6 +146,7 @@ def _version(dist: str) -> str:
         return "unknown"
 
 
-def record_build() -> None:
+def record_build(replica: str = "") -> None:
     BUILD_INFO.labels(version=_version("vaultgraph"), python=platform.python_version(),
                       neo4j_driver=_version("neo4j")).set(1)
+    PROCESS_INFO.labels(replica=replica or socket.gethostname(), pid=str(os.getpid())).set(1)

@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 PREFIX = "VAULTGRAPH_"
+READ_ROUTINGS = ("read", "write")
 # The checkout's root, for tests and the benchmark only: an installed wheel has no checkout.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,6 +27,7 @@ class Settings:
     neo4j_password: str = ""
     neo4j_database: str = "neo4j"
     neo4j_pool_size: int = 100
+    neo4j_read_routing: str = "read"  # "read" | "write" (reads from the leader: README Scale-out)
     neo4j_bolt_port: int = 7687
     neo4j_http_port: int = 7474
     neo4j_heap: str = "512m"
@@ -57,6 +59,7 @@ class Settings:
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0
     metrics_dir: str = ""
+    replica: str = ""  # the name metrics give this replica; empty: the host name
     request_timeout: float = 10.0
     neo4j_acquire_timeout: float = 2.0
     neo4j_connect_timeout: float = 2.0
@@ -101,6 +104,10 @@ class Settings:
     def __post_init__(self):
         if not self.neo4j_uri:
             object.__setattr__(self, "neo4j_uri", f"neo4j://127.0.0.1:{self.neo4j_bolt_port}")
+        if self.neo4j_read_routing not in READ_ROUTINGS:
+            raise ConfigError(
+                f"{PREFIX}NEO4J_READ_ROUTING is {self.neo4j_read_routing!r}",
+                f"set it to {' or '.join(READ_ROUTINGS)} (write: reads from the cluster's leader)")
 
     @property
     def home_path(self) -> Path:

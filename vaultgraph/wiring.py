@@ -69,7 +69,8 @@ def connect(settings: Settings) -> Database:
         settings.neo4j_uri, settings.neo4j_user, settings.resolved_neo4j_password(),
         Catalog.load(settings.cypher_dir), settings.neo4j_database, settings.neo4j_pool_size,
         timeout=settings.request_timeout, acquire_timeout=settings.neo4j_acquire_timeout,
-        connect_timeout=settings.neo4j_connect_timeout)
+        connect_timeout=settings.neo4j_connect_timeout,
+        read_routing=settings.neo4j_read_routing)
 
 
 @asynccontextmanager

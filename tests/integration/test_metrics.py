@@ -34,6 +34,8 @@ ALLOWED = {
     "version": re.compile(r"^[\w.+-]+$"),
     "python": re.compile(r"^\d+\.\d+\.\d+\w*$"),
     "neo4j_driver": re.compile(r"^[\w.+-]+$"),
+    "replica": re.compile(r"^[\w.:-]+$"),  # VAULTGRAPH_REPLICA or the host name
+    "pid": re.compile(r"^\d+$"),
     # prometheus-client's own process and interpreter collectors (single-process mode)
     "generation": {"0", "1", "2"},
     "implementation": {"CPython", "PyPy"},

@@ -75,7 +75,7 @@ def install(app: web.Application) -> None:
     if app[settings_key].metrics_dir and not metrics.multiprocess_mode():
         raise ValueError("VAULTGRAPH_METRICS_DIR must be in the environment when the process "
                          "starts (prometheus-client reads it once, when first imported)")
-    metrics.record_build()
+    metrics.record_build(app[settings_key].replica)
     app.cleanup_ctx.append(_listener)
 
 

@@ -7,6 +7,15 @@ transient error (deadlock, lock timeout) was rolled back and is retried here; se
 statements that must commit together run in a managed transaction (`write_tx`), which the
 driver retries, so its work function is idempotent.
 
+Causal consistency (README "Scale-out"): every session of the process, and the schema's
+`execute_query`, share the driver's one bookmark manager, so every statement starts after the
+last commit this process saw: on a Neo4j cluster a read routed to a follower or read replica
+waits until that member has applied this process's earlier writes (a client's read after its own
+write through the same replica sees it). Another replica's writes carry no bookmark here: with
+`read_routing="write"` (VAULTGRAPH_NEO4J_READ_ROUTING) reads go to the leader too, which sees
+every committed write whichever replica made it; otherwise a load balancer keeps a client on one
+replica (sticky sessions). On a single server bookmarks cost nothing but a few bytes.
+
 Only repositories use this module.
 """
 
@@ -40,6 +49,8 @@ T = TypeVar("T")
 
 UNAVAILABLE = (ServiceUnavailable, SessionExpired)
 DEFAULT_TIMEOUT = 10.0
+# VAULTGRAPH_NEO4J_READ_ROUTING: where reads go on a cluster (the driver's access modes).
+READ_ROUTINGS = {"read": neo4j.READ_ACCESS, "write": neo4j.WRITE_ACCESS}
 # When the current request must be answered by (event-loop time); None: `timeout` from now.
 deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
 
@@ -50,21 +61,27 @@ def _timed_out() -> Unavailable:
 
 class Database:
     def __init__(self, driver: AsyncDriver, catalog: Catalog, database: str,
-                 timeout: float = DEFAULT_TIMEOUT):
+                 timeout: float = DEFAULT_TIMEOUT, read_routing: str = "read"):
         self.driver = driver
         self.catalog = catalog
         self.database = database
         self.timeout = timeout
+        # One per driver: the same manager `driver.execute_query` uses by default.
+        self.bookmarks = driver.execute_query_bookmark_manager
+        self.read_access = READ_ROUTINGS[read_routing]
         self.schema_applied = False
         self._audited_queries: dict[str, neo4j.Query] = {}
 
     @classmethod
     def connect(cls, uri: str, user: str, password: str, catalog: Catalog, database: str,
                 pool_size: int = 100, *, timeout: float = DEFAULT_TIMEOUT,
-                acquire_timeout: float = 2.0, connect_timeout: float = 2.0) -> Database:
+                acquire_timeout: float = 2.0, connect_timeout: float = 2.0,
+                read_routing: str = "read") -> Database:
         """`timeout`: the longest a request's database work may take, retries included (its
         deadline); `acquire_timeout`: the longest a statement waits for a pooled connection
-        (503 past it, never a hang); `connect_timeout`: for opening one."""
+        (503 past it, never a hang); `connect_timeout`: for opening one; `read_routing`:
+        "read" (reads may go to any member that has this process's writes) or "write"
+        (reads go to the leader too)."""
         driver = neo4j.AsyncGraphDatabase.driver(
             uri, auth=(user, password), max_connection_pool_size=pool_size,
             connection_acquisition_timeout=acquire_timeout, connection_timeout=connect_timeout,
@@ -73,7 +90,7 @@ class Database:
             # the server need not compute or send them.
             notifications_min_severity="OFF",
         )
-        return cls(driver, catalog, database, timeout)
+        return cls(driver, catalog, database, timeout, read_routing)
 
     def _deadline(self) -> float:
         at = deadline.get()
@@ -82,12 +99,18 @@ class Database:
     async def close(self) -> None:
         await self.driver.close()
 
+    def session(self, mode: str = neo4j.WRITE_ACCESS) -> neo4j.AsyncSession:
+        """Every session this process opens: causally chained through the driver's bookmark
+        manager (see the module's docstring)."""
+        return self.driver.session(database=self.database, default_access_mode=mode,
+                                   bookmark_manager=self.bookmarks)
+
     async def read(self, name: str, /, **params: Any) -> list[neo4j.Record]:
-        return await self._statement(name, params, neo4j.READ_ACCESS)
+        return await self._statement(name, params, self.read_access)
 
     async def read_composed(self, query: neo4j.Query, /, **params: Any) -> list[neo4j.Record]:
         """A read whose text repository/search.py composed from catalog fragments."""
-        return await self._statement("search", params, neo4j.READ_ACCESS, query=query)
+        return await self._statement("search", params, self.read_access, query=query)
 
     async def write(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         """One write statement; inside a request it also creates the request's audit event in
@@ -124,8 +147,7 @@ class Database:
             while True:
                 try:
                     async with asyncio.timeout_at(until):
-                        async with _in_use(), self.driver.session(
-                                database=self.database, default_access_mode=mode) as session:
+                        async with _in_use(), self.session(mode) as session:
                             result = await session.run(query, params)
                             return [record async for record in result]
                 except TimeoutError:
@@ -153,7 +175,7 @@ class Database:
 
         try:
             async with (asyncio.timeout_at(self._deadline()), map_errors(), _in_use(),
-                        self.driver.session(database=self.database) as session):
+                        self.session() as session):
                 result = await session.execute_write(run)
         except TimeoutError:
             raise _timed_out() from None
@@ -167,8 +189,7 @@ class Database:
         For statements that manage their own transactions (`CALL { … } IN TRANSACTIONS`), which
         Neo4j refuses inside an explicit or managed transaction.
         """
-        async with map_errors(), _in_use(), self.driver.session(
-                database=self.database) as session:
+        async with map_errors(), _in_use(), self.session() as session:
             result = await session.run(self.catalog[name], params)
             return [record async for record in result]
 
@@ -182,8 +203,7 @@ class Database:
         """One cheap auto-commit read on a pooled connection (opening one if none is free)."""
         try:
             async with (asyncio.timeout_at(self._deadline()), map_errors(), _in_use(),
-                        self.driver.session(database=self.database,
-                                            default_access_mode=neo4j.READ_ACCESS) as session):
+                        self.session(self.read_access) as session):
                 result = await session.run(self.catalog["health/ping"])
                 await result.consume()
         except TimeoutError:
@@ -198,7 +218,8 @@ class Database:
     async def apply_schema(self) -> None:
         async with map_errors():
             for statement in self.catalog.schema_statements():
-                await self.driver.execute_query(statement, database_=self.database)
+                await self.driver.execute_query(statement, database_=self.database,
+                                                bookmark_manager_=self.bookmarks)
         self.schema_applied = True
 
 

@@ -46,6 +46,11 @@ class ServiceProcess:
     _log: Path | None = None
 
     @property
+    def pid(self) -> int | None:
+        """The serving process's id while it runs."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
