@@ -18,3 +18,6 @@ CREATE INDEX audit_at IF NOT EXISTS FOR (e:AuditEvent) ON (e.at);
 CREATE CONSTRAINT audit_chain_id IF NOT EXISTS FOR (c:AuditChain) REQUIRE c.id IS UNIQUE;
 CREATE CONSTRAINT audit_checkpoint_chain IF NOT EXISTS
   FOR (c:AuditCheckpoint) REQUIRE c.chain IS UNIQUE;
+// One node whose lock serialises prunes (every replica may run one), so two prunes never both
+// count an event only one of them deleted.
+CREATE CONSTRAINT audit_prune_lock IF NOT EXISTS FOR (l:AuditPruneLock) REQUIRE l.id IS UNIQUE;

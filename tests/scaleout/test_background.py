@@ -122,9 +122,10 @@ async def test_audit_prunes_of_two_replicas_at_once_leave_one_checkpoint_per_cha
     async with open_services(replica_settings(settings)) as a, \
             open_services(replica_settings(settings)) as b:
         chains = await sweep_at_once(settings, a, b)
-        _, tops = await aged(a, chains)
-        await asyncio.gather(a.audit_log.prune_before(ANCIENT, batch=BATCH),
-                             b.audit_log.prune_before(ANCIENT, batch=BATCH))
+        total, tops = await aged(a, chains)
+        pruned = await asyncio.gather(a.audit_log.prune_before(ANCIENT, batch=BATCH),
+                                      b.audit_log.prune_before(ANCIENT, batch=BATCH))
+        assert sum(pruned) == total  # each event counted by the prune that deleted it
         [left] = await cypher(a, "MATCH (e:AuditEvent) WHERE e.chain IN $chains "
                                  "RETURN count(e) AS n", chains=list(chains))
         assert left["n"] == 0
