@@ -32,8 +32,12 @@ async def test_an_in_flight_request_finishes_with_connection_close(serve, tenant
     await read_response(idle_reader)
     await asyncio.sleep(0.2)
     draining = asyncio.create_task(served.drain())
-    await asyncio.sleep(0.3)
-    assert served.app[services_key()].readiness.draining
+    readiness = served.app[services_key()].readiness
+    for _ in range(200):  # the drain has begun: wait for it, not for a time
+        if readiness.draining:
+            break
+        await asyncio.sleep(0.01)
+    assert readiness.draining
     with contextlib.suppress(OSError):  # no new connections: the socket is closed
         _r, w = await asyncio.open_connection("127.0.0.1", served.port)
         w.close()
@@ -116,13 +120,16 @@ async def test_sigterm_under_load_fails_no_request(tenant, settings, tmp_path):
         clients = [asyncio.create_task(load(f"{base}/tokens/{token}",
                                             {"SVC-API-KEY": tenant.key}, stop, counts))
                    for _ in range(16)]
-        await asyncio.sleep(1.5)
+        await until(lambda: counts["ok"] >= 16)  # the load is under way
         before = counts["ok"]
         os.kill(workers[0], signal.SIGTERM)  # one worker drains; the other keeps the port
-        await asyncio.sleep(3)
-        assert counts["ok"] > before  # the load went on through the drain
-        assert workers[0] not in children_of(master.pid) or \
-            "State:\tZ" in await asyncio.to_thread(Path(f"/proc/{workers[0]}/status").read_text)
+
+        def drained() -> bool:
+            return workers[0] not in children_of(master.pid) or "State:\tZ" in Path(
+                f"/proc/{workers[0]}/status").read_text()
+
+        await until(drained)
+        await until(lambda: counts["ok"] >= before + 16)  # the load went on through the drain
         one_worker = dict(counts)
         master.send_signal(signal.SIGTERM)  # now all of it, still under load
         started = time.monotonic()
@@ -144,3 +151,12 @@ async def test_sigterm_under_load_fails_no_request(tenant, settings, tmp_path):
     text = (tmp_path / "serve.log").read_text()
     assert text.count('"msg":"stopped"') == 2, text[-3000:]
     assert '"level":"error"' not in text, text[-3000:]
+
+
+async def until(condition, within: float = 30.0) -> None:
+    """Wait for `condition()` to hold, polling the real state (bounded, never a fixed sleep)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not condition():
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
