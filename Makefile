@@ -8,7 +8,7 @@ HOME_DIR ?= .vaultgraph
 TEST_ENV := VAULTGRAPH_HOME=$(HOME_DIR) VAULTGRAPH_NEO4J_BOLT_PORT=7688 VAULTGRAPH_NEO4J_HTTP_PORT=7475
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench bench-deps bench-scale system-deps venv sdk-deps neo4j-stop clean
+.PHONY: run test lint mutation bench bench-deps bench-scale system-deps venv sdk-deps neo4j-stop clean
 
 system-deps:
 	@command -v java >/dev/null && command -v mvn >/dev/null || { \
@@ -49,6 +49,13 @@ test: venv sdk-deps
 lint: venv
 	$(BIN)/ruff check vaultgraph tests bench
 	$(BIN)/lint-imports
+
+# Mutation testing (README): mutants of the validators, access rules and dedup decisions against
+# the unit tests (no Neo4j); minutes, so not part of `make test`. `mutmut results` lists them.
+mutation: venv
+	rm -rf mutants
+	$(BIN)/mutmut run
+	$(BIN)/mutmut results
 
 # Benchmarks (README "Performance"): their own Neo4j (7689/7476) and service (8089); BENCH_* env.
 bench-deps: venv

@@ -1,18 +1,37 @@
 """Fixtures over the real Neo4j that `make test` starts (never a mock of it).
 
-Every test gets its own tenant, so tests never see each other's data.
+Every test gets its own tenant, so tests never see each other's data. What does not depend on
+the test is done once per run: the first test that asks for `settings` empties the test
+database and applies the schema; the `app` fixture's apps then skip the schema step at start-up
+(a test that builds its own app with `create_app(settings)` still applies it, idempotently).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import secrets
 
+import neo4j
 import pytest
 
 from vaultgraph.app import create_app
+from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
 from vaultgraph.settings import Settings
+
+# Removes everything (a run's thousands of tokens and audit events) in bounded transactions.
+WIPE = "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
+
+
+def prepare_database(settings: Settings) -> None:
+    """Empty the test database and apply the schema: once per run, before any test uses it."""
+    with neo4j.GraphDatabase.driver(settings.neo4j_uri, auth=(
+            settings.neo4j_user, settings.resolved_neo4j_password())) as driver:
+        with driver.session(database=settings.neo4j_database) as session:
+            session.run(WIPE).consume()
+        for statement in Catalog.load(settings.cypher_dir).schema_statements():
+            driver.execute_query(statement, database_=settings.neo4j_database)
 
 
 @pytest.fixture(scope="session")
@@ -26,12 +45,15 @@ def settings() -> Settings:
     # Its version is the run's own, so the start-up key check (server.py) of a service this run
     # starts looks only at tenants this run created, not at earlier runs' under other keys.
     key = KeyRing.generate_spec().partition(":")[2]
+    if not os.environ.get("VAULTGRAPH_TESTS_KEEP_DATA"):  # set when another run shares Neo4j
+        prepare_database(base)
     return dataclasses.replace(base, kek=f"run{secrets.token_hex(6)}:{key}", log_level="WARNING")
 
 
 @pytest.fixture
 def app(settings):
-    return create_app(settings)
+    """A new app per test (its own driver, caches and limits) on the run's prepared schema."""
+    return create_app(settings, schema_applied=True)
 
 
 @pytest.fixture

@@ -15,11 +15,15 @@ from .settings import Settings
 from .wiring import open_services
 
 background_start_key: web.AppKey[bool] = web.AppKey("background_start")
+schema_applied_key: web.AppKey[bool] = web.AppKey("schema_applied")
 
 
-def create_app(settings: Settings, *, background_start: bool = False) -> web.Application:
+def create_app(settings: Settings, *, background_start: bool = False,
+               schema_applied: bool = False) -> web.Application:
     """`background_start`: open without waiting on Neo4j (the server runs
-    `services.startup` in the background and listens at once; see `vaultgraph/server.py`)."""
+    `services.startup` in the background and listens at once; see `vaultgraph/server.py`).
+    `schema_applied`: the caller has applied the schema to this database already (the test
+    suite does it once per run, `tests/conftest.py`), so start-up does not apply it again."""
     app = web.Application(
         # Rate limits come after authentication (they count per application) and idempotency
         # after them (its entries are per application; a request over the limit claims no
@@ -31,6 +35,7 @@ def create_app(settings: Settings, *, background_start: bool = False) -> web.App
     )
     app[settings_key] = settings
     app[background_start_key] = background_start
+    app[schema_applied_key] = schema_applied
     add_routes(app)
     metrics.install(app)
     app.on_response_prepare.append(add_headers)
@@ -41,8 +46,8 @@ def create_app(settings: Settings, *, background_start: bool = False) -> web.App
 
 
 async def _services(app: web.Application) -> AsyncIterator[None]:
-    async with open_services(app[settings_key],
-                             background_start=app[background_start_key]) as services:
+    async with open_services(app[settings_key], background_start=app[background_start_key],
+                             schema_applied=app[schema_applied_key]) as services:
         app[services_key] = services
         yield
 

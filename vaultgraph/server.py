@@ -160,7 +160,10 @@ class Served:
         if services is not None:
             services.readiness.drain()
         if self.startup is not None:
+            # Cancelled and awaited: start-up work caught opening connections must be unwound
+            # before the driver closes, or a socket it was opening is left behind.
             self.startup.cancel()
+            await asyncio.wait({self.startup})  # its outcome stays on the task (serve reads it)
         log.info("draining", extra={"grace": self.settings.shutdown_grace})
         await self.site.stop()  # no new connections; the sockets already open keep going
         server = self.runner.server

@@ -76,19 +76,23 @@ def connect(settings: Settings) -> Database:
 @asynccontextmanager
 async def open_services(settings: Settings, *, with_keys: bool = True,
                         schema_required: bool = False,
-                        background_start: bool = False) -> AsyncIterator[Services]:
+                        background_start: bool = False,
+                        schema_applied: bool = False) -> AsyncIterator[Services]:
     """The service's parts over one driver. `with_keys`: load the key-encryption key ring
     (token and tenant use cases need it; managing applications does not).
     `schema_required`: fail when the schema cannot be applied now (the CLI) instead of leaving
     it for readiness to retry (the server starts and answers 503 until Neo4j is back).
     `background_start`: touch no database here; `Services.startup.run()` (the server runs it
-    in the background) applies the schema, checks the key ring and warms the pool."""
+    in the background) applies the schema, checks the key ring and warms the pool.
+    `schema_applied`: the caller applied the schema already (the test suite, once per run)."""
     keyring = KeyRing.from_spec(settings.resolved_kek()) if with_keys else None
     db = connect(settings)
     renderer = Renderer(workers=settings.render_workers, budget=settings.render_budget)
     try:
         try:
-            if not background_start:
+            if schema_applied:
+                db.schema_applied = True
+            elif not background_start:
                 await db.apply_schema()
         except Exception as exc:
             if schema_required:

@@ -116,13 +116,16 @@ async def test_sigterm_under_load_fails_no_request(tenant, settings, tmp_path):
         clients = [asyncio.create_task(load(f"{base}/tokens/{token}",
                                             {"SVC-API-KEY": tenant.key}, stop, counts))
                    for _ in range(16)]
-        await asyncio.sleep(1.5)
+        await until(lambda: counts["ok"] >= 16)  # the load is under way
         before = counts["ok"]
         os.kill(workers[0], signal.SIGTERM)  # one worker drains; the other keeps the port
-        await asyncio.sleep(3)
-        assert counts["ok"] > before  # the load went on through the drain
-        assert workers[0] not in children_of(master.pid) or \
-            "State:\tZ" in await asyncio.to_thread(Path(f"/proc/{workers[0]}/status").read_text)
+
+        def drained() -> bool:
+            return workers[0] not in children_of(master.pid) or "State:\tZ" in Path(
+                f"/proc/{workers[0]}/status").read_text()
+
+        await until(drained)
+        await until(lambda: counts["ok"] >= before + 16)  # the load went on through the drain
         one_worker = dict(counts)
         master.send_signal(signal.SIGTERM)  # now all of it, still under load
         started = time.monotonic()
@@ -144,3 +147,12 @@ async def test_sigterm_under_load_fails_no_request(tenant, settings, tmp_path):
     text = (tmp_path / "serve.log").read_text()
     assert text.count('"msg":"stopped"') == 2, text[-3000:]
     assert '"level":"error"' not in text, text[-3000:]
+
+
+async def until(condition, within: float = 30.0) -> None:
+    """Wait for `condition()` to hold, polling the real state (bounded, never a fixed sleep)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not condition():
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 
 import pytest
@@ -70,8 +69,12 @@ async def test_a_malformed_request_never_puts_its_key_or_body_in_the_logs(client
             assert (await reader.read(100)).split(b" ")[1] == b"400"
             writer.close()
             await writer.wait_closed()
-        await asyncio.sleep(0.05)
-    logged = [r for r in caplog.records if r.exc_info]
+        # aiohttp logs each after answering it: wait for the records themselves (bounded).
+        for _ in range(200):
+            logged = [r for r in caplog.records if r.exc_info]
+            if len(logged) >= len(requests):
+                break
+            await asyncio.sleep(0.01)
     assert len(logged) >= len(requests)  # aiohttp did log them, with their exceptions
     for formatter in (JsonFormatter(), TextFormatter("%(message)s")):
         for record in logged:
@@ -221,14 +224,13 @@ async def test_an_id_taken_in_another_tenant_is_free_here(client, admin_headers,
 ])
 async def test_an_expression_that_would_grow_without_bound_is_refused(
         client, admin_headers, field, expression):
-    started = time.perf_counter()
     resp = await client.post("/tokens", headers=admin_headers, json={
         "type": "token", "data": "x" * 2000, field: expression})
     body = await resp.json(content_type=None)
     # Refused at write, masks included: a mask is tried against the data it will render.
+    # (How long the refusal takes is measured in bench/, never asserted here.)
     assert resp.status == 400, body
-    assert field in body["errors"]
-    assert time.perf_counter() - started < 5
+    assert list(body["errors"]) == [field], body
 
 
 async def test_data_validation_never_echoes_a_submitted_field_name(client, admin_headers):

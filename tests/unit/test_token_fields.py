@@ -24,7 +24,7 @@ def test_token_id_accepts_valid_ids(value):
     assert validate_token_id(value) == value
 
 
-@pytest.mark.parametrize("value", ["ab", "a" * 401, ""])
+@pytest.mark.parametrize("value", ["ab", "a", "a" * 401, "a" * 1000, ""])
 def test_token_id_length_is_3_to_400(value):
     with pytest.raises(ValueError, match="3 to 400 characters"):
         validate_token_id(value)
@@ -156,13 +156,16 @@ def test_expires_at_iso_8601_without_offset_is_utc(value, expected):
         "11/21/2026 10:00:00 AM +25:00",
         "11/21/2026 10:00:00 AM +02:60",
         "",
+        "  ",
+        "2099-13-01",
+        "4102444800",
         "x" * 100,
     ],
 )
 def test_expires_at_rejects_other_formats_without_echoing_input(value):
     with pytest.raises(ValueError, match="must be a date-time") as info:
         expires(value)
-    if value:
+    if value.strip():
         assert value not in str(info.value)
 
 
@@ -268,3 +271,48 @@ def test_expires_at_refuses_what_dateutil_would_guess(value):
 )
 def test_expires_at_accepts_every_spelling_of_the_formats(value, expected):
     assert expires(value) == expected
+
+
+# --- exact messages and exact bounds (mutation testing: `make mutation`) --------------------
+# The messages are part of the API (they are the error bodies' `errors` values), so they are
+# compared whole; each bound is tried on both of its sides.
+
+@pytest.mark.parametrize(("validator", "value", "message"), [
+    (validate_token_id, 123, "must be a string"),
+    (validate_token_id, "ab", "must be 3 to 400 characters long"),
+    (validate_token_id, "ab/c", "must not contain any of # / \\ + ? [ ] | & = % < > { } ^"),
+    (validate_token_id, "ab c", "must not contain whitespace or control characters"),
+    (normalize_container, 1, "must be a string"),
+    (normalize_container, "/" + "a" * 199 + "/", "must be at most 200 characters long"),
+    (normalize_container, "a/", "must start and end with '/'"),
+    (normalize_container, "/a", "must start and end with '/'"),
+    (normalize_container, "/" + "a/" * 21, "must have at most 20 segments"),
+    (normalize_container, "/a//b/",
+     "segments must be non-empty and contain only letters, digits, - and _"),
+    (normalize_container, "/a.b/",
+     "segments must be non-empty and contain only letters, digits, - and _"),
+])
+def test_each_refusal_states_its_rule_exactly(validator, value, message):
+    with pytest.raises(ValueError) as info:
+        validator(value)
+    assert str(info.value) == message
+
+
+def test_a_container_of_exactly_200_characters_is_accepted():
+    path = "/" + "A" * 198 + "/"
+    assert len(path) == 200
+    assert normalize_container(path) == path.lower()
+    assert normalize_container("/") == "/"
+
+
+def test_expires_at_of_exactly_64_characters_is_parsed_and_65_refused():
+    text = "2099-01-02T03:04:05.000000000000000000000000000000000000000+00:00"
+    text = text[:19] + "." + "0" * (64 - len(text[:19]) - 1 - 6) + "+00:00"
+    assert len(text) == 64
+    assert expires(text) == datetime(2099, 1, 2, 3, 4, 5, tzinfo=UTC)
+    longer = text[:20] + "0" + text[20:]
+    assert len(longer) == 65
+    with pytest.raises(ValueError) as info:
+        expires(longer)
+    assert str(info.value) == (
+        "must be a date-time as 'M/D/YYYY h:mm:ss AM|PM +hh:mm', 'M/D/YYYY' or ISO 8601")

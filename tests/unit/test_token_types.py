@@ -111,7 +111,9 @@ def test_token_has_no_default_mask_and_default_fingerprint():
 
 
 @pytest.mark.parametrize(
-    "number", ["4242424242424242", "4111111111111111", "378282246310005", "4222222222222"]
+    "number", ["4242424242424242", "4111111111111111", "378282246310005", "4222222222222",
+               "5555555555554444", "6011111111111117", "6250941006528599",
+               "6011000990139424009"]  # 13 to 19 digits (the last, 19)
 )
 def test_card_accepts_luhn_valid_numbers(number):
     assert errors_of("card", {"number": number}) == {}
@@ -125,12 +127,20 @@ def test_card_accepts_luhn_valid_numbers(number):
         "424242424242",  # 12 digits, Luhn-valid
         "42424242424242424242",  # 20 digits
         "\uff14\uff12" * 8,  # full-width digits
+        "4242-4242-4242-4242",  # dashes
     ],
 )
 def test_card_rejects_invalid_numbers_without_echoing_them(number):
     errors = errors_of("card", {"number": number})
     assert errors == {"data.number": ["must be 13 to 19 digits passing the Luhn check"]}
     assert_value_not_echoed(errors, number)
+
+
+def test_empty_numbers_are_refused_like_other_malformed_ones():
+    assert errors_of("card", {"number": ""}) == {
+        "data.number": ["must be 13 to 19 digits passing the Luhn check"]}
+    assert errors_of("bank", {"routing_number": "", "account_number": "1"}) == {
+        "data.routing_number": ["must be a valid ABA routing number"]}
 
 
 def test_card_number_given_as_integer_is_a_type_error():
@@ -145,19 +155,19 @@ def test_card_data_must_be_an_object():
     assert errors_of("card", "4242424242424242") == {"data": ["must be an object"]}
 
 
-@pytest.mark.parametrize("month", [0, 13, "12", 1.0, True, None])
+@pytest.mark.parametrize("month", [0, 13, -1, "12", 1.0, 1.5, True, None])
 def test_card_expiration_month_must_be_integer_1_to_12(month):
     errors = errors_of("card", {"number": "4242424242424242", "expiration_month": month})
     assert errors == {"data.expiration_month": ["must be an integer from 1 to 12"]}
 
 
-@pytest.mark.parametrize("year", [999, 10000, 30, "2030", True])
+@pytest.mark.parametrize("year", [999, 10000, 30, "2030", 2030.5, True])
 def test_card_expiration_year_must_be_four_digit_integer(year):
     errors = errors_of("card", {"number": "4242424242424242", "expiration_year": year})
     assert errors == {"data.expiration_year": ["must be a four-digit integer"]}
 
 
-@pytest.mark.parametrize("cvc", ["12", "12345", "12a"])
+@pytest.mark.parametrize("cvc", ["12", "12345", "12a", "\uff11\uff12\uff13"])
 def test_card_cvc_must_be_3_or_4_digits(cvc):
     errors = errors_of("card", {"number": "4242424242424242", "cvc": cvc})
     assert errors == {"data.cvc": ["must be a string of 3 or 4 digits"]}
@@ -199,13 +209,15 @@ def test_card_fingerprint_is_the_number():
 # --- bank ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("routing", ["110000000", "021000021", "011000015"])
+@pytest.mark.parametrize("routing", ["110000000", "021000021", "011000015", "026009593",
+                                     "121000358"])
 def test_bank_accepts_aba_valid_routing_numbers(routing):
     assert errors_of("bank", {"routing_number": routing, "account_number": "1"}) == {}
 
 
 @pytest.mark.parametrize(
-    "routing", ["110000001", "021000020", "12345678", "0210000210", "02100002a"]
+    "routing", ["110000001", "021000020", "021000022", "12345678", "02100002", "0210000210",
+                "02100002a"]
 )
 def test_bank_rejects_invalid_routing_numbers_without_echoing_them(routing):
     errors = errors_of("bank", {"routing_number": routing, "account_number": "1"})
@@ -213,7 +225,7 @@ def test_bank_rejects_invalid_routing_numbers_without_echoing_them(routing):
     assert_value_not_echoed(errors, routing)
 
 
-@pytest.mark.parametrize("account", ["", "123456789012345678", "12-34", " 1234"])
+@pytest.mark.parametrize("account", ["", "123456789012345678", "12-34", " 1234", "12345x"])
 def test_bank_account_number_must_be_1_to_17_digits(account):
     errors = errors_of("bank", {"routing_number": "110000000", "account_number": account})
     assert errors == {"data.account_number": ["must be a string of 1 to 17 digits"]}

@@ -9,8 +9,9 @@ import orjson
 from aiohttp import web
 
 from ..auth.permissions import PUBLIC
+from ..settings import Settings
 from . import openapi
-from .endpoints import Endpoints, Reply
+from .endpoints import Endpoint, Endpoints, Reply
 from .typedefs import openapi_key, settings_key
 
 endpoints = Endpoints()
@@ -64,11 +65,29 @@ _BUNDLE_HEADERS = {
 }
 
 
+# Documents already built in this process, by settings: (endpoints, document) pairs. Building
+# one takes a quarter of a second; a process that builds several apps of the same settings and
+# routes (the test suite builds one per test) builds it once. Endpoints are compared by value.
+_PUBLISHED: dict[Settings, list[tuple[list[Endpoint], openapi.PublishedDocument]]] = {}
+
+
+def _published(settings: Settings, described: list[Endpoint]) -> openapi.PublishedDocument:
+    built = _PUBLISHED.setdefault(settings, [])
+    for endpoints_of, published in built:
+        if endpoints_of == described:
+            return published
+    body = orjson.dumps(openapi.document(settings, described))
+    published = openapi.PublishedDocument(body, hashlib.sha256(body).hexdigest()[:32])
+    if len(_PUBLISHED) > 8:  # bounded: another process's worth of settings is not kept
+        _PUBLISHED.clear()
+        built = _PUBLISHED.setdefault(settings, [])
+    built.append((described, published))
+    return published
+
+
 async def publish_openapi(app: web.Application) -> None:
     """At start-up, once every route is registered: describe the routes that exist."""
-    document = openapi.document(app[settings_key], openapi.app_endpoints(app.router))
-    body = orjson.dumps(document)
-    app[openapi_key] = openapi.PublishedDocument(body, hashlib.sha256(body).hexdigest()[:32])
+    app[openapi_key] = _published(app[settings_key], openapi.app_endpoints(app.router))
 
 
 _NOT_MODIFIED = Reply(304, "Not modified (`If-None-Match`).")

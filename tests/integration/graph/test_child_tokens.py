@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from vaultgraph.tokens.types import CARD_NUMBER_MESSAGE
+
 from ._support import bank, card, customer, cypher, expire, links_between
 from .conftest import READ, rule
 
@@ -35,9 +37,11 @@ async def test_invalid_child_body_creates_nothing(api, tenant):
     parent = await api.create(customer())
     before = await tenant_counts(api.client, tenant.tenant_id)
     problem = await api.create_child(parent["id"], card(number="4242424242424241"), 400)
-    assert problem["errors"]
-    await api.create_child(parent["id"], {"type": "card"}, 400)
-    await api.create_child(parent["id"], ["not", "an", "object"], 400)
+    assert problem["errors"] == {"data.number": [CARD_NUMBER_MESSAGE]}
+    problem = await api.create_child(parent["id"], {"type": "card"}, 400)
+    assert list(problem["errors"]) == ["data"], problem
+    problem = await api.create_child(parent["id"], ["not", "an", "object"], 400)
+    assert sorted(problem["errors"]) == ["_", "data", "type"], problem  # as on POST /tokens
     assert await tenant_counts(api.client, tenant.tenant_id) == before
 
 

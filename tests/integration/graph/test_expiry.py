@@ -7,7 +7,7 @@ import dataclasses
 import logging
 
 import pytest
-from factories import database
+from factories import database, new_tenant
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.app import create_app
@@ -178,6 +178,24 @@ async def test_shutdown_cancels_and_awaits_the_sweeper(aiohttp_client, settings)
 async def test_an_interval_of_zero_leaves_only_on_demand_sweeps(aiohttp_client, settings):
     client = await aiohttp_client(create_app(
         dataclasses.replace(settings, expiry_sweep_interval=0.0)))
-    sweeper = client.server.app[services_key].expiry
+    app = client.server.app
+    sweeper = app[services_key].expiry
     assert sweeper.task is None
-    assert await sweeper.sweep() >= 0
+    # Its own tenant (no other app of this test sweeps in the background), and no expired
+    # token left anywhere by earlier tests, so the on-demand pass below counts only this one.
+    tenant = await new_tenant(app)
+    while await sweeper.sweep():
+        pass
+    resp = await client.post("/tokens", json=customer(expires_at="1/1/2999"),
+                             headers={"SVC-API-KEY": tenant.key})
+    token = await resp.json()
+    await expire(client, tenant.tenant_id, token["id"])
+    live = "MATCH (t:Token {tenant_id: $t, id: $id}) RETURN t.id AS id"
+    assert await cypher(client, live, t=tenant.tenant_id, id=token["id"]) == [
+        {"id": token["id"]}]  # expired, and nothing swept it on its own
+    assert await sweeper.sweep() == 1
+    assert await cypher(client, live, t=tenant.tenant_id, id=token["id"]) == []
+    assert await cypher(client, "MATCH (d:DeletedToken {tenant_id: $t, id: $id}) "
+                                "RETURN d.deleted_reason AS reason, d.deleted_by AS by",
+                        t=tenant.tenant_id, id=token["id"]) == [
+        {"reason": "expired", "by": expiry.ACTOR}]

@@ -52,10 +52,13 @@ async def test_dedup_matches_a_token_created_without_the_flag(api):
 
 
 async def test_dedup_returns_the_oldest_of_several_matches(api):
-    oldest = await api.create(card(VISA))
-    await api.create(card(VISA))
+    # Ids in the opposite order to creation: a match by lowest (or highest) id, or by whatever
+    # the index returns first, picks another token than the oldest.
+    oldest = await api.create({**card(VISA), "id": "dedup-m"})
+    for token_id in ("dedup-a", "dedup-z", "dedup-b"):
+        await api.create({**card(VISA), "id": token_id})
     again = await api.create({**card(VISA), "deduplicate_token": True}, expect=200)
-    assert again["id"] == oldest["id"]
+    assert again["id"] == oldest["id"] == "dedup-m"
 
 
 async def test_dedup_is_per_type(api):

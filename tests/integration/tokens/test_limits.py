@@ -10,9 +10,6 @@ import pytest
 
 from ._support import MERGE_PATCH, PROBLEM_JSON, assert_names
 
-FORBIDDEN_ID_CHARS = list("#/\\+?[]|&=%<>{}^")
-
-
 # --- token id: 3 to 400 characters, no URL-significant characters ---------------------------
 
 @pytest.mark.parametrize("length", [3, 400])
@@ -22,20 +19,20 @@ async def test_id_of_3_to_400_characters_is_accepted(api, length):
     await api.get(token_id)
 
 
-@pytest.mark.parametrize("length", [0, 1, 2, 401, 1000])
+# One example per rule here; the full tables are unit tests (tests/unit/test_token_fields.py).
+@pytest.mark.parametrize("length", [2, 401])
 async def test_id_shorter_than_3_or_longer_than_400_is_400(api, length):
     assert_names(await api.create({"id": "a" * length, "type": "token", "data": 1},
                                   expect=400), "id")
 
 
-@pytest.mark.parametrize("char", FORBIDDEN_ID_CHARS)
+@pytest.mark.parametrize("char", ["/", "%"])
 async def test_id_with_a_forbidden_character_is_400(api, char):
     assert_names(await api.create({"id": f"ab{char}cd", "type": "token", "data": 1},
                                   expect=400), "id")
 
 
-@pytest.mark.parametrize("token_id", ["has space", "tab\there", "new\nline", "nul\u0000x",
-                                      "zero\u200bwidth"])
+@pytest.mark.parametrize("token_id", ["has space", "zero\u200bwidth"])
 async def test_id_with_whitespace_or_control_characters_is_400(api, token_id):
     assert_names(await api.create({"id": token_id, "type": "token", "data": 1}, expect=400),
                  "id")

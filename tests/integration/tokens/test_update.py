@@ -8,6 +8,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from factories import key_headers, make_application
 
 from ._support import MASTERCARD, VISA, assert_names, card, cypher, rule
 
@@ -52,12 +53,14 @@ async def test_empty_patch_changes_nothing_but_modified(api):
         assert updated[field] == created[field], field
 
 
-async def test_update_sets_modified_by_and_modified_at(api, app_headers, tenant):
+async def test_update_sets_modified_by_and_modified_at(api, client, admin_headers, tenant):
     created = await api.create({"type": "token", "data": 1})
-    editor_rules = rule("/", "reveal", ["token:read", "token:update"])
-    editor = await app_headers(editor_rules, permissions=["token:read", "token:update"])
-    updated = await api.patch(created["id"], {"data": 2}, headers=editor)
-    assert updated["modified_by"] not in (None, tenant.application_id)
+    assert "modified_by" not in created and "modified_at" not in created
+    editor_app = await make_application(
+        client, admin_headers, permissions=["token:read", "token:update"],
+        rules=[rule("/", "reveal", ["token:read", "token:update"])], name="editor")
+    updated = await api.patch(created["id"], {"data": 2}, headers=key_headers(editor_app))
+    assert updated["modified_by"] == editor_app["id"] != tenant.application_id
     modified = datetime.fromisoformat(updated["modified_at"])
     assert modified.tzinfo is not None
     assert modified >= datetime.fromisoformat(created["created_at"])

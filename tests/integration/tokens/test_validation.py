@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ._support import ACCOUNT, AMEX, DISCOVER, MASTERCARD, ROUTING, SSN, VISA, assert_names
+from ._support import ACCOUNT, ROUTING, SSN, VISA, assert_names
 
 
 async def refused(api, client, admin_headers, body: dict, *fields: str) -> dict:
@@ -39,8 +39,8 @@ def _leaves(value):
 
 # --- card (spec §2.2 Card object) -----------------------------------------------------------
 
-@pytest.mark.parametrize("number", [VISA, MASTERCARD, AMEX, DISCOVER, "4222222222222",
-                                    "6250941006528599"])
+# One example per rule here; the full tables are unit tests (tests/unit/test_token_types.py).
+@pytest.mark.parametrize("number", [VISA, "4222222222222"])
 async def test_card_accepts_luhn_valid_numbers_of_13_to_19_digits(api, number):
     await api.create({"type": "card", "data": {"number": number}})
 
@@ -50,8 +50,7 @@ async def test_card_accepts_every_optional_field(api):
                                                "expiration_year": 2030, "cvc": "1234"}})
 
 
-@pytest.mark.parametrize("number", ["4242424242424241", "424242424242", "42424242424242424242",
-                                    "4242 4242 4242 4242", "4242-4242-4242-4242", ""])
+@pytest.mark.parametrize("number", ["4242424242424241", "4242 4242 4242 4242"])
 async def test_card_number_must_pass_luhn_without_separators(api, client, admin_headers, number):
     await refused(api, client, admin_headers,
                   {"type": "card", "data": {"number": number}}, "data.number")
@@ -67,7 +66,7 @@ async def test_card_number_must_be_a_string(api, client, admin_headers):
                   {"type": "card", "data": {"number": 4242424242424242}}, "data.number")
 
 
-@pytest.mark.parametrize("month", [0, 13, -1, "12", 1.5, True])
+@pytest.mark.parametrize("month", [13, "12"])
 async def test_card_month_is_an_integer_from_1_to_12(api, client, admin_headers, month):
     await refused(api, client, admin_headers,
                   {"type": "card", "data": {"number": VISA, "expiration_month": month}},
@@ -79,14 +78,14 @@ async def test_card_month_bounds_are_accepted(api, month):
     await api.create({"type": "card", "data": {"number": VISA, "expiration_month": month}})
 
 
-@pytest.mark.parametrize("year", [999, 10000, 30, "2030", 2030.5])
+@pytest.mark.parametrize("year", [30, "2030"])
 async def test_card_year_has_four_digits(api, client, admin_headers, year):
     await refused(api, client, admin_headers,
                   {"type": "card", "data": {"number": VISA, "expiration_year": year}},
                   "data.expiration_year")
 
 
-@pytest.mark.parametrize("cvc", ["12", "12345", "12a", 123, "\uff11\uff12\uff13"])
+@pytest.mark.parametrize("cvc", ["12345", 123])
 async def test_card_cvc_is_three_or_four_digits(api, client, admin_headers, cvc):
     await refused(api, client, admin_headers,
                   {"type": "card", "data": {"number": VISA, "cvc": cvc}}, "data.cvc")
@@ -112,13 +111,13 @@ async def test_card_unknown_data_field_is_refused_without_echoing_its_name(api, 
 
 # --- bank (spec §2.2 Bank object) -----------------------------------------------------------
 
-@pytest.mark.parametrize("routing", [ROUTING, "011000015", "026009593", "121000358"])
+@pytest.mark.parametrize("routing", [ROUTING])
 async def test_bank_accepts_checksum_valid_routing_numbers(api, routing):
     await api.create({"type": "bank", "data": {"routing_number": routing,
                                                "account_number": ACCOUNT}})
 
 
-@pytest.mark.parametrize("routing", ["021000022", "02100002", "0210000210", "02100002a", ""])
+@pytest.mark.parametrize("routing", ["021000022", "02100002a"])
 async def test_bank_routing_number_is_nine_digits_with_aba_checksum(api, client, admin_headers,
                                                                     routing):
     await refused(api, client, admin_headers,
@@ -133,7 +132,7 @@ async def test_bank_account_number_of_up_to_17_digits(api, account):
                                                "account_number": account}})
 
 
-@pytest.mark.parametrize("account", ["123456789012345678", "", "12-34", "12345x"])
+@pytest.mark.parametrize("account", ["123456789012345678", "12-34"])
 async def test_bank_account_number_over_17_digits_or_not_digits(api, client, admin_headers,
                                                                 account):
     await refused(api, client, admin_headers,
