@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 
 import pytest
+from prometheus_client import REGISTRY
 
 
 @pytest.fixture
@@ -114,6 +115,32 @@ class BoltProxy:
                 self._pipes.discard(dst)
 
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+
+async def in_progress(at_least: int, within: float = 10.0) -> None:
+    """Wait until this process is answering `at_least` requests (the metrics gauge the outermost
+    middleware keeps): a request whose head arrived is in its handler."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + within
+    while (REGISTRY.get_sample_value("vaultgraph_http_requests_in_progress") or 0) < at_least:
+        if loop.time() > until:
+            raise AssertionError(f"fewer than {at_least} requests in progress after {within}s")
+        await asyncio.sleep(0.01)
+
+
+async def refusing(port: int, within: float = 10.0) -> None:
+    """Wait until nothing listens on `port` any more (a drain closed the socket)."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + within
+    while True:
+        try:
+            _r, w = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            return
+        w.close()
+        if loop.time() > until:
+            raise AssertionError(f"port {port} still accepts connections after {within}s")
+        await asyncio.sleep(0.01)
 
 
 def neo4j_address(settings) -> tuple[str, int]:

@@ -9,7 +9,7 @@ import logging
 import orjson
 import pytest
 
-from .conftest import raw_exchange, read_response, wait_ready
+from .conftest import in_progress, raw_exchange, read_response, wait_ready
 
 CARD_NUMBER = b"4242424242424242"
 
@@ -110,7 +110,7 @@ async def test_a_client_hanging_up_mid_body_is_not_an_unhandled_error(serve, ten
                      b"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
                      b'{"type": "c')
         await writer.drain()
-        await asyncio.sleep(0.3)  # the handler is reading the body
+        await in_progress(1)  # the handler is reading the body
         writer.transport.abort()
         for _ in range(100):
             if any(r.msg == "request" for r in caplog.records):
