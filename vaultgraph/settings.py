@@ -17,6 +17,9 @@ READ_ROUTINGS = ("read", "write")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
+_KINDS = {int: "a whole number", float: "a number"}  # how a wrong value's type is named
+
+
 @dataclass(frozen=True)
 class Settings:
     host: str = "127.0.0.1"
@@ -92,8 +95,9 @@ class Settings:
                 values[f.name] = kind(raw)
             except ValueError:
                 name = f"{PREFIX}{f.name.upper()}"
-                raise ConfigError(f"{name} is not a {kind.__name__}",
-                                  f"set {name} to a {kind.__name__} or unset it") from None
+                what = _KINDS.get(kind, kind.__name__)
+                raise ConfigError(f"{name} is not {what}",
+                                  f"set {name} to {what} or unset it") from None
         values.update(overrides)
         # Absolute once, here: every command and every child process sees the same home,
         # whatever directory it runs in.

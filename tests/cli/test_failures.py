@@ -122,8 +122,8 @@ def test_maven_missing(cli, tmp_path):
 def test_a_bad_setting_is_named(cli):
     result = cli("tenants", "list", env={"VAULTGRAPH_NEO4J_POOL_SIZE": "many"})
     assert (result.status, result.stderr) == (
-        1, "vaultgraph: VAULTGRAPH_NEO4J_POOL_SIZE is not a int: set VAULTGRAPH_NEO4J_POOL_SIZE "
-           "to a int or unset it\n")
+        1, "vaultgraph: VAULTGRAPH_NEO4J_POOL_SIZE is not a whole number: set "
+           "VAULTGRAPH_NEO4J_POOL_SIZE to a whole number or unset it\n")
 
 
 def test_password_file_found_by_port(cli, settings):

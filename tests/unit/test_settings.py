@@ -29,3 +29,14 @@ def test_empty_values_keep_the_default():
 def test_a_malformed_number_names_the_variable():
     with pytest.raises(ValueError, match="VAULTGRAPH_PORT"):
         Settings.from_env({"VAULTGRAPH_PORT": "eighty"})
+
+
+@pytest.mark.parametrize(("name", "what"), [("VAULTGRAPH_PORT", "a whole number"),
+                                            ("VAULTGRAPH_AUTH_CACHE_TTL", "a number")])
+def test_a_value_of_the_wrong_type_is_named_in_words(name, what):
+    from vaultgraph.settings import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({name: "many"})
+    assert (caught.value.cause, caught.value.fix) == (
+        f"{name} is not {what}", f"set {name} to {what} or unset it")
