@@ -11,6 +11,13 @@ from pathlib import Path
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 
 
+def _stat(path: Path) -> tuple[int, int]:
+    """(parent pid, CPU ticks: user + system) from a /proc `stat` file. The command name
+    (field 2) may hold spaces; the fields after it do not."""
+    fields = path.read_text().rsplit(")", 1)[1].split()
+    return int(fields[1]), int(fields[11]) + int(fields[12])
+
+
 def _table() -> tuple[dict[int, int], dict[int, int]]:
     """pid → parent pid, pid → CPU ticks (user + system) of every process now alive."""
     parents: dict[int, int] = {}
@@ -19,13 +26,11 @@ def _table() -> tuple[dict[int, int], dict[int, int]]:
         if not entry.name.isdigit():
             continue
         try:
-            # The command name (field 2) may hold spaces; the fields after it do not.
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            parent, spent = _stat(entry / "stat")
         except OSError:
             continue  # ended while we looked
         pid = int(entry.name)
-        parents[pid] = int(fields[1])
-        ticks[pid] = int(fields[11]) + int(fields[12])
+        parents[pid], ticks[pid] = parent, spent
     return parents, ticks
 
 
@@ -65,8 +70,7 @@ def jit_ticks(pid: int | None) -> int:
         try:
             comm = (task / "comm").read_text()
             if comm.startswith(("C1 Compiler", "C2 Compiler")):
-                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-                total += int(fields[11]) + int(fields[12])
+                total += _stat(task / "stat")[1]
         except OSError:
             continue
     return total

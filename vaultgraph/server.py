@@ -41,7 +41,7 @@ from .api.middleware import TRACE_HEADER
 from .api.typedefs import services_key
 from .app import create_app
 from .errors import WrongKey
-from .settings import PREFIX, ConfigError, Settings
+from .settings import PREFIX, Settings
 
 log = logging.getLogger("vaultgraph.server")
 IDLE_CLOSE = 0.5  # while draining, a keep-alive connection idle this long is closed
@@ -229,9 +229,6 @@ def _settings_env(settings: Settings) -> dict[str, str]:
             for f in dataclasses.fields(settings)}
 
 
-EVENT_LOOPS = ("uvloop", "asyncio")
-
-
 def run_loop(settings: Settings, main: Coroutine[Any, Any, int]) -> int:
     """Run the server's coroutine on uvloop (libuv: less CPU per request than asyncio's own
     loop, measured in README "Performance") or, when asked or when uvloop is not installed
@@ -248,9 +245,6 @@ def run_loop(settings: Settings, main: Coroutine[Any, Any, int]) -> int:
 
 def run(settings: Settings) -> int:
     """`vaultgraph serve`: one process, or `settings.workers` of them on one port."""
-    if settings.event_loop not in EVENT_LOOPS:
-        raise ConfigError(f"VAULTGRAPH_EVENT_LOOP is {settings.event_loop!r}",
-                          "set VAULTGRAPH_EVENT_LOOP to uvloop or asyncio")
     if settings.workers <= 1:
         return run_loop(settings, serve(settings))
     if settings.metrics_dir:  # one fresh multiprocess directory the workers share

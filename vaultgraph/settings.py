@@ -12,7 +12,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 PREFIX = "VAULTGRAPH_"
-READ_ROUTINGS = ("read", "write")
+# Settings that take one of a few words: checked when the settings are made.
+CHOICES = {"neo4j_read_routing": ("read", "write"), "event_loop": ("uvloop", "asyncio")}
 # The checkout's root, for tests and the benchmark only: an installed wheel has no checkout.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,10 +109,12 @@ class Settings:
     def __post_init__(self):
         if not self.neo4j_uri:
             object.__setattr__(self, "neo4j_uri", f"neo4j://127.0.0.1:{self.neo4j_bolt_port}")
-        if self.neo4j_read_routing not in READ_ROUTINGS:
-            raise ConfigError(
-                f"{PREFIX}NEO4J_READ_ROUTING is {self.neo4j_read_routing!r}",
-                f"set it to {' or '.join(READ_ROUTINGS)} (write: reads from the cluster's leader)")
+        for name, choices in CHOICES.items():
+            value = getattr(self, name)
+            if value not in choices:
+                setting = PREFIX + name.upper()
+                raise ConfigError(f"{setting} is {value!r}",
+                                  f"set {setting} to {' or '.join(choices)}")
 
     @property
     def home_path(self) -> Path:

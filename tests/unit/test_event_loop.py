@@ -22,6 +22,6 @@ def test_the_server_runs_on_the_loop_asked_for(choice, module):
 
 def test_an_unknown_loop_stops_start_up_with_the_fix():
     with pytest.raises(ConfigError) as caught:
-        run(Settings(event_loop="trio"))
+        run(Settings.from_env({"VAULTGRAPH_EVENT_LOOP": "trio"}))
     assert caught.value.cause == "VAULTGRAPH_EVENT_LOOP is 'trio'"
     assert caught.value.fix == "set VAULTGRAPH_EVENT_LOOP to uvloop or asyncio"
