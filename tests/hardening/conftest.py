@@ -128,21 +128,6 @@ async def in_progress(at_least: int, within: float = 10.0) -> None:
         await asyncio.sleep(0.01)
 
 
-async def refusing(port: int, within: float = 10.0) -> None:
-    """Wait until nothing listens on `port` any more (a drain closed the socket)."""
-    loop = asyncio.get_running_loop()
-    until = loop.time() + within
-    while True:
-        try:
-            _r, w = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            return
-        w.close()
-        if loop.time() > until:
-            raise AssertionError(f"port {port} still accepts connections after {within}s")
-        await asyncio.sleep(0.01)
-
-
 def neo4j_address(settings) -> tuple[str, int]:
     from urllib.parse import urlsplit
 
