@@ -14,6 +14,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 class BenchConfig:
     duration: float = 15.0          # measured seconds per workload and side (service, bare)
     warmup: float = 5.0             # discarded seconds before each measurement
+    jvm_warmup: float = 150.0       # at most this long, before the first measurement, until
+                                    # Neo4j's JIT compiler has settled (0: skip)
     concurrency: int = 32           # connections (wrk) or coroutines (bare driver)
     tokens: int = 100_000           # stored tokens loaded before the workloads
     load_batch: int = 5_000         # rows per UNWIND transaction when loading
@@ -27,6 +29,7 @@ class BenchConfig:
     workloads: str = ""             # comma-separated subset; empty runs them all
     profile: bool = False           # py-spy the service during the create and get workloads
     plans: bool = False             # PROFILE each workload's statements (db hits per request)
+    jfr: bool = False               # JFR-record Neo4j during each measured window (bench/jfr.py)
     scale_sizes: str = "10000,100000"  # make bench-scale; add 1000000 for the full run
     home: str = str(ROOT / ".vaultgraph")
 

@@ -22,12 +22,19 @@ def machine_line(result: dict) -> str:
             f"{result['date']}; load average at start {m.get('loadavg_at_start')}")
 
 
+def jvm_line(warm: dict | None) -> str:
+    if not warm or not warm.get("rounds"):
+        return ""
+    return (f", after a JVM warm-up of {warm['seconds']}s ({warm['rounds']} rounds; Neo4j's JIT "
+            f"at {warm['jit_cores_last_round']:.2f} of a core in the last)")
+
+
 def table(result: dict) -> str:
     s = result["settings"]
     lines = [
         f"stored tokens: {result['stored_tokens']:,} (after the run); "
         f"concurrency {s['concurrency']}, {s['warmup_s']:g}s warm-up + {s['duration_s']:g}s "
-        "per workload and side",
+        "per workload and side" + jvm_line(result.get("jvm_warmup")),
         machine_line(result),
         "",
         "| workload | service req/s | p50 ms | p99 ms | p99.9 ms | errors "

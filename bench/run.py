@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Awaitable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,13 +27,16 @@ from vaultgraph.services.audit import AuditWriter
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.settings import PROJECT_ROOT, Settings
 
-from . import cpu, plans, profile, report
+from . import cpu, jfr, plans, profile, report
 from .config import RESULTS, BenchConfig
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
 from .environment import Service, machine, new_kek, say, start_neo4j
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
 from .stats import Result, ratio
 from .workloads import WORKLOADS, Context, Request, Workload, audited
+
+JVM_ROUND = 3.0     # seconds per workload and side in a JVM warm-up round
+JIT_SETTLED = 0.05  # of one core: the JIT compiler has compiled what the workloads run
 
 
 def _git(*args: str) -> str | None:
@@ -80,6 +84,7 @@ class Bench:
         self.loadgen = None
         self.warmed = False
         self.audit: AuditWriter | None = None
+        self.recordings: dict[str, dict] = {}  # BENCH_JFR: workload → side → summary
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -154,6 +159,41 @@ class Bench:
         first, self.warmed = not self.warmed, True
         return max(self.cfg.warmup, 15.0) if first else self.cfg.warmup
 
+    async def warm_jvm(self, workloads: list[Workload]) -> dict:
+        """Run the selected workloads on both sides, round after round, until Neo4j's JIT
+        compiler threads use under JIT_SETTLED of a core over a round (or BENCH_JVM_WARMUP
+        seconds pass). A JVM compiles its hot paths for minutes after start: measured at once,
+        the first workload's side ran on a Neo4j still interpreting and spending up to a core
+        on compilation (4 ms of JIT CPU per get), which the later side did not."""
+        cfg = self.cfg
+        began, rounds, share = time.monotonic(), 0, None
+        if cfg.jvm_warmup <= 0 or not workloads:
+            return {"seconds": 0, "rounds": 0, "jit_cores_last_round": None}
+        ctx = self.context()
+        while time.monotonic() - began < cfg.jvm_warmup:
+            t0, jit0 = time.monotonic(), cpu.jit_ticks(self.neo.running_pid())
+            for w in workloads:
+                rng = random.Random(f"jvm-{w.name}-{rounds}")  # noqa: S311 - request variety
+                await self.loadgen.run([w.http(i) for i in w.items(ctx, rng)], JVM_ROUND)
+
+                async def op(item, w=w):
+                    await audited(ctx, w.http(item), w.bare(ctx, item))
+
+                await run_bare(op, w.items(ctx, rng), cfg.concurrency, JVM_ROUND)
+            rounds += 1
+            spent = (cpu.jit_ticks(self.neo.running_pid()) - jit0) * cpu.TICK_MS / 1000
+            share = spent / (time.monotonic() - t0)
+            say(f"JVM warm-up round {rounds}: Neo4j's JIT used {share:.2f} of a core "
+                f"({time.monotonic() - began:.0f}s so far)")
+            if share < JIT_SETTLED:
+                break
+        else:
+            say(f"JVM warm-up stopped at BENCH_JVM_WARMUP={cfg.jvm_warmup:g}s with the JIT "
+                "still compiling: the first workloads may measure a colder Neo4j")
+        self.warmed = True
+        return {"seconds": round(time.monotonic() - began), "rounds": rounds,
+                "jit_cores_last_round": None if share is None else round(share, 3)}
+
     async def service_side(self, w: Workload, ctx: Context, rng: random.Random) -> Result:
         cfg = self.cfg
         if warmup := self.warmup():
@@ -162,7 +202,7 @@ class Bench:
         groups = {"service": self.service.pid, "neo4j": self.neo.running_pid(),
                   "loadgen": os.getpid()}
         before, audit_before = cpu.snapshot(groups), self.service.audit_figures()
-        result = await self.loadgen.run(pool, cfg.duration)
+        result = await self.recorded(w, "service", self.loadgen.run(pool, cfg.duration))
         spent = cpu.per_request(before, cpu.snapshot(groups), result.requests)
         batches, events = (a - b for a, b in zip(self.service.audit_figures(), audit_before,
                                                   strict=True))
@@ -180,9 +220,22 @@ class Bench:
         # The bare side's client is this process: the driver and the load loop in one.
         groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
         before = cpu.snapshot(groups)
-        result = await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration)
+        result = await self.recorded(
+            w, "bare", run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration))
         return replace(result, cpu_ms=cpu.per_request(before, cpu.snapshot(groups),
                                                       result.requests))
+
+    async def recorded(self, w: Workload, side: str, run: Awaitable[Result]) -> Result:
+        """`run`, with Neo4j JFR-recorded over all but its last second when BENCH_JFR is set."""
+        if not self.cfg.jfr:
+            return await run
+        out = self.cfg.work_dir / f"jfr-{w.name}-{side}.jfr"
+        recording, result = await asyncio.gather(
+            jfr.record(self.neo.running_pid(), max(1.0, self.cfg.duration - 1), out), run)
+        if recording is not None:
+            self.recordings.setdefault(w.name, {})[side] = jfr.summarize(recording)
+            say(f"JFR of Neo4j, {w.name} ({side}): {recording}")
+        return result
 
     async def workload(self, w: Workload) -> dict:
         ctx = self.context()
@@ -207,6 +260,8 @@ class Bench:
         say(f"{w.name}: bare    {bare.rps:,.0f} req/s, p50 {bare.p50_ms:.1f} ms")
         entry.update(available=True, service=service.to_dict(),
                      bare=bare.to_dict() if bare else None, ratio=ratio(service, bare))
+        if w.name in self.recordings:
+            entry["neo4j_jfr"] = self.recordings[w.name]
         if w.items_per_request > 1:
             entry["items_per_request"] = w.items_per_request
             entry["service_tokens_per_s"] = round(service.rps * w.items_per_request, 1)
@@ -254,6 +309,8 @@ async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
         if cfg.plans:
             result["plans"] = {w.name: await plans.profile_workload(w, b.context())
                                for w in WORKLOADS if cfg.selected(w.name) and w.bare}
+        result["jvm_warmup"] = await b.warm_jvm(
+            [w for w in WORKLOADS if cfg.selected(w.name) and w.bare])
         for w in WORKLOADS:
             if w.name == "list" and cfg.profile:
                 # Before list: abandoned (timed-out) list requests keep the service busy after
