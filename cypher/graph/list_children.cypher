@@ -1,7 +1,7 @@
 // A page of a readable live token's readable live children, in child id order (spec §4.9).
 // One row when the parent is visible (its `tokens` may be empty), none when it is not (404):
 // children the caller may not read, and expired ones, are left out rather than refused.
-// @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
+// @visible/@live/@in_prefixes/@token: cypher/fragments/ (expanded when the catalog loads).
 MATCH (s:Token {tenant_id: $tenant_id, id: $id})
 WHERE @visible(s)
 RETURN COLLECT {
@@ -12,5 +12,5 @@ RETURN COLLECT {
     AND ($ids IS NULL OR t.id IN $ids)
     AND ($types IS NULL OR t.type IN $types)
   WITH t ORDER BY t.id LIMIT $limit
-  RETURN properties(t)
+  RETURN @token(t)
 } AS tokens

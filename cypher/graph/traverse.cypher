@@ -11,7 +11,7 @@
 // - the last block adds no token: it only picks up the links among the tokens already found.
 // The direction is a predicate on an undirected expansion, so one statement serves all three.
 // No row: the root is unknown, expired, unreadable or in another tenant (404).
-// @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
+// @visible/@live/@in_prefixes/@token: cypher/fragments/ (expanded when the catalog loads).
 MATCH (root:Token {tenant_id: $tenant_id, id: $id})
 WHERE @visible(root)
 WITH [root] AS seen, [root] AS frontier, [] AS rels, false AS capped
@@ -106,7 +106,7 @@ CALL (seen, frontier, grow) {
 WITH seen + new AS seen, CASE WHEN grow THEN new ELSE [] END AS frontier, rels + found AS rels,
      capped OR size(found) > $max_links AS capped
 WITH seen[..$max_nodes] AS kept, rels, capped OR size(seen) > $max_nodes AS truncated
-RETURN [n IN kept | properties(n)] AS tokens,
+RETURN [n IN kept | @token(n)] AS tokens,
        COLLECT {
          UNWIND rels AS r
          WITH DISTINCT r

@@ -5,7 +5,7 @@
 // A candidate is kept when it is the caller's (tenant, live, containers under $prefixes), lies
 // after the cursor ($after_at, $after_id: the last token of the previous page), and passes the
 // check; the page is the newest $limit of those (created_at, then id, descending).
-// @visible: cypher/fragments/ (expanded when the catalog loads).
+// @visible/@token: cypher/fragments/ (expanded when the catalog loads).
 CALL () {
 {{seeks}}
 }
@@ -17,4 +17,4 @@ WHERE t.tenant_id = $tenant_id
   AND {{check}}
 WITH t ORDER BY t.created_at DESC, t.id DESC
 LIMIT $limit
-RETURN properties(t) AS token, toString(t.created_at) AS position
+RETURN @token(t) AS token, toString(t.created_at) AS position

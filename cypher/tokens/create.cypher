@@ -7,7 +7,7 @@
 // (a 409 would tell that the expired token exists).
 // Metadata entries are HAS_META self-loops (see tokens/list_by_metadata); search index values are
 // HAS_INDEX self-loops holding their keyed HMAC (see search/seek_data).
-// @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
+// @visible/@live/@in_prefixes/@token: cypher/fragments/ (expanded when the catalog loads).
 OPTIONAL MATCH (p:Token {tenant_id: $tenant_id, id: $parent_id})
   WHERE @visible(p, parent_prefixes)
 WITH p WHERE $parent_id IS NULL OR p IS NOT NULL
@@ -58,4 +58,4 @@ FOREACH (_ IN CASE WHEN p IS NOT NULL AND t IS NOT NULL AND p <> t AND (existing
   THEN [1] ELSE [] END |
   MERGE (p)-[r:PARENT_OF]->(t) ON CREATE SET r.created_at = datetime())
 WITH t, existing IS NOT NULL AS deduplicated
-RETURN properties(t) AS token, deduplicated
+RETURN @token(t) AS token, deduplicated

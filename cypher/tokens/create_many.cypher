@@ -53,5 +53,5 @@ CALL (row) {
     WHERE existing IS NULL AND NOT taken
   RETURN coalesce(existing, created) AS t, existing IS NOT NULL AS deduplicated, taken
 }
-RETURN row.index AS index, CASE WHEN t IS NULL THEN null ELSE properties(t) END AS token,
+RETURN row.index AS index, CASE WHEN t IS NULL THEN null ELSE @token(t) END AS token,
        deduplicated, taken

@@ -2,10 +2,10 @@
 // (tenant_id, id) index, read in index order, so a page costs its size however many tokens the
 // tenant holds (ORDER BY names both index properties so the planner keeps the index order and
 // needs no sort).
-// @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
+// @visible/@live/@in_prefixes/@token: cypher/fragments/ (expanded when the catalog loads).
 MATCH (t:Token)
 WHERE t.tenant_id = $tenant_id AND t.id > $after
   AND @visible(t)
 WITH t ORDER BY t.tenant_id, t.id
 LIMIT $limit
-RETURN properties(t) AS token
+RETURN @token(t) AS token

@@ -1,7 +1,7 @@
 // A page of tokens by type: per requested type (each once), a range seek on the
 // (tenant_id, type, id) index read in index order and cut at the page size; the merge of those
 // short runs is the page. A page reads at most `limit` tokens per type, however many exist.
-// @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
+// @visible/@live/@in_prefixes/@token: cypher/fragments/ (expanded when the catalog loads).
 UNWIND $types AS wanted
 CALL (wanted) {
   MATCH (t:Token)
@@ -13,4 +13,4 @@ CALL (wanted) {
 }
 WITH t ORDER BY t.id
 LIMIT $limit
-RETURN properties(t) AS token
+RETURN @token(t) AS token

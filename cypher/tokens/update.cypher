@@ -12,4 +12,4 @@ FOREACH (kv IN $meta_kvs |
   CREATE (t)-[:HAS_META {tenant_id: $tenant_id, kv: kv, token_id: t.id}]->(t))
 FOREACH (digest IN $index_digests |
   CREATE (t)-[:HAS_INDEX {tenant_id: $tenant_id, digest: digest, token_id: t.id}]->(t))
-RETURN properties(t) AS token
+RETURN @token(t) AS token

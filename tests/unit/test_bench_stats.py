@@ -116,3 +116,25 @@ def test_plans_walk_sums_db_hits_over_the_tree_and_names_the_costliest_operators
     ops: Counter = Counter()
     assert _walk(plan, ops) == (951, 50)
     assert ops.most_common(2) == [("Projection", 700), ("Filter", 200)]
+
+
+def test_jfr_names_the_innermost_cost_centre():
+    from bench.jfr import _centre
+
+    planning = ["org.neo4j.cypher.internal.frontend.phases.Phase.apply",
+                "org.neo4j.cypher.internal.runtime.slotted.Pipe.run",
+                "org.neo4j.bolt.protocol.Connection.run"]
+    store = ["java.util.HashMap.get", "org.neo4j.io.pagecache.PageCursor.next",
+             "org.neo4j.bolt.protocol.Connection.run"]
+    assert _centre(planning) == "planning (cache miss)"
+    assert _centre(store) == "store reads"
+    assert _centre(["java.lang.Thread.run"]) == "other"
+
+
+def test_report_names_the_jvm_warm_up_only_when_there_was_one():
+    from bench.report import jvm_line
+
+    assert jvm_line(None) == ""
+    assert jvm_line({"seconds": 0, "rounds": 0, "jit_cores_last_round": None}) == ""
+    line = jvm_line({"seconds": 121, "rounds": 9, "jit_cores_last_round": 0.04})
+    assert "121s" in line and "9 rounds" in line and "0.04 of a core" in line

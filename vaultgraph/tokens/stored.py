@@ -57,6 +57,10 @@ class StoredToken:
 
 
 def _native(value: Any) -> datetime | None:
+    """A stored time: ISO 8601 text from the statements' @token(t) fragment (a named zone's
+    "[Area/City]" suffix dropped: the offset before it is exact), or a driver temporal value."""
     if value is None:
         return None
+    if isinstance(value, str):
+        return datetime.fromisoformat(value.partition("[")[0])
     return value.to_native() if hasattr(value, "to_native") else value
