@@ -25,7 +25,6 @@ from pathlib import Path
 
 from prometheus_client import REGISTRY
 
-from vaultgraph import metrics  # noqa: F401 - registers the writer's counters
 from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j

@@ -39,6 +39,14 @@ JVM_ROUND = 3.0     # seconds per workload and side in a JVM warm-up round
 JIT_SETTLED = 0.05  # of one core: the JIT compiler has compiled what the workloads run
 
 
+def bare_op(w: Workload, ctx: Context):
+    """One bare request of `w`: the workload's driver work inside its share of the audit
+    trail."""
+    async def op(item) -> None:
+        await audited(ctx, w.http(item), w.bare(ctx, item))
+    return op
+
+
 def _git(*args: str) -> str | None:
     try:
         out = subprocess.run(["git", *args], cwd=PROJECT_ROOT,  # noqa: S603, S607 - read-only
@@ -175,11 +183,7 @@ class Bench:
             for w in workloads:
                 rng = random.Random(f"jvm-{w.name}-{rounds}")  # noqa: S311 - request variety
                 await self.loadgen.run([w.http(i) for i in w.items(ctx, rng)], JVM_ROUND)
-
-                async def op(item, w=w):
-                    await audited(ctx, w.http(item), w.bare(ctx, item))
-
-                await run_bare(op, w.items(ctx, rng), cfg.concurrency, JVM_ROUND)
+                await run_bare(bare_op(w, ctx), w.items(ctx, rng), cfg.concurrency, JVM_ROUND)
             rounds += 1
             spent = (cpu.jit_ticks(self.neo.running_pid()) - jit0) * cpu.TICK_MS / 1000
             share = spent / (time.monotonic() - t0)
@@ -211,10 +215,7 @@ class Bench:
 
     async def bare_side(self, w: Workload, ctx: Context, rng: random.Random) -> Result:
         cfg = self.cfg
-
-        async def op(item):
-            await audited(ctx, w.http(item), w.bare(ctx, item))
-
+        op = bare_op(w, ctx)
         if cfg.warmup > 0:
             await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.warmup)
         # The bare side's client is this process: the driver and the load loop in one.

@@ -137,4 +137,6 @@ class SearchRepository:
             query, tenant_id=tenant_id, prefixes=prefixes, limit=limit,
             after_at=after[0] if after else None, after_id=after[1] if after else None,
             **params)
-        return [Hit(StoredToken.from_properties(r["token"]), r["position"]) for r in records]
+        # The token's created_at comes as Neo4j prints it (@token): full precision, the cursor.
+        return [Hit(StoredToken.from_properties(r["token"]), r["token"]["created_at"])
+                for r in records]
