@@ -193,6 +193,8 @@ server.memory.heap.max_size={self.heap}
 server.memory.pagecache.size={self.pagecache}
 db.transaction.timeout=60s
 server.bolt.thread_pool_max_size=400
+# No keep-alive hint: with it the Python driver times every socket read (README, "Neo4j").
+server.bolt.connection_keep_alive_for_requests=OFF
 """
         (self.home / "conf" / "neo4j.conf").write_text(conf)
 

@@ -8,4 +8,4 @@ WHERE e.tenant_id = $tenant_id AND e.at >= $since AND e.at <= $until
   AND ($outcome IS NULL OR e.outcome = $outcome)
 WITH e ORDER BY e.tenant_id DESC, e.at DESC, e.id DESC
 LIMIT $limit
-RETURN properties(e) AS event
+RETURN collect(properties(e)) AS events

@@ -7,4 +7,4 @@ WHERE e.tenant_id = $tenant_id AND e.operation = $operation
   AND ($outcome IS NULL OR e.outcome = $outcome)
 WITH e ORDER BY e.tenant_id DESC, e.operation DESC, e.at DESC, e.id DESC
 LIMIT $limit
-RETURN properties(e) AS event
+RETURN collect(properties(e)) AS events

@@ -7,4 +7,4 @@ WHERE e.tenant_id = $tenant_id AND e.outcome = $outcome
   AND ($operation IS NULL OR e.operation = $operation)
 WITH e ORDER BY e.tenant_id DESC, e.outcome DESC, e.at DESC, e.id DESC
 LIMIT $limit
-RETURN properties(e) AS event
+RETURN collect(properties(e)) AS events

@@ -9,4 +9,4 @@ WHERE r.tenant_id = $tenant_id AND r.token_id = $token_id
   AND ($outcome IS NULL OR e.outcome = $outcome)
 WITH e, r ORDER BY r.tenant_id DESC, r.token_id DESC, r.at DESC, e.id DESC
 LIMIT $limit
-RETURN properties(e) AS event
+RETURN collect(properties(e)) AS events

@@ -17,4 +17,4 @@ WHERE t.tenant_id = $tenant_id
   AND {{check}}
 WITH t ORDER BY t.created_at DESC, t.id DESC
 LIMIT $limit
-RETURN @token(t) AS token
+RETURN collect(@token(t)) AS tokens

@@ -8,4 +8,4 @@ WHERE t.tenant_id = $tenant_id AND t.id > $after
   AND @visible(t)
 WITH t ORDER BY t.tenant_id, t.id
 LIMIT $limit
-RETURN @token(t) AS token
+RETURN collect(@token(t)) AS tokens

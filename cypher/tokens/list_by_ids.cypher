@@ -12,4 +12,4 @@ WHERE @visible(t)
   AND all(kv IN $meta_kvs WHERE EXISTS { (t)-[m:HAS_META]->(t) WHERE m.kv = kv })
 WITH t ORDER BY t.id
 LIMIT $limit
-RETURN @token(t) AS token
+RETURN collect(@token(t)) AS tokens

@@ -10,4 +10,4 @@ WHERE m.tenant_id = $tenant_id AND m.kv = $meta_kvs[0] AND m.token_id > $after
   AND all(kv IN $meta_kvs[1..] WHERE EXISTS { (t)-[x:HAS_META]->(t) WHERE x.kv = kv })
 WITH t, m ORDER BY m.tenant_id, m.kv, m.token_id
 LIMIT $limit
-RETURN @token(t) AS token
+RETURN collect(@token(t)) AS tokens

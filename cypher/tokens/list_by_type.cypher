@@ -13,4 +13,4 @@ CALL (wanted) {
 }
 WITH t ORDER BY t.id
 LIMIT $limit
-RETURN @token(t) AS token
+RETURN collect(@token(t)) AS tokens

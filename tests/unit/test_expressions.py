@@ -529,3 +529,69 @@ def test_a_mask_leaf_naming_a_structure_or_using_filters_is_rendered_by_liquid()
     assert render_mask("{{ data.card.number | last4 }}", data=data) == "4242"
     assert render_mask("{{ data.card }}", data=data) == render("{{ data.card }}", data=data)
     assert isinstance(render_mask("{{ data.card }}", data=data), str)
+
+
+# --- masks rendered without Liquid (expressions._leaf_plan) --------------------------------
+
+_DIRECT_LEAVES = [
+    "{{ data | card_mask }}", "{{ data.number | card_mask }}", "{{data.number|card_bin}}",
+    "XXX-XX-{{ data | last4 }}", "XX-XXX{{ data.tin | last4 }} (tin)",
+    "{{ data | reveal_last: 4 }}", "{{ data | reveal_last: 2, '*' }}",
+    "{{ data.a.b | reveal: 1, 2, \"#\" }}", "{{ data.items[1] | reveal: 0, 0 }}",
+    "{{ data.size | pad_left: 8, '0' }}", "<{{ data | pad_right: 5 }}>",
+    "{{ data | to_base64 }}", "{{ data.number | to_base16 }}", "{{ data | stringify }}",
+    "{{ data | reveal_last: '3' }}", "{{ data | reveal_last: 999999 }}",
+    "{{ data | last4: 2 }}", "{{ data | reveal_last: 4, 'XY' }}", "{{ data | reveal_last }}",
+    "{{ data.missing | card_mask }}", "{{ data.number[0] | last4 }}",
+]
+_DIRECT_DATA = [
+    "4242424242424242", "", "12", "ab\u00e9\u4e2d\U0001F600 x", "x" * 70_000,
+    {"number": "5555555555554444", "a": {"b": "secret-value"}, "items": ["p", "qrstuv"],
+     "size": "77", "tin": "123456789"},
+    {"number": 4242424242424242, "a": {"b": None}, "items": [1], "size": 3},
+    ["4242", "x"], None, 1234567,
+]
+
+
+def _liquid(leaf, data):
+    try:
+        return ("ok", expressions.render(leaf, data=data))
+    except ExpressionLimitError:
+        return ("limit", None)
+    except ExpressionError:
+        return ("error", None)
+
+
+def _direct(leaf, data):
+    try:
+        shown = expressions._render_leaf(leaf, data)
+    except ExpressionLimitError:
+        return ("limit", None)
+    except ExpressionError:
+        return ("error", None)
+    return ("ok", shown)
+
+
+@pytest.mark.parametrize("leaf", _DIRECT_LEAVES)
+def test_a_directly_rendered_leaf_renders_as_liquid_does(leaf):
+    assert isinstance(expressions._leaf_plan(leaf), expressions._Filtered)
+    for data in _DIRECT_DATA:
+        assert _direct(leaf, data) == _liquid(leaf, data), (leaf, data)
+
+
+def test_only_plain_filter_shapes_are_rendered_directly():
+    for leaf in ("{{ data | json }}", "{{- data | last4 }}", "{{ data | last4 -}}",
+                 "{{ data | upcase }}", "{{ data | alias_card }}", "{{ data | last4 | upcase }}",
+                 "{{ data | last4 }}{{ data }}", "{% if data %}{{ data | last4 }}{% endif %}",
+                 "{{ data | reveal_last: data.n }}", "{{ data | pad_left: 3, '\\\\' }}",
+                 "{{ metadata.a | last4 }}", "{{ data | reveal_last: -4 }}",
+                 "{# c #}{{ data | last4 }}", "{{ data | reveal_last: 1000000 }}"):
+        assert expressions._leaf_plan(leaf) is None, leaf
+
+
+def test_a_directly_rendered_leaf_keeps_the_output_limit_and_the_budget():
+    wide = "{{ data | pad_left: 10000, '\u4e2d' }}"
+    assert isinstance(expressions._leaf_plan(wide), expressions._Filtered)
+    assert _direct(wide, "x" * 30_000) == _liquid(wide, "x" * 30_000)
+    with time_budget(-1), pytest.raises(ExpressionLimitError):
+        render_mask({"n": "{{ data.n | card_mask }}"}, data={"n": "4242424242424242"})

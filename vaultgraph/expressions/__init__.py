@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -165,31 +166,108 @@ def check_mask_bounds(mask: Any, *, data: Any) -> None:
 # `{{ data }}`, `{{ data.a.b }}`, `{{ data.items[0] }}`: a plain reference, no filters.
 _PLAIN_REFERENCE = re.compile(r"\{\{-?\s*data((?:\.[A-Za-z_][\w-]*|\[[0-9]{1,6}\])*)\s*-?\}\}")
 _REFERENCE_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[([0-9]{1,6})\]")
+# `**** {{ data.number | reveal_last: 4, "*" }}`: literal text (no braces) around one of the
+# vault's own string filters over a plain reference, with literal arguments (small integers,
+# quoted text without backslashes or braces), no whitespace control.
+_ARGUMENT = r"""[0-9]{1,6}|"[^"\\{}]*"|'[^'\\{}]*'"""
+_FILTERED_REFERENCE = re.compile(
+    r"([^{}]*)\{\{\s*data((?:\.[A-Za-z_][\w-]*|\[[0-9]{1,6}\])*)\s*\|\s*([a-z_0-9]+)"
+    rf"(?:\s*:\s*((?:{_ARGUMENT})(?:\s*,\s*(?:{_ARGUMENT}))*))?\s*\}}\}}([^{{}}]*)")
+_ARGUMENTS = re.compile(_ARGUMENT)
+# The filters a filtered reference may call directly: each returns text, and is given the text
+# the reference names exactly as Liquid gives it (a plain str, unchanged).
+_DIRECT_FILTERS = frozenset({"reveal_last", "reveal", "last4", "pad_left", "pad_right",
+                             "card_mask", "card_bin", "stringify", "json_stringify",
+                             "to_string", "to_base64", "to_base16"})
 _MISSING = object()
 
 
-def _render_leaf(leaf: str, data: Any) -> Any:
+@dataclass(frozen=True, slots=True)
+class _Reference:
+    """A leaf that shows one value of the data as it is."""
+    steps: tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Filtered:
+    """A leaf that is literal text around one direct filter over one value of the data."""
+    prefix: str
+    steps: tuple[str | int, ...]
+    name: str
+    arguments: tuple[str | int, ...]
+    suffix: str
+
+
+@lru_cache(maxsize=1_024)
+def _leaf_plan(leaf: str) -> _Reference | _Filtered | None:
+    """How a mask leaf renders without Liquid: a reference, a direct filter, or None (Liquid).
+
+    Masks are written once and read on every token of every page; rendering the common shapes
+    directly (the same filter functions, bounds and output limit) saves a template render per
+    leaf. tests/unit/test_expressions.py checks the direct render against Liquid's.
+    """
+    if len(leaf) > MAX_EXPRESSION_LENGTH:
+        return None
     match = _PLAIN_REFERENCE.fullmatch(leaf)
     if match is not None:
-        value = _lookup(data, match.group(1))
+        return _Reference(_steps(match.group(1)))
+    match = _FILTERED_REFERENCE.fullmatch(leaf)
+    if match is None or match.group(3) not in _DIRECT_FILTERS:
+        return None
+    prefix, path, name, arguments, suffix = match.groups()
+    values = tuple(int(a) if a[0].isdigit() else a[1:-1]
+                   for a in _ARGUMENTS.findall(arguments or ""))
+    return _Filtered(prefix, _steps(path), name, values, suffix)
+
+
+def _steps(path: str) -> tuple[str | int, ...]:
+    return tuple(key if key else int(index) for key, index in _REFERENCE_STEP.findall(path))
+
+
+def _render_leaf(leaf: str, data: Any) -> Any:
+    plan = _leaf_plan(leaf)
+    if type(plan) is _Reference:
+        value = _lookup(data, plan.steps)
         if isinstance(value, str | int | float):  # bool is an int
             return value
         if value is _MISSING:
             return _MISSING  # left out of an object; "" elsewhere (as Liquid renders it)
         if value is None:
             return ""  # as Liquid renders a null value
+    elif type(plan) is _Filtered:
+        value = _lookup(data, plan.steps)
+        if type(value) is str:
+            return _render_filtered(plan, value)
     return render(leaf, data=data)
 
 
-def _lookup(data: Any, path: str) -> Any:
+def _render_filtered(plan: _Filtered, value: str) -> str:
+    """`plan` over `value` as Liquid renders it: the bounded filter, then the output limit."""
+    try:
+        shown = ENVIRONMENT.filters[plan.name](value, *plan.arguments)
+    except ExpressionError:
+        raise
+    except Exception:
+        raise ExpressionError("expression could not be rendered") from None
+    if not isinstance(shown, str):
+        raise ExpressionError("expression could not be rendered")
+    output = f"{plan.prefix}{shown}{plan.suffix}"
+    if len(output) > MAX_OUTPUT_BYTES // 4 and len(output.encode()) > MAX_OUTPUT_BYTES:
+        raise ExpressionLimitError()
+    return output
+
+
+def _lookup(data: Any, steps: tuple[str | int, ...]) -> Any:
     value = data
-    for key, index in _REFERENCE_STEP.findall(path):
-        if key and isinstance(value, Mapping) and key in value:
-            value = value[key]
-        elif index and isinstance(value, list) and int(index) < len(value):
-            value = value[int(index)]
-        else:
-            return _MISSING
+    for step in steps:
+        if type(step) is str:
+            if isinstance(value, Mapping) and step in value:
+                value = value[step]
+                continue
+        elif isinstance(value, list) and step < len(value):
+            value = value[step]
+            continue
+        return _MISSING
     return value
 
 

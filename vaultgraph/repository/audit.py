@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..audit.query import LogFilter
-from .database import Database
+from .database import Database, one_list
 
 BEGINNING = datetime(1, 1, 1, tzinfo=UTC)
 END = datetime(9999, 12, 31, tzinfo=UTC)
@@ -62,7 +62,7 @@ class AuditRepository:
             application_id=where.application_id, operation=where.operation,
             outcome=where.outcome, since=where.since or BEGINNING, until=where.until or END,
             before_at=before[0], before_id=before[1], limit=limit)
-        return [event_of(r["event"]) for r in records]
+        return [event_of(e) for e in one_list(records, "events")]
 
     async def chains(self) -> list[ChainInfo]:
         records = await self._db.read("audit/chains")

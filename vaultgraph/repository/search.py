@@ -20,7 +20,7 @@ import neo4j
 from ..catalog import Catalog
 from ..search.query import And, Leaf, Node, Not, Range, Term, leaves
 from ..tokens.stored import StoredToken
-from .database import Database
+from .database import Database, one_list
 
 _PLACEHOLDER = re.compile(r"\$(value|low_inclusive|high_inclusive|low|high)\b")
 _SHAPES_KEPT = 512
@@ -138,5 +138,5 @@ class SearchRepository:
             after_at=after[0] if after else None, after_id=after[1] if after else None,
             **params)
         # The token's created_at comes as Neo4j prints it (@token): full precision, the cursor.
-        return [Hit(StoredToken.from_properties(r["token"]), r["token"]["created_at"])
-                for r in records]
+        return [Hit(StoredToken.from_properties(t), t["created_at"])
+                for t in one_list(records, "tokens")]

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from ..errors import UniquenessViolation
 from ..tokens.stored import StoredToken
-from .database import Database, Transaction
+from .database import Database, Transaction, one_list
 
 T = TypeVar("T")
 
@@ -112,7 +112,7 @@ class TokenRepository:
             where.statement(), tenant_id=tenant_id, prefixes=prefixes, after=after,
             limit=limit, ids=list(where.ids) or None, types=list(where.types) or None,
             meta_kvs=list(where.meta_kvs))
-        return [_token(r) for r in records]
+        return [StoredToken.from_properties(t) for t in one_list(records, "tokens")]
 
     async def delete(self, *, tenant_id: str, id: str, prefixes: list[str], actor: str) -> bool:
         """Turn a visible live token into an audit reference; False when none was visible."""

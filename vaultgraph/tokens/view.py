@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping
 from datetime import datetime
@@ -38,9 +39,14 @@ def decrypt_field(keys: TenantKeys, token: StoredToken, field: str) -> Any:
 
 
 def effective_mask(token: StoredToken, mask: Any) -> Any:
-    if mask is not None:
-        return mask
-    token_type = get_type(token.type)
+    return mask if mask is not None else _default_mask(token.type)
+
+
+@functools.cache
+def _default_mask(type_name: str) -> Any:
+    """A type's default mask as plain JSON values, made once per type: shared by every response
+    that shows it, so never mutated."""
+    token_type = get_type(type_name)
     if token_type is None or token_type.default_mask is None:
         return None
     return _plain(token_type.default_mask)

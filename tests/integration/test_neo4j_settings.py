@@ -1,0 +1,24 @@
+"""The Neo4j that `make test` and `make run` start is configured as README "Neo4j" asks."""
+
+from __future__ import annotations
+
+import neo4j
+
+
+async def test_neo4j_sends_no_keep_alive_hint(settings):
+    """With `connection.recv_timeout_seconds` the driver wraps every socket read in a timer
+    (a third of its CPU reading a page); the launcher turns the hint off and the service bounds
+    each statement with its own deadline instead."""
+    driver = neo4j.AsyncGraphDatabase.driver(
+        settings.neo4j_uri, auth=(settings.neo4j_user, settings.resolved_neo4j_password()))
+    try:
+        async with driver.session(database=settings.neo4j_database) as session:
+            await (await session.run("RETURN 1")).consume()
+        # The driver keeps the hints on the pooled connection (no public accessor).
+        connections = [c for pool in driver._pool.connections.values() for c in pool]
+        assert connections
+        for connection in connections:
+            assert "connection.recv_timeout_seconds" not in connection.connection_hints
+            assert connection.socket.get_read_timeout() is None
+    finally:
+        await driver.close()
