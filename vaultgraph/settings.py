@@ -60,6 +60,7 @@ class Settings:
     audit_prune_interval: float = 3600.0
     audit_batch_max: int = 256
     audit_batch_wait: float = 0.01
+    audit_lanes: int = 2
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0
     metrics_dir: str = ""

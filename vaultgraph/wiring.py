@@ -110,7 +110,8 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
         audit_repo = AuditRepository(db)
         audit_log = AuditLog(audit_repo, keyring)
         writer = (AuditWriter(audit_repo, keyring, max_batch=settings.audit_batch_max,
-                              max_wait=settings.audit_batch_wait) if keyring else None)
+                              max_wait=settings.audit_batch_wait, lanes=settings.audit_lanes)
+                  if keyring else None)
         readiness = Readiness(db)
         readiness.started = not background_start
         tenants = TenantService(TenantRepository(db), keyring) if keyring else None

@@ -64,7 +64,7 @@ async def sweep_at_once(settings, a, b) -> set[str]:
             break
     await a.audit_writer.settle()
     await b.audit_writer.settle()
-    chains = {a.audit_writer.chain, b.audit_writer.chain}
+    chains = a.audit_writer.chains | b.audit_writer.chains
 
     references = await cypher(a, """
         MATCH (d:DeletedToken {tenant_id: $t})

@@ -48,9 +48,26 @@ class Arrival:
         self.waiting = True
 
 
+class _Lane:
+    """One chain of the writer: one batch at a time, so its sequence numbers stay in order."""
+
+    __slots__ = ("busy", "chain", "prev", "seq")
+
+    def __init__(self) -> None:
+        metrics.AUDIT_CHAINS.inc()
+        self.chain = str(uuid.uuid4())
+        self.seq = 0
+        self.prev = ""
+        self.busy = False
+
+
 class AuditWriter:
+    """`lanes` chains, each with at most one batch in flight: while one lane's batch commits,
+    the next batch gathers and commits on another, so requests do not all wait on one commit
+    while the process idles (a lane's failure ends only its own chain)."""
+
     def __init__(self, repo: AuditRepository, ring: KeyRing, *, max_batch: int = 256,
-                 max_wait: float = 0.002):
+                 max_wait: float = 0.002, lanes: int = 2):
         self._repo = repo
         self._ring = ring
         self._max_batch = max(1, max_batch)
@@ -60,16 +77,21 @@ class AuditWriter:
         self._company = asyncio.Event()  # an event was handed over, or a request went away
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
-        self._flushing = False
+        self._lanes = [_Lane() for _ in range(max(1, lanes))]
+        self._lane_freed = asyncio.Event()
+        self._flushes: set[asyncio.Task] = set()
         self._idle = asyncio.Event()
         self._idle.set()
-        self._new_chain()
 
-    def _new_chain(self) -> None:
-        metrics.AUDIT_CHAINS.inc()
-        self.chain = str(uuid.uuid4())
-        self._seq = 0
-        self._prev = ""
+    @property
+    def chain(self) -> str:
+        """The first lane's chain: the one a request alone (no batch in flight) is written to."""
+        return self._lanes[0].chain
+
+    @property
+    def chains(self) -> set[str]:
+        """Every lane's current chain."""
+        return {lane.chain for lane in self._lanes}
 
     # -- requests' side ---------------------------------------------------------------------
 
@@ -117,14 +139,26 @@ class AuditWriter:
             await self._wake.wait()
             self._wake.clear()
             while self._pending:
+                lane = await self._free_lane()
                 await self._gather()
                 batch = self._pending[:self._max_batch]
                 del self._pending[:self._max_batch]
-                self._flushing = True
-                try:
-                    await self._flush(batch)
-                finally:
-                    self._flushing = False
+                lane.busy = True
+                flush = asyncio.get_running_loop().create_task(self._flush(lane, batch))
+                self._flushes.add(flush)
+                flush.add_done_callback(self._flushes.discard)
+            self._check_idle()
+
+    async def _free_lane(self) -> _Lane:
+        while True:
+            for lane in self._lanes:
+                if not lane.busy:
+                    return lane
+            self._lane_freed.clear()
+            await self._lane_freed.wait()
+
+    def _check_idle(self) -> None:
+        if not self._pending and not any(lane.busy for lane in self._lanes):
             self._idle.set()
 
     async def _gather(self) -> None:
@@ -143,28 +177,39 @@ class AuditWriter:
             except TimeoutError:
                 return
 
-    async def _flush(self, batch: list[tuple[dict[str, Any], asyncio.Future | None]]) -> None:
-        seq, prev = self._seq, self._prev
+    async def _flush(self, lane: _Lane,
+                     batch: list[tuple[dict[str, Any], asyncio.Future | None]]) -> None:
+        """Write `batch` on `lane`; the lane moves on only once it committed."""
+        try:
+            await self._write(lane, batch)
+        finally:
+            lane.busy = False
+            self._lane_freed.set()
+            self._check_idle()
+
+    async def _write(self, lane: _Lane,
+                     batch: list[tuple[dict[str, Any], asyncio.Future | None]]) -> None:
+        seq, prev = lane.seq, lane.prev
         linked = []
         for event, _ in batch:
             seq += 1
-            item = {**event, "chain": self.chain, "seq": seq, "prev": prev,
+            item = {**event, "chain": lane.chain, "seq": seq, "prev": prev,
                     "key_version": self._ring.active}
             item["mac"] = prev = sign(self._ring, item)
             linked.append(item)
         try:
-            await self._repo.write_batch(linked, chain=self.chain, head_seq=seq)
+            await self._repo.write_batch(linked, chain=lane.chain, head_seq=seq)
         except Exception as exc:
             metrics.AUDIT_FAILURES.inc()
             log.warning("audit batch not written; its requests fail closed",
                         extra={"error": type(exc).__name__, "events": len(batch)})
-            self._new_chain()
+            self._lanes[self._lanes.index(lane)] = _Lane()  # its outcome is unknown: new chain
             for _, future in batch:
                 if future is not None and not future.done():
                     future.set_exception(Unavailable("The audit trail cannot be written; "
                                                      "try again shortly."))
             return
-        self._seq, self._prev = seq, prev
+        lane.seq, lane.prev = seq, prev
         metrics.AUDIT_BATCHES.inc()
         metrics.AUDIT_EVENTS.inc(len(batch))
         metrics.AUDIT_BATCH_SIZE.observe(len(batch))
@@ -174,19 +219,21 @@ class AuditWriter:
 
     async def settle(self) -> None:
         """Wait until every event handed over so far is written (or failed)."""
-        if self._pending or self._flushing:
+        if self._pending or any(lane.busy for lane in self._lanes):
             await self._idle.wait()
 
     async def stop(self) -> None:
         """Write what is pending, then end the task."""
-        if self._pending:
-            batch, self._pending = self._pending, []
-            with contextlib.suppress(Exception):
-                await self._flush(batch)
         if self._task is not None and not self._task.done():
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self._flushes:
+            await asyncio.gather(*self._flushes, return_exceptions=True)
+        if self._pending:
+            batch, self._pending = self._pending, []
+            with contextlib.suppress(Exception):
+                await self._flush(await self._free_lane(), batch)
 
 
 class AuditLog:

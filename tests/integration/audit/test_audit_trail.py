@@ -4,6 +4,7 @@ durable before the answer, chained and verifiable, readable by `log:read` in its
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
 
 import orjson
@@ -50,6 +51,13 @@ async def logs(client, headers, **params) -> list[dict]:
     body = await resp.json()
     assert resp.status == 200, body
     return body["data"]
+
+
+@pytest.fixture
+def settings(settings):
+    """One audit lane: these tests read, tamper with and verify "the" chain of a run of
+    requests, which one lane keeps in one chain (test_group_commit.py covers two lanes)."""
+    return dataclasses.replace(settings, audit_lanes=1)
 
 
 def chain_of(client) -> str:

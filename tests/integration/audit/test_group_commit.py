@@ -11,6 +11,7 @@ from factories import database
 from prometheus_client import REGISTRY
 
 from vaultgraph.api.typedefs import services_key
+from vaultgraph.errors import Unavailable
 from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.services.audit import AuditWriter
 
@@ -109,5 +110,54 @@ async def test_the_wait_for_company_is_bounded(client, tenant):
             async with asyncio.timeout(GUARD):
                 await writer.record(e, arrival)
         assert await stored(client, [e["id"]]) == [(writer.chain, 1)]
+    finally:
+        await writer.stop()
+
+
+async def test_two_lanes_commit_side_by_side_and_each_chain_stays_whole(client, tenant):
+    """While one lane's batch commits, the next batch goes to the other lane: both chains get
+    events, each numbered 1..n without a gap, and both verify."""
+    app = client.server.app
+    writer = AuditWriter(AuditRepository(database(app)), app[services_key].keyring,
+                         max_wait=0, max_batch=5, lanes=2)
+    try:
+        events = [event(tenant) for _ in range(60)]
+        async with asyncio.timeout(GUARD):
+            await asyncio.gather(*(writer.record(e) for e in events))
+        rows = await stored(client, [e["id"] for e in events])
+        by_chain: dict[str, list[int]] = {}
+        for chain, seq in rows:
+            by_chain.setdefault(chain, []).append(seq)
+        assert set(by_chain) == writer.chains and len(by_chain) == 2
+        for seqs in by_chain.values():
+            assert seqs == list(range(1, len(seqs) + 1))
+        assert sum(map(len, by_chain.values())) == 60
+        assert await app[services_key].audit_log.verify(chains=writer.chains) == []
+    finally:
+        await writer.stop()
+
+
+async def test_a_failed_batch_ends_its_own_lane_only(client, tenant):
+    """A batch Neo4j refuses (here: an event with a map value, which no property can hold)
+    fails its requests closed and starts a new chain for its lane; the other lane's chain goes
+    on where it was."""
+    app = client.server.app
+    writer = AuditWriter(AuditRepository(database(app)), app[services_key].keyring,
+                         max_wait=0, max_batch=1, lanes=2)
+    try:
+        refused, other = {**event(tenant), "reason": {"not": "a property"}}, event(tenant)
+        first, second = writer._lanes[0].chain, writer._lanes[1].chain
+        async with asyncio.timeout(GUARD):
+            results = await asyncio.gather(writer.record(refused), writer.record(other),
+                                           return_exceptions=True)
+        assert isinstance(results[0], Unavailable) and results[1] is None
+        assert await stored(client, [refused["id"], other["id"]]) == [(second, 1)]
+        assert first not in writer.chains and second in writer.chains
+        later = [event(tenant), event(tenant)]
+        async with asyncio.timeout(GUARD):
+            await asyncio.gather(*(writer.record(e) for e in later))
+        assert sorted(await stored(client, [e["id"] for e in later])) == sorted(
+            [(writer._lanes[0].chain, 1), (second, 2)])
+        assert await app[services_key].audit_log.verify(chains=writer.chains) == []
     finally:
         await writer.stop()
