@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -27,7 +28,7 @@ class BenchConfig:
     loadgen: str = "wrk"            # wrk (Debian package, Lua scripts) or python (aiohttp client)
     wrk_threads: int = 1
     workloads: str = ""             # comma-separated subset; empty runs them all
-    profile: bool = False           # py-spy the service during the create and get workloads
+    profile: bool = False           # py-spy the service after each workload's measurement
     plans: bool = False             # PROFILE each workload's statements (db hits per request)
     jfr: bool = False               # JFR-record Neo4j during each measured window (bench/jfr.py)
     scale_sizes: str = "10000,100000"  # make bench-scale; add 1000000 for the full run
@@ -56,6 +57,11 @@ class BenchConfig:
     def work_dir(self) -> Path:
         """Scratch files: request pools for wrk, the service log, profiles."""
         return Path(self.home) / "bench-work"
+
+    @property
+    def profile_dir(self) -> Path:
+        """BENCH_PROFILE's collapsed stacks, one file per workload, kept with the results."""
+        return RESULTS / "profiles" / time.strftime("%Y-%m-%d", time.gmtime())
 
     def selected(self, name: str) -> bool:
         wanted = [w.strip() for w in self.workloads.split(",") if w.strip()]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import shutil
 import sys
 from collections import Counter
@@ -28,6 +29,15 @@ async def record(pid: int, seconds: float, out: Path) -> Path | None:
         print(f"[bench] py-spy failed: {err.decode(errors='replace')[-500:]}", file=sys.stderr)
         return None
     return out
+
+
+def compress(collapsed: Path) -> Path:
+    """`collapsed` gzipped beside itself (a tenth of the size), the plain file removed."""
+    kept = collapsed.with_name(collapsed.name + ".gz")
+    with collapsed.open("rb") as plain, gzip.open(kept, "wb", compresslevel=9) as packed:
+        shutil.copyfileobj(plain, packed)
+    collapsed.unlink()
+    return kept
 
 
 def _frame_name(frame: str) -> str:

@@ -28,7 +28,7 @@ from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.settings import PROJECT_ROOT, Settings
 
 from . import cpu, jfr, plans, profile, report
-from .config import RESULTS, BenchConfig
+from .config import RESULTS, ROOT, BenchConfig
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
 from .environment import Service, machine, new_kek, say, start_neo4j
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
@@ -268,25 +268,25 @@ class Bench:
             entry["service_tokens_per_s"] = round(service.rps * w.items_per_request, 1)
         return entry
 
-    async def profile_workloads(self) -> dict:
-        out = {}
-        for w in WORKLOADS:
-            if w.name not in ("create", "get"):
-                continue
-            ctx = self.context()
-            rng = random.Random("profile-" + w.name)  # noqa: S311
-            pool = [w.http(i) for i in w.items(ctx, rng)]
-            raw = self.cfg.work_dir / f"profile-{w.name}.txt"
-            seconds = max(5.0, self.cfg.duration)
-            recorded, _ = await asyncio.gather(
-                profile.record(self.service.pid, seconds - 1, raw),
-                self.loadgen.run(pool, seconds))
-            if recorded is None:
-                out[w.name] = {"error": "py-spy unavailable or failed"}
-                continue
-            out[w.name] = profile.summarize(recorded)
-            say(f"profile of {w.name}: {raw}")
-        return out
+    async def profile_workload(self, w: Workload) -> dict:
+        """py-spy of the service while `w` runs once more (after its measurement, so the
+        sampling costs the measured figures nothing); the collapsed stacks are kept gzipped beside
+        the results (speedscope and flamegraph.pl read them unzipped), summarised in the JSON."""
+        ctx = self.context()
+        rng = random.Random("profile-" + w.name)  # noqa: S311
+        pool = [w.http(i) for i in w.items(ctx, rng)]
+        raw = self.cfg.profile_dir / f"{w.name}.collapsed.txt"
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        seconds = max(5.0, self.cfg.duration)
+        recorded, _ = await asyncio.gather(
+            profile.record(self.service.pid, seconds - 1, raw),
+            self.loadgen.run(pool, seconds))
+        if recorded is None:
+            return {"error": "py-spy unavailable or failed"}
+        summary = profile.summarize(recorded)
+        kept = profile.compress(recorded)
+        say(f"profile of {w.name}: {kept}")
+        return {**summary, "collapsed": str(kept.relative_to(ROOT))}
 
 
 # -- entry points --------------------------------------------------------------------------
@@ -313,14 +313,10 @@ async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
         result["jvm_warmup"] = await b.warm_jvm(
             [w for w in WORKLOADS if cfg.selected(w.name) and w.bare])
         for w in WORKLOADS:
-            if w.name == "list" and cfg.profile:
-                # Before list: abandoned (timed-out) list requests keep the service busy after
-                # the client gives up, and would pollute the profile.
-                result["profile"] = await b.profile_workloads()
             if cfg.selected(w.name):
                 result["workloads"][w.name] = await b.workload(w)
-        if cfg.profile and "profile" not in result:
-            result["profile"] = await b.profile_workloads()
+                if cfg.profile:
+                    result.setdefault("profile", {})[w.name] = await b.profile_workload(w)
         done = result["workloads"]
         if done.get("create", {}).get("service") and done.get("tokenize", {}).get("service"):
             # The issue's target: batched creates at least 3x single creates, same run.

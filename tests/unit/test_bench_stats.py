@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import math
 import sys
 
@@ -138,3 +139,17 @@ def test_report_names_the_jvm_warm_up_only_when_there_was_one():
     assert jvm_line({"seconds": 0, "rounds": 0, "jit_cores_last_round": None}) == ""
     line = jvm_line({"seconds": 121, "rounds": 9, "jit_cores_last_round": 0.04})
     assert "121s" in line and "9 rounds" in line and "0.04 of a core" in line
+
+
+def test_a_profile_is_kept_gzipped_and_still_summarised(tmp_path):
+    from bench import profile
+
+    raw = tmp_path / "list.collapsed.txt"
+    raw.write_text("process 1;run (vaultgraph/server.py:1);present (vaultgraph/view.py:9) 3\n"
+                   "process 1;run (vaultgraph/server.py:1);recv (neo4j/_io.py:5) 1\n")
+    summary = profile.summarize(raw)
+    kept = profile.compress(raw)
+    assert not raw.exists() and kept.name == "list.collapsed.txt.gz"
+    assert gzip.decompress(kept.read_bytes()).decode().count("\n") == 2
+    assert summary["samples"] == 4
+    assert dict(summary["self_by_category_pct"]) == {"vaultgraph": 75.0, "neo4j driver": 25.0}
