@@ -585,7 +585,8 @@ def test_only_plain_filter_shapes_are_rendered_directly():
                  "{{ data | last4 }}{{ data }}", "{% if data %}{{ data | last4 }}{% endif %}",
                  "{{ data | reveal_last: data.n }}", "{{ data | pad_left: 3, '\\\\' }}",
                  "{{ metadata.a | last4 }}", "{{ data | reveal_last: -4 }}",
-                 "{# c #}{{ data | last4 }}", "{{ data | reveal_last: 1000000 }}"):
+                 "{# c #}{{ data | last4 }}", "{{ data | reveal_last: 1000000 }}",
+                 "{{ data\x0b| last4 }}", "{{ data |\u00a0last4 }}"):
         assert expressions._leaf_plan(leaf) is None, leaf
 
 

@@ -170,9 +170,11 @@ _REFERENCE_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[([0-9]{1,6})\]")
 # vault's own string filters over a plain reference, with literal arguments (small integers,
 # quoted text without backslashes or braces), no whitespace control.
 _ARGUMENT = r"""[0-9]{1,6}|"[^"\\{}]*"|'[^'\\{}]*'"""
+# Between the tag's tokens only the whitespace Liquid's expression lexer skips.
+_WS = r"[ \t\r\n]*"
 _FILTERED_REFERENCE = re.compile(
-    r"([^{}]*)\{\{\s*data((?:\.[A-Za-z_][\w-]*|\[[0-9]{1,6}\])*)\s*\|\s*([a-z_0-9]+)"
-    rf"(?:\s*:\s*((?:{_ARGUMENT})(?:\s*,\s*(?:{_ARGUMENT}))*))?\s*\}}\}}([^{{}}]*)")
+    rf"([^{{}}]*)\{{\{{\s*data((?:\.[A-Za-z_][\w-]*|\[[0-9]{{1,6}}\])*){_WS}\|{_WS}([a-z_0-9]+)"
+    rf"(?:{_WS}:{_WS}((?:{_ARGUMENT})(?:{_WS},{_WS}(?:{_ARGUMENT}))*))?\s*\}}\}}([^{{}}]*)")
 _ARGUMENTS = re.compile(_ARGUMENT)
 # The filters a filtered reference may call directly: each returns text, and is given the text
 # the reference names exactly as Liquid gives it (a plain str, unchanged).
@@ -252,8 +254,13 @@ def _render_filtered(plan: _Filtered, value: str) -> str:
     if not isinstance(shown, str):
         raise ExpressionError("expression could not be rendered")
     output = f"{plan.prefix}{shown}{plan.suffix}"
-    if len(output) > MAX_OUTPUT_BYTES // 4 and len(output.encode()) > MAX_OUTPUT_BYTES:
-        raise ExpressionLimitError()
+    if len(output) > MAX_OUTPUT_BYTES // 4:
+        try:
+            size = len(output.encode())
+        except UnicodeEncodeError:
+            raise ExpressionError("expression could not be rendered") from None
+        if size > MAX_OUTPUT_BYTES:
+            raise ExpressionLimitError()
     return output
 
 

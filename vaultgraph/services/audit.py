@@ -80,6 +80,7 @@ class AuditWriter:
         self._lanes = [_Lane() for _ in range(max(1, lanes))]
         self._lane_freed = asyncio.Event()
         self._flushes: set[asyncio.Task] = set()
+        self._stopping = False
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -128,6 +129,8 @@ class AuditWriter:
         self._handed(arrival)
         self._idle.clear()
         self._wake.set()
+        if self._stopping:
+            return  # stop() writes what is pending until it is done
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(),
                                                                 name="audit-writer")
@@ -141,13 +144,17 @@ class AuditWriter:
             while self._pending:
                 lane = await self._free_lane()
                 await self._gather()
-                batch = self._pending[:self._max_batch]
-                del self._pending[:self._max_batch]
-                lane.busy = True
-                flush = asyncio.get_running_loop().create_task(self._flush(lane, batch))
-                self._flushes.add(flush)
-                flush.add_done_callback(self._flushes.discard)
+                self._start_flush(lane)
             self._check_idle()
+
+    def _start_flush(self, lane: _Lane) -> None:
+        """The next batch of what is pending, written on `lane` (which is busy until then)."""
+        batch = self._pending[:self._max_batch]
+        del self._pending[:self._max_batch]
+        lane.busy = True
+        flush = asyncio.get_running_loop().create_task(self._flush(lane, batch))
+        self._flushes.add(flush)
+        flush.add_done_callback(self._flushes.discard)
 
     async def _free_lane(self) -> _Lane:
         while True:
@@ -190,24 +197,26 @@ class AuditWriter:
     async def _write(self, lane: _Lane,
                      batch: list[tuple[dict[str, Any], asyncio.Future | None]]) -> None:
         seq, prev = lane.seq, lane.prev
-        linked = []
-        for event, _ in batch:
-            seq += 1
-            item = {**event, "chain": lane.chain, "seq": seq, "prev": prev,
-                    "key_version": self._ring.active}
-            item["mac"] = prev = sign(self._ring, item)
-            linked.append(item)
         try:
+            linked = []
+            for event, _ in batch:
+                seq += 1
+                item = {**event, "chain": lane.chain, "seq": seq, "prev": prev,
+                        "key_version": self._ring.active}
+                item["mac"] = prev = sign(self._ring, item)
+                linked.append(item)
             await self._repo.write_batch(linked, chain=lane.chain, head_seq=seq)
-        except Exception as exc:
+        except BaseException as exc:  # cancelled too: the commit's outcome is unknown
             metrics.AUDIT_FAILURES.inc()
             log.warning("audit batch not written; its requests fail closed",
                         extra={"error": type(exc).__name__, "events": len(batch)})
-            self._lanes[self._lanes.index(lane)] = _Lane()  # its outcome is unknown: new chain
+            self._lanes[self._lanes.index(lane)] = _Lane()  # a new chain for this lane
             for _, future in batch:
                 if future is not None and not future.done():
                     future.set_exception(Unavailable("The audit trail cannot be written; "
                                                      "try again shortly."))
+            if not isinstance(exc, Exception):
+                raise
             return
         lane.seq, lane.prev = seq, prev
         metrics.AUDIT_BATCHES.inc()
@@ -223,17 +232,20 @@ class AuditWriter:
             await self._idle.wait()
 
     async def stop(self) -> None:
-        """Write what is pending, then end the task."""
+        """End the task, then write what is pending and what arrives meanwhile (a sweep that
+        is still running, say) until nothing is left: batches in flight are waited for, never
+        cancelled, and each lane still writes one batch at a time."""
+        self._stopping = True
         if self._task is not None and not self._task.done():
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if self._flushes:
-            await asyncio.gather(*self._flushes, return_exceptions=True)
-        if self._pending:
-            batch, self._pending = self._pending, []
-            with contextlib.suppress(Exception):
-                await self._flush(await self._free_lane(), batch)
+        while self._pending or self._flushes:
+            while self._pending and any(not lane.busy for lane in self._lanes):
+                self._start_flush(next(lane for lane in self._lanes if not lane.busy))
+            if self._flushes:
+                await asyncio.wait(set(self._flushes))
+        self._stopping = False
 
 
 class AuditLog:
