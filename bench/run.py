@@ -39,6 +39,11 @@ JVM_ROUND = 3.0     # seconds per workload and side in a JVM warm-up round
 JIT_SETTLED = 0.05  # of one core: the JIT compiler has compiled what the workloads run
 
 
+def http_pool(w: Workload, ctx: Context, rng: random.Random) -> list[Request]:
+    """The service side's requests of `w`: one per item, cycled through by the load generator."""
+    return [w.http(i) for i in w.items(ctx, rng)]
+
+
 def bare_op(w: Workload, ctx: Context):
     """One bare request of `w`: the workload's driver work inside its share of the audit
     trail."""
@@ -182,7 +187,7 @@ class Bench:
             t0, jit0 = time.monotonic(), cpu.jit_ticks(self.neo.running_pid())
             for w in workloads:
                 rng = random.Random(f"jvm-{w.name}-{rounds}")  # noqa: S311 - request variety
-                await self.loadgen.run([w.http(i) for i in w.items(ctx, rng)], JVM_ROUND)
+                await self.loadgen.run(http_pool(w, ctx, rng), JVM_ROUND)
                 await run_bare(bare_op(w, ctx), w.items(ctx, rng), cfg.concurrency, JVM_ROUND)
             rounds += 1
             spent = (cpu.jit_ticks(self.neo.running_pid()) - jit0) * cpu.TICK_MS / 1000
@@ -201,8 +206,8 @@ class Bench:
     async def service_side(self, w: Workload, ctx: Context, rng: random.Random) -> Result:
         cfg = self.cfg
         if warmup := self.warmup():
-            await self.loadgen.run([w.http(i) for i in w.items(ctx, rng)], warmup)
-        pool = [w.http(i) for i in w.items(ctx, rng)]
+            await self.loadgen.run(http_pool(w, ctx, rng), warmup)
+        pool = http_pool(w, ctx, rng)
         groups = {"service": self.service.pid, "neo4j": self.neo.running_pid(),
                   "loadgen": os.getpid()}
         before, audit_before = cpu.snapshot(groups), self.service.audit_figures()
@@ -274,7 +279,7 @@ class Bench:
         the results (speedscope and flamegraph.pl read them unzipped), summarised in the JSON."""
         ctx = self.context()
         rng = random.Random("profile-" + w.name)  # noqa: S311
-        pool = [w.http(i) for i in w.items(ctx, rng)]
+        pool = http_pool(w, ctx, rng)
         raw = self.cfg.profile_dir / f"{w.name}.collapsed.txt"
         raw.parent.mkdir(parents=True, exist_ok=True)
         seconds = max(5.0, self.cfg.duration)

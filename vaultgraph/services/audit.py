@@ -156,13 +156,14 @@ class AuditWriter:
         self._flushes.add(flush)
         flush.add_done_callback(self._flushes.discard)
 
+    def _idle_lane(self) -> _Lane | None:
+        return next((lane for lane in self._lanes if not lane.busy), None)
+
     async def _free_lane(self) -> _Lane:
-        while True:
-            for lane in self._lanes:
-                if not lane.busy:
-                    return lane
+        while (lane := self._idle_lane()) is None:
             self._lane_freed.clear()
             await self._lane_freed.wait()
+        return lane
 
     def _check_idle(self) -> None:
         if not self._pending and not any(lane.busy for lane in self._lanes):
@@ -241,8 +242,8 @@ class AuditWriter:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         while self._pending or self._flushes:
-            while self._pending and any(not lane.busy for lane in self._lanes):
-                self._start_flush(next(lane for lane in self._lanes if not lane.busy))
+            while self._pending and (lane := self._idle_lane()) is not None:
+                self._start_flush(lane)
             if self._flushes:
                 await asyncio.wait(set(self._flushes))
         self._stopping = False
