@@ -8,7 +8,7 @@ HOME_DIR ?= .vaultgraph
 TEST_ENV := VAULTGRAPH_HOME=$(HOME_DIR) VAULTGRAPH_NEO4J_BOLT_PORT=7688 VAULTGRAPH_NEO4J_HTTP_PORT=7475
 PYTEST_ARGS ?=
 
-.PHONY: run test lint mutation bench bench-deps bench-scale system-deps venv sdk-deps neo4j-stop clean
+.PHONY: run test lint mutation bench bench-deps bench-scale bench-soak system-deps venv sdk-deps neo4j-stop clean
 
 system-deps:
 	@command -v java >/dev/null && command -v mvn >/dev/null || { \
@@ -68,6 +68,9 @@ bench: bench-deps
 
 bench-scale: bench-deps
 	$(BIN)/python -m bench --scale
+
+bench-soak: bench-deps
+	$(BIN)/python -m bench --soak
 
 neo4j-stop:
 	-VAULTGRAPH_HOME=$(HOME_DIR) $(BIN)/vaultgraph neo4j stop

@@ -32,6 +32,8 @@ class BenchConfig:
     plans: bool = False             # PROFILE each workload's statements (db hits per request)
     jfr: bool = False               # JFR-record Neo4j during each measured window (bench/jfr.py)
     scale_sizes: str = "10000,100000"  # make bench-scale; add 1000000 for the full run
+    soak: float = 300.0             # make bench-soak: seconds of the get workload, after warm-up
+    soak_sample: float = 15.0       # seconds between the soak's memory samples
     home: str = str(ROOT / ".vaultgraph")
 
     @classmethod

@@ -47,6 +47,11 @@ def _tree(root: int, parents: dict[int, int]) -> set[int]:
     return found
 
 
+def process_tree(root: int) -> set[int]:
+    """`root` and every process under it, alive now."""
+    return _tree(root, _table()[0])
+
+
 def snapshot(groups: dict[str, int]) -> dict[str, int]:
     """CPU ticks of each named process tree, leaving out the other named trees it holds (the
     load generator's tree holds the service's); `neo4j_jit`: of Neo4j's, its JIT compiler's."""

@@ -81,10 +81,6 @@ class Service:
             # Scraped around each measured window (the audit writer's batch sizes).
             "VAULTGRAPH_METRICS_PORT": str(cfg.port + 1),
         }
-        if int(os.environ.get("VAULTGRAPH_WORKERS") or 1) > 1:
-            # Workers share the metrics port: without one multiprocess directory each scrape
-            # would read whichever worker answered it (serve empties it at start).
-            self.env["VAULTGRAPH_METRICS_DIR"] = str(cfg.work_dir / "metrics")
         self.proc: subprocess.Popen | None = None
         self.log_path = cfg.work_dir / "service.log"
 

@@ -6,8 +6,10 @@ are not profiled."""
 from __future__ import annotations
 
 import random
+import uuid
 from collections import Counter
 
+from .memory import hit_ratio
 from .workloads import Context, Workload
 
 REQUESTS = 20  # items per workload: enough to average over the data set's variety
@@ -45,3 +47,28 @@ async def profile_workload(w: Workload, ctx: Context) -> dict:
         return out
     finally:
         ctx.plans = None
+
+
+async def page_cache(w: Workload, ctx: Context, requests: int = 200) -> dict:
+    """Neo4j's page-cache hits and faults over `requests` of a read workload's bare statements,
+    run in one transaction whose counters `SHOW TRANSACTIONS` reports (a PROFILE's per-operator
+    page-cache columns stay at 0 on Community Edition)."""
+    rng = random.Random("page-cache-" + w.name)  # noqa: S311 - request variety
+    tag = str(uuid.uuid4())
+    async with ctx.driver.session(database=ctx.database) as session:
+        tx = await session.begin_transaction(metadata={"bench_page_cache": tag})
+        ctx.tx = tx
+        try:
+            items = w.items(ctx, rng)
+            for i in range(requests):
+                await w.bare(ctx, items[i % len(items)])
+            records, _, _ = await ctx.driver.execute_query(
+                "SHOW TRANSACTIONS YIELD metaData, pageHits, pageFaults "
+                "WHERE metaData.bench_page_cache = $tag RETURN pageHits, pageFaults",
+                tag=tag, database_=ctx.database)
+        finally:
+            ctx.tx = None
+            await tx.rollback()
+    if not records:
+        return hit_ratio(0, 0)
+    return hit_ratio(records[0]["pageHits"], records[0]["pageFaults"])

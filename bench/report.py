@@ -48,6 +48,7 @@ def table(result: dict) -> str:
         r = "-" if w["ratio"] is None else f"{w['ratio']:.2f}"
         lines.append("| " + " | ".join([name, *_side(w["service"]), *_side(w["bare"]), r]) + " |")
     lines += cpu_table(result)
+    lines += memory_lines(result)
     lines += plans_table(result)
     notes = [f"- {n}: {w['note']}" for n, w in result["workloads"].items()
              if w.get("note") and w.get("available", True)]
@@ -100,6 +101,40 @@ def _cpu(v) -> str:
     return "-" if v is None else f"{v:.2f}"
 
 
+def memory_lines(result: dict) -> list[str]:
+    rest, end = result.get("memory_at_rest"), result.get("memory_at_end")
+    if rest is None:
+        return []  # a result from before memory was reported
+    after = ", ".join(f"{n} {w['service_rss_mib_after']}" for n, w in result["workloads"].items()
+                      if w.get("service_rss_mib_after") is not None)
+    lines = ["", f"Service resident set (MiB, workers summed): at rest {rest['service_rss_mib']}"
+             + (f"; after each workload: {after}" if after else "")]
+    if end is not None:
+        lines.append(f"Neo4j at the end: resident {end['neo4j_rss_mib']} MiB, heap "
+                     f"{end['neo4j_heap_mib'].get('used')} MiB used of "
+                     f"{end['neo4j_heap_mib'].get('max')}, page cache {end['neo4j_pagecache']}")
+    return lines
+
+
+def soak_table(result: dict) -> str:
+    lines = [machine_line(result), "",
+             "| seconds | requests | req/s | p50 ms | p99 ms | errors | service RSS MiB "
+             "| Neo4j heap used MiB |",
+             "|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for s in result["samples"]:
+        lines.append(f"| {s['seconds']} | {s['requests']:,} | {s['rps']:,.0f} | {_ms(s['p50_ms'])} "
+                     f"| {_ms(s['p99_ms'])} | {s['errors']} | {s['service_rss_mib']} "
+                     f"| {s['neo4j_heap_used_mib']} |")
+    v = result["verdict"]
+    if v.get("grew") is None:
+        lines += ["", f"no verdict: {v['why']}"]
+    else:
+        lines += ["", f"service resident set, second quarter {v['early_mib']} MiB → last quarter "
+                  f"{v['late_mib']} MiB ({v['growth_mib']:+} MiB, allowed {v['allowed_mib']}): "
+                  + ("GREW" if v["grew"] else "no growth")]
+    return "\n".join(lines)
+
+
 def scale_table(result: dict) -> str:
     lines = [machine_line(result), "",
              "| stored tokens | get p50 ms | get p99 ms | get req/s | list p50 ms | list p99 ms "
@@ -122,4 +157,19 @@ def scale_table(result: dict) -> str:
         for size, row in result["sizes"].items():
             lines.append(f"| {int(size):,} | " + " | ".join(
                 f"{_ms(row[n]['p50_ms'])} | {row[n]['rps']:,.0f}" for n in searches) + " |")
+    lines += ["", "| stored tokens | load s (cumulative) | audit events | Neo4j heap used MiB "
+              "| Neo4j RSS MiB | service RSS MiB | page-cache hit ratio |",
+              "|--:|--:|--:|--:|--:|--:|---|"]
+    for size, row in result["sizes"].items():
+        mem = row.get("memory")
+        if mem is None:
+            continue  # a result from before these figures were kept
+        hits = ", ".join(f"{n} {row[n]['page_cache']['hit_ratio']}"
+                         for n in result["p50_growth"] if "page_cache" in row[n])
+        lines.append(f"| {int(size):,} | {row['load_seconds']:,} | {row['audit_events']:,} | "
+                     f"{mem['neo4j_heap_mib'].get('used')} | {mem['neo4j_rss_mib']:,} | "
+                     f"{mem['service_rss_mib']:,} | {hits} |")
+    if disk := result.get("disk_mib"):
+        lines += ["", f"On disk at the end (Neo4j stopped): store {disk['store']:,} MiB, "
+                  f"transaction logs {disk['transaction_logs']:,} MiB"]
     return "\n".join(lines)

@@ -27,7 +27,7 @@ from vaultgraph.services.audit import AuditWriter
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.settings import PROJECT_ROOT, Settings
 
-from . import cpu, jfr, plans, profile, report
+from . import cpu, jfr, memory, plans, profile, report
 from .config import RESULTS, ROOT, BenchConfig
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
 from .environment import Service, machine, new_kek, say, start_neo4j
@@ -151,6 +151,15 @@ class Bench:
                 f"{node is not None}, a metadata page held {len(page)} of {want}): update "
                 "bench/cypher/load_tokens.cypher to the shape cypher/tokens/create.cypher writes")
 
+    async def memory(self) -> dict:
+        """The service's resident set (its workers summed), Neo4j's heap and resident set (heap,
+        page cache and native memory), now. (The store's size on disk is read once Neo4j has
+        stopped: until a checkpoint, its files lag behind what the page cache holds.)"""
+        return {"service_rss_mib": memory.mib(memory.tree_rss_bytes(self.service.pid)),
+                "neo4j_rss_mib": memory.mib(memory.tree_rss_bytes(self.neo.running_pid())),
+                "neo4j_heap_mib": await memory.neo4j_heap(self.db.driver, self.db.database),
+                "neo4j_pagecache": self.cfg.neo4j_pagecache}
+
     async def teardown(self) -> None:
         if self.audit is not None:
             await self.audit.stop()
@@ -261,7 +270,9 @@ class Bench:
             say(f"{w.name}: the probe request answered {status}; measuring anyway")
         say(f"{w.name}: service via {self.loadgen.name}, {self.cfg.concurrency} connections")
         service = await self.service_side(w, ctx, rng)
-        say(f"{w.name}: service {service.rps:,.0f} req/s, p50 {service.p50_ms:.1f} ms")
+        entry["service_rss_mib_after"] = memory.mib(memory.tree_rss_bytes(self.service.pid))
+        say(f"{w.name}: service {service.rps:,.0f} req/s, p50 {service.p50_ms:.1f} ms, "
+            f"resident {entry['service_rss_mib_after']} MiB")
         bare = await self.bare_side(w, ctx, rng)
         say(f"{w.name}: bare    {bare.rps:,.0f} req/s, p50 {bare.p50_ms:.1f} ms")
         entry.update(available=True, service=service.to_dict(),
@@ -301,6 +312,8 @@ def header(cfg: BenchConfig) -> dict:
             "git_dirty": git_dirty(),
             "machine": machine(),
             "settings": {"duration_s": cfg.duration, "warmup_s": cfg.warmup,
+                         # what `vaultgraph serve` runs (VAULTGRAPH_WORKERS, 0: one per CPU)
+                         "service_workers": Settings.from_env().worker_count,
                          "concurrency": cfg.concurrency, "neo4j_heap": cfg.neo4j_heap,
                          "neo4j_pagecache": cfg.neo4j_pagecache}}
 
@@ -311,7 +324,8 @@ async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
     try:
         await b.setup()
         await b.load_to(cfg.tokens)
-        result = {**header(cfg), "loadgen": b.loadgen.name, "workloads": {}}
+        result = {**header(cfg), "loadgen": b.loadgen.name, "workloads": {},
+                  "memory_at_rest": await b.memory()}
         if cfg.plans:
             result["plans"] = {w.name: await plans.profile_workload(w, b.context())
                                for w in WORKLOADS if cfg.selected(w.name) and w.bare}
@@ -328,6 +342,7 @@ async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
             result["tokenize_vs_create"] = round(
                 done["tokenize"]["service_tokens_per_s"] / done["create"]["service"]["rps"], 2)
         result["stored_tokens"] = await stored_tokens(b)
+        result["memory_at_end"] = await b.memory()
         result["machine"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
         result["wall_seconds"] = round(time.monotonic() - began)
         return result
@@ -344,14 +359,22 @@ async def scale_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
     try:
         await b.setup()
         result = {**header(cfg), "loadgen": b.loadgen.name, "sizes": {}}
+        loaded = 0.0
         for size in cfg.sizes():
+            t0 = time.monotonic()
             await b.load_to(size)
-            row = {}
+            loaded += time.monotonic() - t0
+            row: dict = {"load_seconds": round(loaded)}
             for name, w in wanted.items():
                 rng = random.Random(f"{name}{size}")  # noqa: S311 - request variety
                 res = await b.service_side(w, b.context(), rng)
                 row[name] = res.to_dict()
-                say(f"{size:,} tokens: {name} p50 {res.p50_ms:.1f} ms, {res.rps:,.0f} req/s")
+                # After the measurement, so the cache holds what a steady load keeps in it.
+                row[name]["page_cache"] = await plans.page_cache(w, b.context())
+                say(f"{size:,} tokens: {name} p50 {res.p50_ms:.1f} ms, {res.rps:,.0f} req/s, "
+                    f"page-cache hit ratio {row[name]['page_cache']['hit_ratio']}")
+            row["memory"] = await b.memory()
+            row["audit_events"] = await audit_events(b)
             result["sizes"][str(size)] = row
         sizes = cfg.sizes()
         lo, hi = str(min(sizes)), str(max(sizes))
@@ -359,6 +382,42 @@ async def scale_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
                                              result["sizes"][hi][name]["p50_ms"])
                                 for name in wanted}
         result["p50_growth_between"] = [int(lo), int(hi)]
+        result["wall_seconds"] = round(time.monotonic() - began)
+        return result
+    finally:
+        await b.teardown()
+
+
+async def soak_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
+    """The leak check: the get workload for BENCH_SOAK seconds after a warm-up, the service's
+    resident set (and Neo4j's heap) sampled every BENCH_SOAK_SAMPLE seconds; it must settle,
+    not climb (memory.soak_verdict)."""
+    b = Bench(cfg, neo)
+    began = time.monotonic()
+    w = next(w for w in WORKLOADS if w.name == "get")
+    try:
+        await b.setup()
+        await b.load_to(cfg.tokens)
+        ctx = b.context()
+        rng = random.Random("soak")  # noqa: S311 - request variety
+        pool = http_pool(w, ctx, rng)
+        result = {**header(cfg), "loadgen": b.loadgen.name, "workload": w.name,
+                  "memory_at_rest": await b.memory(), "samples": []}
+        if warmup := b.warmup():
+            await b.loadgen.run(pool, warmup)
+        requests = 0
+        for n in range(1, max(1, round(cfg.soak / cfg.soak_sample)) + 1):
+            res = await b.loadgen.run(pool, cfg.soak_sample)
+            requests += res.requests
+            mem = await b.memory()
+            sample = {"seconds": round(n * cfg.soak_sample), "requests": requests,
+                      "rps": res.rps, "p50_ms": res.p50_ms, "p99_ms": res.p99_ms,
+                      "errors": res.errors, "service_rss_mib": mem["service_rss_mib"],
+                      "neo4j_heap_used_mib": mem["neo4j_heap_mib"].get("used")}
+            result["samples"].append(sample)
+            say(f"soak {sample['seconds']}s: {res.rps:,.0f} req/s, service resident "
+                f"{sample['service_rss_mib']} MiB")
+        result["verdict"] = memory.soak_verdict(result["samples"])
         result["wall_seconds"] = round(time.monotonic() - began)
         return result
     finally:
@@ -379,6 +438,12 @@ async def stored_tokens(b: Bench) -> int:
     return records[0]["n"]
 
 
+async def audit_events(b: Bench) -> int:
+    records, _, _ = await b.db.driver.execute_query(
+        "MATCH (e:AuditEvent) RETURN count(e) AS n", database_="neo4j")
+    return records[0]["n"]
+
+
 def write_results(result: dict, stem: str) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     text = json.dumps(result, indent=2) + "\n"
@@ -391,20 +456,25 @@ def write_results(result: dict, stem: str) -> Path:
 
 def main(argv: list[str]) -> int:
     cfg = BenchConfig.from_env()
-    scale = "--scale" in argv
+    scale, soak = "--scale" in argv, "--soak" in argv
     neo = None
     try:
         # Started outside the event loop: the launcher runs its own loop while it waits.
         neo = start_neo4j(cfg)
-        result = asyncio.run(scale_main(cfg, neo) if scale else bench_main(cfg, neo))
+        main = scale_main if scale else soak_main if soak else bench_main
+        result = asyncio.run(main(cfg, neo))
     except KeyboardInterrupt:
         say("interrupted: everything the benchmark started is stopped")
         return 130
     finally:
         if neo is not None:
             neo.stop()
-    path = write_results(result, "scale-" if scale else "")
-    print(report.scale_table(result) if scale else report.table(result))
+    if scale:  # stopped, Neo4j has checkpointed: its files hold everything
+        result["disk_mib"] = {k: memory.mib(v)
+                              for k, v in memory.store_bytes(cfg.neo4j_home).items()}
+    path = write_results(result, "scale-" if scale else "soak-" if soak else "")
+    print(report.scale_table(result) if scale else report.soak_table(result) if soak
+          else report.table(result))
     say(f"wrote {path}")
     return 0
 

@@ -63,6 +63,7 @@ class Context:
     prefixes: list[str] = field(default_factory=lambda: ["/"])  # the bench app's one rule
     audit: Any = None            # the bare side's AuditWriter: the same event writes as the service
     plans: dict | None = None    # set: the bare statements run under PROFILE (bench/plans.py)
+    tx: Any = None               # set: the bare reads run in this transaction (bench/plans.py)
 
     @property
     def principal(self) -> SimpleNamespace:
@@ -119,6 +120,9 @@ class BareDriver:
         if ctx.plans is not None:
             text = neo4j.Query("PROFILE " + (text.text if isinstance(text, neo4j.Query)
                                              else text))
+        if ctx.tx is not None:
+            query = text.text if isinstance(text, neo4j.Query) else text
+            return [record async for record in await ctx.tx.run(query, params)]
         async with ctx.driver.session(database=ctx.database, default_access_mode=mode) as s:
             result = await s.run(text, params)
             records = [record async for record in result]

@@ -515,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="start the local Neo4j (and stop it on exit), bootstrap on first run")
     p_serve.add_argument("--workers", type=int, metavar="N",
                          help="serve with N processes on one port (SO_REUSEPORT); default "
-                              "VAULTGRAPH_WORKERS or 1")
+                              "VAULTGRAPH_WORKERS, or 0: one per CPU this process may use")
 
     p_neo = sub.add_parser("neo4j", help="the local Neo4j server")
     p_neo.add_argument("action", choices=["start", "stop", "status", "run"])

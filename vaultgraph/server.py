@@ -23,9 +23,11 @@ import contextlib
 import dataclasses
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Coroutine
 from http import HTTPStatus
@@ -244,16 +246,31 @@ def run_loop(settings: Settings, main: Coroutine[Any, Any, int]) -> int:
 
 
 def run(settings: Settings) -> int:
-    """`vaultgraph serve`: one process, or `settings.workers` of them on one port."""
-    if settings.workers <= 1:
+    """`vaultgraph serve`: one process, or `settings.worker_count` of them on one port."""
+    workers = settings.worker_count
+    if workers <= 1:
         return run_loop(settings, serve(settings))
-    if settings.metrics_dir:  # one fresh multiprocess directory the workers share
-        from . import metrics
+    from . import metrics
 
+    private = None
+    if settings.metrics_port and not settings.metrics_dir:
+        # Workers on one metrics port: without a shared directory each scrape would read
+        # whichever worker answered it. A private one, removed when the workers are gone.
+        private = tempfile.mkdtemp(prefix="vaultgraph-metrics-")
+        settings = dataclasses.replace(settings, metrics_dir=private)
+    if settings.metrics_dir:  # one fresh multiprocess directory the workers share
         metrics.prepare_dir(settings.metrics_dir)
+    try:
+        return _supervise(settings, workers)
+    finally:
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)
+
+
+def _supervise(settings: Settings, workers: int) -> int:
     env = {**os.environ, **_settings_env(settings), PREFIX + "WORKERS": "1"}
     children = [subprocess.Popen([sys.executable, "-m", "vaultgraph.server"], env=env)
-                for _ in range(settings.workers)]
+                for _ in range(workers)]
 
     def forward(sig, _frame) -> None:
         for child in children:

@@ -18,6 +18,20 @@ CHOICES = {"neo4j_read_routing": ("read", "write"), "event_loop": ("uvloop", "as
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
+def available_cpus(cgroup: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
+    """CPUs this process may run on: its affinity mask, capped by a cgroup v2 CPU quota (a
+    container limited to 1.5 CPUs gets 2 of a 16-core host's, not 16)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cpus = cpus or 1
+    try:
+        quota, period = cgroup.read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, -(-int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 quota readable here: the affinity mask stands
+    return cpus
+
+
 _KINDS = {int: "a whole number", float: "a number"}  # how a wrong value's type is named
 
 
@@ -73,7 +87,7 @@ class Settings:
     body_read_timeout: float = 30.0
     keepalive_timeout: float = 75.0
     shutdown_grace: float = 25.0
-    workers: int = 1
+    workers: int = 0  # 0: one per CPU this process may use (available_cpus)
     event_loop: str = "uvloop"
     log_coalesce_interval: float = 10.0
     bulk_max_items: int = 100
@@ -116,6 +130,11 @@ class Settings:
                 setting = PREFIX + name.upper()
                 raise ConfigError(f"{setting} is {value!r}",
                                   f"set {setting} to {' or '.join(choices)}")
+
+    @property
+    def worker_count(self) -> int:
+        """Processes `vaultgraph serve` runs: `workers`, or when it is 0 one per CPU."""
+        return self.workers if self.workers > 0 else available_cpus()
 
     @property
     def home_path(self) -> Path:

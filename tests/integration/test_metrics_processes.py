@@ -4,10 +4,12 @@ VAULTGRAPH_METRICS_DIR, as `--workers N` runs them, each scrape answering for bo
 from __future__ import annotations
 
 import urllib.request
+from pathlib import Path
 
 from factories import service_env
 from prometheus_client.parser import text_string_to_metric_families
 
+from vaultgraph.settings import available_cpus
 from vaultgraph.testing.service import ServiceProcess, free_port
 
 
@@ -50,3 +52,34 @@ def test_two_processes_sharing_the_directory_report_their_sum(settings, tmp_path
         assert len(list((tmp_path / "metrics").glob("counter_*.db"))) == 2
     # live gauges of a stopped process are dropped; its counters stay in the sum
     assert not list((tmp_path / "metrics").glob("gauge_livesum_*.db"))
+
+
+def children_of(pid: int) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_serve_runs_one_worker_per_cpu_by_default(settings):
+    with ServiceProcess({**service_env(settings), "VAULTGRAPH_AUDIT_PRUNE_INTERVAL": "0",
+                         "VAULTGRAPH_WORKERS": "0"}) as service:
+        hit(service.url, 1)
+        workers = available_cpus()
+        assert len(children_of(service.pid)) == (workers if workers > 1 else 0)
+
+
+def test_workers_on_a_metrics_port_share_a_private_directory(settings, tmp_path):
+    """No VAULTGRAPH_METRICS_DIR: `serve` makes one for its workers, so whichever worker answers
+    a scrape reports them all, and removes it once they are gone."""
+    port = free_port()
+    with ServiceProcess({**service_env(settings), "VAULTGRAPH_AUDIT_PRUNE_INTERVAL": "0",
+                         "VAULTGRAPH_WORKERS": "2", "VAULTGRAPH_METRICS_PORT": str(port),
+                         "TMPDIR": str(tmp_path)}) as service:
+        assert len(children_of(service.pid)) == 2
+        [private] = tmp_path.glob("vaultgraph-metrics-*")
+        hit(service.url, 12)  # a connection each: the kernel spreads them over the workers
+        scrapes = [scrape(port) for _ in range(6)]
+        for samples in scrapes:
+            assert samples[HEALTH_OK] == 12
+            pids = {dict(labels)["pid"] for (name, labels), v in samples.items()
+                    if name == "vaultgraph_process_info" and v == 1}
+            assert pids == {str(p) for p in children_of(service.pid)}
+    assert not private.exists()

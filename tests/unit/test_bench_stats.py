@@ -153,3 +153,57 @@ def test_a_profile_is_kept_gzipped_and_still_summarised(tmp_path):
     assert gzip.decompress(kept.read_bytes()).decode().count("\n") == 2
     assert summary["samples"] == 4
     assert dict(summary["self_by_category_pct"]) == {"vaultgraph": 75.0, "neo4j driver": 25.0}
+
+
+def _samples(rss: list[float]) -> list[dict]:
+    return [{"service_rss_mib": v} for v in rss]
+
+
+def test_soak_verdict_sees_a_climb_and_forgives_a_settling():
+    from bench.memory import soak_verdict
+
+    settled = soak_verdict(_samples([80, 95, 100, 101, 100, 102, 101, 101]))
+    assert settled["grew"] is False and settled["early_mib"] == 100.5
+    climbing = soak_verdict(_samples([100 + 10 * i for i in range(8)]))
+    assert climbing["grew"] is True and climbing["growth_mib"] == 40.0
+    # the allowance is the larger of 8 MiB and 3 % of the early figure
+    assert soak_verdict(_samples([1000] * 4 + [1025] * 4))["grew"] is False
+    assert soak_verdict(_samples([1000] * 4 + [1035] * 4))["grew"] is True
+    assert soak_verdict(_samples([100] * 7))["grew"] is None
+
+
+def test_hit_ratio_and_store_size(tmp_path):
+    from bench.memory import hit_ratio, store_bytes
+
+    assert hit_ratio(3, 1) == {"hits": 3, "faults": 1, "hit_ratio": 0.75}
+    assert hit_ratio(0, 0)["hit_ratio"] is None
+    store = tmp_path / "data" / "databases" / "neo4j" / "schema"
+    store.mkdir(parents=True)
+    (store / "index").write_bytes(b"x" * 100)
+    (store.parent / "neostore").write_bytes(b"x" * 20)
+    (tmp_path / "data" / "transactions" / "neo4j").mkdir(parents=True)
+    (tmp_path / "data" / "transactions" / "neo4j" / "neostore.transaction.db.0").write_bytes(b"x")
+    assert store_bytes(tmp_path) == {"store": 120, "transaction_logs": 1}
+    assert store_bytes(tmp_path / "absent") == {"store": 0, "transaction_logs": 0}
+
+
+def test_resident_set_of_a_process_tree_counts_its_children():
+    import os
+    import subprocess
+
+    from bench.cpu import process_tree
+    from bench.memory import rss_bytes, tree_rss_bytes
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        for _ in range(100):  # until the child's resident set is readable
+            if rss_bytes(child.pid):
+                break
+        assert child.pid in process_tree(os.getpid())
+        assert tree_rss_bytes(child.pid) == rss_bytes(child.pid) > 0  # a sleeping leaf
+        assert tree_rss_bytes(os.getpid()) > rss_bytes(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert rss_bytes(child.pid) == 0
+    assert tree_rss_bytes(None) == 0

@@ -40,3 +40,36 @@ def test_a_value_of_the_wrong_type_is_named_in_words(name, what):
         Settings.from_env({name: "many"})
     assert (caught.value.cause, caught.value.fix) == (
         f"{name} is not {what}", f"set {name} to {what} or unset it")
+
+
+def test_workers_default_to_one_per_cpu_this_process_may_use():
+    import os
+
+    from vaultgraph.settings import available_cpus
+
+    assert Settings().workers == 0
+    assert Settings().worker_count == available_cpus()
+    assert 1 <= available_cpus() <= len(os.sched_getaffinity(0))
+    assert Settings(workers=3).worker_count == 3
+
+
+@pytest.mark.parametrize(("cpu_max", "cap"), [("150000 100000\n", 2), ("50000 100000\n", 1),
+                                              ("100000 100000\n", 1), ("max 100000\n", None),
+                                              ("garbage\n", None)])
+def test_a_cgroup_cpu_quota_caps_the_cpus(tmp_path, cpu_max, cap):
+    import os
+
+    from vaultgraph.settings import available_cpus
+
+    path = tmp_path / "cpu.max"
+    path.write_text(cpu_max)
+    affinity = len(os.sched_getaffinity(0))
+    assert available_cpus(path) == (affinity if cap is None else min(affinity, cap))
+
+
+def test_no_cgroup_file_leaves_the_affinity_mask(tmp_path):
+    import os
+
+    from vaultgraph.settings import available_cpus
+
+    assert available_cpus(tmp_path / "absent") == len(os.sched_getaffinity(0))

@@ -55,7 +55,10 @@ class ServiceProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def _env(self) -> dict[str, str]:
-        return {**self.env, "VAULTGRAPH_HOST": "127.0.0.1", "VAULTGRAPH_PORT": str(self.port)}
+        # One process unless `env` asks for more: a test's service starts faster, and `pid`
+        # is the process that serves (`vaultgraph serve` defaults to one per CPU).
+        return {"VAULTGRAPH_WORKERS": "1", **self.env, "VAULTGRAPH_HOST": "127.0.0.1",
+                "VAULTGRAPH_PORT": str(self.port)}
 
     def start(self) -> ServiceProcess:
         fd, log = tempfile.mkstemp(prefix="vaultgraph-service-", suffix=".log")
