@@ -45,15 +45,23 @@ def event_of(props: Any) -> dict[str, Any]:
     return out
 
 
+class ChainForked(RuntimeError):
+    """A batch would have forked its chain (README "Audit"): nothing of it was written."""
+
+
 class AuditRepository:
     def __init__(self, db: Database):
         self._db = db
 
     async def write_batch(self, events: list[dict[str, Any]], *, chain: str,
-                          head_seq: int) -> int:
+                          head_seq: int) -> None:
+        """Write `events`, numbered up to `head_seq`, into `chain`; raises `ChainForked` (and
+        writes no event) when the chain's head in Neo4j is not the number before the first."""
         records = await self._db.write("audit/write_batch", events=events, chain=chain,
                                        head_seq=head_seq)
-        return records[0]["written"] if records else 0
+        if not records or not records[0]["in_order"]:
+            raise ChainForked("the audit chain's head in Neo4j is not where this writer left "
+                              "it; the batch was not written")
 
     async def page(self, *, tenant_id: str, where: LogFilter, before: tuple[datetime, str],
                    limit: int) -> list[dict[str, Any]]:

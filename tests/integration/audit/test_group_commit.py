@@ -192,3 +192,34 @@ async def test_stop_writes_what_arrives_while_it_stops_and_forks_no_chain(client
     for seqs in by_chain.values():
         assert sorted(seqs) == list(range(1, len(seqs) + 1))
     assert await app[services_key].audit_log.verify(chains=set(by_chain)) == []
+
+
+async def test_a_batch_that_would_fork_its_chain_is_refused_by_neo4j(client, tenant):
+    """Two writers on one chain id (a process cloned with its state, a bug): the first batch
+    numbers 1..2 into the chain; the second writer, which believes the chain is empty, is
+    refused by the statement itself (the chain's head is at 2, not 0), writes nothing, fails its
+    request closed and starts a new chain. The shared chain keeps one event per number."""
+    app = client.server.app
+    one, two = (AuditWriter(AuditRepository(database(app)), app[services_key].keyring,
+                            max_wait=0, lanes=1) for _ in range(2))
+    shared = one.chain
+    two._lanes[0].chain = shared
+    try:
+        first = [event(tenant), event(tenant)]
+        async with asyncio.timeout(GUARD):
+            await asyncio.gather(*(one.record(e) for e in first))
+            forked = event(tenant)
+            results = await asyncio.gather(two.record(forked), return_exceptions=True)
+        assert isinstance(results[0], Unavailable)
+        assert await stored(client, [forked["id"]]) == []
+        assert two.chain != shared
+        assert sorted(await stored(client, [e["id"] for e in first])) == [(shared, 1),
+                                                                           (shared, 2)]
+        later = event(tenant)
+        async with asyncio.timeout(GUARD):
+            await one.record(later)  # the rightful writer goes on where it was
+        assert await stored(client, [later["id"]]) == [(shared, 3)]
+        assert await app[services_key].audit_log.verify(chains={shared}) == []
+    finally:
+        await one.stop()
+        await two.stop()
