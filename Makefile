@@ -40,7 +40,7 @@ tests/sdk/node_modules/.package-lock.json: tests/sdk/package-lock.json
 sdk-deps: system-deps tests/sdk/node_modules/.package-lock.json
 
 run: venv
-	VAULTGRAPH_HOME=$(HOME_DIR) $(BIN)/vaultgraph serve --local-neo4j
+	VAULTGRAPH_HOME=$(HOME_DIR) $(BIN)/vaultgraph serve --local-neo4j --workers $${VAULTGRAPH_WORKERS:-0}
 
 test: venv sdk-deps
 	$(TEST_ENV) $(BIN)/vaultgraph neo4j run -- sh -c '$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; \

@@ -18,6 +18,12 @@ from vaultgraph.neo4j_local import ENTRY_POINT, LocalNeo4j
 from .config import ROOT, BenchConfig
 
 
+def service_workers() -> str:
+    """VAULTGRAPH_WORKERS for the service under test: as `make run`, one per CPU unless the
+    environment says otherwise."""
+    return os.environ.get("VAULTGRAPH_WORKERS") or "0"
+
+
 def say(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
 
@@ -80,6 +86,7 @@ class Service:
             "VAULTGRAPH_RATE_BURST": "1000000000",
             # Scraped around each measured window (the audit writer's batch sizes).
             "VAULTGRAPH_METRICS_PORT": str(cfg.port + 1),
+            "VAULTGRAPH_WORKERS": service_workers(),
         }
         self.proc: subprocess.Popen | None = None
         self.log_path = cfg.work_dir / "service.log"

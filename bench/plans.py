@@ -69,6 +69,6 @@ async def page_cache(w: Workload, ctx: Context, requests: int = 200) -> dict:
         finally:
             ctx.tx = None
             await tx.rollback()
-    if not records:
-        return hit_ratio(0, 0)
-    return hit_ratio(records[0]["pageHits"], records[0]["pageFaults"])
+    if not records or records[0]["pageHits"] is None:
+        raise RuntimeError("SHOW TRANSACTIONS did not report the transaction's page cache use")
+    return hit_ratio(records[0]["pageHits"], records[0]["pageFaults"] or 0)

@@ -30,7 +30,7 @@ from vaultgraph.settings import PROJECT_ROOT, Settings
 from . import cpu, jfr, memory, plans, profile, report
 from .config import RESULTS, ROOT, BenchConfig
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
-from .environment import Service, machine, new_kek, say, start_neo4j
+from .environment import Service, machine, new_kek, say, service_workers, start_neo4j
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
 from .stats import Result, ratio
 from .workloads import WORKLOADS, Context, Request, Workload, audited
@@ -312,8 +312,9 @@ def header(cfg: BenchConfig) -> dict:
             "git_dirty": git_dirty(),
             "machine": machine(),
             "settings": {"duration_s": cfg.duration, "warmup_s": cfg.warmup,
-                         # what `vaultgraph serve` runs (VAULTGRAPH_WORKERS, 0: one per CPU)
-                         "service_workers": Settings.from_env().worker_count,
+                         # the service's processes (VAULTGRAPH_WORKERS; unset: one per CPU)
+                         "service_workers": Settings(
+                             workers=int(service_workers())).worker_count,
                          "concurrency": cfg.concurrency, "neo4j_heap": cfg.neo4j_heap,
                          "neo4j_pagecache": cfg.neo4j_pagecache}}
 
@@ -370,12 +371,16 @@ async def scale_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
                 res = await b.service_side(w, b.context(), rng)
                 row[name] = res.to_dict()
                 # After the measurement, so the cache holds what a steady load keeps in it.
-                row[name]["page_cache"] = await plans.page_cache(w, b.context())
+                try:
+                    row[name]["page_cache"] = await plans.page_cache(w, b.context())
+                except Exception as exc:  # a figure lost, not the run
+                    row[name]["page_cache"] = {"hit_ratio": None, "error": repr(exc)[:300]}
                 say(f"{size:,} tokens: {name} p50 {res.p50_ms:.1f} ms, {res.rps:,.0f} req/s, "
                     f"page-cache hit ratio {row[name]['page_cache']['hit_ratio']}")
             row["memory"] = await b.memory()
             row["audit_events"] = await audit_events(b)
             result["sizes"][str(size)] = row
+            write_results({**result, "partial": True}, "scale-")  # kept if a later size fails
         sizes = cfg.sizes()
         lo, hi = str(min(sizes)), str(max(sizes))
         result["p50_growth"] = {name: growth(result["sizes"][lo][name]["p50_ms"],
@@ -470,8 +475,11 @@ def main(argv: list[str]) -> int:
         if neo is not None:
             neo.stop()
     if scale:  # stopped, Neo4j has checkpointed: its files hold everything
-        result["disk_mib"] = {k: memory.mib(v)
-                              for k, v in memory.store_bytes(cfg.neo4j_home).items()}
+        try:
+            result["disk_mib"] = {k: memory.mib(v)
+                                  for k, v in memory.store_bytes(cfg.neo4j_home).items()}
+        except OSError as exc:
+            say(f"the store's size could not be read: {exc}")
     path = write_results(result, "scale-" if scale else "soak-" if soak else "")
     print(report.scale_table(result) if scale else report.soak_table(result) if soak
           else report.table(result))

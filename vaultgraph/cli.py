@@ -514,8 +514,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_serve.add_argument("--local-neo4j", action="store_true",
                          help="start the local Neo4j (and stop it on exit), bootstrap on first run")
     p_serve.add_argument("--workers", type=int, metavar="N",
-                         help="serve with N processes on one port (SO_REUSEPORT); default "
-                              "VAULTGRAPH_WORKERS, or 0: one per CPU this process may use")
+                         help="serve with N processes on one port (SO_REUSEPORT); 0: one per CPU "
+                              "this process may use; default VAULTGRAPH_WORKERS or 1")
 
     p_neo = sub.add_parser("neo4j", help="the local Neo4j server")
     p_neo.add_argument("action", choices=["start", "stop", "status", "run"])

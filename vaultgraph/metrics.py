@@ -104,8 +104,8 @@ RATE_LIMITED = Counter("vaultgraph_rate_limited_requests", "Requests refused wit
 # `replica`, not `instance`, which Prometheus sets itself from the scrape target).
 PROCESS_INFO = Gauge("vaultgraph_process_info", "Always 1; the labels name the process: its "
                      "replica (VAULTGRAPH_REPLICA, else the host name) and its pid.",
-                     # "liveall": one series per live process. Any other mode drops a label
-                     # named pid when the processes' files are summed.
+                     # "liveall": one series per live process. The summing modes (max, sum,
+                     # ...) drop a label named pid when the processes' files are merged.
                      ["replica", "pid"], multiprocess_mode="liveall")
 
 BUILD_INFO = Gauge("vaultgraph_build_info", "Always 1; the labels name the running build.",

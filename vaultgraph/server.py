@@ -255,10 +255,11 @@ def run(settings: Settings) -> int:
     private = None
     if settings.metrics_port and not settings.metrics_dir:
         # Workers on one metrics port: without a shared directory each scrape would read
-        # whichever worker answered it. A private one, removed when the workers are gone.
+        # whichever worker answered it. A private one (mkdtemp: new, empty, mode 0700),
+        # removed when the workers are gone (not after a SIGKILL of this process).
         private = tempfile.mkdtemp(prefix="vaultgraph-metrics-")
         settings = dataclasses.replace(settings, metrics_dir=private)
-    if settings.metrics_dir:  # one fresh multiprocess directory the workers share
+    elif settings.metrics_dir:  # one fresh multiprocess directory the workers share
         metrics.prepare_dir(settings.metrics_dir)
     try:
         return _supervise(settings, workers)
@@ -269,16 +270,20 @@ def run(settings: Settings) -> int:
 
 def _supervise(settings: Settings, workers: int) -> int:
     env = {**os.environ, **_settings_env(settings), PREFIX + "WORKERS": "1"}
-    children = [subprocess.Popen([sys.executable, "-m", "vaultgraph.server"], env=env)
-                for _ in range(workers)]
+    if settings.metrics_dir:  # prometheus-client's own variable would win over ours
+        env["PROMETHEUS_MULTIPROC_DIR"] = settings.metrics_dir
+    children: list[subprocess.Popen] = []
 
     def forward(sig, _frame) -> None:
         for child in children:
             with contextlib.suppress(ProcessLookupError):
                 child.send_signal(sig)
 
+    # Before the workers start: a SIGTERM arriving meanwhile reaches the ones started so far.
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
+    children.extend(subprocess.Popen([sys.executable, "-m", "vaultgraph.server"], env=env)
+                    for _ in range(workers))
     stopping = False
     while any(child.poll() is None for child in children):
         if not stopping and any(child.returncode for child in children):

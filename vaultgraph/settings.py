@@ -18,18 +18,39 @@ CHOICES = {"neo4j_read_routing": ("read", "write"), "event_loop": ("uvloop", "as
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
-def available_cpus(cgroup: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
-    """CPUs this process may run on: its affinity mask, capped by a cgroup v2 CPU quota (a
-    container limited to 1.5 CPUs gets 2 of a 16-core host's, not 16)."""
+CGROUP_V2_CPU = Path("/sys/fs/cgroup/cpu.max")
+CGROUP_V1_CPU = Path("/sys/fs/cgroup/cpu")
+
+
+def available_cpus(v2: Path = CGROUP_V2_CPU, v1: Path = CGROUP_V1_CPU) -> int:
+    """CPUs this process may run on: its affinity mask, capped by the CPU quota of its cgroup
+    as a container sees it (cgroup v2 `cpu.max`, else v1 `cpu.cfs_quota_us`/`cfs_period_us`):
+    a container limited to 1.5 CPUs gets 2 of a 16-core host's, not 16. A quota set only on a
+    parent cgroup outside the container's view is not seen."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     cpus = cpus or 1
+    quota = _cgroup_quota(v2, v1)
+    return min(cpus, quota) if quota else cpus
+
+
+def _cgroup_quota(v2: Path, v1: Path) -> int | None:
     try:
-        quota, period = cgroup.read_text().split()[:2]
-        if quota != "max":
-            cpus = min(cpus, max(1, -(-int(quota) // int(period))))
+        quota, period = v2.read_text().split()[:2]
+        if quota == "max":
+            return None
     except (OSError, ValueError):
-        pass  # no cgroup v2 quota readable here: the affinity mask stands
-    return cpus
+        try:
+            quota = (v1 / "cpu.cfs_quota_us").read_text().strip()
+            period = (v1 / "cpu.cfs_period_us").read_text().strip()
+        except OSError:
+            return None
+    try:
+        q, p = int(quota), int(period)
+    except ValueError:
+        return None
+    if q <= 0 or p <= 0:
+        return None  # -1: no quota (v1)
+    return max(1, -(-q // p))
 
 
 _KINDS = {int: "a whole number", float: "a number"}  # how a wrong value's type is named
@@ -87,7 +108,7 @@ class Settings:
     body_read_timeout: float = 30.0
     keepalive_timeout: float = 75.0
     shutdown_grace: float = 25.0
-    workers: int = 0  # 0: one per CPU this process may use (available_cpus)
+    workers: int = 1  # 0: one per CPU this process may use (available_cpus)
     event_loop: str = "uvloop"
     log_coalesce_interval: float = 10.0
     bulk_max_items: int = 100

@@ -194,16 +194,18 @@ def test_resident_set_of_a_process_tree_counts_its_children():
     from bench.cpu import process_tree
     from bench.memory import rss_bytes, tree_rss_bytes
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    child = subprocess.Popen([sys.executable, "-c", "import time; print(1, flush=True); "
+                              "time.sleep(30)"], stdout=subprocess.PIPE)
     try:
-        for _ in range(100):  # until the child's resident set is readable
-            if rss_bytes(child.pid):
-                break
+        child.stdout.readline()  # started and sleeping: its resident set holds still
         assert child.pid in process_tree(os.getpid())
-        assert tree_rss_bytes(child.pid) == rss_bytes(child.pid) > 0  # a sleeping leaf
-        assert tree_rss_bytes(os.getpid()) > rss_bytes(child.pid)
+        leaf = rss_bytes(child.pid)
+        assert leaf > 0
+        assert abs(tree_rss_bytes(child.pid) - leaf) < 1024 * 1024  # a leaf: itself only
+        assert tree_rss_bytes(os.getpid()) > leaf
     finally:
         child.kill()
         child.wait()
+        child.stdout.close()
     assert rss_bytes(child.pid) == 0
     assert tree_rss_bytes(None) == 0

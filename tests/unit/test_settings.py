@@ -42,21 +42,21 @@ def test_a_value_of_the_wrong_type_is_named_in_words(name, what):
         f"{name} is not {what}", f"set {name} to {what} or unset it")
 
 
-def test_workers_default_to_one_per_cpu_this_process_may_use():
+def test_workers_zero_means_one_per_cpu_this_process_may_use():
     import os
 
     from vaultgraph.settings import available_cpus
 
-    assert Settings().workers == 0
-    assert Settings().worker_count == available_cpus()
+    assert Settings().workers == 1 and Settings().worker_count == 1
+    assert Settings(workers=0).worker_count == available_cpus()
     assert 1 <= available_cpus() <= len(os.sched_getaffinity(0))
     assert Settings(workers=3).worker_count == 3
 
 
 @pytest.mark.parametrize(("cpu_max", "cap"), [("150000 100000\n", 2), ("50000 100000\n", 1),
                                               ("100000 100000\n", 1), ("max 100000\n", None),
-                                              ("garbage\n", None)])
-def test_a_cgroup_cpu_quota_caps_the_cpus(tmp_path, cpu_max, cap):
+                                              ("100000 0\n", None), ("garbage\n", None)])
+def test_a_cgroup_v2_cpu_quota_caps_the_cpus(tmp_path, cpu_max, cap):
     import os
 
     from vaultgraph.settings import available_cpus
@@ -64,7 +64,21 @@ def test_a_cgroup_cpu_quota_caps_the_cpus(tmp_path, cpu_max, cap):
     path = tmp_path / "cpu.max"
     path.write_text(cpu_max)
     affinity = len(os.sched_getaffinity(0))
-    assert available_cpus(path) == (affinity if cap is None else min(affinity, cap))
+    assert available_cpus(path, tmp_path / "no-v1") == (
+        affinity if cap is None else min(affinity, cap))
+
+
+@pytest.mark.parametrize(("quota", "cap"), [("150000", 2), ("-1", None), ("x", None)])
+def test_a_cgroup_v1_cpu_quota_caps_the_cpus(tmp_path, quota, cap):
+    import os
+
+    from vaultgraph.settings import available_cpus
+
+    (tmp_path / "cpu.cfs_quota_us").write_text(quota + "\n")
+    (tmp_path / "cpu.cfs_period_us").write_text("100000\n")
+    affinity = len(os.sched_getaffinity(0))
+    assert available_cpus(tmp_path / "no-v2", tmp_path) == (
+        affinity if cap is None else min(affinity, cap))
 
 
 def test_no_cgroup_file_leaves_the_affinity_mask(tmp_path):
@@ -72,4 +86,5 @@ def test_no_cgroup_file_leaves_the_affinity_mask(tmp_path):
 
     from vaultgraph.settings import available_cpus
 
-    assert available_cpus(tmp_path / "absent") == len(os.sched_getaffinity(0))
+    assert available_cpus(tmp_path / "absent", tmp_path / "absent") == len(
+        os.sched_getaffinity(0))

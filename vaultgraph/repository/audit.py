@@ -57,6 +57,8 @@ class AuditRepository:
                           head_seq: int) -> None:
         """Write `events`, numbered up to `head_seq`, into `chain`; raises `ChainForked` (and
         writes no event) when the chain's head in Neo4j is not the number before the first."""
+        if not events:
+            return
         records = await self._db.write("audit/write_batch", events=events, chain=chain,
                                        head_seq=head_seq)
         if not records or not records[0]["in_order"]:

@@ -9,9 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import gc
 import uuid
-import warnings
 
 import pytest
 from factories import PRIVATE_PASSWORD, database, new_tenant, private_neo4j
@@ -20,21 +18,6 @@ from vaultgraph.app import create_app
 
 CANARY = "4111111111111111"
 CLIENTS = 8
-
-
-@pytest.fixture
-async def dead_sockets_collected():
-    """Torn down last (requested first): the driver drops connections to the stopped server
-    without closing their sockets, and their ResourceWarning would otherwise surface, at
-    garbage collection, in whichever test runs next. Callbacks still queued on the loop can
-    hold the last reference for a few turns (seen on a loaded machine), so it collects after
-    letting them run, more than once."""
-    yield
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        for _ in range(3):
-            await asyncio.sleep(0.05)
-            gc.collect()
 
 
 @pytest.fixture

@@ -223,3 +223,35 @@ async def test_a_batch_that_would_fork_its_chain_is_refused_by_neo4j(client, ten
     finally:
         await one.stop()
         await two.stop()
+
+
+async def test_two_writers_racing_on_one_chain_head_commit_one_batch(client, tenant):
+    """Two writers that both believe the chain's head is at 2 commit at once: the statement's
+    lock on the head lets one through (numbers 3) and refuses the other, which finds the head
+    moved once it gets the lock. The chain holds each number once and verifies."""
+    app = client.server.app
+    one = AuditWriter(AuditRepository(database(app)), app[services_key].keyring,
+                      max_wait=0, lanes=1)
+    racers = [AuditWriter(AuditRepository(database(app)), app[services_key].keyring,
+                          max_wait=0, lanes=1) for _ in range(2)]
+    shared = one.chain
+    try:
+        first = [event(tenant), event(tenant)]
+        async with asyncio.timeout(GUARD):
+            await asyncio.gather(*(one.record(e) for e in first))
+        for racer in racers:  # each a copy of the first writer's state
+            racer._lanes[0].chain, racer._lanes[0].seq = shared, 2
+            racer._lanes[0].prev = one._lanes[0].prev
+        raced = [event(tenant), event(tenant)]
+        async with asyncio.timeout(GUARD):
+            results = await asyncio.gather(*(r.record(e) for r, e in zip(racers, raced,
+                                                                              strict=True)),
+                                           return_exceptions=True)
+        assert sorted(type(r).__name__ for r in results) == ["NoneType", "Unavailable"]
+        rows = await stored(client, [e["id"] for e in first + raced])
+        assert sorted(seq for chain, seq in rows if chain == shared) == [1, 2, 3]
+        assert len(rows) == 3
+        assert await app[services_key].audit_log.verify(chains={shared}) == []
+    finally:
+        for w in (one, *racers):
+            await w.stop()

@@ -144,7 +144,7 @@ async def test_the_background_sweeper_deletes_expired_tokens(aiohttp_client, set
     assert rows == [{"reason": "expired"}]
 
 
-async def test_a_failed_sweep_is_logged_and_retried(client, caplog):
+async def test_a_failed_sweep_is_logged_and_retried(dead_sockets_collected, client, caplog):
     # Neo4j "down": a real driver pointed at a port where nothing listens.
     down = Database.connect("neo4j://127.0.0.1:9", "neo4j", "unused",
                             database(client.server.app).catalog, "neo4j")
