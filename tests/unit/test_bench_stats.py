@@ -209,3 +209,36 @@ def test_resident_set_of_a_process_tree_counts_its_children():
         child.stdout.close()
     assert rss_bytes(child.pid) == 0
     assert tree_rss_bytes(None) == 0
+
+
+MACHINE = {"nproc": 2, "cpu_model": "x", "mem_gib": 1.0, "python": "3.11", "loadavg_at_start": []}
+MEM = {"service_rss_mib": 101.5, "neo4j_rss_mib": 900.0,
+       "neo4j_heap_mib": {"used": 300.0, "committed": 512.0, "max": 512.0},
+       "neo4j_pagecache": "1g"}
+SIDE = {"rps": 10.0, "p50_ms": 1.0, "p99_ms": 2.0, "p999_ms": 3.0, "errors": 0}
+
+
+def test_the_reports_print_the_memory_figures():
+    from bench import report
+
+    head = {"machine": MACHINE, "loadgen": "wrk", "git_sha": "abc", "date": "today"}
+    run = {**head, "stored_tokens": 5, "workloads": {
+        "get": {"service": SIDE, "bare": SIDE, "ratio": 1.0, "service_rss_mib_after": 120.25}},
+        "settings": {"concurrency": 1, "warmup_s": 1, "duration_s": 1},
+        "memory_at_rest": MEM, "memory_at_end": MEM}
+    text = report.table(run)
+    assert "at rest 101.5; after each workload: get 120.25" in text
+    assert "heap 300.0 MiB used of 512.0, page cache 1g" in text
+    soak = {**head, "samples": [{"seconds": 15, "requests": 150, "rps": 10.0, "p50_ms": 1.0,
+                                 "p99_ms": 2.0, "errors": 0, "service_rss_mib": 100.0,
+                                 "neo4j_heap_used_mib": 300.0}] * 8}
+    soak["verdict"] = {"early_mib": 100.0, "late_mib": 100.0, "growth_mib": 0.0,
+                       "allowed_mib": 8.0, "grew": False}
+    assert "(+0.0 MiB, allowed 8.0): no growth" in report.soak_table(soak)
+    row = {"load_seconds": 7, "audit_events": 9, "memory": MEM,
+           **{n: {**SIDE, "page_cache": {"hit_ratio": 0.5}} for n in ("get", "list")}}
+    scale = {**head, "sizes": {"10": row, "20": row}, "p50_growth": {"get": 1.0, "list": 1.0},
+             "p50_growth_between": [10, 20], "disk_mib": {"store": 1.5, "transaction_logs": 2.0}}
+    text = report.scale_table(scale)
+    assert "| 20 | 7 | 9 | 300.0 | 900.0 | 101.5 | get 0.5, list 0.5 |" in text
+    assert "store 1.5 MiB, transaction logs 2.0 MiB" in text
