@@ -195,6 +195,9 @@ db.transaction.timeout=60s
 server.bolt.thread_pool_max_size=400
 # No keep-alive hint: with it the Python driver times every socket read (README, "Neo4j").
 server.bolt.connection_keep_alive_for_requests=OFF
+# Transaction logs beyond 1 GiB are pruned at checkpoints: the default keeps two days of them
+# (18 GiB after loading 9.45M tokens filled the benchmark machine's disk; README, "Neo4j").
+db.tx_log.rotation.retention_policy=1G size
 """
         (self.home / "conf" / "neo4j.conf").write_text(conf)
 

@@ -22,3 +22,17 @@ async def test_neo4j_sends_no_keep_alive_hint(settings):
             assert connection.socket.get_read_timeout() is None
     finally:
         await driver.close()
+
+
+async def test_neo4j_prunes_its_transaction_logs_past_a_gibibyte(settings):
+    """Neo4j's default keeps two days of transaction logs whatever their size (18 GiB after a
+    9.45M-token load); the launcher keeps 1 GiB, pruned at each checkpoint."""
+    driver = neo4j.AsyncGraphDatabase.driver(
+        settings.neo4j_uri, auth=(settings.neo4j_user, settings.resolved_neo4j_password()))
+    try:
+        records, _, _ = await driver.execute_query(
+            "SHOW SETTINGS YIELD name, value WHERE name = $name RETURN value",
+            name="db.tx_log.rotation.retention_policy", database_=settings.neo4j_database)
+        assert [r["value"] for r in records] == ["1G size"]
+    finally:
+        await driver.close()
