@@ -88,3 +88,8 @@ def service_env(settings) -> dict[str, str]:
         "VAULTGRAPH_LOG_LEVEL": "WARNING",
         "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "0",
     }
+
+
+def children_of(pid: int) -> list[int]:
+    """The direct child processes of `pid` (a `vaultgraph serve` supervisor's workers)."""
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]

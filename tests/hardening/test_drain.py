@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import aiohttp
+from factories import children_of
 
 from .conftest import read_response, wait_ready
 
@@ -61,10 +62,6 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
-
-def children_of(pid: int) -> list[int]:
-    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    return [int(p) for p in text.split()]
 
 
 async def load(url: str, headers: dict, stop: asyncio.Event, counts: dict) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import time
 import urllib.request
-from pathlib import Path
 
-from factories import service_env
+from factories import children_of, service_env
 from prometheus_client.parser import text_string_to_metric_families
 
 from vaultgraph.settings import available_cpus
@@ -54,9 +53,6 @@ def test_two_processes_sharing_the_directory_report_their_sum(settings, tmp_path
     # live gauges of a stopped process are dropped (process_info's too); its counters stay
     assert not list((tmp_path / "metrics").glob("gauge_live*_*.db"))
 
-
-def children_of(pid: int) -> list[int]:
-    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
 def test_workers_zero_runs_one_per_cpu(settings):
