@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -231,6 +231,17 @@ def _settings_env(settings: Settings) -> dict[str, str]:
             for f in dataclasses.fields(settings)}
 
 
+def worker_env(settings: Settings, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of each of several workers: the supervisor's settings, resolved here
+    where the worker count is known (a worker is one process, and its audit lanes are those
+    chosen for one of several)."""
+    env = {**environ, **_settings_env(settings), PREFIX + "WORKERS": "1",
+           PREFIX + "AUDIT_LANES": str(settings.audit_lane_count)}
+    if settings.metrics_dir:  # prometheus-client's own variable would win over ours
+        env["PROMETHEUS_MULTIPROC_DIR"] = settings.metrics_dir
+    return env
+
+
 def run_loop(settings: Settings, main: Coroutine[Any, Any, int]) -> int:
     """Run the server's coroutine on uvloop (libuv: less CPU per request than asyncio's own
     loop, measured in README "Performance") or, when asked or when uvloop is not installed
@@ -269,9 +280,7 @@ def run(settings: Settings) -> int:
 
 
 def _supervise(settings: Settings, workers: int) -> int:
-    env = {**os.environ, **_settings_env(settings), PREFIX + "WORKERS": "1"}
-    if settings.metrics_dir:  # prometheus-client's own variable would win over ours
-        env["PROMETHEUS_MULTIPROC_DIR"] = settings.metrics_dir
+    env = worker_env(settings, os.environ)
     children: list[subprocess.Popen] = []
 
     def forward(sig, _frame) -> None:

@@ -95,7 +95,7 @@ class Settings:
     audit_prune_interval: float = 3600.0
     audit_batch_max: int = 256
     audit_batch_wait: float = 0.01
-    audit_lanes: int = 2
+    audit_lanes: int = 0  # 0: two for a single process, one per worker (audit_lane_count)
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0
     metrics_dir: str = ""
@@ -156,6 +156,16 @@ class Settings:
     def worker_count(self) -> int:
         """Processes `vaultgraph serve` runs: `workers`, or when it is 0 one per CPU."""
         return self.workers if self.workers > 0 else available_cpus()
+
+    @property
+    def audit_lane_count(self) -> int:
+        """Audit chains each process writes: `audit_lanes`, or when it is 0 two for a single
+        process (one lane's batch gathers while the other's commits) and one per worker when
+        there are several, which already overlap each other's commits; more lanes would only
+        split the same events into smaller batches (README "Audit", the measured cost)."""
+        if self.audit_lanes > 0:
+            return self.audit_lanes
+        return 2 if self.worker_count <= 1 else 1
 
     @property
     def home_path(self) -> Path:

@@ -88,3 +88,35 @@ def test_no_cgroup_file_leaves_the_affinity_mask(tmp_path):
 
     assert available_cpus(tmp_path / "absent", tmp_path / "absent") == len(
         os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize(("workers", "lanes", "expected"), [
+    (1, 0, 2),   # one process: one lane's batch gathers while the other's commits
+    (2, 0, 1),   # several workers overlap each other's commits: one lane each
+    (2, 3, 3),   # an explicit count wins
+    (1, 1, 1),
+])
+def test_audit_lanes_follow_the_worker_count_unless_set(workers, lanes, expected):
+    assert Settings(workers=workers, audit_lanes=lanes).audit_lane_count == expected
+
+
+def test_the_default_audit_lanes_with_workers_per_cpu_follow_the_cpus(monkeypatch):
+    import vaultgraph.settings as module
+
+    monkeypatch.setattr(module, "available_cpus", lambda: 4)
+    assert Settings(workers=0).audit_lane_count == 1
+    monkeypatch.setattr(module, "available_cpus", lambda: 1)
+    assert Settings(workers=0).audit_lane_count == 2
+
+
+def test_each_worker_is_told_it_is_one_process_with_the_supervisors_lane_count():
+    from vaultgraph.server import worker_env
+
+    env = worker_env(Settings(workers=3, metrics_dir="/run/m"), {"PATH": "/bin"})
+    assert (env["VAULTGRAPH_WORKERS"], env["VAULTGRAPH_AUDIT_LANES"]) == ("1", "1")
+    assert (env["PATH"], env["PROMETHEUS_MULTIPROC_DIR"]) == ("/bin", "/run/m")
+    # What the worker reads back is what the supervisor chose, not a single process's two.
+    worker = Settings.from_env(env)
+    assert (worker.worker_count, worker.audit_lane_count) == (1, 1)
+    explicit = worker_env(Settings(workers=3, audit_lanes=2), {})
+    assert Settings.from_env(explicit).audit_lane_count == 2
