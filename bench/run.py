@@ -115,7 +115,8 @@ class Bench:
         defaults = Settings()
         self.audit = AuditWriter(AuditRepository(self.db), ring,
                                  max_batch=defaults.audit_batch_max,
-                                 max_wait=defaults.audit_batch_wait)
+                                 max_wait=defaults.audit_batch_wait,
+                                 lanes=defaults.audit_lane_count)  # one process's: two
         self.service = Service(cfg, neo, self.kek)
         self.service.start()
         if wrk:
