@@ -16,13 +16,15 @@ def py_spy() -> str | None:
 
 
 async def record(pid: int, seconds: float, out: Path) -> Path | None:
-    """Collapsed stacks (one `frame;frame;... count` a line) of `pid` for `seconds`."""
+    """Collapsed stacks (one `frame;frame;... count` a line) of `pid` and its child processes
+    (the workers, when the service runs several) for `seconds`."""
     binary = py_spy()
     if binary is None:
         return None
     proc = await asyncio.create_subprocess_exec(
         binary, "record", "--pid", str(pid), "--duration", str(max(1, round(seconds))),
-        "--rate", "250", "--format", "raw", "--nonblocking", "--output", str(out),
+        "--rate", "250", "--format", "raw", "--nonblocking", "--subprocesses",
+        "--output", str(out),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
     _, err = await proc.communicate()
     if proc.returncode != 0 or not out.exists():  # noqa: ASYNC240 - once, after py-spy
