@@ -309,13 +309,15 @@ class Bench:
 # -- entry points --------------------------------------------------------------------------
 
 def header(cfg: BenchConfig) -> dict:
+    # The service's processes (VAULTGRAPH_WORKERS; unset: one per CPU) and each one's audit
+    # lanes, as the service resolves them from the same environment.
+    service = Settings.from_env(workers=int(service_workers()))
     return {"date": datetime.now(UTC).isoformat(timespec="seconds"), "git_sha": git_sha(),
             "git_dirty": git_dirty(),
             "machine": machine(),
             "settings": {"duration_s": cfg.duration, "warmup_s": cfg.warmup,
-                         # the service's processes (VAULTGRAPH_WORKERS; unset: one per CPU)
-                         "service_workers": Settings(
-                             workers=int(service_workers())).worker_count,
+                         "service_workers": service.worker_count,
+                         "service_audit_lanes": service.audit_lane_count,
                          "concurrency": cfg.concurrency, "neo4j_heap": cfg.neo4j_heap,
                          "neo4j_pagecache": cfg.neo4j_pagecache}}
 
