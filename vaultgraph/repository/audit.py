@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..audit.query import LogFilter
-from .database import Database, one_list
+from .database import Database, event_param, one_list
 
 BEGINNING = datetime(1, 1, 1, tzinfo=UTC)
 END = datetime(9999, 12, 31, tzinfo=UTC)
@@ -59,7 +59,8 @@ class AuditRepository:
         writes no event) when the chain's head in Neo4j is not the number before the first."""
         if not events:
             return
-        records = await self._db.write("audit/write_batch", events=events, chain=chain,
+        records = await self._db.write("audit/write_batch",
+                                       events=[event_param(e) for e in events], chain=chain,
                                        head_seq=head_seq)
         if not records or not records[0]["in_order"]:
             raise ChainForked("the audit chain's head in Neo4j is not where this writer left "

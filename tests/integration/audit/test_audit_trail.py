@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
@@ -170,6 +170,34 @@ async def test_a_write_and_its_event_commit_together(client, admin_headers, tena
     pending = await cypher(client, "MATCH (e:PendingAuditEvent {tenant_id: $t}) RETURN e.id",
                            t=tenant.tenant_id)
     assert pending == []
+
+
+async def test_every_event_time_is_stored_as_the_datetime_it_was_taken(client, admin_headers,
+                                                                      tenant, reader):
+    """`at` travels to Neo4j as text (repository/database.py event_param) and is stored as a
+    zoned DateTime: a write's event (its own statement, completed by the batch) and a read's
+    (the batch alone) alike, in the order taken, and the chain over them still verifies."""
+    before = datetime.now(UTC)
+    card = await create_card(client, admin_headers)
+    resp = await client.get(f"/tokens/{card['id']}", headers=reader)
+    assert resp.status == 200
+    after = datetime.now(UTC)
+    await settle(client)
+    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) WHERE $id IN e.token_ids "
+                                "RETURN e.route AS route, valueType(e.at) AS kind, e.at AS at "
+                                "ORDER BY e.at", t=tenant.tenant_id, id=card["id"])
+    zoned = "ZONED DATETIME NOT NULL"
+    assert [(r["route"], r["kind"]) for r in rows] == [("POST /tokens", zoned),
+                                                       ("GET /tokens/{id}", zoned)]
+    taken = [r["at"].to_native() for r in rows]
+    assert before <= taken[0] <= taken[1] <= after
+    assert taken[0].microsecond or taken[1].microsecond  # not cut to whole seconds
+    # The token's references carry the same time: "all events of token X" seeks on it.
+    refs = await cypher(client, "MATCH (e)-[r:AUDIT_REF {token_id: $id}]->(e) "
+                                "RETURN r.at = e.at AS same, valueType(r.at) AS kind",
+                        id=card["id"])
+    assert refs == [{"same": True, "kind": zoned}] * 2
+    assert await verify_own_chain(client) == []
 
 
 async def test_an_event_that_cannot_be_written_fails_the_read_closed(client, admin_headers,
