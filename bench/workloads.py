@@ -18,7 +18,7 @@ from neo4j import AsyncDriver
 
 from vaultgraph.audit import context as audit_context
 from vaultgraph.catalog import Catalog
-from vaultgraph.repository.database import Transaction, audited_text, event_param
+from vaultgraph.repository.database import Transaction, audited_params, audited_text
 from vaultgraph.repository.graph import GraphRepository
 from vaultgraph.repository.search import SearchRepository
 from vaultgraph.repository.tokens import NewToken, TokenFilter, TokenRepository
@@ -116,8 +116,7 @@ class BareDriver:
         text = query or ctx.catalog[name]
         event = audit_context.write_event() if mode == neo4j.WRITE_ACCESS else None
         if event is not None:  # as the service's Database: the write creates its own event
-            text = audited_text(ctx.catalog.text(name))
-            params = {**params, "audit": event_param(event)}
+            text, params = audited_text(ctx.catalog.text(name)), audited_params(params, event)
         if ctx.plans is not None:
             text = neo4j.Query("PROFILE " + (text.text if isinstance(text, neo4j.Query)
                                              else text))

@@ -118,8 +118,7 @@ class Database:
         event = audit_context.write_event()
         if event is None:
             return await self._statement(name, params, neo4j.WRITE_ACCESS)
-        records = await self._statement(name, {**params, "audit": event_param(event)},
-                                        neo4j.WRITE_ACCESS,
+        records = await self._statement(name, audited_params(params, event), neo4j.WRITE_ACCESS,
                                         query=self._audited(name))
         audit_context.written()
         return records
@@ -236,6 +235,11 @@ def audited_text(text: str) -> str:
     return AUDIT_PREFIX + text
 
 
+def audited_params(params: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
+    """A write statement's parameters with the request's event for `AUDIT_PREFIX`."""
+    return {**params, "audit": event_param(event)}
+
+
 def event_param(event: dict[str, Any]) -> dict[str, Any]:
     """An audit event as a statement's parameter: `at` as ISO-8601 text, which the statement
     turns back into the same DateTime with Cypher's `datetime()`. The driver packs a Python
@@ -269,7 +273,7 @@ class Transaction:
     async def run(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         text = self._catalog.text(name)
         if self._event is not None:
-            text, params = audited_text(text), {**params, "audit": event_param(self._event)}
+            text, params = audited_text(text), audited_params(params, self._event)
             self._event = None
         result = await self._tx.run(text, params)
         return [record async for record in result]
