@@ -12,7 +12,8 @@
 // - a batch that fails (a deadlock with a request, say) is skipped, counted in `failed`, and its
 //   tokens are found again by the next sweep;
 // - each swept token leaves its audit event (application "system") in the same inner transaction
-//   as its deletion, pending until the sweeper links the returned events into its chain.
+//   as its deletion, pending until the sweeper links the returned events into its chain; its
+//   time is cut to the microsecond, as the event is signed (linking leaves a stored time as is).
 MATCH (t:Token)
 WHERE t.expires_at < datetime()
 WITH t LIMIT $limit
@@ -31,7 +32,8 @@ CALL (t) {
            created_at: t.created_at, deleted_at: datetime(), deleted_by: $actor,
            deleted_reason: $reason, merged_into: null}
   CREATE (e:AuditEvent:PendingAuditEvent)
-  SET e = {id: randomUUID(), at: datetime(), tenant_id: t.tenant_id,
+  SET e = {id: randomUUID(), at: datetime.truncate('microsecond', datetime()),
+           tenant_id: t.tenant_id,
            application_id: $event.application_id, operation: $event.operation,
            trace_id: $event.trace_id, token_ids: [t.id], outcome: "success", status: 204,
            reason: $reason, pending: true}

@@ -7,6 +7,8 @@
 // (a 409 would tell that the expired token exists).
 // Metadata entries are HAS_META self-loops (see tokens/list_by_metadata); search index values are
 // HAS_INDEX self-loops holding their keyed HMAC (see search/seek_data).
+// $expires_at arrives as ISO-8601 text or null (repository/database.py datetime_text) and is
+// stored as the DateTime it names.
 // @visible/@live/@in_prefixes/@token: cypher/fragments/ (expanded when the catalog loads).
 OPTIONAL MATCH (p:Token {tenant_id: $tenant_id, id: $parent_id})
   WHERE @visible(p, parent_prefixes)
@@ -42,7 +44,7 @@ CALL (existing) {
 }
 FOREACH (_ IN CASE WHEN existing IS NULL THEN [1] ELSE [] END |
   CREATE (t:Token {tenant_id: $tenant_id, id: $id})
-  SET t += $props, t.created_at = datetime(), t.expires_at = $expires_at
+  SET t += $props, t.created_at = datetime(), t.expires_at = datetime($expires_at)
   FOREACH (kv IN $meta_kvs |
     CREATE (t)-[:HAS_META {tenant_id: $tenant_id, kv: kv, token_id: $id}]->(t))
   FOREACH (digest IN $index_digests |

@@ -42,7 +42,7 @@ CALL (row) {
   }
   FOREACH (_ IN CASE WHEN existing IS NULL AND NOT taken THEN [1] ELSE [] END |
     CREATE (t:Token {tenant_id: $tenant_id, id: row.id})
-    SET t += row.props, t.created_at = datetime(), t.expires_at = row.expires_at
+    SET t += row.props, t.created_at = datetime(), t.expires_at = datetime(row.expires_at)
     FOREACH (kv IN row.meta_kvs |
       CREATE (t)-[:HAS_META {tenant_id: $tenant_id, kv: kv, token_id: row.id}]->(t))
     FOREACH (digest IN row.index_digests |

@@ -1,8 +1,9 @@
 // Write the merged token (locked by lock_for_update in the same transaction) and replace its
 // metadata entries (HAS_META self-loops, see tokens/list_by_metadata) and search index values
-// (HAS_INDEX self-loops, see search/seek_data).
+// (HAS_INDEX self-loops, see search/seek_data). $expires_at: ISO-8601 text or null, as in
+// tokens/create.
 MATCH (t:Token {tenant_id: $tenant_id, id: $id})
-SET t += $props, t.modified_at = datetime(), t.expires_at = $expires_at
+SET t += $props, t.modified_at = datetime(), t.expires_at = datetime($expires_at)
 WITH t
 CALL (t) {
   MATCH (t)-[r:HAS_META|HAS_INDEX]->(t)

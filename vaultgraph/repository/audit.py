@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..audit.query import LogFilter
-from .database import Database, event_param, one_list
+from .database import Database, datetime_text, event_param, one_list
 
 BEGINNING = datetime(1, 1, 1, tzinfo=UTC)
 END = datetime(9999, 12, 31, tzinfo=UTC)
@@ -53,15 +53,19 @@ class AuditRepository:
     def __init__(self, db: Database):
         self._db = db
 
-    async def write_batch(self, events: list[dict[str, Any]], *, chain: str,
-                          head_seq: int) -> None:
-        """Write `events`, numbered up to `head_seq`, into `chain`; raises `ChainForked` (and
+    async def write_batch(self, created: list[dict[str, Any]], linked: list[dict[str, Any]],
+                          *, chain: str, head_seq: int) -> None:
+        """Write a batch numbered up to `head_seq` into `chain`: `created`, events no
+        statement stored yet, and `linked`, events a write already stored in its own
+        transaction (completed, their stored time left as it is). Raises `ChainForked` (and
         writes no event) when the chain's head in Neo4j is not the number before the first."""
-        if not events:
+        if not created and not linked:
             return
-        records = await self._db.write("audit/write_batch",
-                                       events=[event_param(e) for e in events], chain=chain,
-                                       head_seq=head_seq)
+        records = await self._db.write(
+            "audit/write_batch", created=[event_param(e) for e in created],
+            linked=[{"at": datetime_text(e.get("at")),
+                     "fields": {k: v for k, v in e.items() if k != "at"}} for e in linked],
+            chain=chain, head_seq=head_seq)
         if not records or not records[0]["in_order"]:
             raise ChainForked("the audit chain's head in Neo4j is not where this writer left "
                               "it; the batch was not written")

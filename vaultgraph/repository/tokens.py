@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from ..errors import UniquenessViolation
 from ..tokens.stored import StoredToken
-from .database import Database, Transaction, one_list
+from .database import Database, Transaction, datetime_text, one_list
 
 T = TypeVar("T")
 
@@ -74,7 +74,8 @@ class TokenRepository:
         holds the id: it is retired as the expiry sweeper would retire it.
         """
         records = await self._db.write(
-            "tokens/create", tenant_id=tenant_id, id=id, props=props, expires_at=expires_at,
+            "tokens/create", tenant_id=tenant_id, id=id, props=props,
+            expires_at=datetime_text(expires_at),
             meta_kvs=meta_kvs, index_digests=index_digests, dedup=dedup, parent_id=parent_id,
             parent_prefixes=parent_prefixes or [], expired_actor=expired[0],
             expired_reason=expired[1])
@@ -90,8 +91,9 @@ class TokenRepository:
         whole statement back; it runs once more, and then reads that id as taken."""
         params = dict(
             tenant_id=tenant_id, expired_actor=expired[0], expired_reason=expired[1],
-            rows=[{"index": r.index, "id": r.id, "props": r.props, "expires_at": r.expires_at,
-                   "meta_kvs": r.meta_kvs, "dedup": r.dedup, "index_digests": r.index_digests}
+            rows=[{"index": r.index, "id": r.id, "props": r.props,
+                   "expires_at": datetime_text(r.expires_at), "meta_kvs": r.meta_kvs,
+                   "dedup": r.dedup, "index_digests": r.index_digests}
                   for r in rows])
         try:
             records = await self._db.write("tokens/create_many", **params)
@@ -155,6 +157,6 @@ class TokenUnitOfWork:
                      expires_at: datetime | None, meta_kvs: list[str],
                      index_digests: list[str]) -> StoredToken:
         records = await self._tx.run("tokens/update", tenant_id=tenant_id, id=id, props=props,
-                                     expires_at=expires_at, meta_kvs=meta_kvs,
+                                     expires_at=datetime_text(expires_at), meta_kvs=meta_kvs,
                                      index_digests=index_digests)
         return _token(records[0])

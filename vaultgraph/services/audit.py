@@ -39,6 +39,9 @@ SHOWN = ("id", "at", "tenant_id", "application_id", "key_id", "operation", "rout
          "user_agent", "reason")
 
 
+_Item = tuple[dict[str, Any], asyncio.Future | None, bool]
+
+
 class Arrival:
     """A request the writer expects an event from (`AuditWriter.arriving`)."""
 
@@ -72,7 +75,8 @@ class AuditWriter:
         self._ring = ring
         self._max_batch = max(1, max_batch)
         self._max_wait = max(0.0, max_wait)
-        self._pending: list[tuple[dict[str, Any], asyncio.Future | None]] = []
+        # (event, the request's future or None, whether a write already stored the event)
+        self._pending: list[_Item] = []
         self._arriving = 0  # requests announced whose events are not handed over yet
         self._company = asyncio.Event()  # an event was handed over, or a request went away
         self._wake = asyncio.Event()
@@ -116,16 +120,15 @@ class AuditWriter:
     async def record(self, event: dict[str, Any], arrival: Arrival | None = None) -> None:
         """Returns once the event is committed; raises `errors.Unavailable` if it cannot be."""
         future = asyncio.get_running_loop().create_future()
-        self._enqueue(event, future, arrival)
+        self._enqueue((event, future, False), arrival)
         await future
 
     def record_later(self, event: dict[str, Any], arrival: Arrival | None = None) -> None:
         """Link an event whose write already committed it (pending) without waiting."""
-        self._enqueue(event, None, arrival)
+        self._enqueue((event, None, True), arrival)
 
-    def _enqueue(self, event: dict[str, Any], future: asyncio.Future | None,
-                 arrival: Arrival | None) -> None:
-        self._pending.append((event, future))
+    def _enqueue(self, item: _Item, arrival: Arrival | None) -> None:
+        self._pending.append(item)
         self._handed(arrival)
         self._idle.clear()
         self._wake.set()
@@ -185,8 +188,7 @@ class AuditWriter:
             except TimeoutError:
                 return
 
-    async def _flush(self, lane: _Lane,
-                     batch: list[tuple[dict[str, Any], asyncio.Future | None]]) -> None:
+    async def _flush(self, lane: _Lane, batch: list[_Item]) -> None:
         """Write `batch` on `lane`; the lane moves on only once it committed."""
         try:
             await self._write(lane, batch)
@@ -195,24 +197,24 @@ class AuditWriter:
             self._lane_freed.set()
             self._check_idle()
 
-    async def _write(self, lane: _Lane,
-                     batch: list[tuple[dict[str, Any], asyncio.Future | None]]) -> None:
+    async def _write(self, lane: _Lane, batch: list[_Item]) -> None:
         seq, prev = lane.seq, lane.prev
         try:
-            linked = []
-            for event, _ in batch:
+            created: list[dict[str, Any]] = []
+            linked: list[dict[str, Any]] = []
+            for event, _, stored in batch:
                 seq += 1
                 item = {**event, "chain": lane.chain, "seq": seq, "prev": prev,
                         "key_version": self._ring.active}
                 item["mac"] = prev = sign(self._ring, item)
-                linked.append(item)
-            await self._repo.write_batch(linked, chain=lane.chain, head_seq=seq)
+                (linked if stored else created).append(item)
+            await self._repo.write_batch(created, linked, chain=lane.chain, head_seq=seq)
         except BaseException as exc:  # cancelled too: the commit's outcome is unknown
             metrics.AUDIT_FAILURES.inc()
             log.warning("audit batch not written; its requests fail closed",
                         extra={"error": type(exc).__name__, "events": len(batch)})
             self._lanes[self._lanes.index(lane)] = _Lane()  # a new chain for this lane
-            for _, future in batch:
+            for _, future, _ in batch:
                 if future is not None and not future.done():
                     future.set_exception(Unavailable("The audit trail cannot be written; "
                                                      "try again shortly."))
@@ -223,7 +225,7 @@ class AuditWriter:
         metrics.AUDIT_BATCHES.inc()
         metrics.AUDIT_EVENTS.inc(len(batch))
         metrics.AUDIT_BATCH_SIZE.observe(len(batch))
-        for _, future in batch:
+        for _, future, _ in batch:
             if future is not None and not future.done():
                 future.set_result(None)
 

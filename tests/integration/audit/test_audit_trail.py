@@ -172,6 +172,40 @@ async def test_a_write_and_its_event_commit_together(client, admin_headers, tena
     assert pending == []
 
 
+async def test_a_write_s_event_is_completed_in_place(client, admin_headers, tenant):
+    """The write's statement stores the event; the batch completes that node (what only the
+    response knew, and the chain's fields) and leaves its time, which the indexes hold, as the
+    write stored it: one node per event, nothing pending, and the chain verifies."""
+    gate = asyncio.Event()
+    writer = client.server.app[services_key].audit_writer
+    real_write = writer._write
+
+    async def held(lane, batch):  # linking waits until the stored skeleton has been read
+        await gate.wait()
+        await real_write(lane, batch)
+
+    writer._write = held
+    try:
+        card = await create_card(client, admin_headers | {"User-Agent": "audit-test/1"})
+        query = ("MATCH (e:AuditEvent {tenant_id: $t}) WHERE e.route = 'POST /tokens' "
+                 "RETURN properties(e) AS p, labels(e) AS labels, elementId(e) AS node")
+        [skeleton] = await cypher(client, query, t=tenant.tenant_id)
+    finally:
+        gate.set()
+        writer._write = real_write
+    await settle(client)
+    [done] = await cypher(client, query, t=tenant.tenant_id)
+    assert sorted(skeleton["labels"]) == ["AuditEvent", "PendingAuditEvent"]
+    assert skeleton["p"]["pending"] is True and "chain" not in skeleton["p"]
+    assert done["node"] == skeleton["node"] and done["labels"] == ["AuditEvent"]
+    assert done["p"]["at"] == skeleton["p"]["at"] and done["p"]["id"] == skeleton["p"]["id"]
+    assert "pending" not in done["p"]
+    assert (done["p"]["token_ids"], done["p"]["status"], done["p"]["user_agent"]) == (
+        [card["id"]], 201, "audit-test/1")
+    assert {"chain", "seq", "prev", "mac", "key_version"} <= set(done["p"])
+    assert await verify_own_chain(client) == []
+
+
 async def test_every_event_time_is_stored_as_the_datetime_it_was_taken(client, admin_headers,
                                                                       tenant, reader):
     """`at` travels to Neo4j as text (repository/database.py event_param) and is stored as a

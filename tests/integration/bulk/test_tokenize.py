@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import orjson
 
 from ._support import (
@@ -133,3 +135,17 @@ async def test_the_audit_event_names_every_token_created(client, admin_headers, 
     rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t, route: 'POST /tokenize'}) "
                                 "RETURN e.token_ids AS ids", t=tenant.tenant_id)
     assert [sorted(r["ids"]) for r in rows] == [sorted(a["id"] for a in answer)]
+
+
+async def test_an_item_s_expiry_is_stored_as_the_datetime_given(client, admin_headers, tenant):
+    """As tokens/create: the expiry travels as text and is stored as a zoned DateTime."""
+    await tokenize(client, admin_headers, [
+        {"type": "token", "data": {"n": "1"}, "id": "tx-1",
+         "expires_at": "2031-05-06T07:08:09.654321-03:30"},
+        {"type": "token", "data": {"n": "2"}, "id": "tx-2"}])
+    rows = await cypher(client, "MATCH (t:Token {tenant_id: $t}) RETURN t.id AS id, "
+                                "t.expires_at AS at, valueType(t.expires_at) AS type ORDER BY id",
+                        t=tenant.tenant_id)
+    assert [(r["id"], r["type"]) for r in rows] == [("tx-1", "ZONED DATETIME NOT NULL"),
+                                                    ("tx-2", "NULL")]
+    assert rows[0]["at"].to_native() == datetime(2031, 5, 6, 10, 38, 9, 654321, tzinfo=UTC)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+from datetime import UTC, datetime
 
 import pytest
 from factories import new_tenant
@@ -135,3 +136,27 @@ async def test_a_service_with_key_ring_k1_k2_reads_what_was_written_under_k1(
     # until `vaultgraph keys rotate`)
     await new_api.create({**card(MASTERCARD), "id": "under-k1-k2"})
     assert (await old_api.get("under-k1-k2"))["data"] == {"number": MASTERCARD}
+
+
+async def test_an_expiry_is_stored_as_the_datetime_given_on_create_and_on_update(api, client):
+    """Expiries travel to Neo4j as text (repository/database.py datetime_text) and are stored
+    as the zoned DateTime they name, to the microsecond, in UTC: the expiry index and the
+    sweeper compare DateTimes, never text."""
+    created = await api.create({"type": "token", "data": {"n": "1"}, "id": "exp-1",
+                                "expires_at": "2031-05-06T07:08:09.123456+02:00"})
+    await api.create({"type": "token", "data": {"n": "2"}, "id": "exp-2"})
+    await api.patch("exp-2", {"expires_at": "2032-01-02T03:04:05.5Z"})
+    query = ("MATCH (t:Token {tenant_id: $t}) WHERE t.id IN ['exp-1', 'exp-2'] "
+             "RETURN t.id AS id, t.expires_at AS at, valueType(t.expires_at) AS type "
+             "ORDER BY id")
+    rows = await cypher(client, query, t=created["tenant_id"])
+    assert [r["type"] for r in rows] == ["ZONED DATETIME NOT NULL"] * 2
+    assert [r["at"].to_native() for r in rows] == [
+        datetime(2031, 5, 6, 5, 8, 9, 123456, tzinfo=UTC),
+        datetime(2032, 1, 2, 3, 4, 5, 500000, tzinfo=UTC)]
+    # An update that leaves the expiry alone keeps it; one that clears it clears it.
+    await api.patch("exp-1", {"metadata": {"k": "v"}})
+    await api.patch("exp-2", {"expires_at": None})
+    rows = await cypher(client, query, t=created["tenant_id"])
+    assert rows[0]["at"].to_native() == datetime(2031, 5, 6, 5, 8, 9, 123456, tzinfo=UTC)
+    assert rows[1]["at"] is None
