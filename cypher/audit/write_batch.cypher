@@ -2,28 +2,29 @@
 // The chain's head is locked first (the SET) and must stand at the number before the batch's
 // first: a batch that would fork the chain (another process writing with the same chain id, or
 // a writer that lost track of its head) writes no event and returns in_order = false, and the
-// writer starts a new chain. $created: events no statement has stored yet (reads, refusals),
-// created whole. $linked: events a write already stored in its own transaction (label
-// :PendingAuditEvent), found by id and completed with what only the response knew and the
-// chain's fields; their `at` (in the indexes) is left as the write stored it, so completing
-// one touches no index but the label's (one that went missing is created whole). Each token an
-// event names gets an AUDIT_REF self-loop. The head records the last sequence number, so a
-// deleted tail is seen. Times arrive as ISO-8601 text (repository/database.py datetime_text)
-// and are stored as the DateTime they name.
+// writer starts a new chain. Each event comes as {at, fixed, fields} (repository/audit.py):
+// its time as ISO-8601 text, stored as the DateTime it names; what it held from the request's
+// start (audit/event.py FIXED); the rest. $created: events no statement stored yet (reads,
+// refusals), created whole. $linked: events a write already stored in its own transaction
+// (label :PendingAuditEvent), found by id and completed with `fields` alone — what only the
+// response knew, and the chain's fields — so their time and fixed fields, which the indexes
+// hold, are not written again (one that went missing is created whole). Each token an event
+// names gets an AUDIT_REF self-loop. The head records the last sequence number, so a deleted
+// tail is seen.
 MERGE (c:AuditChain {id: $chain})
 SET c.updated_at = datetime()
 WITH c, coalesce(c.seq, 0) = $head_seq - size($created) - size($linked) AS in_order
 FOREACH (ev IN CASE WHEN in_order THEN $created ELSE [] END |
   CREATE (e:AuditEvent)
-  SET e = ev, e.at = datetime(ev.at)
-  FOREACH (token_id IN coalesce(ev.token_ids, []) |
-    CREATE (e)-[:AUDIT_REF {tenant_id: ev.tenant_id, token_id: token_id, at: e.at}]->(e)))
+  SET e = ev.fixed, e += ev.fields, e.at = datetime(ev.at)
+  FOREACH (token_id IN coalesce(ev.fields.token_ids, []) |
+    CREATE (e)-[:AUDIT_REF {tenant_id: ev.fixed.tenant_id, token_id: token_id, at: e.at}]->(e)))
 FOREACH (ev IN CASE WHEN in_order THEN $linked ELSE [] END |
-  MERGE (e:AuditEvent {id: ev.fields.id})
-  ON CREATE SET e = ev.fields, e.at = datetime(ev.at)
+  MERGE (e:AuditEvent {id: ev.fixed.id})
+  ON CREATE SET e = ev.fixed, e += ev.fields, e.at = datetime(ev.at)
   ON MATCH SET e += ev.fields, e.pending = null
   REMOVE e:PendingAuditEvent
   FOREACH (token_id IN coalesce(ev.fields.token_ids, []) |
-    CREATE (e)-[:AUDIT_REF {tenant_id: ev.fields.tenant_id, token_id: token_id, at: e.at}]->(e)))
+    CREATE (e)-[:AUDIT_REF {tenant_id: ev.fixed.tenant_id, token_id: token_id, at: e.at}]->(e)))
 SET c.seq = CASE WHEN in_order THEN $head_seq ELSE c.seq END
 RETURN in_order

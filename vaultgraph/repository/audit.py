@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ..audit.event import FIXED
 from ..audit.query import LogFilter
-from .database import Database, datetime_text, event_param, one_list
+from .database import Database, datetime_text, one_list
 
 BEGINNING = datetime(1, 1, 1, tzinfo=UTC)
 END = datetime(9999, 12, 31, tzinfo=UTC)
@@ -45,6 +46,14 @@ def event_of(props: Any) -> dict[str, Any]:
     return out
 
 
+def _parts(event: dict[str, Any]) -> dict[str, Any]:
+    """An event as audit/write_batch takes it: its time as text (`datetime_text`), what it
+    held from the request's start, and the rest."""
+    return {"at": datetime_text(event.get("at")),
+            "fixed": {k: event.get(k) for k in FIXED},
+            "fields": {k: v for k, v in event.items() if k != "at" and k not in FIXED}}
+
+
 class ChainForked(RuntimeError):
     """A batch would have forked its chain (README "Audit"): nothing of it was written."""
 
@@ -57,15 +66,14 @@ class AuditRepository:
                           *, chain: str, head_seq: int) -> None:
         """Write a batch numbered up to `head_seq` into `chain`: `created`, events no
         statement stored yet, and `linked`, events a write already stored in its own
-        transaction (completed, their stored time left as it is). Raises `ChainForked` (and
-        writes no event) when the chain's head in Neo4j is not the number before the first."""
+        transaction (completed: what they hold from the request's start, `event.FIXED` and
+        `at`, left as stored). Raises `ChainForked` (and writes no event) when the chain's head
+        in Neo4j is not the number before the first."""
         if not created and not linked:
             return
         records = await self._db.write(
-            "audit/write_batch", created=[event_param(e) for e in created],
-            linked=[{"at": datetime_text(e.get("at")),
-                     "fields": {k: v for k, v in e.items() if k != "at"}} for e in linked],
-            chain=chain, head_seq=head_seq)
+            "audit/write_batch", created=[_parts(e) for e in created],
+            linked=[_parts(e) for e in linked], chain=chain, head_seq=head_seq)
         if not records or not records[0]["in_order"]:
             raise ChainForked("the audit chain's head in Neo4j is not where this writer left "
                               "it; the batch was not written")
