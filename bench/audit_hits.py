@@ -1,0 +1,92 @@
+"""The database work of one group commit (README "Audit", Cost and growth): `PROFILE` of
+audit/write_batch over a batch of read-shaped events (created by the batch) and over a batch of
+write-shaped events (stored first by a write's own statement, then linked), in a fresh Neo4j
+of its own. Database hits and properties set are counted by Neo4j, so unlike CPU time they do
+not move from run to run.
+
+    .venv/bin/python -m bench.audit_hits                 # batches of 20
+    BENCH_AUDIT_BATCH=50 .venv/bin/python -m bench.audit_hits
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from vaultgraph.audit.chain import sign
+from vaultgraph.crypto import KeyRing
+from vaultgraph.neo4j_local import LocalNeo4j
+from vaultgraph.repository import audit as audit_repository
+from vaultgraph.repository.database import AUDIT_PREFIX, audited_params
+from vaultgraph.settings import Settings
+
+from .audit_storage import _connect, _event, _port, schema
+from .environment import new_kek
+
+
+def _hits(plan: Any) -> int:
+    return plan.get("dbHits", 0) + sum(_hits(child) for child in plan.get("children", []))
+
+
+async def profile(neo: LocalNeo4j, size: int) -> dict:
+    db = await _connect(neo)
+    ring = KeyRing.from_spec(new_kek())
+    tenant, application, key = (str(uuid.uuid4()) for _ in range(3))
+    out = {}
+    try:
+        for kind in ("created", "linked"):
+            chain, prev, events = str(uuid.uuid4()), "", []
+            for seq in range(1, size + 1):
+                event = {**_event(tenant, application, key), "chain": chain, "seq": seq,
+                         "prev": prev, "key_version": ring.active}
+                event["mac"] = prev = sign(ring, event)
+                events.append(event)
+            if kind == "linked":  # each stored first, as a write's own statement stores it
+                for event in events:
+                    skeleton = {k: event[k] for k in ("id", "at", "operation", "route",
+                                                      "trace_id", "tenant_id",
+                                                      "application_id", "key_id",
+                                                      "token_ids")}
+                    await db.driver.execute_query(
+                        AUDIT_PREFIX + "RETURN 1",
+                        audited_params({}, {**skeleton, "outcome": "success",
+                                            "pending": True}), database_=db.database)
+            parts = [audit_repository._parts(e) for e in events]
+            result = await db.driver.execute_query(
+                "PROFILE " + db.catalog.text("audit/write_batch"), database_=db.database,
+                created=parts if kind == "created" else [],
+                linked=parts if kind == "linked" else [], chain=chain, head_seq=size)
+            summary = result.summary
+            out[kind] = {"db_hits": _hits(summary.profile),
+                         "properties_set": summary.counters.properties_set,
+                         "events": size}
+    finally:
+        await db.close()
+    return out
+
+
+def main() -> int:
+    size = int(os.environ.get("BENCH_AUDIT_BATCH", "20"))
+    home = Path(tempfile.mkdtemp(prefix="vaultgraph-audit-hits-"))
+    lib = Settings.from_env().home_path / "neo4j-lib"
+    neo = LocalNeo4j(home=home / "neo4j", lib_dir=lib, bolt_port=_port(), http_port=_port(),
+                     password="audit-hits", heap="512m", pagecache="128m")
+    try:
+        neo.start()
+        asyncio.run(schema(neo))
+        result = asyncio.run(profile(neo, size))
+    finally:
+        neo.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
