@@ -165,7 +165,7 @@ async def audited(ctx: Context, request: Request, work: Awaitable[None]) -> None
         if note.persisted:
             ctx.audit.record_later(event, arrival)
         else:
-            await ctx.audit.record(event, arrival)
+            await ctx.audit.record(event, arrival, maybe_stored=note.sent)
 
 
 @dataclass(frozen=True)

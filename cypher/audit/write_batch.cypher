@@ -4,11 +4,12 @@
 // a writer that lost track of its head) writes no event and returns in_order = false, and the
 // writer starts a new chain. Each event comes as {at, fixed, fields} (repository/audit.py):
 // its time as ISO-8601 text, stored as the DateTime it names; what it held from the request's
-// start (audit/event.py FIXED); the rest. $created: events no statement stored yet (reads,
-// refusals), created whole. $linked: events a write already stored in its own transaction
-// (label :PendingAuditEvent), found by id and completed with `fields` alone — what only the
-// response knew, and the chain's fields — so their time and fixed fields, which the indexes
-// hold, are not written again (one that went missing is created whole). Each token an event
+// start (audit/event.py FIXED); the rest. $created: events no statement was sent to store
+// (reads, refusals before any write), created whole. $linked: events a write stored, or may
+// have stored (its commit unconfirmed), in its own transaction (label :PendingAuditEvent),
+// found by id and completed with `fields` alone — what only the response knew, and the
+// chain's fields — so their time and fixed fields, which the indexes hold, are not written
+// again; one that is not there (the write rolled back) is created whole. Each token an event
 // names gets an AUDIT_REF self-loop. The head records the last sequence number, so a deleted
 // tail is seen.
 MERGE (c:AuditChain {id: $chain})

@@ -149,7 +149,7 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
             if note.persisted:
                 writer.record_later(event, arrival)
             else:
-                await writer.record(event, arrival)
+                await writer.record(event, arrival, maybe_stored=note.sent)
         except VaultError as exc:
             return problem_response(problems.from_error(exc))
     return response

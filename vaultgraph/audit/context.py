@@ -23,6 +23,10 @@ class AuditNote:
     reason: str | None = None
     # Set by a write whose transaction also created the event: it is already durable.
     persisted: bool = False
+    # Set when a write's statement carrying the event was sent: whether it committed may be
+    # unknown (a deadline or a dropped connection before the commit's answer), so the event is
+    # linked by id, never created a second time.
+    sent: bool = False
     principal: Any = None
 
     def skeleton(self) -> dict[str, Any]:
@@ -59,9 +63,13 @@ def note_reason(reason: str) -> None:
 
 
 def write_event() -> dict[str, Any] | None:
-    """The event skeleton for a write's own transaction, or None outside a request."""
+    """The event skeleton for a write's own transaction, or None outside a request. The caller
+    sends it: from here on the event may be stored (`AuditNote.sent`)."""
     note = current.get()
-    return note.skeleton() if note is not None and note.principal is not None else None
+    if note is None or note.principal is None:
+        return None
+    note.sent = True
+    return note.skeleton()
 
 
 def written() -> None:

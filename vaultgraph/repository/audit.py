@@ -65,10 +65,11 @@ class AuditRepository:
     async def write_batch(self, created: list[dict[str, Any]], linked: list[dict[str, Any]],
                           *, chain: str, head_seq: int) -> None:
         """Write a batch numbered up to `head_seq` into `chain`: `created`, events no
-        statement stored yet, and `linked`, events a write already stored in its own
-        transaction (completed: what they hold from the request's start, `event.FIXED` and
-        `at`, left as stored). Raises `ChainForked` (and writes no event) when the chain's head
-        in Neo4j is not the number before the first."""
+        statement was sent to store, and `linked`, events a write stored or may have stored in
+        its own transaction (completed: what they hold from the request's start,
+        `event.FIXED` and `at`, left as stored; created whole if not there). Raises
+        `ChainForked` (and writes no event) when the chain's head in Neo4j is not the number
+        before the first."""
         if not created and not linked:
             return
         records = await self._db.write(

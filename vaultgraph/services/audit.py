@@ -75,7 +75,7 @@ class AuditWriter:
         self._ring = ring
         self._max_batch = max(1, max_batch)
         self._max_wait = max(0.0, max_wait)
-        # (event, the request's future or None, whether a write already stored the event)
+        # (event, the request's future or None, whether a write stored or may have stored the event)
         self._pending: list[_Item] = []
         self._arriving = 0  # requests announced whose events are not handed over yet
         self._company = asyncio.Event()  # an event was handed over, or a request went away
@@ -117,10 +117,13 @@ class AuditWriter:
             self._arriving -= 1
             self._company.set()
 
-    async def record(self, event: dict[str, Any], arrival: Arrival | None = None) -> None:
-        """Returns once the event is committed; raises `errors.Unavailable` if it cannot be."""
+    async def record(self, event: dict[str, Any], arrival: Arrival | None = None, *,
+                     maybe_stored: bool = False) -> None:
+        """Returns once the event is committed; raises `errors.Unavailable` if it cannot be.
+        `maybe_stored`: a write's statement carrying the event was sent but its commit was not
+        confirmed; the event is linked by id if it is there and created if it is not."""
         future = asyncio.get_running_loop().create_future()
-        self._enqueue((event, future, False), arrival)
+        self._enqueue((event, future, maybe_stored), arrival)
         await future
 
     def record_later(self, event: dict[str, Any], arrival: Arrival | None = None) -> None:

@@ -12,6 +12,8 @@ import pytest
 from factories import database, key_headers, make_application, new_tenant
 
 from vaultgraph.api.typedefs import services_key
+from vaultgraph.audit import context as audit_context
+from vaultgraph.errors import Unavailable
 from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.repository.database import Database
 from vaultgraph.services.audit import AuditWriter
@@ -203,6 +205,33 @@ async def test_a_write_s_event_is_completed_in_place(client, admin_headers, tena
     assert (done["p"]["token_ids"], done["p"]["status"], done["p"]["user_agent"]) == (
         [card["id"]], 201, "audit-test/1")
     assert {"chain", "seq", "prev", "mac", "key_version"} <= set(done["p"])
+    assert await verify_own_chain(client) == []
+
+
+async def test_a_write_whose_commit_went_unconfirmed_has_its_event_linked_once(
+        client, admin_headers, tenant, monkeypatch):
+    """The write's statement committed, event and all, but the service never saw the commit's
+    answer (a deadline, a connection dropped at the wrong moment): the request is answered 503,
+    and its stored event is found by id and completed — not created a second time, which the
+    id's uniqueness would refuse, failing every event of its batch and leaving it pending."""
+    def answer_lost() -> None:
+        raise Unavailable("the commit's answer was lost")
+
+    monkeypatch.setattr(audit_context, "written", answer_lost)
+    resp = await client.post("/tokens", json={"type": "card", "data": {"number": CANARY}},
+                             headers=admin_headers)
+    monkeypatch.undo()
+    assert resp.status == 503
+    await settle(client)
+    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) "
+                                "WHERE e.route = 'POST /tokens' RETURN e.outcome AS outcome, "
+                                "e.status AS status, e:PendingAuditEvent AS pending, "
+                                "e.chain IS NOT NULL AS chained", t=tenant.tenant_id)
+    assert rows == [{"outcome": "unavailable", "status": 503, "pending": False,
+                     "chained": True}]
+    # The change did commit, and it has its one event.
+    assert len(await cypher(client, "MATCH (t:Token {tenant_id: $t}) RETURN t.id AS id",
+                            t=tenant.tenant_id)) == 1
     assert await verify_own_chain(client) == []
 
 
