@@ -17,12 +17,14 @@ import shutil
 import tempfile
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+from vaultgraph.audit import context as audit_context
 from vaultgraph.audit.chain import sign
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
-from vaultgraph.repository import audit as audit_repository
+from vaultgraph.repository.audit import batch_parts
 from vaultgraph.repository.database import AUDIT_PREFIX, audited_params
 from vaultgraph.settings import Settings
 
@@ -49,15 +51,16 @@ async def profile(neo: LocalNeo4j, size: int) -> dict:
                 events.append(event)
             if kind == "linked":  # each stored first, as a write's own statement stores it
                 for event in events:
-                    skeleton = {k: event[k] for k in ("id", "at", "operation", "route",
-                                                      "trace_id", "tenant_id",
-                                                      "application_id", "key_id",
-                                                      "token_ids")}
-                    await db.driver.execute_query(
-                        AUDIT_PREFIX + "RETURN 1",
-                        audited_params({}, {**skeleton, "outcome": "success",
-                                            "pending": True}), database_=db.database)
-            parts = [audit_repository._parts(e) for e in events]
+                    note = audit_context.AuditNote(
+                        id=event["id"], at=event["at"], operation=event["operation"],
+                        route=event["route"], trace_id=event["trace_id"],
+                        token_ids=list(event["token_ids"]),
+                        principal=SimpleNamespace(tenant_id=tenant, application_id=application,
+                                                  key_id=key))
+                    await db.driver.execute_query(AUDIT_PREFIX + "RETURN 1",
+                                                  audited_params({}, note.skeleton()),
+                                                  database_=db.database)
+            parts = [batch_parts(e) for e in events]
             result = await db.driver.execute_query(
                 "PROFILE " + db.catalog.text("audit/write_batch"), database_=db.database,
                 created=parts if kind == "created" else [],

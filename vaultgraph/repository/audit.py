@@ -46,7 +46,7 @@ def event_of(props: Any) -> dict[str, Any]:
     return out
 
 
-def _parts(event: dict[str, Any]) -> dict[str, Any]:
+def batch_parts(event: dict[str, Any]) -> dict[str, Any]:
     """An event as audit/write_batch takes it: its time as text (`datetime_text`), what it
     held from the request's start, and the rest."""
     return {"at": datetime_text(event.get("at")),
@@ -73,8 +73,8 @@ class AuditRepository:
         if not created and not linked:
             return
         records = await self._db.write(
-            "audit/write_batch", created=[_parts(e) for e in created],
-            linked=[_parts(e) for e in linked], chain=chain, head_seq=head_seq)
+            "audit/write_batch", created=[batch_parts(e) for e in created],
+            linked=[batch_parts(e) for e in linked], chain=chain, head_seq=head_seq)
         if not records or not records[0]["in_order"]:
             raise ChainForked("the audit chain's head in Neo4j is not where this writer left "
                               "it; the batch was not written")

@@ -226,7 +226,7 @@ class Database:
 # A write's audit event is created by the write's own statement: this unit subquery runs first,
 # once, and commits or rolls back with the change. The event is completed and linked into its
 # chain by the audit writer (services/audit.py) when the request's outcome is known. Its `at`
-# arrives as text (`event_param`) and is stored as a DateTime.
+# arrives as text (`audited_params`) and is stored as a DateTime.
 AUDIT_PREFIX = ("CALL () { CREATE (audit_event:AuditEvent:PendingAuditEvent) "
                 "SET audit_event = $audit, audit_event.at = datetime($audit.at) }\n")
 
@@ -236,8 +236,9 @@ def audited_text(text: str) -> str:
 
 
 def audited_params(params: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
-    """A write statement's parameters with the request's event for `AUDIT_PREFIX`."""
-    return {**params, "audit": event_param(event)}
+    """A write statement's parameters with the request's event for `AUDIT_PREFIX`, its `at` as
+    text (`datetime_text`)."""
+    return {**params, "audit": {**event, "at": datetime_text(event.get("at"))}}
 
 
 def datetime_text(value: Any) -> Any:
@@ -246,13 +247,6 @@ def datetime_text(value: Any) -> Any:
     pure-Python time arithmetic, about 0.23 ms a value here; the text costs microseconds
     (README "Audit", Cost and growth). Anything else passes through unchanged."""
     return value.isoformat() if hasattr(value, "isoformat") else value
-
-
-def event_param(event: dict[str, Any]) -> dict[str, Any]:
-    """An audit event as a statement's parameter, its `at` as text (`datetime_text`): every
-    request sends one, a write's twice."""
-    at = event.get("at")
-    return {**event, "at": datetime_text(at)} if at is not None else event
 
 
 def one_list(records: list[neo4j.Record], key: str) -> list[Any]:
