@@ -13,10 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
-import tempfile
 import uuid
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -24,11 +21,10 @@ from vaultgraph.audit import context as audit_context
 from vaultgraph.audit.chain import sign
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
-from vaultgraph.repository.audit import batch_parts
+from vaultgraph.repository.audit import created_parts, linked_parts
 from vaultgraph.repository.database import AUDIT_PREFIX, audited_params
-from vaultgraph.settings import Settings
 
-from .audit_storage import _connect, _event, _port, schema
+from .audit_storage import _connect, _event, fresh_neo4j, schema
 from .environment import new_kek
 
 
@@ -49,22 +45,27 @@ async def profile(neo: LocalNeo4j, size: int) -> dict:
                          "prev": prev, "key_version": ring.active}
                 event["mac"] = prev = sign(ring, event)
                 events.append(event)
-            if kind == "linked":  # each stored first, as a write's own statement stores it
-                for event in events:
-                    note = audit_context.AuditNote(
-                        id=event["id"], at=event["at"], operation=event["operation"],
-                        route=event["route"], trace_id=event["trace_id"],
-                        token_ids=list(event["token_ids"]),
-                        principal=SimpleNamespace(tenant_id=tenant, application_id=application,
-                                                  key_id=key))
-                    await db.driver.execute_query(AUDIT_PREFIX + "RETURN 1",
-                                                  audited_params({}, note.skeleton()),
-                                                  database_=db.database)
-            parts = [batch_parts(e) for e in events]
+            created, linked = [], []
+            for event in events:
+                if kind == "created":
+                    created.append(created_parts(event))
+                    continue
+                # stored first, as a write's own statement stores it
+                note = audit_context.AuditNote(
+                    id=event["id"], at=event["at"], operation=event["operation"],
+                    route=event["route"], trace_id=event["trace_id"],
+                    client_ip=event["client_ip"], user_agent=event["user_agent"],
+                    token_ids=list(event["token_ids"]),
+                    principal=SimpleNamespace(tenant_id=tenant, application_id=application,
+                                              key_id=key))
+                stored = note.skeleton()
+                await db.driver.execute_query(AUDIT_PREFIX + "RETURN 1",
+                                              audited_params({}, stored),
+                                              database_=db.database)
+                linked.append(linked_parts(event, stored))
             result = await db.driver.execute_query(
                 "PROFILE " + db.catalog.text("audit/write_batch"), database_=db.database,
-                created=parts if kind == "created" else [],
-                linked=parts if kind == "linked" else [], chain=chain, head_seq=size)
+                created=created, linked=linked, chain=chain, head_seq=size)
             summary = result.summary
             out[kind] = {"db_hits": _hits(summary.profile),
                          "properties_set": summary.counters.properties_set,
@@ -76,17 +77,10 @@ async def profile(neo: LocalNeo4j, size: int) -> dict:
 
 def main() -> int:
     size = int(os.environ.get("BENCH_AUDIT_BATCH", "20"))
-    home = Path(tempfile.mkdtemp(prefix="vaultgraph-audit-hits-"))
-    lib = Settings.from_env().home_path / "neo4j-lib"
-    neo = LocalNeo4j(home=home / "neo4j", lib_dir=lib, bolt_port=_port(), http_port=_port(),
-                     password="audit-hits", heap="512m", pagecache="128m")
-    try:
+    with fresh_neo4j("audit-hits", heap="512m", pagecache="128m") as neo:
         neo.start()
         asyncio.run(schema(neo))
         result = asyncio.run(profile(neo, size))
-    finally:
-        neo.stop()
-        shutil.rmtree(home, ignore_errors=True)
     print(json.dumps(result, indent=2))
     return 0
 

@@ -13,6 +13,7 @@ the number of events.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ import socket
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -120,18 +122,29 @@ def _batches() -> float:
     return REGISTRY.get_sample_value("vaultgraph_audit_batches_total") or 0.0
 
 
+@contextlib.contextmanager
+def fresh_neo4j(name: str, *, heap: str, pagecache: str) -> Iterator[LocalNeo4j]:
+    """A Neo4j of the measurement's own, in a scratch directory removed afterwards (stopped
+    on the way out; the caller starts it, and may stop and start it in between)."""
+    home = Path(tempfile.mkdtemp(prefix=f"vaultgraph-{name}-"))
+    lib = Settings.from_env().home_path / "neo4j-lib"
+    neo = LocalNeo4j(home=home / "neo4j", lib_dir=lib, bolt_port=_port(), http_port=_port(),
+                     password=name, heap=heap, pagecache=pagecache)
+    try:
+        yield neo
+    finally:
+        neo.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def main() -> int:
     events = int(os.environ.get("BENCH_AUDIT_EVENTS", "100000"))
     warmup = int(os.environ.get("BENCH_AUDIT_WARMUP", "60000"))
     concurrency = int(os.environ.get("BENCH_AUDIT_CONCURRENCY", "32"))
-    home = Path(tempfile.mkdtemp(prefix="vaultgraph-audit-storage-"))
-    lib = Settings.from_env().home_path / "neo4j-lib"
-    neo = LocalNeo4j(home=home / "neo4j", lib_dir=lib, bolt_port=_port(), http_port=_port(),
-                     password="audit-storage", heap="512m", pagecache="256m")
     # Community Neo4j has no db.checkpoint(): a clean stop checkpoints the store, so each size
     # is taken with the server stopped.
-    store = neo.home / "data" / "databases" / "neo4j"
-    try:
+    with fresh_neo4j("audit-storage", heap="512m", pagecache="256m") as neo:
+        store = neo.home / "data" / "databases" / "neo4j"
         neo.start()
         asyncio.run(schema(neo))
         neo.stop()
@@ -141,9 +154,6 @@ def main() -> int:
         result = asyncio.run(write(neo, events, warmup, concurrency))
         neo.stop()
         after = _size(store)
-    finally:
-        neo.stop()
-        shutil.rmtree(home, ignore_errors=True)
     result.update(events=events, warmup_events=warmup, concurrency=concurrency,
                   store_bytes_before=before, store_bytes_after=after,
                   bytes_per_event=round((after - before) / (events + warmup), 1))

@@ -150,7 +150,8 @@ async def audited(ctx: Context, request: Request, work: Awaitable[None]) -> None
     afterwards; any other event group-committed before the answer."""
     note = audit_context.AuditNote(id=str(uuid.uuid4()), at=datetime.now(UTC),
                                    operation="token:read", route=f"{request.method} /tokens",
-                                   trace_id=uuid.uuid4().hex)
+                                   trace_id=uuid.uuid4().hex, client_ip="127.0.0.1",
+                                   user_agent="bench")
     note.principal = ctx.principal
     with ctx.audit.arriving() as arrival:  # as the audit middleware announces each request
         token = audit_context.current.set(note)
@@ -159,13 +160,12 @@ async def audited(ctx: Context, request: Request, work: Awaitable[None]) -> None
         finally:
             audit_context.current.reset(token)
         event = {**note.skeleton(), "status": 200,
-                 "transform": "mask" if note.transforms else None,
-                 "client_ip": "127.0.0.1", "user_agent": "bench"}
+                 "transform": "mask" if note.transforms else None}
         event.pop("pending")
         if note.persisted:
-            ctx.audit.record_later(event, arrival)
+            ctx.audit.record_later(event, arrival, stored=note.stored)
         else:
-            await ctx.audit.record(event, arrival, maybe_stored=note.sent)
+            await ctx.audit.record(event, arrival, stored=note.stored)
 
 
 @dataclass(frozen=True)

@@ -2,30 +2,30 @@
 // The chain's head is locked first (the SET) and must stand at the number before the batch's
 // first: a batch that would fork the chain (another process writing with the same chain id, or
 // a writer that lost track of its head) writes no event and returns in_order = false, and the
-// writer starts a new chain. Each event comes as {at, fixed, fields} (repository/audit.py):
-// its time as ISO-8601 text, stored as the DateTime it names; what it held from the request's
-// start (audit/event.py FIXED); the rest. $created: events no statement was sent to store
-// (reads, refusals before any write), created whole. $linked: events a write stored, or may
-// have stored (its commit unconfirmed), in its own transaction (label :PendingAuditEvent),
-// found by id and completed with `fields` alone — what only the response knew, and the
-// chain's fields — so their time and fixed fields, which the indexes hold, are not written
-// again; one that is not there (the write rolled back) is created whole. Each token an event
-// names gets an AUDIT_REF self-loop. The head records the last sequence number, so a deleted
-// tail is seen.
+// writer starts a new chain. Each event's time comes as ISO-8601 text and is stored as the
+// DateTime it names (repository/audit.py). $created: {at, fields}, events no statement was sent
+// to store (reads, refusals before any write), created whole. $linked: {id, at, held, fields},
+// events a write stored, or may have stored (its commit unconfirmed), in its own transaction
+// (label :PendingAuditEvent): found by id and completed with `fields` alone — what differs from
+// what the write stored, and the chain's fields — so their time and what the write already
+// stored (`held`), which the indexes hold, are not written again; one that is not there (the
+// write rolled back) is created whole from both. Each token an event names gets an AUDIT_REF
+// self-loop. The head records the last sequence number, so a deleted tail is seen.
 MERGE (c:AuditChain {id: $chain})
 SET c.updated_at = datetime()
 WITH c, coalesce(c.seq, 0) = $head_seq - size($created) - size($linked) AS in_order
 FOREACH (ev IN CASE WHEN in_order THEN $created ELSE [] END |
   CREATE (e:AuditEvent)
-  SET e = ev.fixed, e += ev.fields, e.at = datetime(ev.at)
+  SET e = ev.fields, e.at = datetime(ev.at)
   FOREACH (token_id IN coalesce(ev.fields.token_ids, []) |
-    CREATE (e)-[:AUDIT_REF {tenant_id: ev.fixed.tenant_id, token_id: token_id, at: e.at}]->(e)))
+    CREATE (e)-[:AUDIT_REF {tenant_id: ev.fields.tenant_id, token_id: token_id, at: e.at}]->(e)))
 FOREACH (ev IN CASE WHEN in_order THEN $linked ELSE [] END |
-  MERGE (e:AuditEvent {id: ev.fixed.id})
-  ON CREATE SET e = ev.fixed, e += ev.fields, e.at = datetime(ev.at)
+  MERGE (e:AuditEvent {id: ev.id})
+  ON CREATE SET e = ev.held, e += ev.fields, e.id = ev.id, e.at = datetime(ev.at)
   ON MATCH SET e += ev.fields, e.pending = null
   REMOVE e:PendingAuditEvent
-  FOREACH (token_id IN coalesce(ev.fields.token_ids, []) |
-    CREATE (e)-[:AUDIT_REF {tenant_id: ev.fixed.tenant_id, token_id: token_id, at: e.at}]->(e)))
+  FOREACH (token_id IN coalesce(ev.fields.token_ids, ev.held.token_ids, []) |
+    CREATE (e)-[:AUDIT_REF {tenant_id: coalesce(ev.held.tenant_id, ev.fields.tenant_id),
+                            token_id: token_id, at: e.at}]->(e)))
 SET c.seq = CASE WHEN in_order THEN $head_seq ELSE c.seq END
 RETURN in_order

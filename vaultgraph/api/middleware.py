@@ -134,7 +134,8 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
     note = audit_context.AuditNote(
         id=str(uuid.uuid4()), at=datetime.now(UTC),
         operation=",".join(needed) if isinstance(needed, tuple) else needed, route=route,
-        trace_id=request.get(TRACE_ID))
+        trace_id=request.get(TRACE_ID), client_ip=request.remote,
+        user_agent=bounded_text(request.headers.get("User-Agent"), MAX_USER_AGENT))
     if route is not None and " /tokens" in route:
         note.token_ids.extend(match[k] for k in _TOKEN_PARAMS if k in match)
     writer = request.app[services_key].audit_writer
@@ -147,9 +148,9 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
         event = _event(request, note, response.status)
         try:
             if note.persisted:
-                writer.record_later(event, arrival)
+                writer.record_later(event, arrival, stored=note.stored)
             else:
-                await writer.record(event, arrival, maybe_stored=note.sent)
+                await writer.record(event, arrival, stored=note.stored)
         except VaultError as exc:
             return problem_response(problems.from_error(exc))
     return response
@@ -168,8 +169,7 @@ def _event(request: web.Request, note: audit_context.AuditNote, status: int) -> 
         "token_ids": note.token_ids[:1000], "outcome": outcome_of(status), "status": status,
         "transform": single,
         "transform_counts": orjson.dumps(transforms).decode() if len(transforms) > 1 else None,
-        "trace_id": note.trace_id, "client_ip": request.remote,
-        "user_agent": bounded_text(request.headers.get("User-Agent"), MAX_USER_AGENT),
+        "trace_id": note.trace_id, "client_ip": note.client_ip, "user_agent": note.user_agent,
         "reason": note.reason,
     }
 

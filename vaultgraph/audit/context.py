@@ -18,26 +18,35 @@ class AuditNote:
     operation: str | None
     route: str | None
     trace_id: str | None
+    client_ip: str | None = None
+    user_agent: str | None = None
     token_ids: list[str] = field(default_factory=list)
     transforms: Counter = field(default_factory=Counter)
     reason: str | None = None
     # Set by a write whose transaction also created the event: it is already durable.
     persisted: bool = False
-    # Set when a write's statement carrying the event was sent: whether it committed may be
-    # unknown (a deadline or a dropped connection before the commit's answer), so the event is
-    # linked by id, never created a second time.
-    sent: bool = False
+    # What a write's statement carrying the event stored, set when the statement is sent: whether
+    # it committed may be unknown (a deadline or a dropped connection before the commit's
+    # answer), so the event is linked by id, never created a second time; and linking it writes
+    # only the fields that differ from these.
+    stored: dict[str, Any] | None = None
     principal: Any = None
 
+    @property
+    def sent(self) -> bool:
+        return self.stored is not None
+
     def skeleton(self) -> dict[str, Any]:
-        """The fields a write's transaction stores with the change; the rest (outcome, status,
-        chain) are completed when the request's event is linked into its chain."""
+        """The fields a write's transaction stores with the change: all the request knew when
+        it was sent. The rest (status, transform, the chain's fields, and whatever changed
+        since) are written when the request's event is linked into its chain."""
         p = self.principal
         return {
             "id": self.id, "at": self.at, "operation": self.operation, "route": self.route,
             "trace_id": self.trace_id, "tenant_id": p.tenant_id if p else None,
             "application_id": p.application_id if p else None,
             "key_id": p.key_id if p else None, "token_ids": list(self.token_ids),
+            "client_ip": self.client_ip, "user_agent": self.user_agent,
             "outcome": "success", "pending": True,
         }
 
@@ -64,12 +73,12 @@ def note_reason(reason: str) -> None:
 
 def write_event() -> dict[str, Any] | None:
     """The event skeleton for a write's own transaction, or None outside a request. The caller
-    sends it: from here on the event may be stored (`AuditNote.sent`)."""
+    sends it: from here on the event may be stored (`AuditNote.stored`)."""
     note = current.get()
     if note is None or note.principal is None:
         return None
-    note.sent = True
-    return note.skeleton()
+    note.stored = note.skeleton()
+    return note.stored
 
 
 def written() -> None:

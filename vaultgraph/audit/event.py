@@ -18,9 +18,6 @@ OUTCOMES = ("success", "denied", "not_found", "invalid", "conflict", "rate_limit
             "unavailable")
 MAX_USER_AGENT = 256
 MAX_TOKEN_IDS = 1000  # a list page holds at most 100; bulk calls stay far below this
-# What a request's event holds from its start, so that a write's own statement stores it and the
-# completed event repeats it unchanged (with `at`): linking a stored event leaves these alone.
-FIXED = ("id", "tenant_id", "application_id", "key_id", "operation", "route", "trace_id")
 SYSTEM = "system"  # the application id of the service's own work (expiry sweeps)
 
 

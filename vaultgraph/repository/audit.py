@@ -4,12 +4,11 @@ with `at` as an aware UTC datetime."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..audit.event import FIXED
 from ..audit.query import LogFilter
 from .database import Database, datetime_text, one_list
 
@@ -46,12 +45,31 @@ def event_of(props: Any) -> dict[str, Any]:
     return out
 
 
-def batch_parts(event: dict[str, Any]) -> dict[str, Any]:
-    """An event as audit/write_batch takes it: its time as text (`datetime_text`), what it
-    held from the request's start, and the rest."""
+def created_parts(event: Mapping[str, Any]) -> dict[str, Any]:
+    """An event no statement stored yet, as audit/write_batch takes it: its time as text
+    (`datetime_text`) and its other fields, those without a value left out (a property that
+    is not there reads as null, which is what was signed)."""
     return {"at": datetime_text(event.get("at")),
-            "fixed": {k: event.get(k) for k in FIXED},
-            "fields": {k: v for k, v in event.items() if k != "at" and k not in FIXED}}
+            "fields": {k: v for k, v in event.items() if k != "at" and v is not None}}
+
+
+def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any]) -> dict[str, Any]:
+    """An event a write's statement stored (or may have stored) as `stored`, as
+    audit/write_batch takes it: `held`, the fields it stored with the value the event ends
+    with; `fields`, the others, which linking writes (a null removes what the write stored).
+    Held and fields together are the whole event, so one whose write rolled back is created
+    whole."""
+    held: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
+    for k, v in event.items():
+        if k in ("at", "id"):
+            continue
+        if k in stored and stored[k] == v:
+            held[k] = v
+        elif v is not None or k in stored:
+            fields[k] = v
+    return {"id": event["id"], "at": datetime_text(event.get("at")), "held": held,
+            "fields": fields}
 
 
 class ChainForked(RuntimeError):
@@ -62,19 +80,21 @@ class AuditRepository:
     def __init__(self, db: Database):
         self._db = db
 
-    async def write_batch(self, created: list[dict[str, Any]], linked: list[dict[str, Any]],
+    async def write_batch(self, created: list[dict[str, Any]],
+                          linked: list[tuple[dict[str, Any], Mapping[str, Any]]],
                           *, chain: str, head_seq: int) -> None:
         """Write a batch numbered up to `head_seq` into `chain`: `created`, events no
-        statement was sent to store, and `linked`, events a write stored or may have stored in
-        its own transaction (completed: what they hold from the request's start,
-        `event.FIXED` and `at`, left as stored; created whole if not there). Raises
+        statement was sent to store, and `linked`, events with what a write stored of them in
+        its own transaction, or may have (completed with what differs, `linked_parts`; created
+        whole if not there). Raises
         `ChainForked` (and writes no event) when the chain's head in Neo4j is not the number
         before the first."""
         if not created and not linked:
             return
         records = await self._db.write(
-            "audit/write_batch", created=[batch_parts(e) for e in created],
-            linked=[batch_parts(e) for e in linked], chain=chain, head_seq=head_seq)
+            "audit/write_batch", created=[created_parts(e) for e in created],
+            linked=[linked_parts(e, stored) for e, stored in linked], chain=chain,
+            head_seq=head_seq)
         if not records or not records[0]["in_order"]:
             raise ChainForked("the audit chain's head in Neo4j is not where this writer left "
                               "it; the batch was not written")

@@ -226,9 +226,10 @@ class Database:
 # A write's audit event is created by the write's own statement: this unit subquery runs first,
 # once, and commits or rolls back with the change. The event is completed and linked into its
 # chain by the audit writer (services/audit.py) when the request's outcome is known. Its `at`
-# arrives as text (`audited_params`) and is stored as a DateTime.
+# arrives apart from the rest, as text (`audited_params`), and is stored once, as a DateTime
+# (inside the map it would be stored as text first and then replaced, in every index holding it).
 AUDIT_PREFIX = ("CALL () { CREATE (audit_event:AuditEvent:PendingAuditEvent) "
-                "SET audit_event = $audit, audit_event.at = datetime($audit.at) }\n")
+                "SET audit_event = $audit, audit_event.at = datetime($audit_at) }\n")
 
 
 def audited_text(text: str) -> str:
@@ -236,9 +237,10 @@ def audited_text(text: str) -> str:
 
 
 def audited_params(params: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
-    """A write statement's parameters with the request's event for `AUDIT_PREFIX`, its `at` as
-    text (`datetime_text`)."""
-    return {**params, "audit": {**event, "at": datetime_text(event.get("at"))}}
+    """A write statement's parameters with the request's event for `AUDIT_PREFIX`: its `at` as
+    text (`datetime_text`) in a parameter of its own, the rest as a map."""
+    fields = dict(event)
+    return {**params, "audit": fields, "audit_at": datetime_text(fields.pop("at", None))}
 
 
 def datetime_text(value: Any) -> Any:

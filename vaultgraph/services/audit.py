@@ -20,7 +20,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -39,7 +39,8 @@ SHOWN = ("id", "at", "tenant_id", "application_id", "key_id", "operation", "rout
          "user_agent", "reason")
 
 
-_Item = tuple[dict[str, Any], asyncio.Future | None, bool]
+# (event, the request's future or None, what a write's statement stored of it or None)
+_Item = tuple[dict[str, Any], asyncio.Future | None, Mapping[str, Any] | None]
 
 
 class Arrival:
@@ -75,7 +76,6 @@ class AuditWriter:
         self._ring = ring
         self._max_batch = max(1, max_batch)
         self._max_wait = max(0.0, max_wait)
-        # (event, the request's future or None, whether a write stored or may have stored the event)
         self._pending: list[_Item] = []
         self._arriving = 0  # requests announced whose events are not handed over yet
         self._company = asyncio.Event()  # an event was handed over, or a request went away
@@ -118,17 +118,20 @@ class AuditWriter:
             self._company.set()
 
     async def record(self, event: dict[str, Any], arrival: Arrival | None = None, *,
-                     maybe_stored: bool = False) -> None:
+                     stored: Mapping[str, Any] | None = None) -> None:
         """Returns once the event is committed; raises `errors.Unavailable` if it cannot be.
-        `maybe_stored`: a write's statement carrying the event was sent but its commit was not
-        confirmed; the event is linked by id if it is there and created if it is not."""
+        `stored`: what a write's statement carrying the event stored, when it was sent but its
+        commit was not confirmed; the event is linked by id if it is there and created if it is
+        not."""
         future = asyncio.get_running_loop().create_future()
-        self._enqueue((event, future, maybe_stored), arrival)
+        self._enqueue((event, future, stored), arrival)
         await future
 
-    def record_later(self, event: dict[str, Any], arrival: Arrival | None = None) -> None:
-        """Link an event whose write already committed it (pending) without waiting."""
-        self._enqueue((event, None, True), arrival)
+    def record_later(self, event: dict[str, Any], arrival: Arrival | None = None, *,
+                     stored: Mapping[str, Any] | None = None) -> None:
+        """Link an event whose write already committed it (pending) without waiting. `stored`:
+        what the write stored of it (linking writes only what differs); unknown, everything."""
+        self._enqueue((event, None, {} if stored is None else stored), arrival)
 
     def _enqueue(self, item: _Item, arrival: Arrival | None) -> None:
         self._pending.append(item)
@@ -204,13 +207,16 @@ class AuditWriter:
         seq, prev = lane.seq, lane.prev
         try:
             created: list[dict[str, Any]] = []
-            linked: list[dict[str, Any]] = []
+            linked: list[tuple[dict[str, Any], Mapping[str, Any]]] = []
             for event, _, stored in batch:
                 seq += 1
                 item = {**event, "chain": lane.chain, "seq": seq, "prev": prev,
                         "key_version": self._ring.active}
                 item["mac"] = prev = sign(self._ring, item)
-                (linked if stored else created).append(item)
+                if stored is None:
+                    created.append(item)
+                else:
+                    linked.append((item, stored))
             await self._repo.write_batch(created, linked, chain=lane.chain, head_seq=seq)
         except BaseException as exc:  # cancelled too: the commit's outcome is unknown
             metrics.AUDIT_FAILURES.inc()

@@ -61,9 +61,9 @@ class ExpirySweeper:
                                "trace_id": trace_id})
                     # Each deletion's event committed with it; link them into this chain.
                     if self._audit is not None:
-                        for event in result.events:
-                            event.pop("pending", None)
-                            self._audit.record_later(event)
+                        for stored in result.events:
+                            event = {k: v for k, v in stored.items() if k != "pending"}
+                            self._audit.record_later(event, stored=stored)
                     swept, failed = swept + result.swept, failed + result.failed
                     if result.complete or result.failed:
                         break

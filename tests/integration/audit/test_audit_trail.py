@@ -199,6 +199,11 @@ async def test_a_write_s_event_is_completed_in_place(client, admin_headers, tena
     [done] = await cypher(client, query, t=tenant.tenant_id)
     assert sorted(skeleton["labels"]) == ["AuditEvent", "PendingAuditEvent"]
     assert skeleton["p"]["pending"] is True and "chain" not in skeleton["p"]
+    # What the request knew when its write was sent is stored by the write itself; linking
+    # writes only the rest (repository/audit.py linked_parts).
+    assert (skeleton["p"]["user_agent"], skeleton["p"]["token_ids"]) == (
+        "audit-test/1", [card["id"]])
+    assert skeleton["p"]["client_ip"] and "status" not in skeleton["p"]
     assert done["node"] == skeleton["node"] and done["labels"] == ["AuditEvent"]
     assert done["p"]["at"] == skeleton["p"]["at"] and done["p"]["id"] == skeleton["p"]["id"]
     assert "pending" not in done["p"]

@@ -1,0 +1,62 @@
+"""How an audit event travels to audit/write_batch (repository/audit.py): a linked event
+carries apart what its write already stored, so linking writes only the rest."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from vaultgraph.repository.audit import created_parts, linked_parts
+
+AT = datetime(2026, 11, 24, 13, 5, 7, 123456, tzinfo=UTC)
+
+
+def event(**changes) -> dict:
+    return {"id": "e1", "at": AT, "tenant_id": "t", "application_id": "a", "key_id": "k",
+            "operation": "token:create", "route": "POST /tokens", "token_ids": ["x"],
+            "outcome": "success", "status": 201, "transform": None, "client_ip": "10.0.0.1",
+            "user_agent": "ua", "trace_id": "tr", "reason": None, "chain": "c", "seq": 3,
+            **changes}
+
+
+STORED = {"id": "e1", "at": AT, "tenant_id": "t", "application_id": "a", "key_id": "k",
+          "operation": "token:create", "route": "POST /tokens", "token_ids": ["x"],
+          "client_ip": "10.0.0.1", "user_agent": "ua", "trace_id": "tr", "outcome": "success",
+          "pending": True}
+
+
+def test_a_linked_event_sends_as_fields_only_what_its_write_did_not_store():
+    parts = linked_parts(event(), STORED)
+    assert parts["id"] == "e1" and parts["at"] == AT.isoformat()
+    assert parts["held"] == {k: v for k, v in STORED.items()
+                             if k not in ("id", "at", "pending")}
+    assert parts["fields"] == {"status": 201, "chain": "c", "seq": 3}
+
+
+def test_a_stored_field_that_changed_is_sent_and_one_now_empty_is_sent_as_null():
+    parts = linked_parts(event(outcome="error", token_ids=["x", "y"], trace_id=None), STORED)
+    assert parts["fields"]["outcome"] == "error"
+    assert parts["fields"]["token_ids"] == ["x", "y"]
+    assert "trace_id" in parts["fields"] and parts["fields"]["trace_id"] is None  # removes it
+    assert not {"outcome", "token_ids", "trace_id"} & set(parts["held"])
+
+
+def test_held_and_fields_together_are_the_whole_event_so_a_missing_one_is_created_whole():
+    full = event(reason="expired")
+    parts = linked_parts(full, STORED)
+    assert not set(parts["held"]) & set(parts["fields"])
+    whole = {**parts["held"], **parts["fields"], "id": parts["id"]}
+    assert whole == {k: v for k, v in full.items() if k != "at" and v is not None}
+
+
+def test_unknown_stored_fields_send_every_field():
+    parts = linked_parts(event(), {})
+    assert parts["held"] == {}
+    assert parts["fields"] == {k: v for k, v in event().items()
+                               if k not in ("id", "at") and v is not None}
+
+
+def test_a_created_event_leaves_out_empty_fields():
+    parts = created_parts(event())
+    assert parts["at"] == AT.isoformat()
+    assert "at" not in parts["fields"]
+    assert parts["fields"] == {k: v for k, v in event().items() if k != "at" and v is not None}
