@@ -32,10 +32,6 @@ class AuditNote:
     stored: dict[str, Any] | None = None
     principal: Any = None
 
-    @property
-    def sent(self) -> bool:
-        return self.stored is not None
-
     def skeleton(self) -> dict[str, Any]:
         """The fields a write's transaction stores with the change: all the request knew when
         it was sent. The rest (status, transform, the chain's fields, and whatever changed

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ..audit.event import FIELDS
 from ..audit.query import LogFilter
 from .database import Database, datetime_text, one_list
 
@@ -53,20 +54,25 @@ def created_parts(event: Mapping[str, Any]) -> dict[str, Any]:
             "fields": {k: v for k, v in event.items() if k != "at" and v is not None}}
 
 
-def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any]) -> dict[str, Any]:
+def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any] | None
+                 ) -> dict[str, Any]:
     """An event a write's statement stored (or may have stored) as `stored`, as
-    audit/write_batch takes it: `held`, the fields it stored with the value the event ends
-    with; `fields`, the others, which linking writes (a null removes what the write stored).
-    Held and fields together are the whole event, so one whose write rolled back is created
-    whole."""
+    audit/write_batch takes it: `held`, the fields it stored with the value (and type) the
+    event ends with; `fields`, the others, which linking writes — a null removes what the write
+    stored, and a field it stored that the event no longer has is sent as null. Held and fields
+    together are the whole event, so one whose write rolled back is created whole. `stored`
+    None (not known): every field is sent, nulls included."""
     held: dict[str, Any] = {}
     fields: dict[str, Any] = {}
-    for k, v in event.items():
+    known = stored if stored is not None else {}
+    names = [*event, *(k for k in known if k in FIELDS and k not in event)]
+    for k in names:
         if k in ("at", "id"):
             continue
-        if k in stored and stored[k] == v:
+        v = event.get(k)
+        if k in known and type(known[k]) is type(v) and known[k] == v:
             held[k] = v
-        elif v is not None or k in stored:
+        elif v is not None or k in known or stored is None:
             fields[k] = v
     return {"id": event["id"], "at": datetime_text(event.get("at")), "held": held,
             "fields": fields}
@@ -81,7 +87,7 @@ class AuditRepository:
         self._db = db
 
     async def write_batch(self, created: list[dict[str, Any]],
-                          linked: list[tuple[dict[str, Any], Mapping[str, Any]]],
+                          linked: list[tuple[dict[str, Any], Mapping[str, Any] | None]],
                           *, chain: str, head_seq: int) -> None:
         """Write a batch numbered up to `head_seq` into `chain`: `created`, events no
         statement was sent to store, and `linked`, events with what a write stored of them in

@@ -39,8 +39,9 @@ SHOWN = ("id", "at", "tenant_id", "application_id", "key_id", "operation", "rout
          "user_agent", "reason")
 
 
-# (event, the request's future or None, what a write's statement stored of it or None)
-_Item = tuple[dict[str, Any], asyncio.Future | None, Mapping[str, Any] | None]
+# (event, the request's future or None, whether a write's statement stored it or may have, what
+# that statement stored of it if known)
+_Item = tuple[dict[str, Any], asyncio.Future | None, bool, Mapping[str, Any] | None]
 
 
 class Arrival:
@@ -124,14 +125,14 @@ class AuditWriter:
         commit was not confirmed; the event is linked by id if it is there and created if it is
         not."""
         future = asyncio.get_running_loop().create_future()
-        self._enqueue((event, future, stored), arrival)
+        self._enqueue((event, future, stored is not None, stored), arrival)
         await future
 
     def record_later(self, event: dict[str, Any], arrival: Arrival | None = None, *,
                      stored: Mapping[str, Any] | None = None) -> None:
         """Link an event whose write already committed it (pending) without waiting. `stored`:
         what the write stored of it (linking writes only what differs); unknown, everything."""
-        self._enqueue((event, None, {} if stored is None else stored), arrival)
+        self._enqueue((event, None, True, stored), arrival)
 
     def _enqueue(self, item: _Item, arrival: Arrival | None) -> None:
         self._pending.append(item)
@@ -208,22 +209,22 @@ class AuditWriter:
         try:
             created: list[dict[str, Any]] = []
             linked: list[tuple[dict[str, Any], Mapping[str, Any]]] = []
-            for event, _, stored in batch:
+            for event, _, was_stored, stored in batch:
                 seq += 1
                 item = {**event, "chain": lane.chain, "seq": seq, "prev": prev,
                         "key_version": self._ring.active}
                 item["mac"] = prev = sign(self._ring, item)
-                if stored is None:
-                    created.append(item)
-                else:
+                if was_stored:
                     linked.append((item, stored))
+                else:
+                    created.append(item)
             await self._repo.write_batch(created, linked, chain=lane.chain, head_seq=seq)
         except BaseException as exc:  # cancelled too: the commit's outcome is unknown
             metrics.AUDIT_FAILURES.inc()
             log.warning("audit batch not written; its requests fail closed",
                         extra={"error": type(exc).__name__, "events": len(batch)})
             self._lanes[self._lanes.index(lane)] = _Lane()  # a new chain for this lane
-            for _, future, _ in batch:
+            for _, future, _, _ in batch:
                 if future is not None and not future.done():
                     future.set_exception(Unavailable("The audit trail cannot be written; "
                                                      "try again shortly."))
@@ -234,7 +235,7 @@ class AuditWriter:
         metrics.AUDIT_BATCHES.inc()
         metrics.AUDIT_EVENTS.inc(len(batch))
         metrics.AUDIT_BATCH_SIZE.observe(len(batch))
-        for _, future, _ in batch:
+        for _, future, _, _ in batch:
             if future is not None and not future.done():
                 future.set_result(None)
 
