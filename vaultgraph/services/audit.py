@@ -329,8 +329,12 @@ class AuditLog:
                 return pruned
             tops: dict[str, dict] = {}
             for row in rows:
-                chain = row["chain"]
-                if chain is not None and (chain not in tops or row["seq"] > tops[chain]["seq"]):
+                chain, seq = row["chain"], row["seq"]
+                # Not chained yet; or deleted by another replica's prune while this one read it
+                # (Neo4j then reads its remaining properties as null): that prune signs it.
+                if chain is None or seq is None or row["mac"] is None:
+                    continue
+                if chain not in tops or seq > tops[chain]["seq"]:
                     tops[chain] = row
             checkpoints = [{"chain": c, "seq": r["seq"], "mac": r["mac"],
                             "sig": self.checkpoint_sig(c, r["seq"], r["mac"])}
