@@ -1,9 +1,11 @@
-"""Causal consistency (README "Scale-out"): every session a process opens is chained through
-the driver's one bookmark manager, so on a Neo4j cluster each statement, routed to any member,
-starts after this process's earlier writes. A single server cannot show a lagging follower;
-these tests show, on the real Neo4j, that every kind of session is given the manager (it is
-asked for bookmarks before the work and told the new one after it) and that the read routing
-setting is applied."""
+"""Causal consistency (README "Scale-out"). Where the process may talk to more than one server
+(a routing URI to an Enterprise server or Aura), every session it opens is chained through the
+driver's one bookmark manager, so each statement, routed to any member, starts after this
+process's earlier writes; on a single server it uses none (they guard nothing there and cost
+Neo4j per statement). A single server cannot show a lagging follower: these tests show, on the
+real Neo4j, when the manager is used, that every kind of session is given it when there is one
+(it is asked for bookmarks before the work and told the new one after it), and that the read
+routing setting is applied."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import pytest
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.app import create_app
+from vaultgraph.catalog import Catalog
+from vaultgraph.repository.database import Database
 from vaultgraph.settings import ConfigError, Settings
 
 
@@ -35,13 +39,65 @@ class Recorder:
         self.latest = frozenset(bookmarks.raw_values)
 
 
+async def reads_its_write(client, services, tenant_name: str) -> None:
+    tenant = await services.tenants.create(tenant_name)
+    headers = {"SVC-API-KEY": tenant.key}
+    resp = await client.post("/tokens", json={"type": "token", "data": "x"}, headers=headers)
+    token = await resp.json()
+    resp = await client.get(f"/tokens/{token['id']}", headers=headers)
+    assert (resp.status, (await resp.json())["data"]) == (200, "x")
+
+
 @pytest.fixture
 async def recorded(aiohttp_client, settings):
+    """A service whose process behaves as on a cluster: it has a bookmark manager (set after
+    start-up, which found this Community server and dropped the driver's)."""
     client = await aiohttp_client(create_app(settings))
     services = client.server.app[services_key]
     recorder = Recorder()
     services.database.bookmarks = recorder.manager
     return client, services, recorder
+
+
+@pytest.mark.parametrize(("uri", "chained"), [
+    ("neo4j://db.example:7687", True), ("neo4j+s://x.databases.neo4j.io", True),
+    ("neo4j+ssc://db.example", True), ("bolt://db.example:7687", False),
+    ("bolt+s://db.example", False), ("BOLT://db.example", False)])
+async def test_a_routing_uri_chains_sessions_and_a_direct_one_does_not(settings, uri, chained):
+    db = Database.connect(uri, "neo4j", "unused", Catalog.load(settings.cypher_dir), "neo4j")
+    try:
+        if chained:
+            assert db.bookmarks is db.driver.execute_query_bookmark_manager
+        else:
+            assert db.bookmarks is None
+    finally:
+        await db.close()
+
+
+async def test_a_community_server_is_one_server_so_no_bookmarks_are_sent(aiohttp_client,
+                                                                          settings):
+    assert settings.neo4j_uri.startswith("neo4j://")  # a routing URI: chained until learnt
+    db = Database.connect(settings.neo4j_uri, settings.neo4j_user,
+                          settings.resolved_neo4j_password(), Catalog.load(settings.cypher_dir),
+                          settings.neo4j_database)
+    try:
+        assert db.bookmarks is not None
+        await db.apply_schema()
+        assert db.bookmarks is None  # this test server is Community
+        # A manager given afterwards (as on a cluster) is kept when the schema is applied again.
+        recorder = Recorder()
+        db.bookmarks = recorder.manager
+        await db.apply_schema()
+        assert db.bookmarks is recorder.manager and recorder.asked
+    finally:
+        await db.close()
+
+    # The service's own process, once started, opens its sessions without a manager, and its
+    # reads see its writes.
+    client = await aiohttp_client(create_app(settings))
+    services = client.server.app[services_key]
+    assert services.database.bookmarks is None
+    await reads_its_write(client, services, "one-server")
 
 
 async def test_one_process_chains_its_reads_after_its_writes(recorded):
@@ -91,12 +147,7 @@ async def test_leader_reads_route_reads_as_writes(aiohttp_client, settings):
         settings, neo4j_read_routing="write")))
     services = client.server.app[services_key]
     assert services.database.read_access == neo4j.WRITE_ACCESS
-    tenant = await services.tenants.create("leader-reads")
-    headers = {"SVC-API-KEY": tenant.key}
-    resp = await client.post("/tokens", json={"type": "token", "data": "x"}, headers=headers)
-    token = await resp.json()
-    resp = await client.get(f"/tokens/{token['id']}", headers=headers)
-    assert (resp.status, (await resp.json())["data"]) == (200, "x")
+    await reads_its_write(client, services, "leader-reads")
 
 
 def test_reads_are_routed_as_reads_by_default_and_other_values_are_refused():

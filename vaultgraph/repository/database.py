@@ -7,14 +7,21 @@ transient error (deadlock, lock timeout) was rolled back and is retried here; se
 statements that must commit together run in a managed transaction (`write_tx`), which the
 driver retries, so its work function is idempotent.
 
-Causal consistency (README "Scale-out"): every session of the process, and the schema's
-`execute_query`, share the driver's one bookmark manager, so every statement starts after the
-last commit this process saw: on a Neo4j cluster a read routed to a follower or read replica
-waits until that member has applied this process's earlier writes (a client's read after its own
-write through the same replica sees it). Another replica's writes carry no bookmark here: with
+Causal consistency (README "Scale-out"): on a cluster, every session of the process, and the
+schema's `execute_query`, share the driver's one bookmark manager, so every statement starts
+after the last commit this process saw: a read routed to a follower or read replica waits until
+that member has applied this process's earlier writes (a client's read after its own write
+through the same replica sees it). Another replica's writes carry no bookmark here: with
 `read_routing="write"` (VAULTGRAPH_NEO4J_READ_ROUTING) reads go to the leader too, which sees
 every committed write whichever replica made it; otherwise a load balancer keeps a client on one
-replica (sticky sessions). On a single server bookmarks cost nothing but a few bytes.
+replica (sticky sessions).
+
+On a single server a statement sees every write committed before it starts, so bookmarks
+guard nothing there, and they are not free: the driver's manager keeps every bookmark of the
+sessions that overlapped, so under 32 concurrent creates each statement carried 13-21 of them,
+which cost Neo4j ~0.3 ms a create (README "Scale-out"). So a process uses no bookmark manager
+when it cannot be talking to more than one server: a direct `bolt://` URI, or a Community
+server (learnt when the schema is applied; Community has no clustering).
 
 Only repositories use this module.
 """
@@ -26,6 +33,7 @@ import contextvars
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import neo4j
 from neo4j import AsyncDriver, AsyncManagedTransaction
@@ -51,6 +59,9 @@ UNAVAILABLE = (ServiceUnavailable, SessionExpired)
 DEFAULT_TIMEOUT = 10.0
 # VAULTGRAPH_NEO4J_READ_ROUTING: where reads go on a cluster (the driver's access modes).
 READ_ROUTINGS = {"read": neo4j.READ_ACCESS, "write": neo4j.WRITE_ACCESS}
+# The URI schemes with which the driver routes over a cluster's members; any other (bolt://)
+# connects to one server.
+ROUTING_SCHEMES = frozenset({"neo4j", "neo4j+s", "neo4j+ssc"})
 # When the current request must be answered by (event-loop time); None: `timeout` from now.
 deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
 
@@ -61,13 +72,17 @@ def _timed_out() -> Unavailable:
 
 class Database:
     def __init__(self, driver: AsyncDriver, catalog: Catalog, database: str,
-                 timeout: float = DEFAULT_TIMEOUT, read_routing: str = "read"):
+                 timeout: float = DEFAULT_TIMEOUT, read_routing: str = "read",
+                 routing: bool = True):
         self.driver = driver
         self.catalog = catalog
         self.database = database
         self.timeout = timeout
-        # One per driver: the same manager `driver.execute_query` uses by default.
-        self.bookmarks = driver.execute_query_bookmark_manager
+        # One per driver: the same manager `driver.execute_query` uses by default; None on a
+        # single server (the module's docstring).
+        self.bookmarks: neo4j.api.AsyncBookmarkManager | None = (
+            driver.execute_query_bookmark_manager if routing else None)
+        self._edition_checked = not routing
         self.read_access = READ_ROUTINGS[read_routing]
         self.schema_applied = False
         self._audited_queries: dict[str, neo4j.Query] = {}
@@ -90,7 +105,8 @@ class Database:
             # the server need not compute or send them.
             notifications_min_severity="OFF",
         )
-        return cls(driver, catalog, database, timeout, read_routing)
+        return cls(driver, catalog, database, timeout, read_routing,
+                   routing=urlsplit(uri).scheme.lower() in ROUTING_SCHEMES)
 
     def _deadline(self) -> float:
         at = deadline.get()
@@ -101,7 +117,7 @@ class Database:
 
     def session(self, mode: str = neo4j.WRITE_ACCESS) -> neo4j.AsyncSession:
         """Every session this process opens: causally chained through the driver's bookmark
-        manager (see the module's docstring)."""
+        manager where there may be more than one server (see the module's docstring)."""
         return self.driver.session(database=self.database, default_access_mode=mode,
                                    bookmark_manager=self.bookmarks)
 
@@ -216,10 +232,19 @@ class Database:
             await asyncio.gather(*(self.touch() for _ in range(connections)))
 
     async def apply_schema(self) -> None:
+        """The schema's statements; the first time, also whether the server is Community
+        (one server: no bookmarks from then on)."""
         async with map_errors():
             for statement in self.catalog.schema_statements():
                 await self.driver.execute_query(statement, database_=self.database,
                                                 bookmark_manager_=self.bookmarks)
+            if not self._edition_checked:
+                records, _, _ = await self.driver.execute_query(
+                    self.catalog["health/edition"], database_=self.database,
+                    bookmark_manager_=self.bookmarks, routing_=neo4j.RoutingControl.READ)
+                if records and records[0]["edition"] == "community":
+                    self.bookmarks = None
+                self._edition_checked = True
         self.schema_applied = True
 
 
