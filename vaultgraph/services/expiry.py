@@ -20,6 +20,7 @@ import uuid
 
 from .. import metrics
 from ..audit.event import SYSTEM
+from ..logs import trace_id_var
 from ..repository.expiry import ExpiryRepository
 from .audit import AuditWriter
 
@@ -48,10 +49,19 @@ class ExpirySweeper:
         return self._task
 
     async def sweep(self) -> int:
-        """One pass, after any pass already under way in this process has finished."""
+        """One pass, after any pass already under way in this process has finished. Its log
+        lines carry the trace id its audit events record (the log's `trace_id` field, as a
+        request's)."""
+        trace_id = uuid.uuid4().hex
+        token = trace_id_var.set(trace_id)
+        try:
+            return await self._sweep(trace_id)
+        finally:
+            trace_id_var.reset(token)
+
+    async def _sweep(self, trace_id: str) -> int:
         async with self._lock:
             started = time.perf_counter()
-            trace_id = uuid.uuid4().hex
             swept = failed = 0
             try:
                 while True:  # each statement takes a bounded share of the backlog
@@ -82,7 +92,7 @@ class ExpirySweeper:
             log.warning("expiry sweep skipped tokens until the next run",
                         extra={"failed": failed})
         log.info("expiry sweep", extra={
-            "swept": swept, "idempotency_keys": keys.swept, "trace_id": trace_id,
+            "swept": swept, "idempotency_keys": keys.swept,
             "ms": round((time.perf_counter() - started) * 1000, 2)})
         return swept
 

@@ -105,6 +105,23 @@ async def test_a_swept_token_is_the_same_audit_reference_as_a_deleted_one(api, c
     await api.get("expired-kid")  # a child outlives its parent
 
 
+async def test_a_sweep_logs_its_pass_under_its_trace_id(api, client, tenant, caplog):
+    """A served process logs at INFO: the pass's summary line is written (it once raised
+    KeyError there, a `trace_id` extra clashing with the one every record carries, so every
+    periodic sweep was logged as failed) and carries the trace id of its audit events."""
+    await api.create(customer(id="logged-tok", expires_at="1/1/2999"))
+    await expire(client, tenant.tenant_id, "logged-tok")
+    caplog.set_level(logging.INFO, logger="vaultgraph.services.expiry")
+    assert await client.server.app[services_key].expiry.sweep() >= 1
+    [line] = [r for r in caplog.records if r.getMessage() == "expiry sweep"]
+    assert line.swept >= 1
+    [event] = await cypher(client, """
+        MATCH (e:AuditEvent {tenant_id: $t}) WHERE 'logged-tok' IN e.token_ids
+          AND e.application_id = 'system'
+        RETURN e.trace_id AS trace_id""", t=tenant.tenant_id)
+    assert line.trace_id == event["trace_id"] and len(event["trace_id"]) == 32
+
+
 async def test_an_expired_token_reads_as_unknown_before_it_is_swept(api, client, tenant):
     token = await api.create(customer(expires_at="1/1/2999"))
     await expire(client, tenant.tenant_id, token["id"])
