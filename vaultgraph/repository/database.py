@@ -16,12 +16,13 @@ through the same replica sees it). Another replica's writes carry no bookmark he
 every committed write whichever replica made it; otherwise a load balancer keeps a client on one
 replica (sticky sessions).
 
-On a single server a statement sees every write committed before it starts, so bookmarks
-guard nothing there, and they are not free: the driver's manager keeps every bookmark of the
-sessions that overlapped, so under 32 concurrent creates each statement carried 13-21 of them,
-which cost Neo4j ~0.3 ms a create (README "Scale-out"). So a process uses no bookmark manager
-when it cannot be talking to more than one server: a direct `bolt://` URI, or a Community
-server (learnt when the schema is applied; Community has no clustering).
+A Community server is always one server (Community has no clustering), where a statement sees
+every write committed before it starts: bookmarks guard nothing there and still cost a little
+(the manager sends every bookmark of the sessions that overlapped the last ones with the next
+statement: 6-8 a create in the benchmark; README Performance, "Bookmarks on one server"). So
+once the schema is applied the process learns the server's edition and, on Community, drops the
+manager. Any other server keeps it, whatever the URI's scheme: an Enterprise server reached by
+`bolt://` may still forward to other members (remote aliases, composite databases).
 
 Only repositories use this module.
 """
@@ -33,12 +34,12 @@ import contextvars
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import neo4j
 from neo4j import AsyncDriver, AsyncManagedTransaction
 from neo4j.exceptions import (
     AuthError,
+    ClientError,
     ConstraintError,
     DriverError,
     Neo4jError,
@@ -59,9 +60,6 @@ UNAVAILABLE = (ServiceUnavailable, SessionExpired)
 DEFAULT_TIMEOUT = 10.0
 # VAULTGRAPH_NEO4J_READ_ROUTING: where reads go on a cluster (the driver's access modes).
 READ_ROUTINGS = {"read": neo4j.READ_ACCESS, "write": neo4j.WRITE_ACCESS}
-# The URI schemes with which the driver routes over a cluster's members; any other (bolt://)
-# connects to one server.
-ROUTING_SCHEMES = frozenset({"neo4j", "neo4j+s", "neo4j+ssc"})
 # When the current request must be answered by (event-loop time); None: `timeout` from now.
 deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
 
@@ -72,17 +70,16 @@ def _timed_out() -> Unavailable:
 
 class Database:
     def __init__(self, driver: AsyncDriver, catalog: Catalog, database: str,
-                 timeout: float = DEFAULT_TIMEOUT, read_routing: str = "read",
-                 routing: bool = True):
+                 timeout: float = DEFAULT_TIMEOUT, read_routing: str = "read"):
         self.driver = driver
         self.catalog = catalog
         self.database = database
         self.timeout = timeout
-        # One per driver: the same manager `driver.execute_query` uses by default; None on a
-        # single server (the module's docstring).
+        # One per driver: the same manager `driver.execute_query` uses by default; None once
+        # the server is known to be Community (the module's docstring).
         self.bookmarks: neo4j.api.AsyncBookmarkManager | None = (
-            driver.execute_query_bookmark_manager if routing else None)
-        self._edition_checked = not routing
+            driver.execute_query_bookmark_manager)
+        self._edition_checked = False
         self.read_access = READ_ROUTINGS[read_routing]
         self.schema_applied = False
         self._audited_queries: dict[str, neo4j.Query] = {}
@@ -105,8 +102,7 @@ class Database:
             # the server need not compute or send them.
             notifications_min_severity="OFF",
         )
-        return cls(driver, catalog, database, timeout, read_routing,
-                   routing=urlsplit(uri).scheme.lower() in ROUTING_SCHEMES)
+        return cls(driver, catalog, database, timeout, read_routing)
 
     def _deadline(self) -> float:
         at = deadline.get()
@@ -209,6 +205,19 @@ class Database:
             result = await session.run(self.catalog[name], params)
             return [record async for record in result]
 
+    async def _learn_edition(self) -> None:
+        try:
+            records, _, _ = await self.driver.execute_query(
+                self.catalog["health/edition"], database_=self.database,
+                bookmark_manager_=self.bookmarks, routing_=neo4j.RoutingControl.READ)
+        except ClientError as exc:  # procedures refused (a hardened server): keep bookmarks
+            log.warning("the server's edition could not be read; bookmarks stay on",
+                        extra={"error": type(exc).__name__})
+            records = []
+        if records and records[0]["edition"] == "community":
+            self.bookmarks = None
+        self._edition_checked = True
+
     async def ping(self) -> None:
         """One auto-commit read, never retried: readiness must answer fast when Neo4j is down."""
         await self.touch()
@@ -232,19 +241,14 @@ class Database:
             await asyncio.gather(*(self.touch() for _ in range(connections)))
 
     async def apply_schema(self) -> None:
-        """The schema's statements; the first time, also whether the server is Community
-        (one server: no bookmarks from then on)."""
+        """The schema's statements; the first time, also the server's edition (Community: one
+        server, no bookmarks from then on)."""
         async with map_errors():
             for statement in self.catalog.schema_statements():
                 await self.driver.execute_query(statement, database_=self.database,
                                                 bookmark_manager_=self.bookmarks)
             if not self._edition_checked:
-                records, _, _ = await self.driver.execute_query(
-                    self.catalog["health/edition"], database_=self.database,
-                    bookmark_manager_=self.bookmarks, routing_=neo4j.RoutingControl.READ)
-                if records and records[0]["edition"] == "community":
-                    self.bookmarks = None
-                self._edition_checked = True
+                await self._learn_edition()
         self.schema_applied = True
 
 

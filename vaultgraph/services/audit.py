@@ -339,7 +339,8 @@ class AuditLog:
             checkpoints = [{"chain": c, "seq": r["seq"], "mac": r["mac"],
                             "sig": self.checkpoint_sig(c, r["seq"], r["mac"])}
                            for c, r in tops.items()]
-            pruned += await self._repo.prune([r["id"] for r in rows], checkpoints)
+            pruned += await self._repo.prune([r["id"] for r in rows if r["id"] is not None],
+                                             checkpoints)
             if len(rows) < batch:
                 return pruned
 
