@@ -56,7 +56,12 @@ def verify_chain(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]],
     by_seq: dict[int, list[Mapping[str, Any]]] = {}
     for event in events:
         by_seq.setdefault(int(event["seq"]), []).append(event)
-    findings: list[Finding] = []
+    # Events a prune left below its checkpoint (pruning goes by time, a chain by the order its
+    # events were linked, which differ by the requests in flight together): out of the links
+    # now, still signed, so an edit of one is named too.
+    findings: list[Finding] = [Finding("edited", chain, s, e.get("id"))
+                               for s in sorted(by_seq) if s < start
+                               for e in by_seq[s] if not _valid(ring, e)]
     seqs = sorted(s for s in by_seq if s >= start)
     invalid = {id(e): e for s in seqs for e in by_seq[s] if not _valid(ring, e)}
     last = max([*seqs, head or 0, start - 1])

@@ -377,6 +377,25 @@ async def test_a_pruned_chain_still_verifies_from_its_checkpoint(client, six_eve
     assert any(f.startswith("edited:") for f in await verify_own_chain(client))
 
 
+async def test_an_event_a_prune_left_below_its_checkpoint_is_still_checked(client, six_events):
+    """Pruning goes by time, the chain by link order: a prune can move the checkpoint past an
+    event it left (a write's event linked after a later read's). That event still verifies,
+    and an edit of it is named."""
+    audit_log = client.server.app[services_key].audit_log
+    chain = chain_of(client)
+    [third] = await cypher(client, "MATCH (e:AuditEvent {chain: $c, seq: 3}) "
+                                   "RETURN e.mac AS mac", c=chain)
+    gone = [six_events[0]["id"], six_events[2]["id"]]  # seq 1 and 3 pruned, seq 2 left
+    await audit_log._repo.prune(gone, [{"chain": chain, "seq": 3, "mac": third["mac"],
+                                        "sig": audit_log.checkpoint_sig(chain, 3, third["mac"])}])
+    assert [e["seq"] for e in await chain_events(client)] == [2, 4, 5, 6]
+    assert await verify_own_chain(client) == []
+    await cypher(client, "MATCH (e:AuditEvent {id: $id}) SET e.outcome = 'denied'",
+                 id=six_events[1]["id"])
+    assert await verify_own_chain(client) == [
+        f"edited: chain {chain} seq 2 (event {six_events[1]['id']})"]
+
+
 # --- reading the trail -------------------------------------------------------------------------
 
 async def test_logs_need_log_read_and_show_only_the_own_tenant(client, admin_headers, reader,
