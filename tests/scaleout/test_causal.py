@@ -72,8 +72,7 @@ def connect(settings, cypher_dir=None) -> Database:
 async def community(settings) -> bool:
     db = connect(settings)
     try:
-        records, _, _ = await db.driver.execute_query("CALL dbms.components() YIELD edition "
-                                                      "RETURN edition")
+        records, _, _ = await db.driver.execute_query(db.catalog["health/edition"])
         return records[0]["edition"] == "community"
     finally:
         await db.close()

@@ -79,7 +79,6 @@ class Database:
         # the server is known to be Community (the module's docstring).
         self.bookmarks: neo4j.api.AsyncBookmarkManager | None = (
             driver.execute_query_bookmark_manager)
-        self._edition_checked = False
         self.read_access = READ_ROUTINGS[read_routing]
         self.schema_applied = False
         self._audited_queries: dict[str, neo4j.Query] = {}
@@ -216,7 +215,6 @@ class Database:
             records = []
         if records and records[0]["edition"] == "community":
             self.bookmarks = None
-        self._edition_checked = True
 
     async def ping(self) -> None:
         """One auto-commit read, never retried: readiness must answer fast when Neo4j is down."""
@@ -247,7 +245,7 @@ class Database:
             for statement in self.catalog.schema_statements():
                 await self.driver.execute_query(statement, database_=self.database,
                                                 bookmark_manager_=self.bookmarks)
-            if not self._edition_checked:
+            if not self.schema_applied:  # the first time only
                 await self._learn_edition()
         self.schema_applied = True
 
