@@ -38,11 +38,18 @@ class ChainInfo:
     checkpoint_sig: str | None
 
 
+def native(at: Any) -> Any:
+    """A DateTime as read (the driver's, zoned "UTC" when stored at offset Z) as a Python
+    datetime at offset UTC. Sent back as read, it would be a zone-id DateTime, which Cypher
+    holds unequal to, and orders after, the stored value of the same instant: a cursor or cutoff
+    made of one would skip or take an event it should not."""
+    return at.to_native().astimezone(UTC) if hasattr(at, "to_native") else at
+
+
 def event_of(props: Any) -> dict[str, Any]:
     out = dict(props)
-    at = out.get("at")
-    if at is not None and hasattr(at, "to_native"):
-        out["at"] = at.to_native().astimezone(UTC)
+    if out.get("at") is not None:
+        out["at"] = native(out["at"])
     return out
 
 
@@ -147,11 +154,18 @@ class AuditRepository:
             if len(records) < page:
                 return
             last = records[-1]["event"]
-            after_at, after_id = last["at"], last["id"]
+            after_at, after_id = native(last["at"]), last["id"]
 
-    async def prune_candidates(self, cutoff: datetime, batch: int) -> list[dict[str, Any]]:
-        records = await self._db.read("audit/prune_candidates", cutoff=cutoff, batch=batch)
-        return [dict(r) for r in records]
+    async def prune_prefix(self, chain: str, batch: int) -> tuple[int, list[dict[str, Any]]]:
+        """The chain's checkpoint (0 if none) and its next `batch` events above it by `seq`."""
+        records = await self._db.read("audit/prune_prefix", chain=chain, batch=batch)
+        return records[0]["done"], [{**e, "at": native(e["at"])} for e in records[0]["events"]]
+
+    async def prune_leftovers(self, cutoff: datetime, after: tuple[datetime, str], batch: int
+                              ) -> list[dict[str, Any]]:
+        records = await self._db.read("audit/prune_leftovers", cutoff=cutoff, after_at=after[0],
+                                      after_id=after[1], batch=batch)
+        return [{**r, "at": native(r["at"])} for r in records]
 
     async def prune(self, ids: list[str], checkpoints: list[dict[str, Any]]) -> int:
         records = await self._db.write("audit/prune", ids=ids, checkpoints=checkpoints)

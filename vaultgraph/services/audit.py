@@ -29,7 +29,7 @@ from ..audit.chain import Finding, sign, verify_chain
 from ..audit.query import LogFilter
 from ..crypto import CryptoError, KeyRing
 from ..errors import Unavailable
-from ..repository.audit import AuditRepository
+from ..repository.audit import BEGINNING, AuditRepository, native
 
 log = logging.getLogger(__name__)
 
@@ -322,27 +322,56 @@ class AuditLog:
                                        batch)
 
     async def prune_before(self, cutoff: datetime, batch: int = 1000) -> int:
+        """Delete events older than `cutoff`. Each chain loses only what continues it from its
+        checkpoint, lowest `seq` first, up to its first event at or after the cutoff (a chain
+        runs in link order, which differs from time order by the requests in flight together),
+        and its checkpoint moves to the last one deleted: nothing of a chain stays below its
+        checkpoint, so a deletion anywhere is named by `verify`. A chain missing a number (an
+        event deleted by hand) is pruned up to the gap, never past it. Then events out of every
+        chain's order (below a checkpoint, or never linked) go by time alone."""
+        pruned, cutoff = 0, native(cutoff)
+        for info in await self._repo.chains():
+            done = info.checkpoint[0] if info.checkpoint else 0
+            if info.head is not None and info.head > done:
+                pruned += await self._prune_chain(info.chain, cutoff, batch)
+        return pruned + await self._prune_leftovers(cutoff, batch)
+
+    async def _prune_chain(self, chain: str, cutoff: datetime, batch: int) -> int:
         pruned = 0
         while True:
-            rows = await self._repo.prune_candidates(cutoff, batch)
-            if not rows:
-                return pruned
-            tops: dict[str, dict] = {}
+            done, rows = await self._repo.prune_prefix(chain, batch)
+            prefix = []
             for row in rows:
-                chain, seq = row["chain"], row["seq"]
-                # Not chained yet; or deleted by another replica's prune while this one read it
-                # (Neo4j then reads its remaining properties as null): that prune signs it.
-                if chain is None or seq is None or row["mac"] is None:
-                    continue
-                if chain not in tops or seq > tops[chain]["seq"]:
-                    tops[chain] = row
-            checkpoints = [{"chain": c, "seq": r["seq"], "mac": r["mac"],
-                            "sig": self.checkpoint_sig(c, r["seq"], r["mac"])}
-                           for c, r in tops.items()]
-            pruned += await self._repo.prune([r["id"] for r in rows if r["id"] is not None],
-                                             checkpoints)
-            if len(rows) < batch:
+                if None in row.values():  # deleted by another prune while read: it goes on
+                    break
+                if row["seq"] != done + len(prefix) + 1:  # a gap: keep what follows
+                    log.warning("audit chain has a gap; not pruned past it (run "
+                                "`vaultgraph audit verify`)",
+                                extra={"chain": chain, "seq": done + len(prefix) + 1})
+                    break
+                if row["at"] >= cutoff:
+                    break
+                prefix.append(row)
+            if prefix:
+                top = prefix[-1]
+                checkpoint = {"chain": chain, "seq": top["seq"], "mac": top["mac"],
+                              "sig": self.checkpoint_sig(chain, top["seq"], top["mac"])}
+                pruned += await self._repo.prune([r["id"] for r in prefix], [checkpoint])
+            if len(prefix) < batch:
                 return pruned
+
+    async def _prune_leftovers(self, cutoff: datetime, batch: int) -> int:
+        pruned, after = 0, (BEGINNING, "")
+        while True:
+            rows = await self._repo.prune_leftovers(cutoff, after, batch)
+            ids = [r["id"] for r in rows if r["out_of_order"] and r["id"] is not None]
+            if ids:
+                pruned += await self._repo.prune(ids, [])
+            # The page's last event still there (one another prune deleted reads as nulls).
+            last = next((r for r in reversed(rows) if r["id"] is not None), None)
+            if len(rows) < batch or last is None:
+                return pruned
+            after = (last["at"], last["id"])
 
 
 def present(event: dict[str, Any]) -> dict[str, Any]:

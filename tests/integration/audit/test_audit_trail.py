@@ -13,6 +13,7 @@ from factories import database, key_headers, make_application, new_tenant
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit import context as audit_context
+from vaultgraph.audit.chain import sign
 from vaultgraph.errors import Unavailable
 from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.repository.database import Database
@@ -361,39 +362,119 @@ async def test_verify_names_reordered_events(client, six_events):
         f"reordered: chain {chain_of(client)} seq 5 (event {six_events[1]['id']})"])
 
 
-async def test_a_pruned_chain_still_verifies_from_its_checkpoint(client, six_events):
-    rows = await cypher(client, "MATCH (e:AuditEvent {id: $id}) RETURN e.at AS at",
-                        id=six_events[3]["id"])
-    cutoff = rows[0]["at"]  # the driver's own DateTime: exact to the nanosecond
-    pruned = await client.server.app[services_key].audit_log.prune_before(cutoff)
-    assert pruned >= 3
-    left = [e["seq"] for e in await chain_events(client)]
-    # Pruning goes by time; a write's event may be linked after a later read's, so the
-    # survivors need not start at seq 4, but the tail survives and the chain verifies.
-    assert left and left[-1] == 6 and len(left) <= 3
+async def checkpoint_of(client) -> int | None:
+    rows = await cypher(client, "MATCH (k:AuditCheckpoint {chain: $c}) RETURN k.seq AS seq",
+                        c=chain_of(client))
+    return rows[0]["seq"] if rows else None
+
+
+async def retimed(client, times: dict[int, datetime]) -> None:
+    """The own chain as if its events at these sequence numbers had been made at these times
+    (and signed so by the writer): a chain whose link order and time order differ."""
+    audit_log = client.server.app[services_key].audit_log
+    events = [e async for e in audit_log._repo.chain_events(chain_of(client))]
+    prev = ""
+    for event in events:
+        event["at"] = times.get(event["seq"], event["at"])
+        event["prev"] = prev
+        event["mac"] = prev = sign(audit_log._ring, event)
+    await cypher(client, "UNWIND $rows AS r MATCH (e:AuditEvent {id: r.id}) "
+                         "SET e.at = r.at, e.prev = r.prev, e.mac = r.mac",
+                 rows=[{k: e[k] for k in ("id", "at", "prev", "mac")} for e in events])
     assert await verify_own_chain(client) == []
-    await cypher(client, "MATCH (k:AuditCheckpoint {chain: $c}) SET k.seq = 2",
+
+
+async def test_a_pruned_chain_still_verifies_from_its_checkpoint(client, six_events):
+    audit_log = client.server.app[services_key].audit_log
+    ats = {r["seq"]: r["at"] for r in await cypher(
+        client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.seq AS seq, e.at AS at",
+        c=chain_of(client))}
+    cutoff = ats[4]  # the driver's own DateTime: exact to the nanosecond
+    await audit_log.prune_before(cutoff)  # (other tests' chains are pruned as well)
+    left = [e["seq"] for e in await chain_events(client)]
+    # Only the chain's prefix older than the cutoff goes: the survivors run on from the
+    # checkpoint to the tail (a write's event may be linked after a later read's, so the
+    # prefix need not be seq 1-3).
+    assert left == list(range(left[0], 7))
+    assert all(ats[s] < cutoff for s in range(1, left[0])) and ats[left[0]] >= cutoff
+    assert await checkpoint_of(client) == (left[0] - 1 or None)
+    assert await verify_own_chain(client) == []
+    if left[0] > 1:
+        await cypher(client, "MATCH (k:AuditCheckpoint {chain: $c}) SET k.seq = k.seq - 1",
+                     c=chain_of(client))
+        assert any(f.startswith("edited:") for f in await verify_own_chain(client))
+
+
+async def test_a_prune_leaves_nothing_of_a_chain_below_its_checkpoint(client, six_events,
+                                                                       caplog):
+    """Link order and time order differ by the requests in flight together: here seq 2 is
+    newer than the cutoff and seq 1 and 3 older. Only seq 1 goes (seq 3 waits for seq 2), so
+    a later deletion of seq 2 is named; and a prune never goes past a gap."""
+    old, new = datetime(1990, 1, 1, tzinfo=UTC), datetime.now(UTC)
+    await retimed(client, {1: old, 2: new, 3: old})
+    audit_log = client.server.app[services_key].audit_log
+    assert await audit_log.prune_before(datetime(2000, 1, 1, tzinfo=UTC)) >= 1
+    assert [e["seq"] for e in await chain_events(client)] == [2, 3, 4, 5, 6]
+    assert await checkpoint_of(client) == 1
+    await cypher(client, "MATCH (e:AuditEvent {chain: $c, seq: 2}) DETACH DELETE e",
                  c=chain_of(client))
-    assert any(f.startswith("edited:") for f in await verify_own_chain(client))
+    assert await verify_own_chain(client) == [f"deleted: chain {chain_of(client)} seq 2"]
+    await audit_log.prune_before(datetime.now(UTC) + timedelta(days=1))
+    assert [e["seq"] for e in await chain_events(client)] == [3, 4, 5, 6]
+    assert "audit chain has a gap" in caplog.text
+    assert await verify_own_chain(client) == [f"deleted: chain {chain_of(client)} seq 2"]
 
 
-async def test_an_event_a_prune_left_below_its_checkpoint_is_still_checked(client, six_events):
-    """Pruning goes by time, the chain by link order: a prune can move the checkpoint past an
-    event it left (a write's event linked after a later read's). That event still verifies,
-    and an edit of it is named."""
+async def pruned_by_time_alone(client, six_events) -> None:
+    """What a prune that went by time alone (before prunes took only a chain's prefix) could
+    leave: seq 1 and 3 pruned, the checkpoint at 3, seq 2 (a write's event linked after a later
+    read's) left below it."""
     audit_log = client.server.app[services_key].audit_log
     chain = chain_of(client)
     [third] = await cypher(client, "MATCH (e:AuditEvent {chain: $c, seq: 3}) "
                                    "RETURN e.mac AS mac", c=chain)
-    gone = [six_events[0]["id"], six_events[2]["id"]]  # seq 1 and 3 pruned, seq 2 left
+    gone = [six_events[0]["id"], six_events[2]["id"]]
     await audit_log._repo.prune(gone, [{"chain": chain, "seq": 3, "mac": third["mac"],
                                         "sig": audit_log.checkpoint_sig(chain, 3, third["mac"])}])
     assert [e["seq"] for e in await chain_events(client)] == [2, 4, 5, 6]
+
+
+async def test_a_prune_deletes_old_events_out_of_every_chain_s_order(client, six_events):
+    """An event left below its chain's checkpoint, and one a write stored but never linked (its
+    process died), go by time alone."""
+    audit_log = client.server.app[services_key].audit_log
+    await retimed(client, {2: datetime(1990, 1, 1, tzinfo=UTC)})
+    await pruned_by_time_alone(client, six_events)
+    await cypher(client, "CREATE (:AuditEvent:PendingAuditEvent {id: 'orphan', "
+                         "at: datetime('1990-01-01T00:00:00Z'), pending: true})")
+    assert [f.kind for f in await audit_log.verify() if f.event_id == "orphan"] == ["unlinked"]
+    assert await audit_log.prune_before(datetime(2000, 1, 1, tzinfo=UTC), batch=1) >= 2
+    assert [e["seq"] for e in await chain_events(client)] == [4, 5, 6]
+    assert not await cypher(client, "MATCH (e:AuditEvent {id: 'orphan'}) RETURN e")
+    assert await verify_own_chain(client) == []
+
+
+async def test_an_event_a_prune_left_below_its_checkpoint_is_still_checked(client, six_events):
+    """An event a prune left below its chain's checkpoint still verifies, and an edit of it is
+    named."""
+    await pruned_by_time_alone(client, six_events)
     assert await verify_own_chain(client) == []
     await cypher(client, "MATCH (e:AuditEvent {id: $id}) SET e.outcome = 'denied'",
                  id=six_events[1]["id"])
     assert await verify_own_chain(client) == [
-        f"edited: chain {chain} seq 2 (event {six_events[1]['id']})"]
+        f"edited: chain {chain_of(client)} seq 2 (event {six_events[1]['id']})"]
+
+
+async def test_an_export_pages_through_events_of_one_instant(client, six_events):
+    """An expiry sweep's batch stamps its events with one time: a page that ends inside such a
+    run goes on after the last one it saw (a cursor made of the time as read would compare
+    unequal to the stored one, and skip the rest of the run)."""
+    audit_log = client.server.app[services_key].audit_log
+    await cypher(client, "MATCH (e:AuditEvent {chain: $c}) "
+                         "SET e.at = datetime('1990-01-01T00:00:00Z')", c=chain_of(client))
+    since, until = datetime(1989, 1, 1, tzinfo=UTC), datetime(1991, 1, 1, tzinfo=UTC)
+    exported = [e["id"] async for e in audit_log._repo.export(since=since, until=until, page=2)]
+    assert sorted(exported) == sorted(e["id"] for e in six_events)
 
 
 # --- reading the trail -------------------------------------------------------------------------
@@ -445,7 +526,8 @@ async def test_bad_log_filters_are_400_naming_the_field(client, auditor, name, v
 @pytest.mark.parametrize("statement", ["audit/list", "audit/list_by_application",
                                        "audit/list_by_operation", "audit/list_by_outcome",
                                        "audit/list_by_token", "audit/chain_events",
-                                       "audit/export", "audit/prune_candidates"])
+                                       "audit/export", "audit/prune_prefix",
+                                       "audit/prune_leftovers"])
 async def test_every_log_statement_is_index_backed(client, statement):
     db = database(client.server.app)
     params = {"tenant_id": "t", "token_id": "x", "application_id": "a", "operation": "o",
