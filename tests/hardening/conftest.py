@@ -99,22 +99,39 @@ class BoltProxy:
         for writer in list(self._pipes):
             writer.transport.abort()
 
+    def link(self) -> Link:
+        """What one connection lets through each way (all of it, here)."""
+        return Link()
+
     async def _relay(self, reader, writer) -> None:
         up_reader, up_writer = await asyncio.open_connection(*self.target)
         self._pipes |= {writer, up_writer}
+        link = self.link()
+        await asyncio.gather(self._pipe(reader, up_writer, link.to_neo4j),
+                             self._pipe(up_reader, writer, link.to_service))
 
-        async def pipe(src, dst):
-            try:
-                while data := await src.read(65536):
+    async def _pipe(self, src, dst, passing) -> None:
+        try:
+            while (data := await src.read(65536)) and (data := passing(data)) is not None:
+                if data:
                     dst.write(data)
                     await dst.drain()
-            except (ConnectionError, OSError):
-                pass
-            finally:
-                dst.transport.abort()
-                self._pipes.discard(dst)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            dst.transport.abort()
+            self._pipes.discard(dst)
 
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+class Link:
+    """One relayed connection's filters: each takes the bytes read and returns those to pass on
+    (b"" to hold them back), or None to cut the connection."""
+
+    def to_neo4j(self, data: bytes) -> bytes | None:
+        return data
+
+    def to_service(self, data: bytes) -> bytes | None:
+        return data
 
 
 async def in_progress(at_least: int, within: float = 10.0) -> None:

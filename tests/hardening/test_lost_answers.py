@@ -1,0 +1,143 @@
+"""A write that Neo4j committed but whose answer never reached the service (the connection died
+after the commit, before its reply): the request is answered 503, the change is made once — the
+driver does not run it again (a commit whose answer was lost is not retryable) — and its audit
+event, stored by the write itself, is linked into the chain once, with the outcome the caller
+got. Done for real at the Bolt level: a relay in front of Neo4j forwards the write and its
+commit, lets Neo4j answer, and drops the answer with the connection."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import orjson
+
+from vaultgraph.api.typedefs import services_key
+
+from .conftest import BoltProxy, Link, neo4j_address, wait_ready
+
+CARD = {"type": "card", "data": {"number": "4242424242424242"}}
+# A Bolt COMMIT message in its chunk: size 2, a struct of no fields with signature 0x12, end.
+COMMIT = b"\x00\x02\xb0\x12\x00\x00"
+# The text of every write statement that creates its request's event (repository/database.py
+# AUDIT_PREFIX): marks the connection carrying the write.
+WRITE = b"CREATE (audit_event:AuditEvent"
+
+
+class LossyProxy(BoltProxy):
+    """Relays as BoltProxy does; once armed with markers, the first connection whose client
+    sends them all in order has every answer after the last one withheld until Neo4j's reply
+    carries a bookmark (its commit took place), then the connection is cut, answer unsent."""
+
+    def __init__(self, *target):
+        super().__init__(*target)
+        self.markers: list[bytes] = []
+        self.cut = asyncio.Event()
+
+    def arm(self, *markers: bytes) -> None:
+        self.markers = list(markers)
+        self.cut.clear()
+
+    def link(self) -> Link:
+        return LosingLink(self)
+
+
+class LosingLink(Link):
+    def __init__(self, proxy: LossyProxy):
+        self.proxy = proxy
+        self.seen = 0  # markers this connection sent, in order
+        self.withheld = b""
+
+    def losing(self) -> bool:
+        return self.seen == len(self.proxy.markers) > 0 and not self.proxy.cut.is_set()
+
+    def to_neo4j(self, data: bytes) -> bytes | None:
+        markers = self.proxy.markers
+        if not self.proxy.cut.is_set():
+            while self.seen < len(markers) and markers[self.seen] in data:
+                self.seen += 1
+        return data
+
+    def to_service(self, data: bytes) -> bytes | None:
+        if not self.losing():
+            return data
+        self.withheld += data
+        if b"bookmark" not in self.withheld:
+            return b""
+        self.proxy.cut.set()  # committed: the answer is lost with the connection
+        self.proxy.markers = []
+        return None
+
+
+async def stored(served, query: str, **params) -> list[dict]:
+    db = served.app[services_key].database
+    records, _, _ = await db.driver.execute_query(query, params, database_=db.database)
+    return [r.data() for r in records]
+
+
+async def events(served, tenant_id: str, route: str) -> list[dict]:
+    await served.app[services_key].audit_writer.settle()
+    return await stored(served, """
+        MATCH (e:AuditEvent {tenant_id: $t}) WHERE e.route = $route
+        RETURN e.outcome AS outcome, e.status AS status, e:PendingAuditEvent AS pending,
+               e.chain IS NOT NULL AS chained""", t=tenant_id, route=route)
+
+
+async def own_chain_verifies(served) -> bool:
+    services = served.app[services_key]
+    return await services.audit_log.verify(chains={services.audit_writer.chain}) == []
+
+
+async def test_a_create_committed_but_unanswered_is_a_503_made_once_and_audited_once(
+        serve, tenant, settings):
+    proxy = LossyProxy(*neo4j_address(settings))
+    await proxy.up()
+    try:
+        served = await serve(neo4j_uri=proxy.uri)
+        await wait_ready(served)
+        proxy.arm(WRITE)  # one auto-commit statement: the write is its own commit
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{served.port}") as http:
+            async with http.post("/tokens", json=CARD,
+                                 headers={"SVC-API-KEY": tenant.key}) as resp:
+                assert resp.status == 503, await resp.text()
+                assert "Retry-After" in resp.headers
+        assert proxy.cut.is_set()
+        assert len(await stored(served, "MATCH (t:Token {tenant_id: $t}) RETURN t.id",
+                                t=tenant.tenant_id)) == 1
+        assert await events(served, tenant.tenant_id, "POST /tokens") == [
+            {"outcome": "unavailable", "status": 503, "pending": False, "chained": True}]
+        assert await own_chain_verifies(served)
+    finally:
+        await proxy.down()
+
+
+async def test_an_update_whose_commit_answer_was_lost_is_not_run_again(serve, tenant, settings):
+    """An update is a managed transaction (lock, read, write, commit): the driver retries such a
+    transaction on a transient error, but not after a COMMIT whose answer was lost — run again,
+    the change and its event would be written twice (the event's id refused as a duplicate)."""
+    proxy = LossyProxy(*neo4j_address(settings))
+    await proxy.up()
+    try:
+        served = await serve(neo4j_uri=proxy.uri)
+        await wait_ready(served)
+        key = {"SVC-API-KEY": tenant.key}
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{served.port}") as http:
+            async with http.post("/tokens", json=CARD, headers=key) as resp:
+                assert resp.status == 201
+                token = await resp.json()
+            proxy.arm(WRITE, COMMIT)
+            async with http.patch(f"/tokens/{token['id']}",
+                                  data=orjson.dumps({"metadata": {"lost": "answer"}}),
+                                  headers={**key, "Content-Type": "application/merge-patch+json"}
+                                  ) as resp:
+                assert resp.status == 503, await resp.text()
+        assert proxy.cut.is_set()
+        [row] = await stored(served, "MATCH (t:Token {tenant_id: $t, id: $id}) "
+                                     "RETURN t.modified_at IS NOT NULL AS changed",
+                             t=tenant.tenant_id, id=token["id"])
+        assert row["changed"]
+        assert await events(served, tenant.tenant_id, "PATCH /tokens/{id}") == [
+            {"outcome": "unavailable", "status": 503, "pending": False, "chained": True}]
+        assert await own_chain_verifies(served)
+    finally:
+        await proxy.down()
