@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 
 import pytest
 
+from vaultgraph.app import create_app
+
 from ._support import VISA, assert_names, card, rule
+
+
+@pytest.fixture
+def app(settings):
+    """Listings at volume: 1,000 creates, ten at a time, outrun the per-application rate limit
+    (200/s after a burst of 400) on a fast enough machine, and the limit is not under test
+    here (tests/integration/bulk/test_rate_limits.py)."""
+    return create_app(dataclasses.replace(settings, rate_limit=0), schema_applied=True)
 
 
 async def make_many(api, bodies: list[dict], batch: int = 10) -> list[dict]:
