@@ -11,10 +11,12 @@ from __future__ import annotations
 import contextlib
 import shutil
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
 from pathlib import Path
 
 from vaultgraph.api.typedefs import services_key
+from vaultgraph.audit.chain import sign
 from vaultgraph.auth.apikeys import HEADER
 from vaultgraph.auth.permissions import TOKEN_PERMISSIONS
 from vaultgraph.neo4j_local import LocalNeo4j
@@ -93,3 +95,20 @@ def service_env(settings) -> dict[str, str]:
 def children_of(pid: int) -> list[int]:
     """The direct child processes of `pid` (a `vaultgraph serve` supervisor's workers)."""
     return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+async def retime_chain(services, chain: str, at: Callable[[dict], datetime]) -> None:
+    """A chain (with no checkpoint yet) as if its events had been made at the times `at` gives
+    each, and signed so by its writer: old events to prune, or link order and time order apart."""
+    audit_log = services.audit_log
+    events = [e async for e in audit_log._repo.chain_events(chain)]
+    prev = ""
+    for event in events:
+        event["at"], event["prev"] = at(event), prev
+        event["mac"] = prev = sign(audit_log._ring, event)
+    db = services.database
+    await db.driver.execute_query(
+        "UNWIND $rows AS r MATCH (e:AuditEvent {id: r.id}) "
+        "SET e.at = r.at, e.prev = r.prev, e.mac = r.mac",
+        {"rows": [{k: e[k] for k in ("id", "at", "prev", "mac")} for e in events]},
+        database_=db.database)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+
+from factories import retime_chain
 
 from vaultgraph.audit.event import SYSTEM
 from vaultgraph.services import expiry
@@ -22,6 +24,7 @@ from .test_metrics import scrape
 EXPIRED = 400
 BATCH = 20  # small batches: each pass is many statements, so the two passes interleave
 ANCIENT = datetime(1991, 1, 1, tzinfo=UTC)
+OLD = datetime(1990, 1, 1, tzinfo=UTC)
 SWEPT = ("vaultgraph_expiry_deleted_tokens_total", frozenset())
 META = "k\u001fv"  # one metadata entry, k=v, as tokens/create stores it
 # Test set-up: expired tokens written directly (the API refuses a past expires_at).
@@ -107,11 +110,11 @@ async def test_expiry_sweeps_of_two_replicas_at_once_delete_and_count_each_token
 
 
 async def aged(a, chains: set[str]) -> tuple[int, dict[str, int]]:
-    """The chains' events made older than the retention: their number, each chain's top."""
-    await cypher(a, """
-        MATCH (e:AuditEvent) WHERE e.chain IN $chains
-        SET e.at = datetime('1990-01-01T00:00:00Z') + duration({seconds: e.seq})""",
-                 chains=list(chains))
+    """The chains' events made older than the retention (and signed so): their number, each
+    chain's top. Old events other tests left are pruned first, so a prune's count is these."""
+    await a.audit_log.prune_before(ANCIENT)
+    for chain in chains:
+        await retime_chain(a, chain, lambda e: OLD + timedelta(seconds=e["seq"]))
     tops = {r["chain"]: (r["seq"], r["n"]) for r in await cypher(a, """
         MATCH (e:AuditEvent) WHERE e.chain IN $chains
         RETURN e.chain AS chain, max(e.seq) AS seq, count(e) AS n""", chains=list(chains))}

@@ -40,7 +40,8 @@ def sign(ring: KeyRing, event: Mapping[str, Any]) -> str:
     return ring.audit_mac(canonical(event), event.get("key_version"))
 
 
-def _valid(ring: KeyRing, event: Mapping[str, Any], **override: Any) -> bool:
+def valid(ring: KeyRing, event: Mapping[str, Any], **override: Any) -> bool:
+    """Whether the event's MAC holds (with `override` fields in place of its own)."""
     try:
         return sign(ring, {**event, **override}) == event.get("mac")
     except CryptoError:
@@ -56,14 +57,14 @@ def verify_chain(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]],
     by_seq: dict[int, list[Mapping[str, Any]]] = {}
     for event in events:
         by_seq.setdefault(int(event["seq"]), []).append(event)
-    # Events a prune left below its checkpoint (pruning goes by time, a chain by the order its
-    # events were linked, which differ by the requests in flight together): out of the links
-    # now, still signed, so an edit of one is named too.
+    # Events left below the checkpoint (by a prune of a version that went by time alone, when a
+    # chain runs in the order its events were linked): out of the links now, still signed, so
+    # an edit of one is named too.
     findings: list[Finding] = [Finding("edited", chain, s, e.get("id"))
                                for s in sorted(by_seq) if s < start
-                               for e in by_seq[s] if not _valid(ring, e)]
+                               for e in by_seq[s] if not valid(ring, e)]
     seqs = sorted(s for s in by_seq if s >= start)
-    invalid = {id(e): e for s in seqs for e in by_seq[s] if not _valid(ring, e)}
+    invalid = {id(e): e for s in seqs for e in by_seq[s] if not valid(ring, e)}
     last = max([*seqs, head or 0, start - 1])
     for seq in range(start, last + 1):
         here = by_seq.get(seq)
@@ -76,7 +77,7 @@ def verify_chain(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]],
                 continue
             if good or (len(here) > 1 and event is not here[0]):
                 kind = "inserted"
-            elif any(_valid(ring, event, seq=other) for other in seqs if other != seq):
+            elif any(valid(ring, event, seq=other) for other in seqs if other != seq):
                 kind = "reordered"
             else:
                 kind = "edited"

@@ -156,10 +156,13 @@ class AuditRepository:
             last = records[-1]["event"]
             after_at, after_id = native(last["at"]), last["id"]
 
-    async def prune_prefix(self, chain: str, batch: int) -> tuple[int, list[dict[str, Any]]]:
-        """The chain's checkpoint (0 if none) and its next `batch` events above it by `seq`."""
-        records = await self._db.read("audit/prune_prefix", chain=chain, batch=batch)
-        return records[0]["done"], [{**e, "at": native(e["at"])} for e in records[0]["events"]]
+    async def prune_prefix(self, chain: str, limit: int
+                           ) -> tuple[tuple[int, str], list[dict[str, Any]]]:
+        """The chain's checkpoint, (0, "") if none, and its next `limit` events above it by
+        `seq`, whole."""
+        records = await self._db.read("audit/prune_prefix", chain=chain, limit=limit)
+        return ((records[0]["done"], records[0]["done_mac"]),
+                [event_of(e) for e in records[0]["events"]])
 
     async def prune_leftovers(self, cutoff: datetime, after: tuple[datetime, str], batch: int
                               ) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .. import metrics
-from ..audit.chain import Finding, sign, verify_chain
+from ..audit.chain import Finding, sign, valid, verify_chain
 from ..audit.query import LogFilter
 from ..crypto import CryptoError, KeyRing
 from ..errors import Unavailable
@@ -326,10 +326,11 @@ class AuditLog:
         checkpoint, lowest `seq` first, up to its first event at or after the cutoff (a chain
         runs in link order, which differs from time order by the requests in flight together),
         and its checkpoint moves to the last one deleted: nothing of a chain stays below its
-        checkpoint, so a deletion anywhere is named by `verify`. A chain missing a number (an
-        event deleted by hand) is pruned up to the gap, never past it. Then events out of every
-        chain's order (below a checkpoint, or never linked) go by time alone."""
-        pruned, cutoff = 0, native(cutoff)
+        checkpoint, so a deletion anywhere is named by `verify`. A chain is pruned up to an event
+        that does not continue it (a number missing or taken twice, a link or MAC that does
+        not hold: tampering), never past it. Then events out of every chain's order (below a
+        checkpoint, never linked, in no known chain) go by time alone."""
+        pruned, cutoff, batch = 0, native(cutoff), max(1, batch)
         for info in await self._repo.chains():
             done = info.checkpoint[0] if info.checkpoint else 0
             if info.head is not None and info.head > done:
@@ -337,28 +338,51 @@ class AuditLog:
         return pruned + await self._prune_leftovers(cutoff, batch)
 
     async def _prune_chain(self, chain: str, cutoff: datetime, batch: int) -> int:
-        pruned = 0
+        pruned, reread = 0, False
         while True:
-            done, rows = await self._repo.prune_prefix(chain, batch)
-            prefix = []
-            for row in rows:
-                if None in row.values():  # deleted by another prune while read: it goes on
+            # One event more than a batch: a second event at the batch's last number shows.
+            (done, prev), rows = await self._repo.prune_prefix(chain, batch + 1)
+            prefix: list[dict[str, Any]] = []
+            defect = None
+            for i, row in enumerate(rows[:batch]):
+                if row.get("id") is None:  # deleted by another prune while read: it goes on
                     break
-                if row["seq"] != done + len(prefix) + 1:  # a gap: keep what follows
-                    log.warning("audit chain has a gap; not pruned past it (run "
-                                "`vaultgraph audit verify`)",
-                                extra={"chain": chain, "seq": done + len(prefix) + 1})
-                    break
-                if row["at"] >= cutoff:
+                following = rows[i + 1] if i + 1 < len(rows) else None
+                defect = self._out_of_chain(row, done + len(prefix) + 1, prev, following)
+                if defect is not None or row["at"] >= cutoff:
                     break
                 prefix.append(row)
+                prev = row["mac"]
             if prefix:
                 top = prefix[-1]
                 checkpoint = {"chain": chain, "seq": top["seq"], "mac": top["mac"],
                               "sig": self.checkpoint_sig(chain, top["seq"], top["mac"])}
                 pruned += await self._repo.prune([r["id"] for r in prefix], [checkpoint])
-            if len(prefix) < batch:
+                reread = False
+                if defect is None and len(prefix) < batch:
+                    return pruned
+            elif defect is None:
                 return pruned
+            elif reread:
+                log.warning("audit chain not pruned past an event that does not continue it "
+                            "(run `vaultgraph audit verify`)",
+                            extra={"chain": chain, "seq": done + 1, "defect": defect})
+                return pruned
+            else:  # another prune may have moved the checkpoint meanwhile: look once more
+                reread = True
+
+    def _out_of_chain(self, row: Mapping[str, Any], seq: int, prev: str,
+                      following: Mapping[str, Any] | None) -> str | None:
+        """Why an event does not continue its chain at `seq` after the MAC `prev`, or None."""
+        if row.get("seq") != seq:
+            return "gap"
+        if following is not None and following.get("seq") == seq:
+            return "two events at one number"
+        if not isinstance(row.get("at"), datetime) or row.get("prev") != prev:
+            return "not linked to the event before"
+        if not valid(self._ring, row):
+            return "MAC does not hold"
+        return None
 
     async def _prune_leftovers(self, cutoff: datetime, batch: int) -> int:
         pruned, after = 0, (BEGINNING, "")
