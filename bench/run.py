@@ -17,6 +17,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from prometheus_client import REGISTRY
+
 from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
@@ -235,11 +237,14 @@ class Bench:
             await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.warmup)
         # The bare side's client is this process: the driver and the load loop in one.
         groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
-        before = cpu.snapshot(groups)
+        before, audit_before = cpu.snapshot(groups), bare_audit_figures()
         result = await self.recorded(
             w, "bare", run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration))
+        batches, events = (a - b for a, b in zip(bare_audit_figures(), audit_before,
+                                                  strict=True))
         return replace(result, cpu_ms=cpu.per_request(before, cpu.snapshot(groups),
-                                                      result.requests))
+                                                      result.requests),
+                       audit_batch_mean=round(events / batches, 1) if batches else None)
 
     async def recorded(self, w: Workload, side: str, run: Awaitable[Result]) -> Result:
         """`run`, with Neo4j JFR-recorded over all but its last second when BENCH_JFR is set."""
@@ -492,3 +497,9 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def bare_audit_figures() -> tuple[float, float]:
+    """(batches, events) the bare side's audit writer, in this process, has committed so far."""
+    return tuple(REGISTRY.get_sample_value(name) or 0.0 for name in (
+        "vaultgraph_audit_batches_total", "vaultgraph_audit_events_total"))
