@@ -225,10 +225,8 @@ class Bench:
         before, audit_before = cpu.snapshot(groups), self.service.audit_figures()
         result = await self.recorded(w, "service", self.loadgen.run(pool, cfg.duration))
         spent = cpu.per_request(before, cpu.snapshot(groups), result.requests)
-        batches, events = (a - b for a, b in zip(self.service.audit_figures(), audit_before,
-                                                  strict=True))
         return replace(result, cpu_ms=spent,
-                       audit_batch_mean=round(events / batches, 1) if batches else None)
+                       audit_batch_mean=batch_mean(audit_before, self.service.audit_figures()))
 
     async def bare_side(self, w: Workload, ctx: Context, rng: random.Random) -> Result:
         cfg = self.cfg
@@ -240,11 +238,9 @@ class Bench:
         before, audit_before = cpu.snapshot(groups), bare_audit_figures()
         result = await self.recorded(
             w, "bare", run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration))
-        batches, events = (a - b for a, b in zip(bare_audit_figures(), audit_before,
-                                                  strict=True))
         return replace(result, cpu_ms=cpu.per_request(before, cpu.snapshot(groups),
                                                       result.requests),
-                       audit_batch_mean=round(events / batches, 1) if batches else None)
+                       audit_batch_mean=batch_mean(audit_before, bare_audit_figures()))
 
     async def recorded(self, w: Workload, side: str, run: Awaitable[Result]) -> Result:
         """`run`, with Neo4j JFR-recorded over all but its last second when BENCH_JFR is set."""
@@ -467,6 +463,18 @@ def write_results(result: dict, stem: str) -> Path:
     return latest
 
 
+def bare_audit_figures() -> tuple[float, float]:
+    """(batches, events) the bare side's audit writer, in this process, has committed so far."""
+    return tuple(REGISTRY.get_sample_value(name) or 0.0 for name in (
+        "vaultgraph_audit_batches_total", "vaultgraph_audit_events_total"))
+
+
+def batch_mean(before: tuple[float, float], after: tuple[float, float]) -> float | None:
+    """Events per audit group commit between two (batches, events) readings."""
+    batches, events = (a - b for a, b in zip(after, before, strict=True))
+    return round(events / batches, 1) if batches else None
+
+
 def main(argv: list[str]) -> int:
     cfg = BenchConfig.from_env()
     scale, soak = "--scale" in argv, "--soak" in argv
@@ -497,9 +505,3 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
-
-
-def bare_audit_figures() -> tuple[float, float]:
-    """(batches, events) the bare side's audit writer, in this process, has committed so far."""
-    return tuple(REGISTRY.get_sample_value(name) or 0.0 for name in (
-        "vaultgraph_audit_batches_total", "vaultgraph_audit_events_total"))
