@@ -11,11 +11,26 @@ from pathlib import Path
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 
 
+def _fields(path: Path) -> list[str]:
+    """A /proc `stat` file's fields from the third on. The command name (field 2) may hold
+    spaces; the fields after it do not."""
+    return path.read_text().rsplit(")", 1)[1].split()
+
+
 def _stat(path: Path) -> tuple[int, int]:
-    """(parent pid, CPU ticks: user + system) from a /proc `stat` file. The command name
-    (field 2) may hold spaces; the fields after it do not."""
-    fields = path.read_text().rsplit(")", 1)[1].split()
+    """(parent pid, CPU ticks: user + system) from a /proc `stat` file."""
+    fields = _fields(path)
     return int(fields[1]), int(fields[11]) + int(fields[12])
+
+
+def reaped_ticks(pid: int) -> int:
+    """CPU ticks of `pid`'s children that ended and were waited for (cutime + cstime): a load
+    generator run as a subprocess per measurement (wrk) is gone by the window's end."""
+    try:
+        fields = _fields(Path(f"/proc/{pid}/stat"))
+    except OSError:
+        return 0
+    return int(fields[13]) + int(fields[14])
 
 
 def _table() -> tuple[dict[int, int], dict[int, int]]:
@@ -54,7 +69,10 @@ def process_tree(root: int) -> set[int]:
 
 def snapshot(groups: dict[str, int]) -> dict[str, int]:
     """CPU ticks of each named process tree, leaving out the other named trees it holds (the
-    load generator's tree holds the service's); `neo4j_jit`: of Neo4j's, its JIT compiler's."""
+    load generator's tree holds the service's); `neo4j_jit`: of Neo4j's, its JIT compiler's.
+    The `loadgen` group also counts its reaped children (`reaped_ticks`: wrk, which has ended
+    by the time the window closes; the service and Neo4j outlive the window, so none of theirs
+    is in it)."""
     parents, ticks = _table()
     trees = {name: _tree(pid, parents) for name, pid in groups.items()}
     out = {}
@@ -63,6 +81,8 @@ def snapshot(groups: dict[str, int]) -> dict[str, int]:
     for name, members in trees.items():
         others = set().union(*(t for n, t in trees.items() if n != name and t <= members))
         out[name] = sum(ticks[p] for p in members - others)
+    if "loadgen" in groups:
+        out["loadgen"] += reaped_ticks(groups["loadgen"])
     return out
 
 

@@ -71,16 +71,18 @@ def cpu_table(result: dict) -> list[str]:
             continue
         cells = [svc.get("service"), svc.get("neo4j"), svc.get("neo4j_jit"), svc.get("loadgen"),
                  bare.get("client"), bare.get("neo4j"), bare.get("neo4j_jit")]
-        batches = [(w.get(side) or {}).get("audit_batch_mean") for side in ("service", "bare")]
-        rows.append("| " + " | ".join([name, *(_cpu(c) for c in cells), " / ".join(
-            "-" if b is None else f"{b:g}" for b in batches)]) + " |")
+        sides = [w.get(side) or {} for side in ("service", "bare")]
+        rows.append("| " + " | ".join([name, *(_cpu(c) for c in cells), *(" / ".join(
+            "-" if side.get(key) is None else f"{side[key]:g}" for side in sides)
+            for key in ("audit_batch_mean", "neo4j_tx"))]) + " |")
     if not rows:
         return []
     return ["", "CPU ms per request (user + system, from /proc over the measured window):", "",
             "| workload | service | its Neo4j | of which JIT | load generator "
             "| bare client + driver | bare's Neo4j | of which JIT "
-            "| audit events per batch, service / bare |",
-            "|---|--:|--:|--:|--:|--:|--:|--:|--:|", *rows]
+            "| audit events per batch, service / bare "
+            "| Neo4j transactions per request, service / bare |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|", *rows]
 
 
 def plans_table(result: dict) -> list[str]:

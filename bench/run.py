@@ -222,11 +222,14 @@ class Bench:
         pool = http_pool(w, ctx, rng)
         groups = {"service": self.service.pid, "neo4j": self.neo.running_pid(),
                   "loadgen": os.getpid()}
+        tx_before = await transaction_number(ctx)
         before, audit_before = cpu.snapshot(groups), self.service.audit_figures()
         result = await self.recorded(w, "service", self.loadgen.run(pool, cfg.duration))
         spent = cpu.per_request(before, cpu.snapshot(groups), result.requests)
         return replace(result, cpu_ms=spent,
-                       audit_batch_mean=batch_mean(audit_before, self.service.audit_figures()))
+                       audit_batch_mean=batch_mean(audit_before, self.service.audit_figures()),
+                       neo4j_tx=per_request(tx_before, await transaction_number(ctx),
+                                            result.requests))
 
     async def bare_side(self, w: Workload, ctx: Context, rng: random.Random) -> Result:
         cfg = self.cfg
@@ -235,12 +238,15 @@ class Bench:
             await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.warmup)
         # The bare side's client is this process: the driver and the load loop in one.
         groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
+        tx_before = await transaction_number(ctx)
         before, audit_before = cpu.snapshot(groups), bare_audit_figures()
         result = await self.recorded(
             w, "bare", run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration))
         return replace(result, cpu_ms=cpu.per_request(before, cpu.snapshot(groups),
                                                       result.requests),
-                       audit_batch_mean=batch_mean(audit_before, bare_audit_figures()))
+                       audit_batch_mean=batch_mean(audit_before, bare_audit_figures()),
+                       neo4j_tx=per_request(tx_before, await transaction_number(ctx),
+                                            result.requests))
 
     async def recorded(self, w: Workload, side: str, run: Awaitable[Result]) -> Result:
         """`run`, with Neo4j JFR-recorded over all but its last second when BENCH_JFR is set."""
@@ -461,6 +467,21 @@ def write_results(result: dict, stem: str) -> Path:
     day = datetime.now(UTC).strftime("%Y-%m-%d")
     (RESULTS / f"{stem}{day}-{result['git_sha']}.json").write_text(text)
     return latest
+
+
+async def transaction_number(ctx: Context) -> int:
+    """The number of the newest transaction begun in the benchmark's database: Neo4j numbers
+    them in order (`neo4j-transaction-N`), and the statement that asks is one of them, so the
+    difference between two readings is the transactions begun between them, plus one."""
+    records, _, _ = await ctx.driver.execute_query(
+        "SHOW TRANSACTIONS YIELD transactionId, database WHERE database = $db "
+        "RETURN transactionId", db=ctx.database, database_=ctx.database)
+    return max(int(r["transactionId"].rsplit("-", 1)[1]) for r in records)
+
+
+def per_request(first: int, second: int, requests: int) -> float | None:
+    """Transactions begun per request between two `transaction_number` readings."""
+    return round((second - first - 1) / requests, 3) if requests else None
 
 
 def bare_audit_figures() -> tuple[float, float]:

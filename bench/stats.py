@@ -29,8 +29,10 @@ class Result:
     p999_ms: float
     # CPU milliseconds per request by process group (bench/cpu.py), when measured.
     cpu_ms: dict | None = None
-    # Audit events per group commit over the window (the service side only).
+    # Audit events per group commit over the window.
     audit_batch_mean: float | None = None
+    # Neo4j transactions begun per request over the window (bench/run.py transaction_number).
+    neo4j_tx: float | None = None
 
     @property
     def rps(self) -> float:

@@ -105,6 +105,25 @@ def test_cpu_snapshot_counts_a_tree_and_leaves_out_a_named_subtree():
     assert cpu.per_request(before, after, 0) == {"child": None, "self": None}
 
 
+def test_cpu_snapshot_counts_the_load_generators_ended_children():
+    import os
+    import subprocess
+    import sys
+
+    from bench import cpu
+
+    # A load generator like wrk: a child that works and is gone (waited for) by the window's end.
+    before = cpu.snapshot({"loadgen": os.getpid()})
+    subprocess.run([sys.executable, "-c", "x = 0\nfor i in range(10**7): x += i\n"], check=True)
+    after = cpu.snapshot({"loadgen": os.getpid()})
+    assert cpu.per_request(before, after, 1)["loadgen"] >= 10 * cpu.TICK_MS
+    # Any other group's ended children are not its: it counts the tree alive now.
+    before = cpu.snapshot({"self": os.getpid()})
+    subprocess.run([sys.executable, "-c", "x = 0\nfor i in range(10**7): x += i\n"], check=True)
+    after = cpu.snapshot({"self": os.getpid()})
+    assert cpu.per_request(before, after, 1)["self"] < 10 * cpu.TICK_MS
+
+
 def test_plans_walk_sums_db_hits_over_the_tree_and_names_the_costliest_operators():
     from collections import Counter
 
