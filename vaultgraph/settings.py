@@ -110,6 +110,7 @@ class Settings:
     shutdown_grace: float = 25.0
     workers: int = 1  # 0: one per CPU this process may use (available_cpus)
     event_loop: str = "uvloop"
+    gc_young_threshold: int = 20_000  # 0: Python's own (700); see server.tune_gc
     log_coalesce_interval: float = 10.0
     bulk_max_items: int = 100
     idempotency_ttl: float = 86_400.0
