@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -223,14 +223,8 @@ class Bench:
         pool = http_pool(w, ctx, rng)
         groups = {"service": self.service.pid, "neo4j": self.neo.running_pid(),
                   "loadgen": os.getpid()}
-        tx_before = await transaction_number(ctx)
-        before, audit_before = cpu.snapshot(groups), self.service.audit_figures()
-        result = await self.recorded(w, "service", self.loadgen.run(pool, cfg.duration))
-        spent = cpu.per_request(before, cpu.snapshot(groups), result.requests)
-        return replace(result, cpu_ms=spent,
-                       audit_batch_mean=batch_mean(audit_before, self.service.audit_figures()),
-                       neo4j_tx=per_request(tx_before, await transaction_number(ctx),
-                                            result.requests))
+        return await self.measured(w, "service", ctx, groups, self.service.audit_figures,
+                                   self.loadgen.run(pool, cfg.duration))
 
     async def bare_side(self, w: Workload, ctx: Context, rng: random.Random) -> Result:
         cfg = self.cfg
@@ -239,15 +233,22 @@ class Bench:
             await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.warmup)
         # The bare side's client is this process: the driver and the load loop in one.
         groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
+        return await self.measured(w, "bare", ctx, groups, bare_audit_figures,
+                                   run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration))
+
+    async def measured(self, w: Workload, side: str, ctx: Context, groups: dict[str, int],
+                       audit_figures: Callable[[], tuple[float, float]],
+                       run: Awaitable[Result]) -> Result:
+        """`run`, with what each side reports over its window: CPU per request of `groups`,
+        audit events per group commit, Neo4j transactions per request."""
         tx_before = await transaction_number(ctx)
-        before, audit_before = cpu.snapshot(groups), bare_audit_figures()
-        result = await self.recorded(
-            w, "bare", run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration))
-        return replace(result, cpu_ms=cpu.per_request(before, cpu.snapshot(groups),
-                                                      result.requests),
-                       audit_batch_mean=batch_mean(audit_before, bare_audit_figures()),
-                       neo4j_tx=per_request(tx_before, await transaction_number(ctx),
-                                            result.requests))
+        before, audit_before = cpu.snapshot(groups), audit_figures()
+        result = await self.recorded(w, side, run)
+        return replace(result,
+                       cpu_ms=cpu.per_request(before, cpu.snapshot(groups), result.requests),
+                       audit_batch_mean=batch_mean(audit_before, audit_figures()),
+                       neo4j_tx=transactions_per_request(tx_before, await transaction_number(ctx),
+                                                         result.requests))
 
     async def recorded(self, w: Workload, side: str, run: Awaitable[Result]) -> Result:
         """`run`, with Neo4j JFR-recorded over all but its last second when BENCH_JFR is set."""
@@ -480,7 +481,7 @@ async def transaction_number(ctx: Context) -> int:
     return max(int(r["transactionId"].rsplit("-", 1)[1]) for r in records)
 
 
-def per_request(first: int, second: int, requests: int) -> float | None:
+def transactions_per_request(first: int, second: int, requests: int) -> float | None:
     """Transactions begun per request between two `transaction_number` readings."""
     return round((second - first - 1) / requests, 3) if requests else None
 

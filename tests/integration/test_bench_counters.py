@@ -13,7 +13,7 @@ from vaultgraph.settings import PROJECT_ROOT
 if str(PROJECT_ROOT) not in sys.path:  # bench/ is the checkout's, not the distribution's
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from bench.run import per_request, transaction_number
+from bench.run import transaction_number, transactions_per_request
 
 
 async def test_transactions_between_two_readings_are_counted(settings):
@@ -33,8 +33,8 @@ async def test_transactions_between_two_readings_are_counted(settings):
         await driver.close()
     # Five transactions, ten requests: half a transaction each. Nothing else runs in this
     # database while a test does (the apps of earlier tests are closed), so it is exact.
-    assert per_request(first, second, 10) == 0.5
-    assert per_request(first, second, 0) is None
+    assert transactions_per_request(first, second, 10) == 0.5
+    assert transactions_per_request(first, second, 0) is None
 
 
 async def _two(tx: neo4j.AsyncManagedTransaction) -> None:
