@@ -28,7 +28,8 @@ CALL (p) {
   RETURN null AS existing
 }
 CALL (existing) {
-  OPTIONAL MATCH (old:Token {tenant_id: $tenant_id, id: $id})
+  // The hint: by id, never by a range over the expiry index, whatever the statistics say.
+  OPTIONAL MATCH (old:Token {tenant_id: $tenant_id, id: $id}) USING INDEX old:Token(tenant_id, id)
     WHERE existing IS NULL AND old.expires_at <= datetime()
   WITH old WHERE old IS NOT NULL
   CALL (old) {
