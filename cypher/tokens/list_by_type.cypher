@@ -6,7 +6,7 @@
 // @visible/@live/@in_prefixes/@token: cypher/fragments/ (expanded when the catalog loads).
 UNWIND $types AS wanted
 CALL (wanted) {
-  MATCH (t:Token) USING INDEX t:Token(tenant_id, type, id)
+  MATCH (t:Token) USING INDEX SEEK t:Token(tenant_id, type, id)
   WHERE t.tenant_id = $tenant_id AND t.type = wanted AND t.id > $after
     AND @visible(t)
   WITH t ORDER BY t.tenant_id, t.type, t.id
