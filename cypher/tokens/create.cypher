@@ -29,7 +29,8 @@ CALL (p) {
 }
 CALL (existing) {
   // The hint: by id, never by a range over the expiry index, whatever the statistics say.
-  OPTIONAL MATCH (old:Token {tenant_id: $tenant_id, id: $id}) USING INDEX SEEK old:Token(tenant_id, id)
+  OPTIONAL MATCH (old:Token {tenant_id: $tenant_id, id: $id})
+    USING INDEX SEEK old:Token(tenant_id, id)
     WHERE existing IS NULL AND old.expires_at <= datetime()
   WITH old WHERE old IS NOT NULL
   CALL (old) {
