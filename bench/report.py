@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .neo4j_log import describe
+
 
 def _ms(v) -> str:
     return "-" if v is None else f"{v:.1f}"
@@ -55,6 +57,9 @@ def table(result: dict) -> str:
     notes += [f"- {n}: {w['items_per_request']} tokens a request, "
               f"{w['service_tokens_per_s']:,.0f} tokens/s through the service"
               for n, w in result["workloads"].items() if w.get("service_tokens_per_s")]
+    notes += [f"- {n} ({side}): Neo4j in the background during the window: {text}"
+              for n, w in result["workloads"].items() for side in ("service", "bare")
+              if (text := describe((w.get(side) or {}).get("neo4j_background")))]
     if result.get("tokenize_vs_create") is not None:
         notes.append(f"- tokenize tokens/s ÷ create tokens/s (same run): "
                      f"{result['tokenize_vs_create']:.2f}")

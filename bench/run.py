@@ -35,6 +35,7 @@ from .config import RESULTS, ROOT, BenchConfig
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
 from .environment import Service, machine, new_kek, say, service_workers, start_neo4j
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
+from .neo4j_log import DebugLog
 from .stats import Result, ratio
 from .workloads import WORKLOADS, Context, Request, Workload, audited
 
@@ -101,6 +102,7 @@ class Bench:
         self.warmed = False
         self.audit: AuditWriter | None = None
         self.recordings: dict[str, dict] = {}  # BENCH_JFR: workload → side → summary
+        self.debug_log = DebugLog(neo.home / "logs" / "debug.log")
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -240,11 +242,12 @@ class Bench:
                        audit_figures: Callable[[], tuple[float, float]],
                        run: Awaitable[Result]) -> Result:
         """`run`, with what each side reports over its window: CPU per request of `groups`,
-        audit events per group commit, Neo4j transactions per request."""
-        tx_before = await transaction_number(ctx)
+        audit events per group commit, Neo4j transactions per request, Neo4j's checkpoints
+        and discarded plans."""
+        tx_before, log_mark = await transaction_number(ctx), self.debug_log.mark()
         before, audit_before = cpu.snapshot(groups), audit_figures()
         result = await self.recorded(w, side, run)
-        return replace(result,
+        return replace(result, neo4j_background=self.debug_log.since(log_mark),
                        cpu_ms=cpu.per_request(before, cpu.snapshot(groups), result.requests),
                        audit_batch_mean=batch_mean(audit_before, audit_figures()),
                        neo4j_tx=transactions_per_request(tx_before, await transaction_number(ctx),

@@ -33,6 +33,9 @@ class Result:
     audit_batch_mean: float | None = None
     # Neo4j transactions begun per request over the window (bench/run.py transaction_number).
     neo4j_tx: float | None = None
+    # What Neo4j did in the background during the window (bench/neo4j_log.py): checkpoints,
+    # discarded plans.
+    neo4j_background: dict | None = None
 
     @property
     def rps(self) -> float:

@@ -261,3 +261,71 @@ def test_the_reports_print_the_memory_figures():
     text = report.scale_table(scale)
     assert "| 20 | 7 | 9 | 300.0 | 900.0 | 101.5 | get 0.5, list 0.5 |" in text
     assert "store 1.5 MiB, transaction logs 2.0 MiB" in text
+
+
+# Lines as Neo4j 5.26 writes them to debug.log (ids shortened; the system database's and the
+# measured database's checkpoints interleave).
+DEBUG_LOG = [
+    '2026-11-25 02:09:40.100+0000 INFO  [o.n.c.i.c.CypherQueryCaches] [neo4j/f4d59be7] '
+    "Discarded stale query from the query cache after 11 seconds. Reason: NodesAllCardinality "
+    "changed from 100005.0 to 338627.0, which is a divergence of 0.70",
+    '2026-11-25 02:09:47.239+0000 INFO  [o.n.k.i.t.l.c.CheckPointerImpl] [neo4j/f4d59be7] '
+    'Checkpoint triggered by "Scheduled checkpoint for every 100000 log chunks threshold" @ '
+    "txId: 105976, append index: 105966 checkpoint started...",
+    '2026-11-25 02:09:47.300+0000 INFO  [o.n.k.i.t.l.c.CheckPointerImpl] [system/00000000] '
+    'Checkpoint triggered by "Database shutdown" @ txId: 42, append index: 42 checkpoint '
+    "completed in 18ms. Checkpoint flushed 75 pages (0% of total available pages), in 75 IOs.",
+    '2026-11-25 02:09:51.855+0000 INFO  [o.n.k.i.t.l.c.CheckPointerImpl] [neo4j/f4d59be7] '
+    'Checkpoint triggered by "Scheduled checkpoint for every 100000 log chunks threshold" @ '
+    "txId: 105976, append index: 105966 checkpoint completed in 4s 616ms. Checkpoint flushed "
+    "80654 pages (61% of total available pages), in 73766 IOs. Checkpoint performed with IO "
+    "limit: unlimited, paused in total 0 times( 0 millis).",
+    '2026-11-25 02:09:52.000+0000 INFO  [o.n.k.i.t.l.c.CheckPointerImpl] [neo4j/f4d59be7] '
+    'Checkpoint triggered by "Scheduled checkpoint for time threshold" @ txId: 106000, append '
+    "index: 106000 checkpoint started...",
+]
+
+
+def test_neo4j_durations_are_read_in_milliseconds():
+    from bench.neo4j_log import duration_ms
+
+    assert duration_ms("4s 616ms") == 4616
+    assert duration_ms("18ms") == 18
+    assert duration_ms("1m 2s") == 62_000
+
+
+def test_a_window_names_its_checkpoints_and_discarded_plans(tmp_path):
+    from bench.neo4j_log import DebugLog, describe
+
+    log = DebugLog(tmp_path / "debug.log")
+    assert log.mark() == 0 and log.since(0)["checkpoints"] == []  # not written yet
+    (tmp_path / "debug.log").write_text("old line [neo4j/x] Discarded stale query from the "
+                                        "query cache\n")
+    mark = log.mark()
+    with (tmp_path / "debug.log").open("a") as f:
+        f.write("\n".join(DEBUG_LOG) + "\n")
+    window = log.since(mark)
+    # the system database's checkpoint is not the measured database's; the line before the
+    # mark is not the window's
+    assert window == {
+        "checkpoints": [{"reason": "Scheduled checkpoint for every 100000 log chunks threshold",
+                         "ms": 4616, "pages": 80654}],
+        "checkpoint_running": True, "plans_discarded": 1}
+    assert describe(window) == ("checkpoint 4.6 s (80,654 pages), a checkpoint still running "
+                                "at the end, 1 cached plan discarded")
+    assert describe({"checkpoints": [], "checkpoint_running": False, "plans_discarded": 0}) == ""
+    assert describe(None) == ""
+
+
+def test_the_report_says_what_neo4j_did_during_a_window():
+    from bench import report
+
+    busy = {**SIDE, "neo4j_background": {"checkpoints": [], "checkpoint_running": False,
+                                         "plans_discarded": 3}}
+    run = {"machine": MACHINE, "loadgen": "wrk", "git_sha": "abc", "date": "today",
+           "stored_tokens": 5, "settings": {"concurrency": 1, "warmup_s": 1, "duration_s": 1},
+           "workloads": {"get": {"service": SIDE, "bare": busy, "ratio": 1.0}}}
+    text = report.table(run)
+    assert "- get (bare): Neo4j in the background during the window: 3 cached plans discarded" \
+        in text
+    assert "get (service)" not in text
