@@ -198,6 +198,11 @@ server.bolt.connection_keep_alive_for_requests=OFF
 # Transaction logs beyond 1 GiB are pruned at checkpoints: the default keeps two days of them
 # (18 GiB after loading 9.45M tokens filled the benchmark machine's disk; README, "Neo4j").
 db.tx_log.rotation.retention_policy=1G size
+# A cached plan is kept an hour, not replanned whenever statistics drift (after 10 s by default):
+# the audit trail adds a node a request, so statistics never settle and every statement was
+# replanned every few minutes, each wave stalling all requests for up to a second (README,
+# "Neo4j"). The statements whose plan statistics could change name their index instead.
+dbms.cypher.min_replan_interval=1h
 """
         (self.home / "conf" / "neo4j.conf").write_text(conf)
 

@@ -24,6 +24,7 @@ import pytest
 from dockerfile_parse import DockerfileParser
 from ruamel.yaml import YAML
 
+from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.settings import PREFIX, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,6 +114,28 @@ def _environment(service: dict) -> dict[str, str]:
     if isinstance(env, list):
         env = dict(item.split("=", 1) for item in env)
     return {k: str(v) for k, v in env.items()}
+
+
+# What the local launcher tunes in Neo4j for the vault's sake (not paths, ports, memory sizes or
+# Browser settings, which differ on purpose): the container's Neo4j must get the same.
+TUNED = ("dbms.usage_report.enabled", "server.bolt.connection_keep_alive_for_requests",
+         "db.tx_log.rotation.retention_policy", "dbms.cypher.min_replan_interval")
+
+
+def _neo4j_env_name(setting: str) -> str:
+    """The neo4j image's environment name of a setting: `_` doubled, `.` as `_`."""
+    return "NEO4J_" + setting.replace("_", "__").replace(".", "_")
+
+
+def test_the_containers_neo4j_is_tuned_as_the_launchers(compose, tmp_path):
+    LocalNeo4j(home=tmp_path / "neo4j", lib_dir=tmp_path / "lib").write_conf()
+    lines = (tmp_path / "neo4j" / "conf" / "neo4j.conf").read_text().splitlines()
+    local = dict(line.split("=", 1) for line in lines if "=" in line and line[0] != "#")
+    env = _environment(compose["services"]["neo4j"])
+    assert _neo4j_env_name("db.tx_log.rotation.retention_policy") \
+        == "NEO4J_db_tx__log_rotation_retention__policy"
+    for setting in TUNED:
+        assert env.get(_neo4j_env_name(setting)) == local[setting], setting
 
 
 def test_service_settings_are_known_to_settings_py(compose, dockerfile):
