@@ -15,6 +15,7 @@ from pathlib import Path
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import ENTRY_POINT, LocalNeo4j
 
+from . import stalls
 from .config import ROOT, BenchConfig
 
 
@@ -112,11 +113,15 @@ class Service:
             time.sleep(0.2)
         say(f"service ready on {self.url} (pid {self.proc.pid}, log {self.log_path})")
 
-    def audit_figures(self) -> tuple[float, float]:
-        """(batches, events) the service's audit writer has committed so far."""
+    def scrape(self) -> str:
+        """The service's `/metrics` text (its metrics listener, summed over its workers)."""
         url = f"http://127.0.0.1:{self.cfg.port + 1}/metrics"
         with urllib.request.urlopen(url, timeout=10) as resp:
-            text = resp.read().decode()
+            return resp.read().decode()
+
+    def audit_figures(self) -> tuple[float, float]:
+        """(batches, events) the service's audit writer has committed so far."""
+        text = self.scrape()
         figures = dict.fromkeys(("vaultgraph_audit_batches_total",
                                  "vaultgraph_audit_events_total"), 0.0)
         for line in text.splitlines():
@@ -124,6 +129,10 @@ class Service:
             if name in figures:
                 figures[name] = float(value)
         return tuple(figures.values())
+
+    def stall_figures(self) -> dict[str, float]:
+        """The service's stall histograms so far (bench/stalls.py)."""
+        return stalls.from_exposition(self.scrape())
 
     @property
     def pid(self) -> int:

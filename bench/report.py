@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from .neo4j_log import describe
+from .stalls import describe as describe_stalls
+from .stalls import describe_jvm
 
 
 def _ms(v) -> str:
@@ -60,10 +62,23 @@ def table(result: dict) -> str:
     notes += [f"- {n} ({side}): Neo4j in the background during the window: {text}"
               for n, w in result["workloads"].items() for side in ("service", "bare")
               if (text := describe((w.get(side) or {}).get("neo4j_background")))]
+    notes += [f"- {n} ({side}): {text}"
+              for n, w in result["workloads"].items() for side in ("service", "bare")
+              if (text := process_stalls(side, w.get(side) or {}))]
     if result.get("tokenize_vs_create") is not None:
         notes.append(f"- tokenize tokens/s ÷ create tokens/s (same run): "
                      f"{result['tokenize_vs_create']:.2f}")
     return "\n".join(lines + (["", *notes] if notes else []))
+
+
+def process_stalls(side: str, r: dict) -> str:
+    """The stalls worth naming in one side's window: Neo4j's JVM stopping, the side's own process
+    (the service's workers, or the bare client) late or collecting."""
+    own = describe_stalls(r.get("stalls"))
+    parts = [text for text in (describe_jvm(r.get("neo4j_background")),
+                               own and f"{'the service' if side == 'service' else 'the client'}"
+                                       f"'s {own}") if text]
+    return "; ".join(parts)
 
 
 def cpu_table(result: dict) -> list[str]:

@@ -29,8 +29,9 @@ from vaultgraph.server import tune_gc
 from vaultgraph.services.audit import AuditWriter
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.settings import PROJECT_ROOT, Settings
+from vaultgraph.stalls import StallMonitor
 
-from . import cpu, jfr, memory, plans, profile, report
+from . import cpu, jfr, memory, plans, profile, report, stalls
 from .config import RESULTS, ROOT, BenchConfig
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
 from .environment import Service, machine, new_kek, say, service_workers, start_neo4j
@@ -103,6 +104,9 @@ class Bench:
         self.audit: AuditWriter | None = None
         self.recordings: dict[str, dict] = {}  # BENCH_JFR: workload → side → summary
         self.debug_log = DebugLog(neo.home / "logs" / "debug.log")
+        self.pause_log = stalls.PauseLog(neo.pause_log)
+        # The bare side's process times its own loop and collections, as the service does.
+        self.stall_monitor = StallMonitor()
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -124,6 +128,7 @@ class Bench:
                                  lanes=defaults.audit_lane_count)  # one process's: two
         self.service = Service(cfg, neo, self.kek)
         self.service.start()
+        self.stall_monitor.start()
         if wrk:
             self.loadgen = Wrk(wrk, self.service.url, self.tenant.app_key, cfg.concurrency,
                                cfg.wrk_threads, cfg.work_dir)
@@ -167,6 +172,7 @@ class Bench:
                 "neo4j_pagecache": self.cfg.neo4j_pagecache}
 
     async def teardown(self) -> None:
+        await self.stall_monitor.stop()
         if self.audit is not None:
             await self.audit.stop()
         if self.db is not None:
@@ -226,7 +232,7 @@ class Bench:
         groups = {"service": self.service.pid, "neo4j": self.neo.running_pid(),
                   "loadgen": os.getpid()}
         return await self.measured(w, "service", ctx, groups, self.service.audit_figures,
-                                   self.loadgen.run(pool, cfg.duration))
+                                   self.service.stall_figures, self.loadgen.run(pool, cfg.duration))
 
     async def bare_side(self, w: Workload, ctx: Context, rng: random.Random) -> Result:
         cfg = self.cfg
@@ -235,19 +241,23 @@ class Bench:
             await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.warmup)
         # The bare side's client is this process: the driver and the load loop in one.
         groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
-        return await self.measured(w, "bare", ctx, groups, bare_audit_figures,
+        return await self.measured(w, "bare", ctx, groups, bare_audit_figures, stalls.from_registry,
                                    run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration))
 
     async def measured(self, w: Workload, side: str, ctx: Context, groups: dict[str, int],
                        audit_figures: Callable[[], tuple[float, float]],
+                       stall_figures: Callable[[], dict[str, float]],
                        run: Awaitable[Result]) -> Result:
         """`run`, with what each side reports over its window: CPU per request of `groups`,
-        audit events per group commit, Neo4j transactions per request, Neo4j's checkpoints
-        and discarded plans."""
+        audit events per group commit, Neo4j transactions per request, Neo4j's checkpoints,
+        discarded plans and JVM stops, and the side's own process's stalls."""
         tx_before, log_mark = await transaction_number(ctx), self.debug_log.mark()
+        pause_mark, stalls_before = self.pause_log.mark(), stall_figures()
         before, audit_before = cpu.snapshot(groups), audit_figures()
         result = await self.recorded(w, side, run)
-        return replace(result, neo4j_background=self.debug_log.since(log_mark),
+        return replace(result, neo4j_background={**self.debug_log.since(log_mark),
+                                                 **self.pause_log.since(pause_mark)},
+                       stalls=stalls.between(stalls_before, stall_figures()),
                        cpu_ms=cpu.per_request(before, cpu.snapshot(groups), result.requests),
                        audit_batch_mean=batch_mean(audit_before, audit_figures()),
                        neo4j_tx=transactions_per_request(tx_before, await transaction_number(ctx),

@@ -36,6 +36,9 @@ class Result:
     # What Neo4j did in the background during the window (bench/neo4j_log.py): checkpoints,
     # discarded plans.
     neo4j_background: dict | None = None
+    # What held up the side's own process: its event loop running late, Python's collections
+    # (bench/stalls.py).
+    stalls: dict | None = None
 
     @property
     def rps(self) -> float:

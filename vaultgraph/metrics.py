@@ -96,6 +96,18 @@ AUDIT_FAILURES = Counter("vaultgraph_audit_batch_failures", "Audit batches that 
 AUDIT_CHAINS = Counter("vaultgraph_audit_chains_started", "Audit hash chains started (one per "
                        "writer, and a new one after each failed batch).")
 
+# What stops a process from answering (vaultgraph/stalls.py). Seconds; the loop's lag is
+# read every 0.1 s, so a stall is seen once however many requests it held up.
+STALL_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+EVENT_LOOP_LAG = Histogram("vaultgraph_event_loop_lag_seconds", "How much later than asked the "
+                           "event loop ran a timer it was given every 0.1 s: time in which no "
+                           "request of the process could make progress (CPU work in a "
+                           "callback, a garbage collection, the process waiting for a core).",
+                           buckets=STALL_BUCKETS)
+GC_PAUSE = Histogram("vaultgraph_python_gc_pause_seconds", "Python's cyclic garbage "
+                     "collections, by generation: the time each stopped the process.",
+                     ["generation"], buckets=STALL_BUCKETS)
+
 RATE_LIMITED = Counter("vaultgraph_rate_limited_requests", "Requests refused with 429, by the "
                        "limit that refused them: application (its token bucket) or "
                        "client_address (repeated failed authentication).", ["limit"])

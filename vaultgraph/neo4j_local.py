@@ -207,6 +207,17 @@ dbms.cypher.min_replan_interval=1h
         (self.home / "conf" / "neo4j.conf").write_text(conf)
 
     @property
+    def pause_log(self) -> Path:
+        return self.home / "logs" / "gc.log"
+
+    def pause_log_flag(self) -> str:
+        """The JVM logs each collection and each stop of all its threads (a safepoint, with how
+        long it held them) to `logs/gc.log`, five files of 20 MiB at most: when every request
+        stalls at once, this says whether the database's JVM stopped (README, "Neo4j")."""
+        return (f"-Xlog:gc,safepoint:file={self.pause_log.resolve()}:uptime,level,tags"
+                ":filecount=5,filesize=20m")
+
+    @property
     def browser_url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}/browser/"
 
@@ -319,7 +330,7 @@ dbms.cypher.min_replan_interval=1h
         if browser_jar is not None:
             classpath = f"{browser_jar.resolve()}:{classpath}"
         argv = [
-            java, f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_FLAGS,
+            java, f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_FLAGS, self.pause_log_flag(),
             "-cp", classpath,
             ENTRY_POINT,
             f"--home-dir={self.home.resolve()}",

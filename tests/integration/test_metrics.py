@@ -4,7 +4,9 @@ sets it may come from."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import gc
 import re
 import socket
 import uuid
@@ -147,6 +149,20 @@ def _python(samples):
 
 def _driver(samples):
     return _build_label(samples, "neo4j_driver")
+
+
+async def test_the_service_times_its_event_loop_and_collections(client, scrape):
+    """The app runs the stall monitor (vaultgraph/stalls.py) from start-up to shutdown."""
+    _, before = await scrape()
+    gc.collect()
+    await asyncio.sleep(0.35)
+    text, after = await scrape()
+    assert "# TYPE vaultgraph_event_loop_lag_seconds histogram" in text
+    assert "# TYPE vaultgraph_python_gc_pause_seconds histogram" in text
+    lag = "vaultgraph_event_loop_lag_seconds_count"
+    assert value(after, lag) - value(before, lag) >= 2  # a tick every 0.1 s
+    full = "vaultgraph_python_gc_pause_seconds_count"
+    assert value(after, full, generation="2") - value(before, full, generation="2") >= 1
 
 
 async def test_a_uniqueness_conflict_counts_as_a_constraint_error(client, admin_headers, scrape):

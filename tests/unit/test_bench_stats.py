@@ -329,3 +329,90 @@ def test_the_report_says_what_neo4j_did_during_a_window():
     assert "- get (bare): Neo4j in the background during the window: 3 cached plans discarded" \
         in text
     assert "get (service)" not in text
+
+
+# Neo4j's gc.log as its JVM writes it (-Xlog:gc,safepoint with uptime, level and tags).
+GC_LOG = [
+    '[812.399s][info][safepoint] Safepoint "G1CollectForAllocation", Time since last: '
+    '363172316 ns, Reaching safepoint: 4374 ns, Cleanup: 58387 ns, At safepoint: 5680290 ns, '
+    'Total: 5743051 ns',
+    "[812.399s][info][gc       ] GC(40) Pause Young (Normal) (G1 Evacuation Pause) "
+    "600M->310M(1024M) 5.609ms",
+    '[813.001s][info][safepoint] Safepoint "Cleanup", Time since last: 601000000 ns, Reaching '
+    "safepoint: 3072 ns, Cleanup: 29926 ns, At safepoint: 1433 ns, Total: 34431 ns",
+    '[813.700s][info][safepoint] Safepoint "G1CollectForAllocation", Time since last: '
+    "698000000 ns, Reaching safepoint: 3546 ns, Cleanup: 120661 ns, At safepoint: 301974182 ns, "
+    "Total: 302098389 ns",
+]
+
+
+def test_a_window_counts_the_jvm_stops_after_its_mark(tmp_path):
+    from bench.stalls import PauseLog, describe_jvm
+
+    path = tmp_path / "gc.log"
+    log = PauseLog(path)
+    assert log.since(log.mark())["jvm_stops"] == 0  # not written yet
+    path.write_text(GC_LOG[0] + "\n")
+    mark = log.mark()
+    with path.open("a") as f:
+        f.write("\n".join(GC_LOG[1:]) + "\n")
+    window = log.since(mark)
+    assert window == {"jvm_stops": 2, "jvm_stopped_ms": 302.1, "jvm_longest_ms": 302.1,
+                      "jvm_longest": "G1CollectForAllocation"}
+    assert describe_jvm(window) == ("the JVM stopped all threads for 302.1 ms "
+                                    "(G1CollectForAllocation; 2 stops, 302.1 ms in all)")
+    assert describe_jvm(log.since(0) | {"jvm_longest_ms": 5.7}) == ""  # nothing notable
+    path.write_text(GC_LOG[2] + "\n")  # rotated: shorter than the mark, read from its start
+    assert log.since(mark)["jvm_stops"] == 1
+
+
+def _stall_exposition(lag_count, lag_le_50ms, lag_le_250ms, gc_count, gc_le_25ms, gc_sum):
+    lines = ["# TYPE vaultgraph_event_loop_lag_seconds histogram"]
+    for le, n in (("0.05", lag_le_50ms), ("0.25", lag_le_250ms), ("+Inf", lag_count)):
+        lines.append(f'vaultgraph_event_loop_lag_seconds_bucket{{le="{le}"}} {n}')
+    lines += [f"vaultgraph_event_loop_lag_seconds_count {lag_count}",
+              "vaultgraph_event_loop_lag_seconds_sum 1.0",
+              "# TYPE vaultgraph_python_gc_pause_seconds histogram"]
+    for gen in ("0", "2"):
+        lines += [f'vaultgraph_python_gc_pause_seconds_bucket{{generation="{gen}",le="0.025"}} '
+                  f"{gc_le_25ms[gen]}",
+                  f'vaultgraph_python_gc_pause_seconds_bucket{{generation="{gen}",le="+Inf"}} '
+                  f"{gc_count[gen]}",
+                  f'vaultgraph_python_gc_pause_seconds_count{{generation="{gen}"}} '
+                  f"{gc_count[gen]}",
+                  f'vaultgraph_python_gc_pause_seconds_sum{{generation="{gen}"}} {gc_sum[gen]}']
+    return "\n".join(lines) + "\n"
+
+
+def test_a_window_counts_its_process_stalls_from_two_scrapes():
+    from bench.stalls import between, describe, from_exposition
+
+    before = from_exposition(_stall_exposition(10, 10, 10, {"0": 5, "2": 0}, {"0": 5, "2": 0},
+                                               {"0": 0.01, "2": 0.0}))
+    after = from_exposition(_stall_exposition(160, 157, 159, {"0": 52, "2": 1},
+                                              {"0": 50, "2": 0}, {"0": 0.31, "2": 0.04}))
+    window = between(before, after)
+    assert window == {"loop_ticks": 150, "loop_late_over_50ms": 3, "loop_late_over_250ms": 1,
+                      "gc_pauses": 48, "gc_ms": 340.0, "gc_over_25ms": 3}
+    assert describe(window) == ("event loop late over 50 ms 3 times (1 over 250 ms); 3 "
+                                "collections over 25 ms (of 48, 340 ms in all)")
+    quiet = {**window, "loop_late_over_50ms": 0, "loop_late_over_250ms": 0, "gc_over_25ms": 0}
+    assert describe(quiet) == ""
+
+
+def test_the_report_names_a_sides_stalls():
+    from bench import report
+
+    stalled = {**SIDE, "stalls": {"loop_ticks": 150, "loop_late_over_50ms": 1,
+                                  "loop_late_over_250ms": 0, "gc_pauses": 40, "gc_ms": 200,
+                                  "gc_over_25ms": 0},
+               "neo4j_background": {"jvm_stops": 3, "jvm_stopped_ms": 320.0,
+                                    "jvm_longest_ms": 300.0,
+                                    "jvm_longest": "G1CollectForAllocation"}}
+    run = {"machine": MACHINE, "loadgen": "wrk", "git_sha": "abc", "date": "today",
+           "stored_tokens": 5, "settings": {"concurrency": 1, "warmup_s": 1, "duration_s": 1},
+           "workloads": {"get": {"service": stalled, "bare": SIDE, "ratio": 1.0}}}
+    text = report.table(run)
+    assert ("- get (service): the JVM stopped all threads for 300 ms (G1CollectForAllocation; "
+            "3 stops, 320 ms in all); the service's event loop late over 50 ms 1 time") in text
+    assert "get (bare)" not in text

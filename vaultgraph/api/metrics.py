@@ -17,6 +17,7 @@ from aiohttp import web
 
 from .. import metrics
 from ..auth.permissions import PUBLIC
+from ..stalls import StallMonitor
 from .endpoints import Endpoints, Reply
 from .typedefs import settings_key
 
@@ -71,7 +72,8 @@ def metrics_app() -> web.Application:
 
 
 def install(app: web.Application) -> None:
-    """Count the app's requests; serve /metrics on its own listener when a port is set."""
+    """Count the app's requests and time its process's stalls (`vaultgraph/stalls.py`); serve
+    /metrics on its own listener when a port is set."""
     if app[settings_key].metrics_dir and not metrics.multiprocess_mode():
         raise ValueError("VAULTGRAPH_METRICS_DIR must be in the environment when the process "
                          "starts (prometheus-client reads it once, when first imported)")
@@ -82,6 +84,8 @@ def install(app: web.Application) -> None:
 async def _listener(app: web.Application) -> AsyncIterator[None]:
     settings = app[settings_key]
     metrics.NEO4J_POOL_SIZE.set(settings.neo4j_pool_size)
+    stalls = StallMonitor()
+    stalls.start()
     runner = None
     if settings.metrics_port:
         runner = web.AppRunner(metrics_app(), access_log=None)
@@ -95,4 +99,5 @@ async def _listener(app: web.Application) -> AsyncIterator[None]:
     finally:
         if runner is not None:
             await runner.cleanup()
+        await stalls.stop()
         metrics.process_exiting()
