@@ -61,6 +61,10 @@ def between(before: dict[str, float], after: dict[str, float]) -> dict:
         "gc_ms": round(1000 * sum(delta(_key(f"{GC}_sum", {"generation": g}))
                                   for g in generations), 1),
         "gc_over_25ms": sum(over(GC, LONG_GC, generation=g) for g in generations),
+        "gc_by_generation": {g: {"pauses": round(delta(_key(f"{GC}_count", {"generation": g}))),
+                                 "ms": round(1000 * delta(_key(f"{GC}_sum",
+                                                               {"generation": g})), 1)}
+                             for g in generations},
     }
 
 

@@ -393,7 +393,9 @@ def test_a_window_counts_its_process_stalls_from_two_scrapes():
                                               {"0": 50, "2": 0}, {"0": 0.31, "2": 0.04}))
     window = between(before, after)
     assert window == {"loop_ticks": 150, "loop_late_over_50ms": 3, "loop_late_over_250ms": 1,
-                      "gc_pauses": 48, "gc_ms": 340.0, "gc_over_25ms": 3}
+                      "gc_pauses": 48, "gc_ms": 340.0, "gc_over_25ms": 3,
+                      "gc_by_generation": {"0": {"pauses": 47, "ms": 300.0},
+                                           "2": {"pauses": 1, "ms": 40.0}}}
     assert describe(window) == ("event loop late over 50 ms 3 times (1 over 250 ms); 3 "
                                 "collections over 25 ms (of 48, 340 ms in all)")
     quiet = {**window, "loop_late_over_50ms": 0, "loop_late_over_250ms": 0, "gc_over_25ms": 0}
