@@ -25,7 +25,7 @@ from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.repository.database import Database
 from vaultgraph.repository.tokens import TokenFilter
-from vaultgraph.server import tune_gc
+from vaultgraph.server import settle_heap, tune_gc
 from vaultgraph.services.audit import AuditWriter
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.settings import PROJECT_ROOT, Settings
@@ -145,6 +145,7 @@ class Bench:
         await self.db.driver.execute_query("CALL db.awaitIndexes(300)", database_="neo4j")
         say(f"{len(self.ids):,} tokens stored ({time.monotonic() - began:.0f}s)")
         await self.check_dataset()
+        settle_heap()  # the bare client's process keeps its heap as a serving process does
 
     async def check_dataset(self) -> None:
         """The loaded rows must be what the service's own statements find (the loader writes the

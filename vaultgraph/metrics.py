@@ -107,6 +107,9 @@ EVENT_LOOP_LAG = Histogram("vaultgraph_event_loop_lag_seconds", "How much later 
 GC_PAUSE = Histogram("vaultgraph_python_gc_pause_seconds", "Python's cyclic garbage "
                      "collections, by generation: the time each stopped the process.",
                      ["generation"], buckets=STALL_BUCKETS)
+GC_FROZEN = Gauge("vaultgraph_python_gc_frozen_objects", "Objects start-up left that the "
+                  "collector no longer walks (gc.freeze once the process is ready; summed over "
+                  "the workers).", multiprocess_mode="livesum")
 
 RATE_LIMITED = Counter("vaultgraph_rate_limited_requests", "Requests refused with 429, by the "
                        "limit that refused them: application (its token bucket) or "

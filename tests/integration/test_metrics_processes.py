@@ -48,6 +48,12 @@ def test_two_processes_sharing_the_directory_report_their_sum(settings, tmp_path
             assert samples[("vaultgraph_neo4j_pool_size", frozenset())] == 100
             [build] = [v for (name, _), v in samples.items() if name == "vaultgraph_build_info"]
             assert build == 1
+        # Each process froze what its start-up left once it was ready (server.settle_heap).
+        frozen = ("vaultgraph_python_gc_frozen_objects", frozenset())
+        deadline = time.monotonic() + 30
+        while scrape(ports[0]).get(frozen, 0) < 2 * 10_000 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert scrape(ports[0])[frozen] >= 2 * 10_000  # the two processes' sum
         # each process keeps its own file; none holds the other's figures
         assert len(list((tmp_path / "metrics").glob("counter_*.db"))) == 2
     # live gauges of a stopped process are dropped (process_info's too); its counters stay
