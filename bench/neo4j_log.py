@@ -3,7 +3,9 @@ checkpoints (each writes the page cache's dirty pages to the store files; Neo4j 
 no IO limit for them, so one runs at full speed and takes CPU and disk from every request
 while it lasts) and cached plans discarded because statistics moved (each discard replans a
 statement). A 15-second window holding either shows it in its p99; the result says so, instead
-of leaving a tail unexplained."""
+of leaving a tail unexplained. And from its JVM's `gc.log` (`vaultgraph/neo4j_local.py`): each
+time the JVM stopped all its threads (a safepoint: a collection, or other VM work), and for how
+long — every request in the database waits through one."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ _CHECKPOINT_DONE = re.compile(
     r"Checkpoint flushed (?P<pages>\d+) pages")
 _CHECKPOINT_STARTED = "checkpoint started..."
 _DISCARDED = "Discarded stale query from the query cache"
+_SAFEPOINT = re.compile(r'\[safepoint\s*\] Safepoint "(?P<kind>[^"]+)".*?Total: (?P<ns>\d+) ns')
+NOTABLE_JVM_STOP_MS = 50  # a JVM stop this long is named in the report
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 _PART = re.compile(r"(\d+)(ms|s|m|h)\b")
 
@@ -24,12 +28,11 @@ def duration_ms(text: str) -> int:
     return sum(int(n) * _UNIT_MS[unit] for n, unit in _PART.findall(text))
 
 
-class DebugLog:
-    """Neo4j's `debug.log`, read from a mark: what it logged since, for one database."""
+class LogTail:
+    """A log file read from a mark: the lines written since."""
 
-    def __init__(self, path: Path, database: str = "neo4j"):
+    def __init__(self, path: Path):
         self.path = path
-        self.tag = f"[{database}/"
 
     def mark(self) -> int:
         try:
@@ -37,17 +40,36 @@ class DebugLog:
         except FileNotFoundError:
             return 0
 
+    def lines_since(self, offset: int) -> list[str]:
+        try:
+            with self.path.open("rb") as f:
+                if f.seek(0, 2) < offset:
+                    offset = 0  # the log rotated within the window: read what is there
+                f.seek(offset)
+                return f.read().decode("utf-8", "replace").splitlines()
+        except FileNotFoundError:
+            return []
+
+
+class DebugLog(LogTail):
+    """Neo4j's `debug.log`: what it logged since a mark, for one database."""
+
+    def __init__(self, path: Path, database: str = "neo4j"):
+        super().__init__(path)
+        self.tag = f"[{database}/"
+
     def since(self, offset: int) -> dict:
         """Checkpoints completed, checkpoints still running, and plans discarded since `offset`
         (a `mark()`): {"checkpoints": [{"reason", "ms", "pages"}], "checkpoint_running": bool,
         "plans_discarded": int}."""
-        try:
-            with self.path.open("rb") as f:
-                f.seek(offset)
-                text = f.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            text = ""
-        return summarize(text.splitlines(), self.tag)
+        return summarize(self.lines_since(offset), self.tag)
+
+
+class PauseLog(LogTail):
+    """Neo4j's `gc.log`: every time its JVM stopped all threads since a mark."""
+
+    def since(self, offset: int) -> dict:
+        return jvm_stops(self.lines_since(offset))
 
 
 def summarize(lines: list[str], tag: str) -> dict:
@@ -79,3 +101,26 @@ def describe(events: dict | None) -> str:
     if n := events.get("plans_discarded"):
         parts.append(f"{n} cached plan{'s' if n != 1 else ''} discarded")
     return ", ".join(parts)
+
+
+def jvm_stops(lines: list[str]) -> dict:
+    """{"jvm_stops", "jvm_stopped_ms", "jvm_longest_ms", "jvm_longest"} of safepoint lines."""
+    count, total_ns, longest_ns, longest = 0, 0, 0, None
+    for line in lines:
+        if m := _SAFEPOINT.search(line):
+            ns = int(m["ns"])
+            count, total_ns = count + 1, total_ns + ns
+            if ns > longest_ns:
+                longest_ns, longest = ns, m["kind"]
+    return {"jvm_stops": count, "jvm_stopped_ms": round(total_ns / 1e6, 1),
+            "jvm_longest_ms": round(longest_ns / 1e6, 1), "jvm_longest": longest}
+
+
+def describe_jvm(events: dict | None) -> str:
+    """"the JVM stopped all threads for 68.4 ms (G1PauseRemark; 17 stops, 308.4 ms in all)", when
+    its longest stop in the window was notable (else "")."""
+    if not events or (events.get("jvm_longest_ms") or 0) < NOTABLE_JVM_STOP_MS:
+        return ""
+    return (f"the JVM stopped all threads for {events['jvm_longest_ms']:g} ms "
+            f"({events['jvm_longest']}; {events['jvm_stops']} stops, "
+            f"{events['jvm_stopped_ms']:g} ms in all)")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from .neo4j_log import describe
+from .neo4j_log import describe, describe_jvm
 from .stalls import describe as describe_stalls
-from .stalls import describe_jvm
 
 
 def _ms(v) -> str:

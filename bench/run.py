@@ -36,7 +36,7 @@ from .config import RESULTS, ROOT, BenchConfig
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
 from .environment import Service, machine, new_kek, say, service_workers, start_neo4j
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
-from .neo4j_log import DebugLog
+from .neo4j_log import DebugLog, PauseLog
 from .stats import Result, ratio
 from .workloads import WORKLOADS, Context, Request, Workload, audited
 
@@ -104,7 +104,7 @@ class Bench:
         self.audit: AuditWriter | None = None
         self.recordings: dict[str, dict] = {}  # BENCH_JFR: workload → side → summary
         self.debug_log = DebugLog(neo.home / "logs" / "debug.log")
-        self.pause_log = stalls.PauseLog(neo.pause_log)
+        self.pause_log = PauseLog(neo.pause_log)
         # The bare side's process times its own loop and collections, as the service does.
         self.stall_monitor = StallMonitor()
 

@@ -1,22 +1,18 @@
-"""What held up a side's own process during a measured window: its event loop running late and
-Python's garbage collections, from the service's stall histograms (`vaultgraph/stalls.py`) —
+"""What held up a side's own process during a measured window: its event loop running late,
+Python's garbage collections and slow audit group commits (which every read in the batch waits
+for), from the service's histograms (`vaultgraph/stalls.py`, `vaultgraph_audit_commit_seconds`) —
 scraped from its metrics listener on the service side, read from this process's registry on
-the bare side, which runs the same monitor — and whether the database's JVM stopped all its
-threads, from Neo4j's `gc.log` (its safepoints, `vaultgraph/neo4j_local.py`)."""
+the bare side, which runs the same monitor. (Whether Neo4j's JVM stopped: bench/neo4j_log.py.)"""
 
 from __future__ import annotations
-
-import re
-from pathlib import Path
 
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 LAG = "vaultgraph_event_loop_lag_seconds"
 GC = "vaultgraph_python_gc_pause_seconds"
+COMMIT = "vaultgraph_audit_commit_seconds"
 LATE, VERY_LATE, LONG_GC = "0.05", "0.25", "0.025"  # histogram bucket bounds (seconds)
-NOTABLE_JVM_STOP_MS = 50  # a JVM stop this long is named in the report
-_SAFEPOINT = re.compile(r'\[safepoint\s*\] Safepoint "(?P<kind>[^"]+)".*?Total: (?P<ns>\d+) ns')
 
 
 def _key(name: str, labels: dict) -> str:
@@ -24,7 +20,7 @@ def _key(name: str, labels: dict) -> str:
 
 
 def _wanted(name: str) -> bool:
-    return name.startswith((LAG, GC))
+    return name.startswith((LAG, GC, COMMIT))
 
 
 def from_exposition(text: str) -> dict[str, float]:
@@ -61,6 +57,8 @@ def between(before: dict[str, float], after: dict[str, float]) -> dict:
         "gc_ms": round(1000 * sum(delta(_key(f"{GC}_sum", {"generation": g}))
                                   for g in generations), 1),
         "gc_over_25ms": sum(over(GC, LONG_GC, generation=g) for g in generations),
+        "audit_commits": round(delta(_key(f"{COMMIT}_count", {}))),
+        "audit_commits_over_50ms": over(COMMIT, LATE),
         "gc_by_generation": {g: {"pauses": round(delta(_key(f"{GC}_count", {"generation": g}))),
                                  "ms": round(1000 * delta(_key(f"{GC}_sum",
                                                                {"generation": g})), 1)}
@@ -81,51 +79,7 @@ def describe(stalls: dict | None) -> str:
     if long_gc := stalls.get("gc_over_25ms"):
         parts.append(f"{long_gc} collection{'s' if long_gc != 1 else ''} over 25 ms (of "
                      f"{stalls.get('gc_pauses', 0)}, {stalls.get('gc_ms', 0):g} ms in all)")
+    if slow := stalls.get("audit_commits_over_50ms"):
+        parts.append(f"{slow} audit group commit{'s' if slow != 1 else ''} over 50 ms (of "
+                     f"{stalls.get('audit_commits', 0)})")
     return "; ".join(parts)
-
-
-class PauseLog:
-    """Neo4j's `gc.log`, read from a mark: every time its JVM stopped all threads since."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def mark(self) -> int:
-        try:
-            return self.path.stat().st_size
-        except FileNotFoundError:
-            return 0
-
-    def since(self, offset: int) -> dict:
-        try:
-            with self.path.open("rb") as f:
-                if f.seek(0, 2) < offset:
-                    offset = 0  # the log rotated within the window: read what is there
-                f.seek(offset)
-                text = f.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            text = ""
-        return jvm_stops(text.splitlines())
-
-
-def jvm_stops(lines: list[str]) -> dict:
-    """{"jvm_stops", "jvm_stopped_ms", "jvm_longest_ms", "jvm_longest"} of safepoint lines."""
-    count, total_ns, longest_ns, longest = 0, 0, 0, None
-    for line in lines:
-        if m := _SAFEPOINT.search(line):
-            ns = int(m["ns"])
-            count, total_ns = count + 1, total_ns + ns
-            if ns > longest_ns:
-                longest_ns, longest = ns, m["kind"]
-    return {"jvm_stops": count, "jvm_stopped_ms": round(total_ns / 1e6, 1),
-            "jvm_longest_ms": round(longest_ns / 1e6, 1), "jvm_longest": longest}
-
-
-def describe_jvm(events: dict | None) -> str:
-    """"the JVM stopped 0.3 s once (G1CollectForAllocation; 14 stops, 0.41 s in all)", when its
-    longest stop in the window was notable."""
-    if not events or (events.get("jvm_longest_ms") or 0) < NOTABLE_JVM_STOP_MS:
-        return ""
-    return (f"the JVM stopped all threads for {events['jvm_longest_ms']:g} ms "
-            f"({events['jvm_longest']}; {events['jvm_stops']} stops, "
-            f"{events['jvm_stopped_ms']:g} ms in all)")

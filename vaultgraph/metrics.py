@@ -91,6 +91,11 @@ AUDIT_EVENTS = Counter("vaultgraph_audit_events", "Audit events written in group
                        "(events / batches = the mean batch size).")
 AUDIT_BATCH_SIZE = Histogram("vaultgraph_audit_batch_size", "Events per audit group commit.",
                              buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256))
+AUDIT_COMMIT = Histogram("vaultgraph_audit_commit_seconds", "Time one audit group commit took "
+                         "(its statement and commit, the log forced to disk): every read and "
+                         "refusal in the batch waits for it before its answer.",
+                         buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                                  2.5))
 AUDIT_FAILURES = Counter("vaultgraph_audit_batch_failures", "Audit batches that could not be "
                          "written (their requests failed closed with 503).")
 AUDIT_CHAINS = Counter("vaultgraph_audit_chains_started", "Audit hash chains started (one per "

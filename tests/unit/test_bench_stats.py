@@ -347,7 +347,7 @@ GC_LOG = [
 
 
 def test_a_window_counts_the_jvm_stops_after_its_mark(tmp_path):
-    from bench.stalls import PauseLog, describe_jvm
+    from bench.neo4j_log import PauseLog, describe_jvm
 
     path = tmp_path / "gc.log"
     log = PauseLog(path)
@@ -366,8 +366,14 @@ def test_a_window_counts_the_jvm_stops_after_its_mark(tmp_path):
     assert log.since(mark)["jvm_stops"] == 1
 
 
-def _stall_exposition(lag_count, lag_le_50ms, lag_le_250ms, gc_count, gc_le_25ms, gc_sum):
-    lines = ["# TYPE vaultgraph_event_loop_lag_seconds histogram"]
+def _stall_exposition(lag_count, lag_le_50ms, lag_le_250ms, gc_count, gc_le_25ms, gc_sum,
+                      commits=(0, 0)):
+    lines = ["# TYPE vaultgraph_audit_commit_seconds histogram",
+             f'vaultgraph_audit_commit_seconds_bucket{{le="0.05"}} {commits[1]}',
+             f'vaultgraph_audit_commit_seconds_bucket{{le="+Inf"}} {commits[0]}',
+             f"vaultgraph_audit_commit_seconds_count {commits[0]}",
+             "vaultgraph_audit_commit_seconds_sum 0.5",
+             "# TYPE vaultgraph_event_loop_lag_seconds histogram"]
     for le, n in (("0.05", lag_le_50ms), ("0.25", lag_le_250ms), ("+Inf", lag_count)):
         lines.append(f'vaultgraph_event_loop_lag_seconds_bucket{{le="{le}"}} {n}')
     lines += [f"vaultgraph_event_loop_lag_seconds_count {lag_count}",
@@ -388,17 +394,21 @@ def test_a_window_counts_its_process_stalls_from_two_scrapes():
     from bench.stalls import between, describe, from_exposition
 
     before = from_exposition(_stall_exposition(10, 10, 10, {"0": 5, "2": 0}, {"0": 5, "2": 0},
-                                               {"0": 0.01, "2": 0.0}))
+                                               {"0": 0.01, "2": 0.0}, commits=(100, 100)))
     after = from_exposition(_stall_exposition(160, 157, 159, {"0": 52, "2": 1},
-                                              {"0": 50, "2": 0}, {"0": 0.31, "2": 0.04}))
+                                              {"0": 50, "2": 0}, {"0": 0.31, "2": 0.04},
+                                              commits=(400, 398)))
     window = between(before, after)
     assert window == {"loop_ticks": 150, "loop_late_over_50ms": 3, "loop_late_over_250ms": 1,
                       "gc_pauses": 48, "gc_ms": 340.0, "gc_over_25ms": 3,
+                      "audit_commits": 300, "audit_commits_over_50ms": 2,
                       "gc_by_generation": {"0": {"pauses": 47, "ms": 300.0},
                                            "2": {"pauses": 1, "ms": 40.0}}}
     assert describe(window) == ("event loop late over 50 ms 3 times (1 over 250 ms); 3 "
-                                "collections over 25 ms (of 48, 340 ms in all)")
-    quiet = {**window, "loop_late_over_50ms": 0, "loop_late_over_250ms": 0, "gc_over_25ms": 0}
+                                "collections over 25 ms (of 48, 340 ms in all); 2 audit group "
+                                "commits over 50 ms (of 300)")
+    quiet = {**window, "loop_late_over_50ms": 0, "loop_late_over_250ms": 0, "gc_over_25ms": 0,
+             "audit_commits_over_50ms": 0}
     assert describe(quiet) == ""
 
 

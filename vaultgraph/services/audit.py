@@ -218,7 +218,9 @@ class AuditWriter:
                     linked.append((item, stored))
                 else:
                     created.append(item)
+            began = time.perf_counter()
             await self._repo.write_batch(created, linked, chain=lane.chain, head_seq=seq)
+            took = time.perf_counter() - began
         except BaseException as exc:  # cancelled too: the commit's outcome is unknown
             metrics.AUDIT_FAILURES.inc()
             log.warning("audit batch not written; its requests fail closed",
@@ -235,6 +237,7 @@ class AuditWriter:
         metrics.AUDIT_BATCHES.inc()
         metrics.AUDIT_EVENTS.inc(len(batch))
         metrics.AUDIT_BATCH_SIZE.observe(len(batch))
+        metrics.AUDIT_COMMIT.observe(took)
         for _, future, _, _ in batch:
             if future is not None and not future.done():
                 future.set_result(None)
