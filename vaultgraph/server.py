@@ -275,7 +275,7 @@ def settle_heap() -> None:
     catalog, compiled schemas and templates, the driver and its pool, some 70,000 objects or
     more — leaves the collector's reach (`gc.freeze`). A full collection then walks only what
     serving made since: in a benchmark window each of a worker's full collections had stopped
-    it for 60-80 ms with all its requests in flight (README "Performance", "Stalls"). What is
+    it for 54-76 ms with all its requests in flight (README "Performance", "Stalls"). What is
     frozen is still freed by reference counting; only a cycle among start-up's objects that
     turns to garbage later would stay (start-up's own garbage is collected first)."""
     from . import metrics
