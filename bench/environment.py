@@ -119,19 +119,8 @@ class Service:
         with urllib.request.urlopen(url, timeout=10) as resp:
             return resp.read().decode()
 
-    def audit_figures(self) -> tuple[float, float]:
-        """(batches, events) the service's audit writer has committed so far."""
-        text = self.scrape()
-        figures = dict.fromkeys(("vaultgraph_audit_batches_total",
-                                 "vaultgraph_audit_events_total"), 0.0)
-        for line in text.splitlines():
-            name, _, value = line.partition(" ")
-            if name in figures:
-                figures[name] = float(value)
-        return tuple(figures.values())
-
-    def stall_figures(self) -> dict[str, float]:
-        """The service's stall histograms so far (bench/stalls.py)."""
+    def figures(self) -> dict[str, float]:
+        """The service's audit and stall figures so far (bench/stalls.py)."""
         return stalls.from_exposition(self.scrape())
 
     @property

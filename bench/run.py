@@ -17,8 +17,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from prometheus_client import REGISTRY
-
 from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
@@ -232,8 +230,8 @@ class Bench:
         pool = http_pool(w, ctx, rng)
         groups = {"service": self.service.pid, "neo4j": self.neo.running_pid(),
                   "loadgen": os.getpid()}
-        return await self.measured(w, "service", ctx, groups, self.service.audit_figures,
-                                   self.service.stall_figures, self.loadgen.run(pool, cfg.duration))
+        return await self.measured(w, "service", ctx, groups, self.service.figures,
+                                   self.loadgen.run(pool, cfg.duration))
 
     async def bare_side(self, w: Workload, ctx: Context, rng: random.Random) -> Result:
         cfg = self.cfg
@@ -242,25 +240,26 @@ class Bench:
             await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.warmup)
         # The bare side's client is this process: the driver and the load loop in one.
         groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
-        return await self.measured(w, "bare", ctx, groups, bare_audit_figures, stalls.from_registry,
+        return await self.measured(w, "bare", ctx, groups, stalls.from_registry,
                                    run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration))
 
     async def measured(self, w: Workload, side: str, ctx: Context, groups: dict[str, int],
-                       audit_figures: Callable[[], tuple[float, float]],
-                       stall_figures: Callable[[], dict[str, float]],
+                       figures: Callable[[], dict[str, float]],
                        run: Awaitable[Result]) -> Result:
         """`run`, with what each side reports over its window: CPU per request of `groups`,
         audit events per group commit, Neo4j transactions per request, Neo4j's checkpoints,
         discarded plans and JVM stops, and the side's own process's stalls."""
         tx_before, log_mark = await transaction_number(ctx), self.debug_log.mark()
-        pause_mark, stalls_before = self.pause_log.mark(), stall_figures()
-        before, audit_before = cpu.snapshot(groups), audit_figures()
+        pause_mark, figures_before = self.pause_log.mark(), figures()
+        before = cpu.snapshot(groups)
         result = await self.recorded(w, side, run)
+        after = cpu.snapshot(groups)  # before the scrape below, which costs the service CPU
+        figures_after = figures()
         return replace(result, neo4j_background={**self.debug_log.since(log_mark),
                                                  **self.pause_log.since(pause_mark)},
-                       stalls=stalls.between(stalls_before, stall_figures()),
-                       cpu_ms=cpu.per_request(before, cpu.snapshot(groups), result.requests),
-                       audit_batch_mean=batch_mean(audit_before, audit_figures()),
+                       stalls=stalls.between(figures_before, figures_after),
+                       cpu_ms=cpu.per_request(before, after, result.requests),
+                       audit_batch_mean=stalls.batch_mean(figures_before, figures_after),
                        neo4j_tx=transactions_per_request(tx_before, await transaction_number(ctx),
                                                          result.requests))
 
@@ -498,18 +497,6 @@ async def transaction_number(ctx: Context) -> int:
 def transactions_per_request(first: int, second: int, requests: int) -> float | None:
     """Transactions begun per request between two `transaction_number` readings."""
     return round((second - first - 1) / requests, 3) if requests else None
-
-
-def bare_audit_figures() -> tuple[float, float]:
-    """(batches, events) the bare side's audit writer, in this process, has committed so far."""
-    return tuple(REGISTRY.get_sample_value(name) or 0.0 for name in (
-        "vaultgraph_audit_batches_total", "vaultgraph_audit_events_total"))
-
-
-def batch_mean(before: tuple[float, float], after: tuple[float, float]) -> float | None:
-    """Events per audit group commit between two (batches, events) readings."""
-    batches, events = (a - b for a, b in zip(after, before, strict=True))
-    return round(events / batches, 1) if batches else None
 
 
 def main(argv: list[str]) -> int:

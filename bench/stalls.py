@@ -1,8 +1,9 @@
-"""What held up a side's own process during a measured window: its event loop running late,
-Python's garbage collections and slow audit group commits (which every read in the batch waits
-for), from the service's histograms (`vaultgraph/stalls.py`, `vaultgraph_audit_commit_seconds`) —
+"""What a side's own process reports about a measured window, from the service's metrics —
 scraped from its metrics listener on the service side, read from this process's registry on
-the bare side, which runs the same monitor. (Whether Neo4j's JVM stopped: bench/neo4j_log.py.)"""
+the bare side, which runs the same monitor and audit writer: what held it up (its event loop
+running late, Python's garbage collections, slow audit group commits, which every read in the
+batch waits for: `vaultgraph/stalls.py`, `vaultgraph_audit_commit_seconds`) and its audit
+events per group commit. (Whether Neo4j's JVM stopped: bench/neo4j_log.py.)"""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 LAG = "vaultgraph_event_loop_lag_seconds"
 GC = "vaultgraph_python_gc_pause_seconds"
 COMMIT = "vaultgraph_audit_commit_seconds"
+BATCHES, EVENTS = "vaultgraph_audit_batches_total", "vaultgraph_audit_events_total"
 LATE, VERY_LATE, LONG_GC = "0.05", "0.25", "0.025"  # histogram bucket bounds (seconds)
 
 
@@ -20,11 +22,11 @@ def _key(name: str, labels: dict) -> str:
 
 
 def _wanted(name: str) -> bool:
-    return name.startswith((LAG, GC, COMMIT))
+    return name.startswith((LAG, GC, COMMIT)) or name in (BATCHES, EVENTS)
 
 
 def from_exposition(text: str) -> dict[str, float]:
-    """The stall samples of a `/metrics` text: {name|label=value...: value}."""
+    """The samples the bench reads from a `/metrics` text: {name|label=value...: value}."""
     return {_key(s.name, s.labels): s.value
             for family in text_string_to_metric_families(text)
             for s in family.samples if _wanted(s.name)}
@@ -34,6 +36,13 @@ def from_registry() -> dict[str, float]:
     """The same samples from this process's own registry (the bare side)."""
     return {_key(s.name, s.labels): s.value
             for family in REGISTRY.collect() for s in family.samples if _wanted(s.name)}
+
+
+def batch_mean(before: dict[str, float], after: dict[str, float]) -> float | None:
+    """Audit events per group commit between two readings."""
+    batches = after.get(BATCHES, 0.0) - before.get(BATCHES, 0.0)
+    events = after.get(EVENTS, 0.0) - before.get(EVENTS, 0.0)
+    return round(events / batches, 1) if batches else None
 
 
 def between(before: dict[str, float], after: dict[str, float]) -> dict:
@@ -48,21 +57,19 @@ def between(before: dict[str, float], after: dict[str, float]) -> dict:
 
     generations = sorted({dict(part.split("=", 1) for part in key.split("|")[1:])["generation"]
                           for key in after if key.startswith(f"{GC}_count|")})
+    by_generation = {g: {"pauses": round(delta(_key(f"{GC}_count", {"generation": g}))),
+                         "ms": round(1000 * delta(_key(f"{GC}_sum", {"generation": g})), 1)}
+                     for g in generations}
     return {
         "loop_ticks": round(delta(_key(f"{LAG}_count", {}))),
         "loop_late_over_50ms": over(LAG, LATE),
         "loop_late_over_250ms": over(LAG, VERY_LATE),
-        "gc_pauses": round(sum(delta(_key(f"{GC}_count", {"generation": g}))
-                               for g in generations)),
-        "gc_ms": round(1000 * sum(delta(_key(f"{GC}_sum", {"generation": g}))
-                                  for g in generations), 1),
+        "gc_pauses": sum(g["pauses"] for g in by_generation.values()),
+        "gc_ms": round(sum(g["ms"] for g in by_generation.values()), 1),
         "gc_over_25ms": sum(over(GC, LONG_GC, generation=g) for g in generations),
         "audit_commits": round(delta(_key(f"{COMMIT}_count", {}))),
         "audit_commits_over_50ms": over(COMMIT, LATE),
-        "gc_by_generation": {g: {"pauses": round(delta(_key(f"{GC}_count", {"generation": g}))),
-                                 "ms": round(1000 * delta(_key(f"{GC}_sum",
-                                                               {"generation": g})), 1)}
-                             for g in generations},
+        "gc_by_generation": by_generation,
     }
 
 

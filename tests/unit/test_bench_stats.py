@@ -428,3 +428,16 @@ def test_the_report_names_a_sides_stalls():
     assert ("- get (service): the JVM stopped all threads for 300 ms (G1CollectForAllocation; "
             "3 stops, 320 ms in all); the service's event loop late over 50 ms 1 time") in text
     assert "get (bare)" not in text
+
+
+def test_a_window_reads_its_audit_batch_mean_from_the_same_scrapes():
+    from bench.stalls import batch_mean, from_exposition
+
+    def scrape(batches, events):
+        return from_exposition("# TYPE vaultgraph_audit_batches counter\n"
+                               f"vaultgraph_audit_batches_total {batches}\n"
+                               "# TYPE vaultgraph_audit_events counter\n"
+                               f"vaultgraph_audit_events_total {events}\n")
+
+    assert batch_mean(scrape(10, 200), scrape(30, 650)) == 22.5
+    assert batch_mean(scrape(10, 200), scrape(10, 200)) is None  # no batch in the window
