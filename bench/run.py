@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -119,11 +119,11 @@ class Bench:
         await self.db.apply_schema()
         ring = KeyRing.from_spec(self.kek)
         self.tenant = await create_bench_tenant(self.db, ring)
-        defaults = Settings()
+        defaults = bare_settings()
         self.audit = AuditWriter(AuditRepository(self.db), ring,
                                  max_batch=defaults.audit_batch_max,
                                  max_wait=defaults.audit_batch_wait,
-                                 lanes=defaults.audit_lane_count)  # one process's: two
+                                 lanes=defaults.audit_lane_count)
         self.service = Service(cfg, neo, self.kek)
         self.service.start()
         self.stall_monitor.start()
@@ -328,6 +328,14 @@ class Bench:
         return {**summary, "collapsed": str(kept.relative_to(ROOT))}
 
 
+def bare_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """The bare client's settings: those the service reads from the same environment, for one
+    process — its audit writer's (`VAULTGRAPH_AUDIT_BATCH_MAX`, `_BATCH_WAIT`, `_LANES`: two
+    lanes unless set) and its collector's — so a setting tried on the service is tried on its
+    limit too."""
+    return Settings.from_env(environ, workers=1)
+
+
 # -- entry points --------------------------------------------------------------------------
 
 def header(cfg: BenchConfig) -> dict:
@@ -506,7 +514,7 @@ def main(argv: list[str]) -> int:
     # Python's threshold this process spent 9 % of its CPU in the collector (the driver's
     # per-statement cycles, and the loaded ids in every full collection), which understated
     # the limit the service is compared with.
-    tune_gc(Settings())
+    tune_gc(bare_settings())
     neo = None
     try:
         # Started outside the event loop: the launcher runs its own loop while it waits.

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from vaultgraph.settings import PROJECT_ROOT
+from vaultgraph.settings import PROJECT_ROOT, Settings
 
 # bench/ is a top-level package of the checkout, not part of the installed distribution.
 if str(PROJECT_ROOT) not in sys.path:
@@ -21,6 +21,7 @@ from bench.dataset import (
     card_number,
     customer,
 )
+from bench.run import bare_settings
 from bench.stats import Result, percentile, ratio
 from vaultgraph.expressions import luhn_valid
 from vaultgraph.tokens.types import get_type
@@ -441,3 +442,21 @@ def test_a_window_reads_its_audit_batch_mean_from_the_same_scrapes():
 
     assert batch_mean(scrape(10, 200), scrape(30, 650)) == 22.5
     assert batch_mean(scrape(10, 200), scrape(10, 200)) is None  # no batch in the window
+
+def test_the_bare_clients_audit_writer_follows_the_services_environment():
+    env = {"VAULTGRAPH_AUDIT_BATCH_WAIT": "0.002", "VAULTGRAPH_AUDIT_BATCH_MAX": "64",
+           "VAULTGRAPH_GC_YOUNG_THRESHOLD": "5000", "VAULTGRAPH_WORKERS": "2"}
+    settings = bare_settings(env)
+    assert settings.audit_batch_wait == 0.002
+    assert settings.audit_batch_max == 64
+    assert settings.gc_young_threshold == 5000
+    # One process, whatever the service's worker count: two lanes, as a single process has.
+    assert settings.worker_count == 1
+    assert settings.audit_lane_count == 2
+    assert bare_settings({"VAULTGRAPH_AUDIT_LANES": "3"}).audit_lane_count == 3
+
+
+def test_without_settings_the_bare_client_has_the_services_defaults():
+    settings, defaults = bare_settings({}), Settings()
+    assert (settings.audit_batch_wait, settings.audit_batch_max, settings.audit_lane_count) == (
+        defaults.audit_batch_wait, defaults.audit_batch_max, 2)
