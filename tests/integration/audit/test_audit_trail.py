@@ -15,7 +15,7 @@ from factories import database, key_headers, make_application, new_tenant, retim
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit import context as audit_context
 from vaultgraph.errors import Unavailable
-from vaultgraph.repository.audit import AuditRepository
+from vaultgraph.repository.audit import BEGINNING, END, AuditRepository, native
 from vaultgraph.repository.database import Database
 from vaultgraph.services.audit import AuditWriter
 
@@ -542,6 +542,80 @@ async def test_logs_page_newest_first_with_filters(client, admin_headers, audito
     assert [e["id"] for e in later] == [e["id"] for e in seen[:2]]
     denied = await logs(client, auditor, outcome="denied")
     assert all(e["outcome"] == "denied" for e in denied)
+
+
+async def test_logs_page_through_events_of_one_instant(client, six_events, auditor):
+    """Whichever index a filter reads, a page that ends inside a run of events of one instant
+    goes on after the last one it saw: each event once, ties newest id first."""
+    await cypher(client, "MATCH (e:AuditEvent {chain: $c}) "
+                         "SET e.at = datetime('1990-01-01T00:00:00Z') "
+                         "WITH e MATCH (e)-[r:AUDIT_REF]->(e) SET r.at = e.at", c=chain_of(client))
+    events = await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN properties(e) AS p",
+                          c=chain_of(client))
+    own = sorted((e["p"] for e in events), key=lambda e: e["id"], reverse=True)
+    token = own[0]["token_ids"][0]
+    for filters in ({}, {"token_id": token}, {"application_id": own[0]["application_id"]},
+                    {"operation": "token:read"}, {"outcome": "success"}):
+        seen, start = [], None
+        while True:
+            params = {"size": "2", **filters, **({"start": start} if start else {})}
+            resp = await client.get("/logs", params=params, headers=auditor)
+            body = await resp.json()
+            assert resp.status == 200, body
+            seen += [e["id"] for e in body["data"]]
+            start = body["pagination"]["next"]
+            if not start:
+                break
+        wanted = [e["id"] for e in own
+                  if all(token in e["token_ids"] if k == "token_id" else e[k] == v
+                         for k, v in filters.items())]
+        assert wanted and [i for i in seen if i in set(wanted)] == wanted, filters
+
+
+def _operators(plan) -> list[tuple[str, int]]:
+    """(operator, rows) of every operator of a PROFILE plan."""
+    out = [(plan["operatorType"].split("@")[0], plan.get("rows", 0))]
+    for child in plan.get("children", []):
+        out += _operators(child)
+    return out
+
+
+@pytest.mark.parametrize(("statement", "filters"), [
+    ("audit/list", {}), ("audit/list_by_application", {"application_id": "app"}),
+    ("audit/list_by_operation", {"operation": "token:read"}),
+    ("audit/list_by_outcome", {"outcome": "success"}),
+    ("audit/list_by_token", {"token_id": "tok"})])
+async def test_a_page_of_the_trail_reads_a_page_not_the_trail(client, statement, filters):
+    """A page of /logs seeks its index in order and stops at the page, wherever the cursor
+    stands: never every event of the tenant sorted for each page (PROFILE's rows)."""
+    tenant = str(uuid.uuid4())
+    await cypher(client, "UNWIND range(1, 150) AS i "
+                         "CREATE (e:AuditEvent {id: $t + '-' + toString(1000 + i), tenant_id: $t, "
+                         "  application_id: 'app', operation: 'token:read', outcome: 'success', "
+                         "  at: datetime('2020-01-01T00:00:00Z') + duration({seconds: i / 3})}) "
+                         "CREATE (e)-[:AUDIT_REF {tenant_id: $t, token_id: 'tok', at: e.at}]->(e)",
+                 t=tenant)
+    db = database(client.server.app)
+    params = {"tenant_id": tenant, "token_id": None, "application_id": None, "operation": None,
+              "outcome": None, "since": BEGINNING, "until": END, "limit": 11, **filters}
+    try:
+        newest = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) RETURN e.at AS at, "
+                                      "e.id AS id ORDER BY at DESC, id DESC", t=tenant)
+        for cursor in (None, newest[40], newest[140]):
+            before = (END, "") if cursor is None else (native(cursor["at"]), cursor["id"])
+            records, summary, _ = await db.driver.execute_query(
+                "PROFILE " + db.catalog.text(statement),
+                {**params, "before_at": before[0], "before_id": before[1]},
+                database_=db.database)
+            page = [e["id"] for e in records[0]["events"]]
+            after = newest if cursor is None else newest[newest.index(cursor) + 1:]
+            assert page == [e["id"] for e in after[:11]], (statement, cursor)
+            operators = _operators(summary.profile)
+            assert not {"Sort", "Top"} & {op for op, _ in operators}, operators
+            # The page, and at most the rest of one instant's run (three events share each).
+            assert max(rows for op, rows in operators if "Seek" in op) <= 11 + 3, operators
+    finally:
+        await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) DETACH DELETE e", t=tenant)
 
 
 @pytest.mark.parametrize(("name", "value"), [
