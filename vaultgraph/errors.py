@@ -36,6 +36,31 @@ class Unauthenticated(VaultError):
     default_detail = "A valid API key is required."
 
 
+# An answer lists at most this many fields, each name at most MAX_FIELD_NAME characters: field
+# names can come from the input (a payload's keys, unknown fields), and a 1 MiB body of short
+# strings under a long key would otherwise make an error list thousands of times its size.
+MAX_LISTED_ERRORS = 100
+MAX_FIELD_NAME = 200
+
+
+def field_name(name: str) -> str:
+    """`name` as an error list shows it: at most MAX_FIELD_NAME characters, its start and its
+    end kept (the end names the field; the start, where it is)."""
+    if len(name) <= MAX_FIELD_NAME:
+        return name
+    half = MAX_FIELD_NAME // 2
+    return name[:half] + "…" + name[-(MAX_FIELD_NAME - half - 1):]
+
+
+def add_error(errors: dict[str, list[str]], name: str, messages: list[str]) -> bool:
+    """Add a field's messages unless `errors` lists MAX_LISTED_ERRORS fields already; False
+    once it is full (a caller may stop looking for more)."""
+    if len(errors) >= MAX_LISTED_ERRORS:
+        return False
+    errors[field_name(name)] = messages
+    return True
+
+
 class Invalid(VaultError):
     """Input that breaks a rule; `errors` names each field with its messages."""
 

@@ -7,7 +7,7 @@ from aiohttp import web
 from marshmallow import ValidationError
 
 from ..auth.permissions import TOKEN_CREATE, TOKEN_READ
-from ..errors import Invalid, VaultError
+from ..errors import Invalid, VaultError, add_error
 from ..services.bulk import BulkService
 from ..tokens.schemas import CREATE_TOKEN
 from . import problems
@@ -85,11 +85,11 @@ async def tokenize(request: web.Request):
         first = problems.from_error(results[0])
         errors: dict[str, list[str]] = {}
         for place, error in zip(places, results, strict=True):
-            if isinstance(error, Invalid) and error.errors:
-                errors.update({f"{place}.{field}": messages
-                               for field, messages in error.errors.items()})
-            else:
-                errors[place] = [error.detail]
+            named = (error.errors.items() if isinstance(error, Invalid) and error.errors
+                     else [(None, [error.detail])])
+            if not all(add_error(errors, place if field is None else f"{place}.{field}",
+                                 messages) for field, messages in named):
+                break  # the first MAX_LISTED_ERRORS are listed
         first.detail, first.errors = NONE_CREATED, errors
         raise first
     answers = [problems.from_error(r).body() if isinstance(r, VaultError) else r

@@ -21,7 +21,7 @@ from ..audit import context as audit_context
 from ..audit.event import MAX_USER_AGENT, bounded_text, outcome_of
 from ..auth.apikeys import HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
-from ..errors import VaultError
+from ..errors import MAX_LISTED_ERRORS, VaultError, add_error, field_name
 from ..logs import trace_id_var
 from . import problems
 from .http import problem_response
@@ -216,18 +216,24 @@ async def errors(request: web.Request, handler) -> web.StreamResponse:
         return problem_response(problems.InternalError("An internal error occurred."))
 
 
-def _flatten(messages, prefix: str = "") -> dict[str, list[str]]:
-    """marshmallow's nested messages → {"a.b": [..]}; values are messages, never input."""
-    out: dict[str, list[str]] = {}
+def _flatten(messages, prefix: str = "", out: dict[str, list[str]] | None = None
+             ) -> dict[str, list[str]]:
+    """marshmallow's nested messages → {"a.b": [..]}; values are messages, never input. Names
+    can be input (unknown fields, metadata keys): at most MAX_LISTED_ERRORS of them, each cut
+    to MAX_FIELD_NAME characters (`errors.add_error`)."""
+    out = {} if out is None else out
     if isinstance(messages, dict):
         for key, value in messages.items():
-            name = f"{prefix}.{key}" if prefix else str(key)
+            if len(out) >= MAX_LISTED_ERRORS:
+                break
+            name = field_name(f"{prefix}.{key}" if prefix else str(key))
             if isinstance(value, dict):
-                out.update(_flatten(value, name))
+                _flatten(value, name, out)
             else:
-                out[name] = [str(m) for m in (value if isinstance(value, list) else [value])]
+                add_error(out, name,
+                          [str(m) for m in (value if isinstance(value, list) else [value])])
     else:
-        out[prefix or "body"] = [str(m) for m in messages]
+        add_error(out, prefix or "body", [str(m) for m in messages])
     return out
 
 

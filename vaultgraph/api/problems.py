@@ -5,6 +5,7 @@ Messages are fixed text: never input values, never internals.
 
 from __future__ import annotations
 
+import itertools
 from http import HTTPStatus
 
 from marshmallow import Schema, fields
@@ -49,8 +50,9 @@ class Problem(Exception):
             "status": self.status,
             "detail": self.detail or self.title,
         }
-        if self.errors:
-            out["errors"] = self.errors
+        if self.errors:  # bounded however it was built (`errors.add_error`)
+            out["errors"] = {errors.field_name(name): messages for name, messages
+                             in itertools.islice(self.errors.items(), errors.MAX_LISTED_ERRORS)}
         return out
 
 

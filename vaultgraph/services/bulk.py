@@ -15,7 +15,7 @@ from typing import Any
 from ..audit.context import note_tokens
 from ..auth.permissions import TOKEN_READ
 from ..auth.principal import Principal
-from ..errors import Conflict, Invalid, VaultError
+from ..errors import Conflict, Invalid, VaultError, add_error
 from ..expressions import ExpressionError, compile_expression, render
 from ..repository.tokens import NewToken, TokenFilter, TokenRepository
 from . import expiry
@@ -190,12 +190,11 @@ def _expressions(payload: Any) -> tuple[list[Expression], dict[str, list[str]]]:
         if "{{" not in text and "}}" not in text:
             continue
         match = EXPRESSION.fullmatch(text.strip())
-        if match is None:
-            errors[_name(path)] = [NOT_AN_EXPRESSION]
-            continue
-        filters = match["filters"]
-        if filters is not None and not filters.strip():
-            errors[_name(path)] = [BAD_FILTERS]
+        filters = match["filters"] if match is not None else None
+        if match is None or (filters is not None and not filters.strip()):
+            if not add_error(errors, _name(path),
+                             [NOT_AN_EXPRESSION if match is None else BAD_FILTERS]):
+                break  # the answer is a 400 listing the first ones; no need for the rest
             continue
         found.append(Expression(path, match["id"], filters))
     return found, errors

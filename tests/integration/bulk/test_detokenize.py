@@ -6,6 +6,8 @@ from __future__ import annotations
 import orjson
 from factories import new_tenant
 
+from vaultgraph.errors import MAX_FIELD_NAME, MAX_LISTED_ERRORS
+
 from ._support import MASTERCARD, VISA, application, call, card, cypher, rule
 
 
@@ -100,3 +102,12 @@ async def test_the_audit_event_names_each_token_asked_for(client, admin_headers,
                                 "RETURN e.token_ids AS ids, e.status AS status ORDER BY e.at",
                         t=tenant.tenant_id)
     assert [(r["ids"], r["status"]) for r in rows] == [([visa], 200), (["missing"], 400)]
+
+
+async def test_an_error_list_is_bounded_however_many_strings_fail(client, admin_headers):
+    # 20,000 bad strings under a 10,000-character key: without a bound the answer was 200 MB.
+    problem = await detokenize(client, admin_headers, {"k" * 10_000: ["{{"] * 20_000},
+                               expect=400)
+    assert len(problem["errors"]) == MAX_LISTED_ERRORS
+    assert all(len(name) <= MAX_FIELD_NAME for name in problem["errors"])
+    assert len(orjson.dumps(problem)) < 64_000

@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 
 import orjson
 
+from vaultgraph.errors import MAX_FIELD_NAME, MAX_LISTED_ERRORS
+
 from ._support import (
     AMEX,
     MASTERCARD,
@@ -149,3 +151,15 @@ async def test_an_item_s_expiry_is_stored_as_the_datetime_given(client, admin_he
     assert [(r["id"], r["type"]) for r in rows] == [("tx-1", "ZONED DATETIME NOT NULL"),
                                                     ("tx-2", "NULL")]
     assert rows[0]["at"].to_native() == datetime(2031, 5, 6, 10, 38, 9, 654321, tzinfo=UTC)
+
+
+async def test_an_error_list_is_bounded_however_many_fields_fail(client, admin_headers, tenant):
+    # One item under a 10,000-character key with 20,000 unknown fields: each error is named
+    # by the key and the field, and without a bound the answer was 200 MB.
+    body = {"p" * 10_000: {**card(VISA), **{f"u{i}": 0 for i in range(20_000)}}}
+    _, problem = await call(client, "POST", "/tokenize", admin_headers, expect=400,
+                            data=orjson.dumps(body))
+    assert 0 < len(problem["errors"]) <= MAX_LISTED_ERRORS
+    assert all(len(name) <= MAX_FIELD_NAME for name in problem["errors"])
+    assert len(orjson.dumps(problem)) < 64_000
+    assert await token_count(client, tenant.tenant_id) == 0
