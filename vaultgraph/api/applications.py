@@ -47,8 +47,9 @@ def service(request: web.Request) -> ApplicationService:
     "/applications", operation_id="createApplication", summary="Create an application",
     tag=TAG, access=(APPLICATION_CREATE,),
     body=Body(ApplicationSchema, "The application: permissions and access rules."),
-    replies=(Reply(201, "Created, with its first API key (shown once).",
-                   NewApplicationSchema),))
+    replies=(Reply(201, "Created, with its first API key (shown once: a replay under the "
+                        "request's `Idempotency-Key` answers without `key`).",
+                   NewApplicationSchema),), shown_once=("key",))
 async def create_application(request: web.Request):
     """Create an application; the response carries its first key, the only time it is shown."""
     caller = principal(request)
@@ -124,7 +125,9 @@ async def delete_application(request: web.Request):
     tag=TAG, access=(APPLICATION_UPDATE,), path_params=APPLICATION_PATH,
     description="Rotation: issue, switch, revoke the old one. 403 when the application holds "
                 "access the caller lacks.",
-    replies=(Reply(201, "The key, shown this once.", IssuedApiKeySchema),), errors=(404,))
+    replies=(Reply(201, "The key, shown this once (a replay under the request's "
+                        "`Idempotency-Key` answers without `key`).", IssuedApiKeySchema),),
+    errors=(404,), shown_once=("key",))
 async def create_key(request: web.Request):
     info, key = await service(request).create_key(principal(request), request.match_info["id"])
     return {**key_body(info), "key": key}

@@ -112,7 +112,7 @@ async def tokenize(request: web.Request):
                 "statement.",
     body=Body(ANY_JSON, "A payload holding token expressions."),
     replies=(Reply(200, "The payload with the expressions replaced.", file_schema=ANY_JSON),),
-    raw=True)
+    raw=True, reads_only=True)
 async def detokenize(request: web.Request):
     payload = await read_json(request)
     out = await service(request).detokenize(principal(request), payload)

@@ -66,6 +66,12 @@ class Endpoint:
     errors: tuple[int, ...] = ()  # problem statuses besides those every operation of its kind has
     raw: bool = False  # the handler builds its own response (files, pages, /openapi.json)
     pattern: str | None = None  # the aiohttp pattern, when a regex narrows a path variable
+    # A POST that changes nothing (detokenize, search): `Idempotency-Key` is ignored and a retry
+    # runs again, so no answer holding revealed data is kept to be shown after the token is
+    # deleted or the caller's rule narrowed, and each retry leaves its own full audit event.
+    reads_only: bool = False
+    # Answer fields never kept for an `Idempotency-Key` replay: a new API key is shown once.
+    shown_once: tuple[str, ...] = ()
 
     def reply(self, status: int) -> Reply | None:
         return next((r for r in self.replies if r.status == status), None)

@@ -3,16 +3,19 @@ the header, after authentication (entries are per application) and rate limiting
 
 The first request under a key runs and its response is kept; a retry with the same request is
 answered with that response and `Idempotent-Replayed: true`; the rules themselves are in
-`services/idempotency.py`."""
+`services/idempotency.py`. A route that only reads (`Endpoint.reads_only`) ignores the header,
+and fields shown once (`Endpoint.shown_once`: a new API key) are not kept for a replay."""
 
 from __future__ import annotations
 
 import logging
 
+import orjson
 from aiohttp import web
 
 from ..errors import VaultError
 from ..services.idempotency import HEADER, Replay, check_key
+from .endpoints import ATTR, Endpoint
 from .typedefs import PRINCIPAL, services_key
 
 log = logging.getLogger(__name__)
@@ -24,6 +27,9 @@ async def idempotency(request: web.Request, handler) -> web.StreamResponse:
     principal = request.get(PRINCIPAL)
     if request.method != "POST" or principal is None or HEADER not in request.headers:
         return await handler(request)
+    endpoint: Endpoint | None = getattr(request.match_info.handler, ATTR, None)
+    if endpoint is not None and endpoint.reads_only:
+        return await handler(request)  # nothing to repeat or to guard: it runs again
     key = check_key(request.headers.getall(HEADER))
     service = request.app[services_key].idempotency
     outcome = await service.begin(principal, key, method=request.method,
@@ -40,6 +46,8 @@ async def idempotency(request: web.Request, handler) -> web.StreamResponse:
     finally:
         kept = response if isinstance(response, web.Response) else None
         body = kept.body if kept is not None and isinstance(kept.body, bytes) else None
+        if body is not None and endpoint is not None and endpoint.shown_once:
+            body = _without(body, endpoint.shown_once)
         try:
             await service.finish(principal, outcome, status=kept.status if kept else None,
                                  content_type=kept.content_type if kept else None,
@@ -49,3 +57,14 @@ async def idempotency(request: web.Request, handler) -> web.StreamResponse:
             # runs out; a retry meanwhile is a 409.
             log.warning("idempotency entry not completed", extra={"error": type(exc).__name__})
     return response
+
+
+def _without(body: bytes, fields: tuple[str, ...]) -> bytes:
+    """The JSON answer without `fields` (what is shown once): a replay answers without them."""
+    try:
+        answer = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body
+    if not isinstance(answer, dict):
+        return body
+    return orjson.dumps({k: v for k, v in answer.items() if k not in fields})

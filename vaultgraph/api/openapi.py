@@ -198,7 +198,8 @@ def _operation(endpoint: Endpoint) -> dict:
         parameters.append({"in": "path", "schema": endpoint.path_params})
     parameters += [{"in": "query", "schema": query} for query in endpoint.query]
     protected = endpoint.access != PUBLIC
-    if protected and endpoint.method == "POST":
+    idempotent = protected and endpoint.method == "POST" and not endpoint.reads_only
+    if idempotent:
         parameters.append(IDEMPOTENCY_KEY)
     if parameters:
         op["parameters"] = parameters
@@ -215,7 +216,7 @@ def _operation(endpoint: Endpoint) -> dict:
     else:
         op["x-permission"] = list(endpoint.access)
         codes += (401, 403, 429, 503)
-    if protected and endpoint.method == "POST":
+    if idempotent:
         codes += IDEMPOTENCY_ERRORS
     if endpoint.body is not None:
         codes += BODY_ERRORS

@@ -29,7 +29,7 @@ endpoints = Endpoints()
                 "`child`, `ancestor`, `descendant` (up to 5 links). A malformed query is a 400 "
                 "naming the position; a query no index can answer is a 400 too.",
     body=Body(SearchBodySchema, "The query and the page wanted."),
-    replies=(Reply(200, "A page of tokens, newest first.", TokenPageSchema),))
+    replies=(Reply(200, "A page of tokens, newest first.", TokenPageSchema),), reads_only=True)
 async def search_tokens(request: web.Request):
     raw = await read_json(request)
     body = SEARCH_BODY.load(raw if isinstance(raw, dict) else {"_": raw})

@@ -151,3 +151,41 @@ async def test_expired_entries_are_swept_and_taken_over(client, admin_headers, t
     await client.server.app[services_key].expiry.sweep()
     assert await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: 'old'}) RETURN k",
                         t=tenant.tenant_id) == []
+
+
+async def test_reads_run_again_and_show_nothing_of_a_deleted_token(client, admin_headers, tenant):
+    # POST /detokenize and /tokens/search change nothing: they ignore the key, so a retry
+    # after the token is deleted finds no token, and nothing revealed is kept.
+    _, token = await call(client, "POST", "/tokens", admin_headers, json=card(VISA), expect=201)
+    read = keyed(admin_headers, "read-1")
+    payload = orjson.dumps({"card": f"{{{{ {token['id']} }}}}"})
+    first, shown = await call(client, "POST", "/detokenize", read, data=payload)
+    assert "Idempotent-Replayed" not in first.headers and shown["card"]
+    query = {"query": f'id:"{token["id"]}"'}
+    _, found = await call(client, "POST", "/tokens/search", keyed(admin_headers, "search-1"),
+                          json=query)
+    assert [t["id"] for t in found["data"]] == [token["id"]]
+    assert await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t}) "
+                                "WHERE k.key IN ['read-1', 'search-1'] RETURN k",
+                        t=tenant.tenant_id) == []
+    await call(client, "DELETE", f"/tokens/{token['id']}", admin_headers, expect=204)
+    again, problem = await call(client, "POST", "/detokenize", read, data=payload, expect=400)
+    assert "Idempotent-Replayed" not in again.headers and VISA not in orjson.dumps(problem).decode()
+    _, found = await call(client, "POST", "/tokens/search", keyed(admin_headers, "search-1"),
+                          json=query)
+    assert found["data"] == []
+
+
+async def test_a_replay_of_a_new_api_key_answers_without_the_key(client, admin_headers):
+    body = {"name": "replayed", "permissions": ["token:read"]}
+    headers = keyed(admin_headers, "app-1")
+    _, created = await call(client, "POST", "/applications", headers, json=body, expect=201)
+    again, replayed = await call(client, "POST", "/applications", headers, json=body, expect=201)
+    assert created["key"].startswith("vg_") and again.headers["Idempotent-Replayed"] == "true"
+    assert "key" not in replayed and replayed == {k: v for k, v in created.items() if k != "key"}
+    path = f"/applications/{created['id']}/keys"
+    _, issued = await call(client, "POST", path, keyed(admin_headers, "key-1"), expect=201)
+    again, replayed = await call(client, "POST", path, keyed(admin_headers, "key-1"), expect=201)
+    assert issued["key"].startswith("vg_") and "key" not in replayed
+    assert again.headers["Idempotent-Replayed"] == "true"
+    # A replay is the kept answer decrypted: that it lacks the key shows the key was not kept.
