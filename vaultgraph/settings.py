@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -63,7 +63,7 @@ class Settings:
     home: str = ""  # empty: $XDG_DATA_HOME/vaultgraph (~/.local/share/vaultgraph)
     neo4j_uri: str = ""  # empty: the local server, neo4j://127.0.0.1:<neo4j_bolt_port>
     neo4j_user: str = "neo4j"
-    neo4j_password: str = ""
+    neo4j_password: str = field(default="", repr=False)
     neo4j_database: str = "neo4j"
     neo4j_pool_size: int = 100
     neo4j_read_routing: str = "read"  # "read" | "write" (reads from the leader: README Scale-out)
@@ -72,7 +72,7 @@ class Settings:
     neo4j_heap: str = "512m"
     neo4j_pagecache: str = "256m"
     cypher_dir: str = ""  # empty: the catalog shipped in the package (vaultgraph.cypher)
-    kek: str = ""
+    kek: str = field(default="", repr=False)
     kek_file: str = ""
     log_level: str = "INFO"
     log_format: str = "json"

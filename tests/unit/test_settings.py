@@ -120,3 +120,15 @@ def test_each_worker_is_told_it_is_one_process_with_the_supervisors_lane_count()
     assert (worker.worker_count, worker.audit_lane_count) == (1, 1)
     explicit = worker_env(Settings(workers=3, audit_lanes=2), {})
     assert Settings.from_env(explicit).audit_lane_count == 2
+
+
+def test_secrets_stay_out_of_reprs():
+    # A repr lands in logs and test reports (pytest's assertion explanations, --showlocals).
+    from vaultgraph.testing.service import ServiceProcess, Tenant
+    from vaultgraph.testing.vault import Neo4jTarget
+
+    settings = Settings(kek="v1:" + "k" * 43, neo4j_password="hunter2-secret")
+    shown = " ".join((repr(settings), repr(Neo4jTarget("bolt://x", "hunter2-secret")),
+                      repr(Tenant("t", "a", "vg_secretkey")),
+                      repr(ServiceProcess({"VAULTGRAPH_KEK": "v1:" + "k" * 43}))))
+    assert "kkkk" not in shown and "hunter2" not in shown and "vg_secretkey" not in shown

@@ -137,7 +137,7 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
         trace_id=request.get(TRACE_ID), client_ip=request.remote,
         user_agent=bounded_text(request.headers.get("User-Agent"), MAX_USER_AGENT))
     if route is not None and " /tokens" in route:
-        note.token_ids.extend(match[k] for k in _TOKEN_PARAMS if k in match)
+        note.name_tokens(match[k] for k in _TOKEN_PARAMS if k in match)
     writer = request.app[services_key].audit_writer
     with writer.arriving() as arrival:  # the writer's batches wait for this request's event
         token = audit_context.current.set(note)

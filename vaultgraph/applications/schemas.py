@@ -113,8 +113,9 @@ class ApplicationBodySchema(Schema):
 class NewApplicationSchema(ApplicationBodySchema):
     """A created application, with its first API key (shown this once)."""
 
-    key = fields.String(required=True, metadata={
-        "description": "The API key itself: shown this once, never again."})
+    key = fields.String(metadata={
+        "description": "The API key itself: shown this once, never again (absent from the "
+                       "replay of the request under its `Idempotency-Key`)."})
 
 
 class OwnApplicationSchema(ApplicationBodySchema):
@@ -131,8 +132,9 @@ class ApiKeySchema(Schema):
 
 
 class IssuedApiKeySchema(ApiKeySchema):
-    key = fields.String(required=True, metadata={
-        "description": "The API key itself: shown this once, never again."})
+    key = fields.String(metadata={
+        "description": "The API key itself: shown this once, never again (absent from the "
+                       "replay of the request under its `Idempotency-Key`)."})
 
 
 class ApiKeyListSchema(Schema):

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..tokens.fields import TOKEN_ID_MAX_LENGTH
+
 
 @dataclass
 class AuditNote:
@@ -31,6 +33,14 @@ class AuditNote:
     # only the fields that differ from these.
     stored: dict[str, Any] | None = None
     principal: Any = None
+
+    def name_tokens(self, ids) -> None:
+        """Note the tokens the request named, each once. An id longer than any token id may be
+        names no token and is left out: its index entries (the AUDIT_REF) would pass the range
+        index's key limit and fail the group commit that carries other requests' events."""
+        for token_id in ids:
+            if len(token_id) <= TOKEN_ID_MAX_LENGTH and token_id not in self.token_ids:
+                self.token_ids.append(token_id)
 
     def skeleton(self) -> dict[str, Any]:
         """The fields a write's transaction stores with the change: all the request knew when
@@ -54,9 +64,7 @@ def note_tokens(ids: list[str] | tuple[str, ...], transform: str | None = None) 
     note = current.get()
     if note is None:
         return
-    for token_id in ids:
-        if token_id not in note.token_ids:
-            note.token_ids.append(token_id)
+    note.name_tokens(ids)
     if transform is not None:
         note.transforms[transform] += len(ids) or 1
 

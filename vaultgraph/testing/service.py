@@ -34,12 +34,12 @@ def free_port() -> int:
 class Tenant:
     tenant_id: str
     application_id: str
-    key: str
+    key: str = field(repr=False)  # never in a test report's repr
 
 
 @dataclass
 class ServiceProcess:
-    env: dict[str, str]
+    env: dict[str, str] = field(repr=False)  # holds the key-encryption key and Neo4j's password
     port: int = field(default_factory=free_port)
     startup_timeout: float = 60.0
     _proc: subprocess.Popen | None = None

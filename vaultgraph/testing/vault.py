@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .service import ServiceError, ServiceProcess, Tenant
@@ -31,7 +31,7 @@ _PASSED_ON = ("PATH", "HOME", "VAULTGRAPH_HOME", "VAULTGRAPH_CYPHER_DIR",
 @dataclass(frozen=True)
 class Neo4jTarget:
     uri: str
-    password: str
+    password: str = field(repr=False)  # never in a test report's repr
     user: str = "neo4j"
 
 
@@ -40,9 +40,9 @@ class Vault:
     url: str
     tenant_id: str
     application_id: str
-    admin_key: str
-    client: Client
-    service: ServiceProcess
+    admin_key: str = field(repr=False)
+    client: Client = field(repr=False)
+    service: ServiceProcess = field(repr=False)
 
     def async_client(self, api_key: str | None = None) -> AsyncClient:
         """A new `AsyncClient` (the caller closes it: `async with vaultgraph.async_client()`)."""
