@@ -16,6 +16,7 @@ from aiohttp import web
 from ..errors import VaultError
 from ..services.idempotency import HEADER, Replay, check_key
 from .endpoints import ATTR, Endpoint
+from .http import read_body
 from .typedefs import PRINCIPAL, services_key
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,8 @@ async def idempotency(request: web.Request, handler) -> web.StreamResponse:
     key = check_key(request.headers.getall(HEADER))
     service = request.app[services_key].idempotency
     outcome = await service.begin(principal, key, method=request.method,
-                                  target=request.rel_url.raw_path_qs, body=await request.read())
+                                  target=request.rel_url.raw_path_qs,
+                                  body=await read_body(request))
     if isinstance(outcome, Replay):
         response = web.Response(status=outcome.status, body=outcome.body,
                                 headers={REPLAYED: "true"})
