@@ -27,6 +27,14 @@ CALL (t) {
     DELETE r
   }
   REMOVE t:Token
+  WITH t
+  CALL (t) {
+    // Its dedup lock goes with the last token holding its fingerprint (tokens/delete).
+    MATCH (l:DedupLock {tenant_id: t.tenant_id, type: t.type, fingerprint: t.fingerprint})
+    WHERE NOT EXISTS { MATCH (o:Token {tenant_id: t.tenant_id, type: t.type,
+                                       fingerprint: t.fingerprint}) }
+    DELETE l
+  }
   SET t:DeletedToken
   SET t = {tenant_id: t.tenant_id, id: t.id, type: t.type, created_by: t.created_by,
            created_at: t.created_at, deleted_at: datetime(), deleted_by: $actor,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+from vaultgraph.api.typedefs import services_key
+
 from ._support import MASTERCARD, VISA, card, cypher, rule
 
 SUMMARY_FIELDS = {"id", "type", "tenant_id", "fingerprint", "containers", "_extras"}
@@ -209,3 +211,27 @@ async def test_update_merge_into_a_readable_original_shows_it(api, masking):
     assert merged["id"] == original["id"]
     assert merged["data"] == "424242XXXXXX4242"
     assert merged["fingerprint_expression"] == "{{ data | stringify }}"
+
+
+async def locks(client, tenant_id: str) -> list[str]:
+    rows = await cypher(client, "MATCH (l:DedupLock {tenant_id: $t}) RETURN l.fingerprint AS f",
+                        t=tenant_id)
+    return [r["f"] for r in rows]
+
+
+async def test_a_fingerprint_s_lock_goes_with_the_last_token_holding_it(api, client, tenant):
+    # A deleted token keeps no fingerprint (DESIGN §2); its dedup lock must not keep it either.
+    first = await api.create({**card(VISA), "deduplicate_token": True})
+    second = await api.create(card(VISA))  # the same value, no dedup: two tokens share it
+    assert await locks(client, tenant.tenant_id) == [first["fingerprint"]]
+    await api.delete(first["id"])
+    assert await locks(client, tenant.tenant_id) == [first["fingerprint"]]  # still held
+    await api.delete(second["id"])
+    assert await locks(client, tenant.tenant_id) == []
+    swept = await api.create({**card(MASTERCARD), "deduplicate_token": True})
+    assert await locks(client, tenant.tenant_id) == [swept["fingerprint"]]
+    await cypher(client, "MATCH (t:Token {tenant_id: $t, id: $id}) "
+                         "SET t.expires_at = datetime() - duration('PT1S')",
+                 t=tenant.tenant_id, id=swept["id"])
+    assert await client.server.app[services_key].expiry.sweep() >= 1
+    assert await locks(client, tenant.tenant_id) == []
