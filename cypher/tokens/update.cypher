@@ -3,7 +3,17 @@
 // (HAS_INDEX self-loops, see search/seek_data). $expires_at: ISO-8601 text or null, as in
 // tokens/create.
 MATCH (t:Token {tenant_id: $tenant_id, id: $id})
+WITH t, t.fingerprint AS was
 SET t += $props, t.modified_at = datetime(), t.expires_at = datetime($expires_at)
+WITH t, was
+CALL (t, was) {
+  // A fingerprint the token no longer holds takes its dedup lock along when no other token
+  // holds it either (tokens/delete): the lock would keep the old value's fingerprint.
+  MATCH (l:DedupLock {tenant_id: t.tenant_id, type: t.type, fingerprint: was})
+  WHERE (t.fingerprint IS NULL OR t.fingerprint <> was)
+    AND NOT EXISTS { MATCH (o:Token {tenant_id: t.tenant_id, type: t.type, fingerprint: was}) }
+  DELETE l
+}
 WITH t
 CALL (t) {
   MATCH (t)-[r:HAS_META|HAS_INDEX]->(t)

@@ -235,3 +235,12 @@ async def test_a_fingerprint_s_lock_goes_with_the_last_token_holding_it(api, cli
                  t=tenant.tenant_id, id=swept["id"])
     assert await client.server.app[services_key].expiry.sweep() >= 1
     assert await locks(client, tenant.tenant_id) == []
+
+
+async def test_an_update_that_changes_the_fingerprint_lets_the_old_lock_go(api, client, tenant):
+    token = await api.create({**card(VISA), "deduplicate_token": True})
+    assert await locks(client, tenant.tenant_id) == [token["fingerprint"]]
+    updated = await api.patch(token["id"], {"data": card(MASTERCARD)["data"]})
+    assert updated["fingerprint"] != token["fingerprint"], updated
+    # The old value's lock is gone; the new value's is the update's own (it serialises on it).
+    assert await locks(client, tenant.tenant_id) == [updated["fingerprint"]]
