@@ -9,9 +9,9 @@ WITH t, was
 CALL (t, was) {
   // A fingerprint the token no longer holds takes its dedup lock along when no other token
   // holds it either (tokens/delete): the lock would keep the old value's fingerprint.
+  WITH t, was WHERE t.fingerprint IS NULL OR t.fingerprint <> was  // the usual update: no seek
   MATCH (l:DedupLock {tenant_id: t.tenant_id, type: t.type, fingerprint: was})
-  WHERE (t.fingerprint IS NULL OR t.fingerprint <> was)
-    AND NOT EXISTS { MATCH (o:Token {tenant_id: t.tenant_id, type: t.type, fingerprint: was}) }
+  WHERE NOT EXISTS { MATCH (o:Token {tenant_id: t.tenant_id, type: t.type, fingerprint: was}) }
   DELETE l
 }
 WITH t
