@@ -13,8 +13,10 @@ FOREACH (_ IN CASE WHEN claimed THEN [1] ELSE [] END |
       k.claim = $claim, k.created_at = datetime(),
       k.expires_at = datetime() + duration({seconds: $ttl}),
       k.lease_until = datetime() + duration({seconds: $lease}),
-      k.status = null, k.content_type = null, k.response_ct = null)
+      k.status = null, k.content_type = null, k.response_ct = null, k.token_ids = null,
+      k.transforms = null)
 REMOVE k.new
 RETURN claimed, k.state AS state, k.request_hash = $request_hash AS same_request,
        k.status AS status, k.content_type AS content_type,
-       CASE WHEN k.request_hash = $request_hash THEN k.response_ct END AS response_ct
+       CASE WHEN k.request_hash = $request_hash THEN k.response_ct END AS response_ct,
+       k.token_ids AS token_ids, k.transforms AS transforms

@@ -69,6 +69,13 @@ def note_tokens(ids: list[str] | tuple[str, ...], transform: str | None = None) 
         note.transforms[transform] += len(ids) or 1
 
 
+def note_transforms(counts: dict[str, int]) -> None:
+    """Add counts of transforms shown (an idempotent replay shows what its first answer did)."""
+    note = current.get()
+    if note is not None:
+        note.transforms.update(counts)
+
+
 def note_reason(reason: str) -> None:
     note = current.get()
     if note is not None and note.reason is None:

@@ -20,6 +20,9 @@ class Claim:
     status: int | None
     content_type: str | None
     response_ct: str | None  # the kept response, encrypted; only for the same request
+    # What the first request's audit event named: a replay's event names the same tokens.
+    token_ids: list[str] | None = None
+    transforms: str | None = None  # JSON {transform: count}
 
 
 class IdempotencyRepository:
@@ -37,13 +40,16 @@ class IdempotencyRepository:
             records = await self._db.write_unaudited("idempotency/claim", **params)
         r = records[0]
         return Claim(r["claimed"], r["state"], r["same_request"], r["status"],
-                     r["content_type"], r["response_ct"])
+                     r["content_type"], r["response_ct"], r["token_ids"], r["transforms"])
 
     async def complete(self, *, application_id: str, key: str, claim: str, status: int,
-                       content_type: str | None, response_ct: str) -> bool:
+                       content_type: str | None, response_ct: str,
+                       token_ids: list[str] | None = None, transforms: str | None = None
+                       ) -> bool:
         records = await self._db.write_unaudited(
             "idempotency/complete", application_id=application_id, key=key, claim=claim,
-            status=status, content_type=content_type, response_ct=response_ct)
+            status=status, content_type=content_type, response_ct=response_ct,
+            token_ids=token_ids, transforms=transforms)
         return bool(records)
 
     async def release(self, *, application_id: str, key: str, claim: str) -> None:

@@ -14,6 +14,9 @@ import re
 import uuid
 from dataclasses import dataclass
 
+import orjson
+
+from ..audit import context as audit_context
 from ..auth.principal import Principal
 from ..crypto import CryptoError
 from ..errors import Conflict, IntegrityFailure, Invalid, KeyReused
@@ -84,6 +87,10 @@ class IdempotencyService:
         except CryptoError:
             log.error("kept idempotent response failed authentication")
             raise IntegrityFailure() from None
+        # The replay shows what the first answer showed: its event names the same tokens.
+        audit_context.note_tokens(held.token_ids or [])
+        if held.transforms:
+            audit_context.note_transforms(orjson.loads(held.transforms))
         return Replay(held.status, held.content_type, kept)
 
     async def finish(self, principal: Principal, started: Started, *, status: int | None,
@@ -94,8 +101,12 @@ class IdempotencyService:
             await self._repo.release(application_id=principal.application_id, key=started.key,
                                      claim=started.claim)
             return
+        note = audit_context.current.get()  # what the request's audit event names
         await self._repo.complete(
             application_id=principal.application_id, key=started.key, claim=started.claim,
             status=status, content_type=content_type,
             response_ct=principal.keys.encrypt(body, token_id=self._aad_id(principal, started.key),
-                                               field=_FIELD))
+                                               field=_FIELD),
+            token_ids=list(note.token_ids) if note is not None else None,
+            transforms=orjson.dumps(dict(note.transforms)).decode()
+            if note is not None and note.transforms else None)

@@ -189,3 +189,20 @@ async def test_a_replay_of_a_new_api_key_answers_without_the_key(client, admin_h
     assert issued["key"].startswith("vg_") and "key" not in replayed
     assert again.headers["Idempotent-Replayed"] == "true"
     # A replay is the kept answer decrypted: that it lacks the key shows the key was not kept.
+
+
+async def test_a_replay_s_audit_event_names_what_the_first_answer_showed(
+        client, admin_headers, tenant):
+    headers = keyed(admin_headers, "audited-replay")
+    first, created = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    again, _ = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    assert again.headers["Idempotent-Replayed"] == "true"
+    await client.server.app[services_key].audit_writer.settle()
+    events = {}
+    for resp in (first, again):
+        [row] = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t, trace_id: $trace}) "
+                                     "RETURN properties(e) AS p", t=tenant.tenant_id,
+                             trace=resp.headers["SVC-TRACE-ID"])
+        events[resp is again] = row["p"]
+    assert events[False]["token_ids"] == events[True]["token_ids"] == [created["id"]]
+    assert events[False]["transform"] and events[True]["transform"] == events[False]["transform"]
