@@ -99,7 +99,8 @@ def expand(text: str, fragments: dict[str, str], depth: int = 0) -> str:
         name, node, param = match.group(1), match.group(2), match.group(3) or "prefixes"
         if name not in fragments:
             raise KeyError(f"no Cypher fragment named {name!r} (cypher/fragments/{name}.cypher)")
-        body = fragments[name].replace("{node}", node).replace("{prefixes}", param)
+        body = (fragments[name].replace("{node}", node).replace("{prefixes}", param)
+                .replace("{param}", param))
         return expand(body, fragments, depth + 1)
 
     return "\n".join(ln if ln.lstrip().startswith("//") else _MARKER.sub(replace, ln)

@@ -11,6 +11,7 @@
 //   request reaches it any more);
 // - a batch that fails (a deadlock with a request, say) is skipped, counted in `failed`, and its
 //   tokens are found again by the next sweep;
+// - a fingerprint no token holds any more lets its dedup lock go (@release_dedup_lock);
 // - each swept token leaves its audit event (application "system") in the same inner transaction
 //   as its deletion, pending until the sweeper links the returned events into its chain; its
 //   time is cut to the microsecond, as the event is signed (linking leaves a stored time as is).
@@ -20,25 +21,19 @@ WITH t LIMIT $limit
 CALL (t) {
   SET t._lock = true
   REMOVE t._lock
-  WITH t WHERE t:Token
+  WITH t, t.fingerprint AS fingerprint WHERE t:Token
   CALL (t) {
     MATCH (t)-[r]-()
     WITH DISTINCT r
     DELETE r
   }
   REMOVE t:Token
-  WITH t
-  CALL (t) {
-    // Its dedup lock goes with the last token holding its fingerprint (tokens/delete).
-    MATCH (l:DedupLock {tenant_id: t.tenant_id, type: t.type, fingerprint: t.fingerprint})
-    WHERE NOT EXISTS { MATCH (o:Token {tenant_id: t.tenant_id, type: t.type,
-                                       fingerprint: t.fingerprint}) }
-    DELETE l
-  }
   SET t:DeletedToken
   SET t = {tenant_id: t.tenant_id, id: t.id, type: t.type, created_by: t.created_by,
            created_at: t.created_at, deleted_at: datetime(), deleted_by: $actor,
            deleted_reason: $reason, merged_into: null}
+  WITH t, fingerprint
+  @release_dedup_lock(t, fingerprint)
   CREATE (e:AuditEvent:PendingAuditEvent)
   SET e = {id: randomUUID(), at: datetime.truncate('microsecond', datetime()),
            tenant_id: t.tenant_id,

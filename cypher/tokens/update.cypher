@@ -1,19 +1,13 @@
 // Write the merged token (locked by lock_for_update in the same transaction) and replace its
 // metadata entries (HAS_META self-loops, see tokens/list_by_metadata) and search index values
 // (HAS_INDEX self-loops, see search/seek_data). $expires_at: ISO-8601 text or null, as in
-// tokens/create.
+// tokens/create. A fingerprint the update replaced lets its dedup lock go
+// (@release_dedup_lock, cypher/fragments/).
 MATCH (t:Token {tenant_id: $tenant_id, id: $id})
 WITH t, t.fingerprint AS was
 SET t += $props, t.modified_at = datetime(), t.expires_at = datetime($expires_at)
 WITH t, was
-CALL (t, was) {
-  // A fingerprint the token no longer holds takes its dedup lock along when no other token
-  // holds it either (tokens/delete): the lock would keep the old value's fingerprint.
-  WITH t, was WHERE t.fingerprint IS NULL OR t.fingerprint <> was  // the usual update: no seek
-  MATCH (l:DedupLock {tenant_id: t.tenant_id, type: t.type, fingerprint: was})
-  WHERE NOT EXISTS { MATCH (o:Token {tenant_id: t.tenant_id, type: t.type, fingerprint: was}) }
-  DELETE l
-}
+@release_dedup_lock(t, was)
 WITH t
 CALL (t) {
   MATCH (t)-[r:HAS_META|HAS_INDEX]->(t)

@@ -103,6 +103,13 @@ def test_fragments_expand_to_static_text_with_the_statements_names(catalog):
     create = catalog.text("tokens/create")
     assert "any(prefix_ IN $parent_prefixes" in create and "$prefixes" not in create
     assert not any(n.startswith("fragments/") for n in catalog.names())
+    # A fragment's second argument may name a variable ({param}): the dedup lock's release.
+    for name, variable in (("tokens/delete", "fingerprint"), ("tokens/update", "was"),
+                           ("expiry/sweep", "fingerprint")):
+        text = catalog.text(name)
+        assert "@release_dedup_lock" not in code_lines(text)
+        assert f"MATCH (l:DedupLock {{tenant_id: t.tenant_id, type: t.type, fingerprint: " \
+               f"{variable}}})" in text, name
 
 
 def test_an_unknown_fragment_fails_at_load():
