@@ -105,8 +105,12 @@ class Summary:
 
 
 def meta_kvs(metadata: dict[str, str]) -> list[str]:
-    """The indexed form of metadata: lower-cased key and value, for exact case-insensitive match."""
-    return [f"{k.lower()}{META_SEPARATOR}{v.lower()}" for k, v in metadata.items()]
+    """The indexed form of metadata: lower-cased key and value, for exact case-insensitive match.
+
+    Each entry once: keys that differ only by case with equal values (`Colour: Red`,
+    `colour: red`) are one entry, so a filter finds the token once, not once per spelling."""
+    return list(dict.fromkeys(f"{k.lower()}{META_SEPARATOR}{v.lower()}"
+                              for k, v in metadata.items()))
 
 
 class TokenService:
@@ -400,6 +404,10 @@ class TokenService:
         for name in ("data", "mask", "metadata"):
             if name in patch:
                 merged[name] = merge_patch(current[name], patch[name])
+        if "mask" in patch and current["mask"] is None:
+            # A token without a mask of its own shows its type's default: a merge patch
+            # applies to the mask readers see, not to an empty one.
+            merged["mask"] = merge_patch(view.effective_mask(node, None), patch["mask"])
         for name in ("containers", "search_indexes", "fingerprint_expression",
                      "deduplicate_token", "expires_at"):
             if name in patch:
@@ -418,7 +426,11 @@ class TokenService:
         props, digests = self._props(principal, node.id, draft)
         props["modified_by"] = principal.application_id
         match = None
-        if draft.deduplicate:
+        # Only an update that makes the token a duplicate merges it (spec §4.4): one that
+        # changes its fingerprint, or turns dedup on. An update that leaves both alone (a
+        # metadata change) never folds the token into a twin created without dedup.
+        if draft.deduplicate and (props["fingerprint"] != node.fingerprint
+                                  or not node.deduplicate_token):
             match = await uow.find_duplicate(
                 tenant_id=principal.tenant_id, id=node.id, type=node.type,
                 fingerprint=props["fingerprint"])

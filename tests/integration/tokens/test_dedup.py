@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from vaultgraph.api.typedefs import services_key
 
 from ._support import MASTERCARD, VISA, card, cypher, rule
@@ -180,6 +182,27 @@ async def test_update_without_dedup_leaves_two_tokens(api):
     assert updated["id"] == twin["id"] and "_extras" not in updated
     assert updated["fingerprint"] == original["fingerprint"]
     assert sorted(await api.ids()) == sorted([original["id"], twin["id"]])
+
+
+@pytest.mark.parametrize("patch", [{"metadata": {"note": "x"}}, {},
+                                   {"data": VISA, "deduplicate_token": True}])
+async def test_an_update_that_leaves_the_fingerprint_alone_merges_nothing(api, patch):
+    # A twin created later without dedup is allowed; updating the first token without
+    # changing its value does not make it a duplicate (spec §4.4), so it stays itself.
+    first = await api.create({"type": "card_number", "data": VISA, "deduplicate_token": True})
+    twin = await api.create({"type": "card_number", "data": VISA})
+    assert twin["id"] != first["id"]
+    updated = await api.patch(first["id"], patch)
+    assert updated["id"] == first["id"] and "_extras" not in updated
+    assert sorted(await api.ids()) == sorted([first["id"], twin["id"]])
+
+
+async def test_turning_dedup_on_merges_into_an_existing_twin(api):
+    original = await api.create({"type": "card_number", "data": VISA})
+    twin = await api.create({"type": "card_number", "data": VISA})
+    merged = await api.patch(twin["id"], {"deduplicate_token": True})
+    assert merged["id"] == original["id"] and merged["_extras"] == {"deduplicated": True}
+    assert await api.ids() == [original["id"]]
 
 
 async def test_update_merge_moves_the_links_to_the_original(api, client, tenant):

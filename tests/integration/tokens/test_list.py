@@ -143,6 +143,18 @@ async def test_metadata_filter_is_case_insensitive(api):
     assert await api.ids([("metadata.COLOUR", "red")]) == [hit["id"]]
 
 
+async def test_keys_differing_only_by_case_list_the_token_once(api):
+    body = {"type": "token", "data": 1, "metadata": {"Colour": "Red", "colour": "red"}}
+    hit = await api.create(body)
+    assert await api.ids([("metadata.colour", "red")]) == [hit["id"]]
+    page = await api.list([("metadata.colour", "red"), ("size", "1")])
+    assert [t["id"] for t in page["data"]] == [hit["id"]]
+    assert page["pagination"]["next"] is None
+    patched = await api.create({"type": "token", "data": 2})
+    await api.patch(patched["id"], {"metadata": {"Shade": "Blue", "SHADE": "blue"}})
+    assert await api.ids([("metadata.shade", "blue")]) == [patched["id"]]
+
+
 async def test_metadata_values_keep_their_case(api):
     await api.create({"type": "token", "data": 1, "metadata": {"Colour": "Red"}})
     listed = await api.list([("metadata.colour", "red")])

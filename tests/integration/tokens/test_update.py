@@ -100,6 +100,20 @@ async def test_mask_is_merge_patched(api, masking):
                                                                      "hint": "1234"}
 
 
+async def test_a_mask_patch_merges_into_the_type_default_the_token_shows(api, masking):
+    # A card without a mask of its own shows its type's; patching one field of it keeps
+    # the others (RFC 7386 on what the token shows, not on an empty mask).
+    created = await api.create(card(VISA, expiration_month=12, expiration_year=2030))
+    default = created["mask"]
+    assert {"number", "expiration_month", "expiration_year"} <= set(default)
+    before = (await api.get(created["id"], headers=masking))["data"]
+    updated = await api.patch(created["id"], {"mask": {"number": "{{ data.number | last4 }}"}})
+    assert updated["mask"] == {**default, "number": "{{ data.number | last4 }}"}
+    after = (await api.get(created["id"], headers=masking))["data"]
+    assert after == {**before, "number": VISA[-4:]}
+    assert after["expiration_year"] == before["expiration_year"] is not None
+
+
 async def test_removing_the_mask_falls_back_to_the_type_default(api):
     created = await api.create({**card(VISA), "mask": "{{ data.number | last4 }}"})
     updated = await api.patch(created["id"], {"mask": None})
