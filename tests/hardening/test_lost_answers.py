@@ -141,3 +141,37 @@ async def test_an_update_whose_commit_answer_was_lost_is_not_run_again(serve, te
         assert await own_chain_verifies(served)
     finally:
         await proxy.down()
+
+
+async def test_a_retry_of_a_create_whose_answer_was_lost_is_not_run_again(
+        serve, tenant, settings):
+    """With an Idempotency-Key, the client retries the 503 with the same key: while the first
+    claim's lease runs it is in flight (409); after it, the stored event of the first request
+    shows its write committed, so the retry is told so (409) instead of creating a second token
+    — before, the 503 gave the key back and the retry created one."""
+    proxy = LossyProxy(*neo4j_address(settings))
+    await proxy.up()
+    try:
+        served = await serve(neo4j_uri=proxy.uri, idempotency_lease=1.0)
+        await wait_ready(served)
+        headers = {"SVC-API-KEY": tenant.key, "Idempotency-Key": "lost-create"}
+        proxy.arm(WRITE)
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{served.port}") as http:
+            async with http.post("/tokens", json=CARD, headers=headers) as resp:
+                assert resp.status == 503, await resp.text()
+            assert proxy.cut.is_set()
+            async with http.post("/tokens", json=CARD, headers=headers) as resp:
+                assert resp.status == 409 and "still being processed" in await resp.text()
+            await asyncio.sleep(1.2)  # the first claim's lease runs out
+            for _ in range(2):
+                async with http.post("/tokens", json=CARD, headers=headers) as resp:
+                    problem = await resp.json(content_type=None)
+                    assert resp.status == 409 and "answer was lost" in problem["detail"]
+        tokens = await stored(served, "MATCH (t:Token {tenant_id: $t}) RETURN t.id AS id",
+                              t=tenant.tenant_id)
+        assert len(tokens) == 1
+        [entry] = await stored(served, "MATCH (k:IdempotencyKey {key: 'lost-create'}) "
+                                       "RETURN k.state AS state, k.token_ids AS ids")
+        assert entry == {"state": "unanswered", "ids": [tokens[0]["id"]]}
+    finally:
+        await proxy.down()

@@ -4,6 +4,12 @@ under the tenant's key (responses can hold revealed data). A retry with the same
 the kept response again; another request under the key is refused (422); a retry while the
 first is still running is refused (409). The entries live in Neo4j under a uniqueness
 constraint, so this holds across replicas.
+
+Two things a kept answer must not outlive, each answered 409 instead of a replay:
+- a write that committed but was not answered (its answer lost, the process gone): the entry
+  stays, `unanswered`, and the request is not run again (a second token, a second key);
+- the data it showed: a token since deleted, expired or changed, or access rules since changed
+  (a narrowed rule), and the kept answer is not shown again.
 """
 
 from __future__ import annotations
@@ -31,6 +37,11 @@ KEY_SHAPE = re.compile(rf"[\x21-\x7e]{{1,{MAX_KEY_LENGTH}}}")
 KEY_RULE = f"must be 1 to {MAX_KEY_LENGTH} visible ASCII characters"
 IN_FLIGHT = "A request with this Idempotency-Key is still being processed; retry later."
 REUSED = "This Idempotency-Key was used with another request."
+UNANSWERED = ("The first request with this Idempotency-Key was carried out, but its answer was "
+              "lost; it is not run again. Look up its result instead.")
+STALE = ("The answer kept for this Idempotency-Key showed tokens that have since changed or "
+         "been deleted, or access rules that have since changed; it is not shown again, and "
+         "the request is not run again.")
 _FIELD = "idempotent-response"
 
 
@@ -72,15 +83,25 @@ class IdempotencyService:
         # the token data in it.
         request_hash = principal.keys.index_value("idempotency", digest)
         claim = str(uuid.uuid4())
+        note = audit_context.current.get()
         held = await self._repo.claim(
             tenant_id=principal.tenant_id, application_id=principal.application_id, key=key,
-            request_hash=request_hash, claim=claim, ttl=self._ttl, lease=self._lease)
+            request_hash=request_hash, claim=claim, ttl=self._ttl, lease=self._lease,
+            event_id=note.id if note is not None else None)
         if held.claimed:
             return Started(key, claim)
         if not held.same_request:
             raise KeyReused(REUSED)
+        if held.state == "unanswered":
+            audit_context.note_tokens(held.token_ids or [])
+            raise Conflict(UNANSWERED)
         if held.state != "done" or held.response_ct is None:
             raise Conflict(IN_FLIGHT)
+        if held.rules != rules_digest(principal) or not await self._repo.unchanged(
+                tenant_id=principal.tenant_id, application_id=principal.application_id,
+                key=key):
+            audit_context.note_tokens(held.token_ids or [])
+            raise Conflict(STALE)
         try:
             kept = principal.keys.decrypt(held.response_ct, token_id=self._aad_id(principal, key),
                                           field=_FIELD)
@@ -96,12 +117,21 @@ class IdempotencyService:
     async def finish(self, principal: Principal, started: Started, *, status: int | None,
                      content_type: str | None, body: bytes | None) -> None:
         """Keep the response for replays; give the key back when there is none to keep (an
-        exception, a 5xx or a 429: a retry may succeed, so it runs again)."""
-        if status is None or body is None or status >= 500 or status == 429:
-            await self._repo.release(application_id=principal.application_id, key=started.key,
-                                     claim=started.claim)
-            return
+        exception, a 5xx or a 429: a retry may succeed, so it runs again) — unless the
+        request's write may have committed: then a retry must not run it again."""
         note = audit_context.current.get()  # what the request's audit event names
+        if status is None or body is None or status >= 500 or status == 429:
+            if note is not None and note.persisted:  # committed, and not answered
+                await self._repo.unanswered(application_id=principal.application_id,
+                                            key=started.key, claim=started.claim,
+                                            token_ids=list(note.token_ids))
+            elif note is None or note.stored is None:  # no write was sent: nothing changed
+                await self._repo.release(application_id=principal.application_id,
+                                         key=started.key, claim=started.claim)
+            # Else a write was sent and its commit's answer never came: the claim stays
+            # until its lease runs out, and a retry then learns from the request's audit
+            # event whether the write committed (idempotency/claim).
+            return
         await self._repo.complete(
             application_id=principal.application_id, key=started.key, claim=started.claim,
             status=status, content_type=content_type,
@@ -109,4 +139,13 @@ class IdempotencyService:
                                                field=_FIELD),
             token_ids=list(note.token_ids) if note is not None else None,
             transforms=orjson.dumps(dict(note.transforms)).decode()
-            if note is not None and note.transforms else None)
+            if note is not None and note.transforms else None,
+            rules=rules_digest(principal))
+
+
+def rules_digest(principal: Principal) -> str:
+    """What the caller may see, as a digest: its permissions and access rules. A kept answer is
+    replayed only under the same (a rule narrowed since must not be bypassed by a replay)."""
+    rules = sorted((r.container, r.transform, sorted(r.permissions), r.priority)
+                   for r in principal.rules)
+    return hashlib.sha256(orjson.dumps([sorted(principal.permissions), rules])).hexdigest()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 
 import orjson
+from factories import key_headers, make_application
+from tokens._support import ALL_TOKEN, rule
 
 from vaultgraph.api.typedefs import services_key
 
@@ -67,9 +69,19 @@ async def test_a_key_in_flight_is_409(client, admin_headers, tenant):
                          "SET k.state = 'pending', "
                          "k.lease_until = datetime() + duration('PT1H')", t=tenant.tenant_id)
     await call(client, "POST", "/tokens", headers, json=card(VISA), expect=409)
-    # A lease that ran out (its process died) is taken over: the request runs again.
+    # A lease that ran out after the first request's write committed (its audit event is
+    # stored; its process died before the answer was kept): not run again, and said so.
     await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: 'in-flight'}) "
                          "SET k.lease_until = datetime() - duration('PT1S')", t=tenant.tenant_id)
+    _, problem = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=409)
+    assert "answer was lost" in problem["detail"]
+    assert (await entry(client, tenant, "in-flight"))["state"] == "unanswered"
+    assert await token_count(client, tenant.tenant_id) == 1
+    # A lease that ran out before any write committed (no event of that request) is taken
+    # over: the request runs again.
+    await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: 'in-flight'}) "
+                         "SET k.state = 'pending', k.event_id = 'never-written', "
+                         "k.lease_until = datetime() - duration('PT1S')", t=tenant.tenant_id)
     await call(client, "POST", "/tokens", headers, json=card(MASTERCARD), expect=201)
     assert await token_count(client, tenant.tenant_id) == 2
 
@@ -89,6 +101,49 @@ async def test_fifty_concurrent_retries_create_one_token(client, admin_headers, 
     assert all(r[0] == 409 or (r[0] == 201 and r[1] == "true" and r[2] == firsts[0][2])
                for r in results if r is not firsts[0]), {r[0] for r in results}
     assert await token_count(client, tenant.tenant_id) == 1
+
+
+async def blocked(client, count: int) -> None:
+    """Wait until `count` transactions wait on a lock."""
+    for _ in range(200):
+        rows = await cypher(client, "SHOW TRANSACTIONS YIELD status "
+                                    "WHERE status STARTS WITH 'Blocked' RETURN count(*) AS n")
+        if rows[0]["n"] >= count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"fewer than {count} transactions blocked")
+
+
+async def test_concurrent_retries_take_a_lapsed_claim_over_once(client, admin_headers, tenant):
+    # A claim whose process died before any write (no event of it), and two retries that
+    # meet on it, held at the same point by a transaction on the entry: they decide one after
+    # the other (the MERGE's lock on the key and the entry's own), so the second sees the
+    # first's takeover and is a 409.
+    headers = keyed(admin_headers, "lapsed")
+    await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: 'lapsed'}) "
+                         "SET k.state = 'pending', k.event_id = 'never-written', "
+                         "k.lease_until = datetime() - duration('PT1S')", t=tenant.tenant_id)
+    body = orjson.dumps(card(VISA))
+
+    async def post():
+        resp = await client.post("/tokens", data=body, headers={
+            **headers, "Content-Type": "application/json"})
+        return resp.status
+
+    db = client.server.app[services_key].database
+    async with db.driver.session(database=db.database) as session:
+        held = await session.begin_transaction()
+        await held.run("MATCH (k:IdempotencyKey {tenant_id: $t, key: 'lapsed'}) "
+                       "SET k.held = true", t=tenant.tenant_id)
+        retries = [asyncio.ensure_future(post()) for _ in range(2)]
+        try:
+            await blocked(client, 2)
+        finally:
+            await held.commit()
+        statuses = sorted(await asyncio.gather(*retries))
+    assert statuses == [201, 409]
+    assert await token_count(client, tenant.tenant_id) == 2  # the first, and one takeover
 
 
 async def test_keys_are_bounded(client, admin_headers, tenant):
@@ -206,3 +261,45 @@ async def test_a_replay_s_audit_event_names_what_the_first_answer_showed(
         events[resp is again] = row["p"]
     assert events[False]["token_ids"] == events[True]["token_ids"] == [created["id"]]
     assert events[False]["transform"] and events[True]["transform"] == events[False]["transform"]
+
+
+async def test_a_replay_never_shows_a_token_deleted_or_changed_since(client, admin_headers,
+                                                                      tenant):
+    # The kept answer holds the token's revealed data; once the token is deleted (its data
+    # removed permanently) or changed, the answer is not shown again, nor run again.
+    for key, change in (("gone", "DELETE"), ("changed", "PATCH")):
+        headers = keyed(admin_headers, key)
+        body = {"type": "card", "data": {"number": VISA, "cvc": "123"}}
+        _, created = await call(client, "POST", "/tokens", headers, json=body, expect=201)
+        again, replayed = await call(client, "POST", "/tokens", headers, json=body, expect=201)
+        assert again.headers["Idempotent-Replayed"] == "true" and replayed == created
+        path = f"/tokens/{created['id']}"
+        if change == "DELETE":
+            await call(client, "DELETE", path, admin_headers, expect=204)
+        else:
+            resp = await client.patch(path, data=orjson.dumps({"metadata": {"a": "b"}}),
+                                      headers={**admin_headers,
+                                               "Content-Type": "application/merge-patch+json"})
+            assert resp.status == 200
+        again, problem = await call(client, "POST", "/tokens", headers, json=body, expect=409)
+        assert "Idempotent-Replayed" not in again.headers
+        assert "since changed or been deleted" in problem["detail"]
+        assert VISA not in orjson.dumps(problem).decode()
+    assert await token_count(client, tenant.tenant_id) == 1  # the changed one
+
+
+async def test_a_replay_never_outlives_a_narrowed_rule(client, admin_headers, tenant):
+    created_app = await make_application(client, admin_headers, permissions=ALL_TOKEN,
+                                         rules=[rule("/", "reveal")], name="narrowed")
+    headers = keyed(key_headers(created_app), "narrow-1")
+    _, first = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    assert first["data"]["number"] == VISA
+    again, _ = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+    assert again.headers["Idempotent-Replayed"] == "true"
+    resp = await client.put(f"/applications/{created_app['id']}",
+                            json={"name": "narrowed", "permissions": ALL_TOKEN,
+                                  "rules": [rule("/", "mask")]}, headers=admin_headers)
+    assert resp.status == 200, await resp.text()
+    _, problem = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=409)
+    assert VISA not in orjson.dumps(problem).decode()
+    assert await token_count(client, tenant.tenant_id) == 1
