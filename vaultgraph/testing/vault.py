@@ -2,8 +2,8 @@
 `vaultgraph serve` on it, a fresh tenant and a client (README "Testing your integration").
 
 The service runs as a subprocess, exactly as in production (`service.ServiceProcess`), with a
-key-encryption key made for the run. Until the Cypher catalog ships in the wheel, the service
-reads it from the source checkout the package is installed from (`pip install -e`).
+key-encryption key made for the run. It reads the Cypher catalog shipped inside the package
+(`vaultgraph.cypher`), so an installed wheel is enough.
 """
 
 from __future__ import annotations
