@@ -119,7 +119,8 @@ def _environment(service: dict) -> dict[str, str]:
 # What the local launcher tunes in Neo4j for the vault's sake (not paths, ports, memory sizes or
 # Browser settings, which differ on purpose): the container's Neo4j must get the same.
 TUNED = ("dbms.usage_report.enabled", "server.bolt.connection_keep_alive_for_requests",
-         "db.tx_log.rotation.retention_policy", "dbms.cypher.min_replan_interval")
+         "db.tx_log.rotation.retention_policy", "dbms.cypher.min_replan_interval",
+         "db.transaction.timeout")
 
 
 def _neo4j_env_name(setting: str) -> str:
