@@ -73,3 +73,34 @@ def test_a_project_that_does_not_ask_for_the_fixture_pays_nothing(tmp_path):
                               "-p", "no:hypothesispytest", "-p", "no:anyio")
     assert code == 0, output
     assert "1 passed" in output
+
+
+WITHOUT_HTTPX = '''
+import sys
+
+sys.modules["httpx"] = None      # as if the `client` extra were not installed
+
+
+def test_wants_a_vault(vaultgraph):
+    pass
+'''
+
+
+def test_without_httpx_the_fixture_names_the_extra_to_install(tmp_path):
+    """The plugin comes with the base package, the client it hands out needs httpx (the
+    `client` extra): without it the fixture fails at once, saying what to install, before any
+    Neo4j or service starts; no bare ModuleNotFoundError."""
+    (tmp_path / "test_needs_vault.py").write_text(WITHOUT_HTTPX)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+           "VAULTGRAPH_HOME": str(tmp_path / "home")}
+    code, output = run_pytest(tmp_path, env, "-q", "-p", "no:schemathesis",
+                              "-p", "no:hypothesispytest", "-p", "no:anyio")
+    assert code == 1, output
+    assert "1 error" in output, output
+    assert "pip install 'vaultgraph[client]'" in output, output
+    assert "ModuleNotFoundError" not in output, output
+    assert not (tmp_path / "home").exists()          # nothing started, nothing written
+    blocked = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.modules['httpx'] = None; import vaultgraph.client"],
+        capture_output=True, text=True, env=env, check=False)
+    assert "pip install 'vaultgraph[client]'" in blocked.stderr, blocked.stderr

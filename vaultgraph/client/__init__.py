@@ -6,6 +6,14 @@ delete_token, create_child, children, parents, link, unlink, graph, search, toke
 detokenize and logs (the audit trail).
 """
 
+try:
+    import httpx  # noqa: F401
+except ModuleNotFoundError as exc:  # the base package does not install it
+    if exc.name != "httpx":
+        raise
+    raise ModuleNotFoundError("vaultgraph.client needs httpx, from vaultgraph's client extra: "
+                              "pip install 'vaultgraph[client]'", name="httpx") from None
+
 from ._core import NO_RETRIES, RetryPolicy
 from .client import AsyncClient, Client
 from .errors import (
