@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     from .vault import Vault
 
 MODES = ("local", "uri", "container")
-_HELP = ("where the `vaultgraph` fixture's Neo4j comes from: local (the package's launcher; "
-         "default), uri (VAULTGRAPH_NEO4J_URI / _PASSWORD), container (testcontainers; needs "
-         "a Docker engine)")
+_HELP = ("where the `vaultgraph` fixture's Neo4j comes from: local (one of its own, started "
+         "through the package's launcher in a temporary home on free ports; default), uri "
+         "(VAULTGRAPH_NEO4J_URI / _PASSWORD), container (testcontainers; needs a Docker "
+         "engine)")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
