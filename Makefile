@@ -2,18 +2,26 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# Two stamps: the package alone (`make run`), then the test extra over it (`make test`).
+SUM := $(shell cksum pyproject.toml | cut -d' ' -f1)
+RUN_STAMP := $(VENV)/.installed-run-$(SUM)
+TEST_STAMP := $(VENV)/.installed-test-$(SUM)
 HOME_DIR ?= .vaultgraph
 # make test uses its own Neo4j (other ports, other data) so it never touches make run's.
 TEST_ENV := VAULTGRAPH_HOME=$(HOME_DIR) VAULTGRAPH_NEO4J_BOLT_PORT=7688 VAULTGRAPH_NEO4J_HTTP_PORT=7475
 PYTEST_ARGS ?=
 
-.PHONY: run test lint mutation bench bench-deps bench-scale bench-soak system-deps venv sdk-deps neo4j-stop clean
+.PHONY: run test lint mutation bench bench-deps bench-scale bench-soak run-deps test-deps venv \
+  test-venv sdk-deps neo4j-stop clean
 
-system-deps:
+# What running needs: Java 17 and Maven (the launcher fetches Neo4j with them).
+run-deps:
 	@command -v java >/dev/null && command -v mvn >/dev/null || { \
 	  echo "installing Java 17 and Maven from Debian's packages"; \
 	  apt-get update -q && apt-get install -y -q openjdk-17-jre-headless maven; }
+
+# What the tests need on top: Node.js and npm, curl, Chromium.
+test-deps: run-deps
 	@command -v node >/dev/null && command -v npm >/dev/null || { \
 	  echo "installing Node.js and npm from Debian's packages (the Basis Theory SDK test runs on it)"; \
 	  apt-get update -q && apt-get install -y -q nodejs npm; }
@@ -24,41 +32,50 @@ system-deps:
 	  echo "installing Chromium from Debian's packages (the Neo4j Browser test drives it)"; \
 	  apt-get update -q && apt-get install -y -q chromium; }
 
-$(STAMP): pyproject.toml
+$(RUN_STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e .
 	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+	touch $(RUN_STAMP)
 
-venv: system-deps $(STAMP)
+$(TEST_STAMP): $(RUN_STAMP)
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(TEST_STAMP)
+
+# The package and what it needs to run.
+venv: run-deps $(RUN_STAMP)
+
+# venv and the test extra (pytest, ruff, import-linter, mutmut, …): the Python side of
+# `make test`, and all that `make lint` and `make mutation` need.
+test-venv: venv $(TEST_STAMP)
 
 # The public Basis Theory JS SDK, at the version its lockfile pins (tests/hardening/test_sdk.py).
 tests/sdk/node_modules/.package-lock.json: tests/sdk/package-lock.json
 	cd tests/sdk && npm ci --no-audit --no-fund --loglevel=error
 
-sdk-deps: system-deps tests/sdk/node_modules/.package-lock.json
+sdk-deps: test-deps tests/sdk/node_modules/.package-lock.json
 
 run: venv
 	VAULTGRAPH_HOME=$(HOME_DIR) $(BIN)/vaultgraph serve --local-neo4j --workers $${VAULTGRAPH_WORKERS:-0}
 
-test: venv sdk-deps
+test: test-deps test-venv sdk-deps
 	$(TEST_ENV) $(BIN)/vaultgraph neo4j run -- sh -c '$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: that is a failure here"; exit 1; fi; exit $$rc'
 
-lint: venv
+lint: test-venv
 	$(BIN)/ruff check vaultgraph tests bench
 	$(BIN)/lint-imports
 
 # Mutation testing (README): mutants of the validators, access rules and dedup decisions against
 # the unit tests (no Neo4j); minutes, so not part of `make test`. `mutmut results` lists them.
-mutation: venv
+mutation: test-venv
 	rm -rf mutants
 	$(BIN)/mutmut run
 	$(BIN)/mutmut results
 
 # Benchmarks (README "Performance"): their own Neo4j (7689/7476) and service (8089); BENCH_* env.
-bench-deps: venv
+bench-deps: test-venv
 	@test -x $(BIN)/py-spy || $(BIN)/pip install -q -e '.[test,bench]'
 	@command -v wrk >/dev/null || { apt-get update -q && apt-get install -y -q wrk; } \
 	  || echo "wrk unavailable: the benchmark falls back to its aiohttp client"

@@ -8,6 +8,7 @@ import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 from aiohttp import web
 
@@ -268,3 +269,91 @@ def test_transport_errors_are_retried_then_raised():
         with pytest.raises(TransportError):
             vg.list_tokens()
     assert len(slept) == 2
+
+
+# -- what a retry after a lost answer means: DELETE and PATCH -------------------------------
+
+def _problem(status: int) -> httpx.Response:
+    return httpx.Response(status, json={"title": "t", "status": status},
+                          headers={"Content-Type": "application/problem+json"})
+
+
+def _scripted(answers: list):
+    """A transport answering in order: an exception class is raised (the request may or may
+    not have reached the service), a status is answered as a problem (204 empty)."""
+    seen: list[str] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request.method)
+        answer = answers.pop(0)
+        if isinstance(answer, type):
+            raise answer("lost", request=request)
+        return httpx.Response(204) if answer == 204 else _problem(answer)
+
+    return handle, seen
+
+
+@pytest.mark.parametrize("first", [httpx.ReadTimeout, httpx.RemoteProtocolError, 503, 502, 504])
+@pytest.mark.parametrize("call", ["delete_token", "unlink"])
+def test_a_retried_delete_that_finds_nothing_is_done(first, call):
+    """The first attempt may have deleted (a read timeout, or 503: a committed write whose
+    answer was lost, README "Audit"); the retry's 404 then says the token or link is gone,
+    which is what was asked: no NotFound for a delete that happened."""
+    handle, seen = _scripted([first, 404])
+    with Client("http://vault.test", "k", sleep=lambda s: None,
+                transport=httpx.MockTransport(handle)) as vg:
+        args = ("p", "c") if call == "unlink" else ("x",)
+        assert getattr(vg, call)(*args) is None
+    assert seen == ["DELETE", "DELETE"]
+
+
+@pytest.mark.parametrize("answers", [[404], [429, 404]])
+def test_a_delete_that_did_nothing_still_says_not_found(answers):
+    """A first 404, or one after a 429 (refused before any work), is the token's absence."""
+    handle, _ = _scripted(answers)
+    with Client("http://vault.test", "k", sleep=lambda s: None,
+                transport=httpx.MockTransport(handle)) as vg:
+        with pytest.raises(NotFound):
+            vg.delete_token("x")
+
+
+async def test_async_retried_delete_that_finds_nothing_is_done():
+    handle, seen = _scripted([httpx.ReadTimeout, 503, 404])
+
+    async def nap(seconds: float) -> None:
+        pass
+
+    async with AsyncClient("http://vault.test", "k", sleep=nap,
+                           transport=httpx.MockTransport(handle)) as vg:
+        assert await vg.delete_token("x") is None
+    handle2, _ = _scripted([404])
+    async with AsyncClient("http://vault.test", "k", sleep=nap,
+                           transport=httpx.MockTransport(handle2)) as vg:
+        with pytest.raises(NotFound):
+            await vg.unlink("p", "c")
+    assert seen == ["DELETE"] * 3
+
+
+@pytest.mark.parametrize("error", [httpx.ReadTimeout, httpx.ConnectError])
+def test_a_patch_is_not_retried_after_a_connection_error(error):
+    """README "Python client": PATCH is retried on 429 and 503 only. A merge patch carries no
+    Idempotency-Key, and replaying it could undo a change made in between."""
+    handle, seen = _scripted([error, 200])
+    with Client("http://vault.test", "k", sleep=lambda s: None,
+                transport=httpx.MockTransport(handle)) as vg:
+        with pytest.raises(TransportError):
+            vg.update_token("x", {"metadata": {"a": "b"}})
+    assert seen == ["PATCH"]
+
+
+async def test_async_patch_is_not_retried_after_a_connection_error():
+    handle, seen = _scripted([httpx.ReadTimeout, 200])
+
+    async def nap(seconds: float) -> None:
+        pass
+
+    async with AsyncClient("http://vault.test", "k", sleep=nap,
+                           transport=httpx.MockTransport(handle)) as vg:
+        with pytest.raises(TransportError):
+            await vg.update_token("x", {"metadata": {"a": "b"}})
+    assert seen == ["PATCH"]

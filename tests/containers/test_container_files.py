@@ -119,7 +119,8 @@ def _environment(service: dict) -> dict[str, str]:
 # What the local launcher tunes in Neo4j for the vault's sake (not paths, ports, memory sizes or
 # Browser settings, which differ on purpose): the container's Neo4j must get the same.
 TUNED = ("dbms.usage_report.enabled", "server.bolt.connection_keep_alive_for_requests",
-         "db.tx_log.rotation.retention_policy", "dbms.cypher.min_replan_interval")
+         "db.tx_log.rotation.retention_policy", "dbms.cypher.min_replan_interval",
+         "db.transaction.timeout")
 
 
 def _neo4j_env_name(setting: str) -> str:
@@ -138,8 +139,35 @@ def test_the_containers_neo4j_is_tuned_as_the_launchers(compose, tmp_path):
         assert env.get(_neo4j_env_name(setting)) == local[setting], setting
 
 
-def test_service_settings_are_known_to_settings_py(compose, dockerfile):
+def test_behind_the_proxy_each_client_address_is_limited_by_nginx_not_the_service(scaled):
+    """Behind nginx every request's peer is nginx, so the service's per-address throttle of
+    failed authentications (api/ratelimit.py, `request.remote`) would put every client in one
+    budget: one client's 20 bad keys and everyone gets 429. The scale-out deployment turns it
+    off and nginx limits each real client address, with the service's problem+json 429."""
+    assert _environment(scaled["services"]["vaultgraph"])["VAULTGRAPH_AUTH_FAILURE_LIMIT"] == "0"
+    nginx = NGINX.read_text()
+    zone = re.search(r"limit_req_zone\s+\$binary_remote_addr\s+zone=(\w+):\w+\s+"
+                     r"rate=(\d+)r/s;", nginx)
+    assert zone, "no per-address limit_req_zone"
+    location = re.search(r"location / \{(.*?)\}", nginx, re.S).group(1)
+    burst = re.search(rf"limit_req\s+zone={zone.group(1)}\s+burst=(\d+)\s+nodelay;", location)
+    assert burst, "the zone is not applied to the proxied location"
+    # Never below what the service itself would serve one application on every replica.
+    replicas = scaled["services"]["vaultgraph"]["deploy"]["replicas"]
+    defaults = Settings()
+    assert int(zone.group(2)) >= replicas * defaults.rate_limit
+    assert int(burst.group(1)) >= replicas * defaults.rate_burst
+    assert re.search(r"limit_req_status\s+429;", nginx)
+    assert "error_page 429 = @rate_limited;" in location
+    answer = re.search(r"location @rate_limited \{(.*?)\n    \}", nginx, re.S).group(1)
+    assert "add_header Retry-After" in answer and "application/problem+json" in answer
+    body = json.loads(re.search(r"return 429 '(.*)';", answer).group(1))
+    assert body["type"] == "https://vaultgraph.dev/problems/rate-limited" and body["status"] == 429
+
+
+def test_service_settings_are_known_to_settings_py(compose, scaled, dockerfile):
     env = _environment(compose["services"]["vaultgraph"])
+    assert set(_environment(scaled["services"]["vaultgraph"])) - KNOWN == set()
     names = set(env) | {k for k in dockerfile.envs if k.startswith(PREFIX)}
     assert names, "no VAULTGRAPH_* settings found"
     assert names - KNOWN == set()

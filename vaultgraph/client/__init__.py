@@ -1,8 +1,18 @@
 """A typed Python client for the vaultgraph REST API (needs the `client` extra: httpx).
 
-Covers tokens, child tokens, associations, parents and traversal. Search, tokenize/detokenize
-and the audit logs are not in the service yet, so not here either.
+Covers every token route of the service (README "Python client"), with the same methods on
+`Client` and `AsyncClient`: create_token, get_token, list_tokens, iter_tokens, update_token,
+delete_token, create_child, children, parents, link, unlink, graph, search, tokenize,
+detokenize and logs (the audit trail).
 """
+
+try:
+    import httpx  # noqa: F401
+except ModuleNotFoundError as exc:  # the base package does not install it
+    if exc.name != "httpx":
+        raise
+    raise ModuleNotFoundError("vaultgraph.client needs httpx, from vaultgraph's client extra: "
+                              "pip install 'vaultgraph[client]'", name="httpx") from None
 
 from ._core import NO_RETRIES, RetryPolicy
 from .client import AsyncClient, Client

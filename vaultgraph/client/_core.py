@@ -17,10 +17,14 @@ API_KEY_HEADER = "SVC-API-KEY"
 TRACE_HEADER = "SVC-TRACE-ID"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 MERGE_PATCH = "application/merge-patch+json"
-# Retried: the service did not do the work (429, 503) or may not have (502, 504, transport
-# errors). POSTs carry an Idempotency-Key, the same on every attempt, so a retried create is
-# the same request to the service (DESIGN §8; honoured by the service once idempotency lands).
+# Retried: the service did not do the work (429) or may not have (502, 503, 504, transport
+# errors; a write Neo4j committed whose answer was lost is answered 503, README "Audit"). POSTs
+# carry an Idempotency-Key, the same on every attempt, so a retried create is the same request
+# to the service; a PATCH carries none and is retried only on 429 and 503 (README "Python
+# client"); a DELETE whose retry finds nothing is done (`delete_done`).
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# An attempt that got one of these (or no answer) may have done its work.
+UNCERTAIN_STATUSES = frozenset({502, 503, 504})
 
 
 @dataclass(frozen=True)
@@ -74,10 +78,25 @@ def build_request(client: httpx.Client | httpx.AsyncClient, method: str, path: s
 
 def retryable(method: str, response: httpx.Response | None) -> bool:
     if response is None:
-        return True   # transport error: every method is safe (POSTs carry their key)
+        # Transport error: the request may have been applied. POSTs carry their key, GETs and
+        # DELETEs are idempotent; a PATCH is not retried (no key; a replay could undo a
+        # change someone made in between).
+        return method != "PATCH"
     if response.status_code in (429, 503):
-        return True   # not processed: safe for every method
+        return True   # refused or rolled back: retried for every method
     return response.status_code in RETRY_STATUSES and method != "PATCH"
+
+
+def uncertain(response: httpx.Response | None) -> bool:
+    """Whether an attempt that got this (None: no answer) may have done its work."""
+    return response is None or response.status_code in UNCERTAIN_STATUSES
+
+
+def delete_done(method: str, retried_uncertain: bool, response: httpx.Response) -> bool:
+    """A DELETE retried after an attempt that may have deleted, answered 404: the token (or
+    link) is gone, which is what the caller asked for; whether this call's earlier attempt
+    removed it or it was already absent cannot be told, and either way it is not an error."""
+    return method == "DELETE" and retried_uncertain and response.status_code == 404
 
 
 def raise_for(response: httpx.Response) -> None:

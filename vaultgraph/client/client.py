@@ -140,16 +140,21 @@ class Client:
             idempotency_key = idempotency_key or str(uuid.uuid4())
         request = _core.build_request(self._http, method, path, idempotency_key=idempotency_key,
                                       trace_id=trace_id, **options)
+        retried_uncertain = False   # an earlier attempt may have done the work
         for attempt in range(self.retry.attempts):
             last = attempt == self.retry.attempts - 1
             try:
                 response = self._http.send(request)
             except httpx.TransportError as exc:
-                if last:
+                if last or not _core.retryable(method, None):
                     raise TransportError(f"{method} {path}: {type(exc).__name__}") from exc
+                retried_uncertain = True
                 self._sleep(self.retry.wait(attempt, None))
                 continue
+            if _core.delete_done(method, retried_uncertain, response):
+                return None
             if not last and _core.retryable(method, response):
+                retried_uncertain = retried_uncertain or _core.uncertain(response)
                 self._sleep(self.retry.wait(
                     attempt, _core.parse_retry_after(response.headers.get("Retry-After"))))
                 continue
@@ -192,6 +197,8 @@ class Client:
         return self._send(m, p, **o)
 
     def delete_token(self, token_id: str) -> None:
+        """DELETE /tokens/{id}. Retried after a lost answer, a 404 on the retry means the token
+        is gone and returns normally (it may have been this call that deleted it)."""
         m, p, o = _Routes.delete_token(token_id)
         self._send(m, p, **o)
 
@@ -218,6 +225,8 @@ class Client:
         return self._send(m, p, **o)
 
     def unlink(self, parent_id: str, child_id: str) -> None:
+        """DELETE /tokens/{parent}/children/{child}; a 404 on a retry is done, as for
+        `delete_token`."""
         m, p, o = _Routes.unlink(parent_id, child_id)
         self._send(m, p, **o)
 
@@ -282,16 +291,21 @@ class AsyncClient:
             idempotency_key = idempotency_key or str(uuid.uuid4())
         request = _core.build_request(self._http, method, path, idempotency_key=idempotency_key,
                                       trace_id=trace_id, **options)
+        retried_uncertain = False   # an earlier attempt may have done the work
         for attempt in range(self.retry.attempts):
             last = attempt == self.retry.attempts - 1
             try:
                 response = await self._http.send(request)
             except httpx.TransportError as exc:
-                if last:
+                if last or not _core.retryable(method, None):
                     raise TransportError(f"{method} {path}: {type(exc).__name__}") from exc
+                retried_uncertain = True
                 await self._sleep(self.retry.wait(attempt, None))
                 continue
+            if _core.delete_done(method, retried_uncertain, response):
+                return None
             if not last and _core.retryable(method, response):
+                retried_uncertain = retried_uncertain or _core.uncertain(response)
                 await self._sleep(self.retry.wait(
                     attempt, _core.parse_retry_after(response.headers.get("Retry-After"))))
                 continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -22,6 +23,29 @@ from pathlib import Path
 
 class ServiceError(RuntimeError):
     pass
+
+
+# Values of these variables never appear in an error message, whatever the CLI printed.
+_SECRET_VARIABLES = ("VAULTGRAPH_KEK", "VAULTGRAPH_NEO4J_PASSWORD")
+_API_KEY = re.compile(r"vg_[A-Za-z0-9_-]+")
+
+
+def cli_cause(output: str, env: dict[str, str]) -> str:
+    """The CLI's one-line cause from its stderr (its last `vaultgraph: …` line, else its last
+    line), with any secret of `env` and anything shaped like an API key blanked, and bounded:
+    it goes into an exception message, which test reports print."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    ours = [line for line in lines if line.startswith("vaultgraph:")]
+    cause = (ours or lines or ["no message"])[-1]
+    for name in _SECRET_VARIABLES:
+        secret = env.get(name)
+        if secret:
+            cause = cause.replace(secret, "…")
+            for part in secret.replace(",", ":").split(":"):
+                if len(part) >= 8:
+                    cause = cause.replace(part, "…")
+    cause = _API_KEY.sub("vg_…", cause)
+    return cause if len(cause) <= 400 else cause[:399] + "…"
 
 
 def free_port() -> int:
@@ -70,8 +94,9 @@ class ServiceProcess:
         deadline = time.monotonic() + self.startup_timeout
         while True:
             if self._proc.poll() is not None:
-                raise ServiceError(f"vaultgraph serve exited with {self._proc.returncode}; "
-                                   f"see {self._log}")
+                code = self._proc.returncode
+                self._proc = None
+                raise self._failed(f"vaultgraph serve exited with {code}")
             try:
                 with urllib.request.urlopen(f"{self.url}/ready", timeout=2) as r:  # noqa: S310
                     if r.status == 200:
@@ -79,12 +104,25 @@ class ServiceProcess:
             except (urllib.error.URLError, OSError):
                 pass
             if time.monotonic() > deadline:
-                self.stop()
-                raise ServiceError(f"vaultgraph serve not ready in {self.startup_timeout:.0f}s; "
-                                   f"see {self._log}")
+                self._terminate()
+                raise self._failed(
+                    f"vaultgraph serve not ready in {self.startup_timeout:.0f}s")
             time.sleep(0.2)
 
-    def stop(self) -> None:
+    def _failed(self, what: str) -> ServiceError:
+        """The start failed: the log is kept for the reader (the message names it; it is no
+        longer this object's to delete) and its one-line cause is in the message."""
+        log, self._log = self._log, None
+        try:
+            output = log.read_text(errors="replace")
+        except OSError:
+            output = ""
+        # Only the CLI's own error line: the rest of the log is the service's JSON records.
+        if any(line.startswith("vaultgraph:") for line in output.splitlines()):
+            what = f"{what}: {cli_cause(output, self._env())}"
+        return ServiceError(f"{what}; see {log}")
+
+    def _terminate(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.terminate()
             try:
@@ -93,15 +131,22 @@ class ServiceProcess:
                 self._proc.kill()
                 self._proc.wait()
         self._proc = None
+
+    def stop(self) -> None:
+        """Stop the service and delete its log (a failed start keeps its log: see `start`)."""
+        self._terminate()
         if self._log is not None:
             self._log.unlink(missing_ok=True)
+            self._log = None
 
     def create_tenant(self, name: str = "test") -> Tenant:
         result = subprocess.run(  # noqa: S603 - fixed argv
             [sys.executable, "-m", "vaultgraph", "tenants", "create", "--name", name],
             env=self._env(), capture_output=True, text=True, timeout=60, check=False)
         if result.returncode != 0:
-            raise ServiceError(f"vaultgraph tenants create failed ({result.returncode})")
+            # stderr only: stdout is where a created tenant's key would be.
+            raise ServiceError(f"vaultgraph tenants create failed ({result.returncode}): "
+                               f"{cli_cause(result.stderr, self._env())}")
         created = json.loads(result.stdout)
         return Tenant(created["tenant_id"], created["application_id"], created["key"])
 

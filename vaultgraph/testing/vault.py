@@ -1,9 +1,10 @@
-"""What the `vaultgraph` fixture starts: Neo4j (local launcher, a given URI, or a container),
-`vaultgraph serve` on it, a fresh tenant and a client (README "Testing your integration").
+"""What the `vaultgraph` fixture starts: Neo4j (a local one of its own through the launcher, a
+given URI, or a container), `vaultgraph serve` on it, a fresh tenant and a client (README
+"Testing your integration").
 
 The service runs as a subprocess, exactly as in production (`service.ServiceProcess`), with a
-key-encryption key made for the run. Until the Cypher catalog ships in the wheel, the service
-reads it from the source checkout the package is installed from (`pip install -e`).
+key-encryption key made for the run. It reads the Cypher catalog shipped inside the package
+(`vaultgraph.cypher`), so an installed wheel is enough.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .service import ServiceError, ServiceProcess, Tenant
+from .service import ServiceError, ServiceProcess, Tenant, free_port
 
 if TYPE_CHECKING:
     from ..client import AsyncClient, Client
@@ -64,21 +67,42 @@ def new_kek() -> str:
     return f"{version}:" + base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
 
 
+def _free_ports(n: int) -> list[int]:
+    ports: list[int] = []
+    while len(ports) < n:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
 @contextlib.contextmanager
 def local_neo4j() -> Iterator[Neo4jTarget]:
-    """The package's launcher, configured by the same VAULTGRAPH_* variables as
-    `vaultgraph neo4j start`: a server already running there is reused and left running; one
-    started here is stopped at the end."""
-    from ..cli import local_neo4j as launcher
+    """A Neo4j of the session's own, through the package's launcher: a new home in a temporary
+    folder (its conf, data, logs and password) on free loopback ports, stopped and removed at
+    the end of the session.
+
+    Never a server that is already running, whatever VAULTGRAPH_NEO4J_BOLT_PORT says: the
+    session writes tenants whose keys are wrapped under a throwaway key-encryption key, and
+    audit chains MAC'd under it; in a developer's database (`make run`'s) they would stay, and
+    `vaultgraph keys rotate` and `audit verify` there would fail on them for good. From the
+    environment only the jar cache (`$VAULTGRAPH_HOME/neo4j-lib`, fetched on first use) and
+    the memory sizes are taken. A Neo4j you choose is `--vaultgraph-neo4j=uri`."""
+    from ..neo4j_local import LocalNeo4j
     from ..settings import Settings
 
-    neo = launcher(Settings.from_env())
-    started = neo.start()
+    settings = Settings.from_env()
+    root = Path(tempfile.mkdtemp(prefix="vaultgraph-pytest-"))
+    bolt, http = _free_ports(2)
+    neo = LocalNeo4j(home=root / "neo4j", lib_dir=settings.home_path / "neo4j-lib",
+                     bolt_port=bolt, http_port=http, heap=settings.neo4j_heap,
+                     pagecache=settings.neo4j_pagecache)
     try:
+        neo.start()
         yield Neo4jTarget(neo.uri, neo.resolve_password())
     finally:
-        if started:
-            neo.stop()
+        neo.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @contextlib.contextmanager
