@@ -26,7 +26,7 @@ from ..auth.permissions import (
 from ..services.applications import ApplicationService, parse_draft
 from .bodies import APPLICATION_PATH, KEY_PATH, ApplicationPageSchema, PageQuery
 from .endpoints import Body, Endpoints, Reply
-from .http import principal, read_json
+from .http import principal, read_object
 from .paging import page_body, page_from_query
 from .typedefs import services_key, settings_key
 
@@ -53,7 +53,7 @@ def service(request: web.Request) -> ApplicationService:
 async def create_application(request: web.Request):
     """Create an application; the response carries its first key, the only time it is shown."""
     caller = principal(request)
-    draft = parse_draft(await read_json(request))
+    draft = parse_draft(await read_object(request))
     app, key = await service(request).create(caller.tenant_id, draft, grantor=caller)
     return {**application_body(app), "key": key}
 
@@ -104,7 +104,7 @@ async def get_application(request: web.Request):
     body=Body(ApplicationSchema, "The new definition."),
     replies=(Reply(200, "The application.", ApplicationBodySchema),), errors=(404,))
 async def replace_application(request: web.Request):
-    draft = parse_draft(await read_json(request))
+    draft = parse_draft(await read_object(request))
     app = await service(request).replace(principal(request), request.match_info["id"], draft)
     return application_body(app)
 

@@ -68,5 +68,16 @@ async def read_json(request: web.Request, content_type: str = "application/json"
         raise problems.BadRequest("The request body is not valid JSON.") from None
 
 
+async def read_object(request: web.Request, content_type: str = "application/json") -> dict:
+    """The body as a JSON object (read_json); another JSON value is a 400 saying so."""
+    body = await read_json(request, content_type)
+    if not isinstance(body, dict):
+        raise problems.BadRequest(NOT_AN_OBJECT)
+    return body
+
+
+NOT_AN_OBJECT = "The request body must be a JSON object."
+
+
 def principal(request: web.Request):
     return request[PRINCIPAL]

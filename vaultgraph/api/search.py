@@ -10,7 +10,7 @@ from ..pagination import Page, decode_cursor
 from ..search.schemas import SEARCH_BODY, SearchBodySchema, search_cursor
 from .bodies import TokenPageSchema
 from .endpoints import Body, Endpoints, Reply
-from .http import principal, read_json
+from .http import principal, read_object
 from .paging import page_body
 from .typedefs import services_key, settings_key
 
@@ -31,8 +31,7 @@ endpoints = Endpoints()
     body=Body(SearchBodySchema, "The query and the page wanted."),
     replies=(Reply(200, "A page of tokens, newest first.", TokenPageSchema),), reads_only=True)
 async def search_tokens(request: web.Request):
-    raw = await read_json(request)
-    body = SEARCH_BODY.load(raw if isinstance(raw, dict) else {"_": raw})
+    body = SEARCH_BODY.load(await read_object(request))
     settings = request.app[settings_key]
     size = body.get("size", settings.page_size_default)
     if isinstance(size, bool) or not 1 <= size <= settings.page_size_max:

@@ -17,7 +17,7 @@ from ..tokens.schemas import (
 )
 from .bodies import TOKEN_PATH, PageQuery, TokenFilterQuery, TokenPageSchema
 from .endpoints import MERGE_PATCH_JSON, Body, Endpoints, Reply
-from .http import principal, read_json
+from .http import principal, read_object
 from .paging import page_body, page_from_query
 from .typedefs import services_key, settings_key
 
@@ -32,8 +32,7 @@ def service(request: web.Request) -> TokenService:
 
 
 async def create_body(request: web.Request) -> dict:
-    body = await read_json(request)
-    return CREATE_TOKEN.load(body if isinstance(body, dict) else {"_": body})
+    return CREATE_TOKEN.load(await read_object(request))
 
 
 @endpoints.post(
@@ -97,8 +96,7 @@ async def get_token(request: web.Request):
     body=Body(UpdateTokenSchema, "A JSON merge patch (RFC 7386).", MERGE_PATCH_JSON),
     replies=(Reply(200, "The updated token.", TokenSchema),), errors=(404,))
 async def update_token(request: web.Request):
-    raw = await read_json(request, MERGE_PATCH)
-    patch = UPDATE_TOKEN.load(raw if isinstance(raw, dict) else {"_": raw})
+    patch = UPDATE_TOKEN.load(await read_object(request, MERGE_PATCH))
     return await service(request).update(principal(request), request.match_info["id"], patch)
 
 

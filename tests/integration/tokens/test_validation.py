@@ -6,6 +6,7 @@ repeats the value that was submitted.
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from ._support import ACCOUNT, ROUTING, SSN, VISA, assert_names
@@ -164,3 +165,24 @@ async def test_scalar_types_validate_their_data(api, client, admin_headers, type
 
 async def test_token_type_accepts_any_data(api):
     await api.create({"type": "token", "data": {"anything": ["at", "all", 1]}})
+
+
+@pytest.mark.parametrize("body", [[VISA, "an array"], VISA, 4242, None, True])
+@pytest.mark.parametrize("method, path, content_type", [
+    ("POST", "/tokens", "application/json"),
+    ("PATCH", "/tokens/{id}", "application/merge-patch+json"),
+    ("POST", "/tokens/search", "application/json"),
+    ("POST", "/applications", "application/json"),
+])
+async def test_a_body_that_is_not_a_json_object_is_a_400_saying_so(
+        api, client, admin_headers, method, path, content_type, body):
+    # Not an error on a made-up field `_` (as before) nor a list of missing fields: the body
+    # itself is named, and nothing of it is echoed.
+    token = await api.create({"type": "token", "data": 1})
+    resp = await client.request(method, path.format(id=token["id"]), data=orjson.dumps(body),
+                                headers={**admin_headers, "Content-Type": content_type})
+    text = await resp.text()
+    assert resp.status == 400, text
+    problem = await resp.json(content_type=None)
+    assert problem["detail"] == "The request body must be a JSON object."
+    assert "errors" not in problem and VISA not in text
