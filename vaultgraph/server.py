@@ -312,8 +312,10 @@ def run(settings: Settings) -> int:
 def _supervise(settings: Settings, workers: int) -> int:
     env = worker_env(settings, os.environ)
     children: list[subprocess.Popen] = []
+    sent: set[int] = set()  # signals this supervisor passed on to its workers
 
     def forward(sig, _frame) -> None:
+        sent.add(sig)
         for child in children:
             with contextlib.suppress(ProcessLookupError):
                 child.send_signal(sig)
@@ -330,7 +332,16 @@ def _supervise(settings: Settings, workers: int) -> int:
             forward(signal.SIGTERM, None)
         with contextlib.suppress(subprocess.TimeoutExpired):
             next(c for c in children if c.poll() is None).wait(timeout=0.2)
-    return max(child.returncode for child in children)
+    return max(exit_status(child.returncode, sent) for child in children)
+
+
+def exit_status(returncode: int, sent: set[int] = frozenset()) -> int:
+    """A worker's exit status as a shell reports it: one killed by a signal (a negative
+    returncode: the OOM killer, kill -9) is 128 + the signal, worse than any clean exit; one
+    the supervisor's own SIGTERM/SIGINT ended before it could drain (still starting) is 0."""
+    if returncode >= 0:
+        return returncode
+    return 0 if -returncode in sent else 128 - returncode
 
 
 def _worker() -> int:
