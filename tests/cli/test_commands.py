@@ -8,7 +8,8 @@ import io
 import os
 import re
 import stat
-from contextlib import redirect_stderr
+import uuid
+from contextlib import redirect_stderr, redirect_stdout
 from datetime import UTC, datetime
 
 import orjson
@@ -63,17 +64,97 @@ def test_tenants_create_list_show(cli):
 
 def test_key_file_is_0600_and_key_not_on_stdout(cli, tmp_path):
     path = tmp_path / "acme.key"
-    result = cli("tenants", "create", "--name", "filed", "--key-file", str(path))
+    name = f"filed-{uuid.uuid4().hex[:8]}"
+    result = cli("tenants", "create", "--name", name, "--key-file", str(path))
     assert result.status == 0, result.stderr
     body = result.json()
     assert set(body) == {"tenant_id", "application_id", "key_file"}
     assert body["key_file"] == str(path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert path.read_text().startswith("vg_") and path.read_text().strip() not in result.stdout
-    again = cli("tenants", "create", "--name", "filed", "--key-file", str(path))
+    again = cli("tenants", "create", "--name", name, "--key-file", str(path))
     assert (again.status, again.stderr) == (
         1, f"vaultgraph: {path} exists: name a new file for --key-file (it is never "
            "overwritten)\n")
+    # Refused before anything was created: no second tenant with an admin key nobody holds.
+    assert [r["id"] for r in cli("tenants", "list").lines() if r["name"] == name] == [
+        body["tenant_id"]]
+
+
+def test_a_key_file_that_cannot_be_created_is_refused_before_anything_changes(cli, tmp_path):
+    tenant = new_tenant(cli)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    path = blocker / "app.key"
+    created = cli("applications", "create", "--tenant", tenant["tenant_id"], "--name", "late",
+                  "--key-file", str(path))
+    assert (created.status, created.stdout, created.stderr) == (
+        1, "", f"vaultgraph: cannot create the directory {blocker} (File exists): name a new "
+               "file in a writable directory for --key-file\n")
+    taken = tmp_path / "taken.key"
+    taken.write_text("someone's key\n")
+    again = cli("applications", "create", "--tenant", tenant["tenant_id"], "--name", "late",
+                "--key-file", str(taken))
+    assert (again.status, again.stdout) == (1, "")
+    assert taken.read_text() == "someone's key\n"
+    listed = cli("applications", "list", "--tenant", tenant["tenant_id"]).lines()
+    assert [r["id"] for r in listed] == [tenant["application_id"]]
+
+
+async def test_rotate_key_to_an_existing_file_keeps_the_old_key(cli, client, tmp_path):
+    tenant = new_tenant(cli)
+    taken = tmp_path / "taken.key"
+    taken.write_text("")
+    result = cli("applications", "rotate-key", "--tenant", tenant["tenant_id"],
+                 tenant["application_id"], "--key-file", str(taken))
+    assert (result.status, result.stderr) == (
+        1, f"vaultgraph: {taken} exists: name a new file for --key-file (it is never "
+           "overwritten)\n")
+    assert await status_of(client, tenant["key"]) == 200
+    keys = cli("applications", "show", "--tenant", tenant["tenant_id"],
+               tenant["application_id"]).json()["keys"]
+    assert len(keys) == 1
+    assert taken.read_text() == ""
+
+
+def test_rotate_key_writes_the_new_key_before_revoking_the_old(cli, tmp_path, monkeypatch):
+    """A revoke that fails (Neo4j gone half-way) leaves the new key in the file and printed:
+    the application still has a key someone holds."""
+    import logging
+
+    from vaultgraph import cli as command
+    from vaultgraph.errors import Unavailable
+    from vaultgraph.services.applications import ApplicationService
+
+    tenant = new_tenant(cli)
+    app = cli("applications", "create", "--tenant", tenant["tenant_id"], "--name", "rot",
+              "--permission", "token:read").json()
+
+    async def revoke_fails(self, caller, application_id, key_id):
+        raise Unavailable()
+
+    monkeypatch.setattr(ApplicationService, "revoke_key", revoke_fails)
+    for name, value in cli.env.items():
+        monkeypatch.setenv(name, value)
+    path = tmp_path / "new.key"
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            status = command.main(["applications", "rotate-key", "--tenant",
+                                   tenant["tenant_id"], app["application_id"],
+                                   "--key-file", str(path)])
+    finally:
+        logging.disable(logging.NOTSET)
+    assert status == 1
+    assert err.getvalue().startswith("vaultgraph: cannot reach Neo4j at ")
+    printed = orjson.loads(out.getvalue())
+    assert printed == {"application_id": app["application_id"], "key_id": printed["key_id"],
+                       "revoked": [], "key_file": str(path)}
+    assert path.read_text().startswith("vg_") and path.read_text().strip() != app["key"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    keys = cli("applications", "show", "--tenant", tenant["tenant_id"],
+               app["application_id"]).json()["keys"]
+    assert printed["key_id"] in [k["id"] for k in keys] and len(keys) == 2
 
 
 async def test_applications_lifecycle(cli, client):
