@@ -395,7 +395,18 @@ def keys_command(settings: Settings, args: argparse.Namespace) -> int:
     only = set(args.tenant) if args.tenant else None
 
     async def pending():
+        from .errors import NotFound
+
         async with services(settings) as svc:
+            unknown = []
+            for tenant_id in sorted(only or ()):
+                try:
+                    await svc.tenants.get(tenant_id)
+                except NotFound:
+                    unknown.append(tenant_id)
+            if unknown:  # before any key is added: nothing to re-wrap for a typo
+                raise Failure(f"no tenant with the id {', '.join(unknown)}",
+                              "check the ids (vaultgraph tenants list); no key was added")
             return await svc.tenants.pending_rewrap(only)
 
     waiting = run_async(pending)
@@ -445,9 +456,15 @@ def audit_command(settings: Settings, args: argparse.Namespace) -> int:
             progress(count)
 
         async def verify():
+            from .errors import NotFound
+
             async with services(settings) as svc:
-                return await svc.audit_log.verify(
-                    step, chains=set(args.chain) if args.chain else None)
+                try:
+                    return await svc.audit_log.verify(
+                        step, chains=set(args.chain) if args.chain else None)
+                except NotFound as exc:
+                    raise Failure(exc.detail.rstrip("."), "the chain ids are the \"chain\" "
+                                  "of the events vaultgraph audit export writes") from None
 
         findings = run_async(verify)
         progress.done(f"{count} checked, {len(findings)} finding(s)")

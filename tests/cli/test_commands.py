@@ -318,3 +318,26 @@ def test_bootstrap_key_never_reaches_a_redirected_stderr(settings, tmp_path):
     assert stat.S_IMODE(os.stat(home / "admin.key").st_mode) == 0o600
     assert f"admin key      in {home / 'admin.key'} (mode 0600; not printed: stderr is not a " \
            "terminal)" in err.getvalue()
+
+
+def test_unknown_ids_are_errors_not_empty_successes(cli, kek_file):
+    tenant = new_tenant(cli)
+    ring = kek_file.read_text()
+    unknown = "00000000-0000-4000-8000-000000000000"
+
+    rotated = cli("keys", "rotate", "--tenant", tenant["tenant_id"], "--tenant", "t-typo")
+    assert (rotated.status, rotated.stdout, rotated.stderr) == (
+        1, "", "vaultgraph: no tenant with the id t-typo: check the ids (vaultgraph tenants "
+               "list); no key was added\n")
+    assert kek_file.read_text() == ring  # no k2 for a typo
+
+    verified = cli("audit", "verify", "--chain", "no-such-chain")
+    assert (verified.status, verified.stdout, verified.stderr.splitlines()[-1]) == (
+        1, "", 'vaultgraph: No audit chain no-such-chain: the chain ids are the "chain" of the '
+               "events vaultgraph audit export writes")
+
+    listed = cli("applications", "list", "--tenant", unknown)
+    assert (listed.status, listed.stdout, listed.stderr) == (
+        1, "", "vaultgraph: No tenant with this id: check the ids (vaultgraph tenants list, "
+               "vaultgraph applications list --tenant ID)\n")
+
