@@ -15,8 +15,10 @@ import contextlib
 import dataclasses
 import logging
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -492,18 +494,32 @@ def audit_command(settings: Settings, args: argparse.Namespace) -> int:
         return n
 
     if args.out:
+        # A new file beside the named one, renamed over it at the end: an export that cannot
+        # start or stops half-way leaves the previous file as it was; mode 0600 either way.
         path = Path(args.out).expanduser().absolute()
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
         except OSError as exc:
-            raise Failure(f"cannot write {path} ({exc.strerror})",
-                          "name a writable file for --out") from None
-        with os.fdopen(fd, "wb") as out:
-            n = run_async(lambda: export(out))
+            raise Failure(f"cannot write in {path.parent} ({exc.strerror})",
+                          "name a file in a writable directory for --out") from None
+        try:
+            with os.fdopen(fd, "wb") as out:
+                n = run_async(lambda: export(out))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     else:
-        with contextlib.suppress(BrokenPipeError):
+        try:
             n = run_async(lambda: export(sys.stdout.buffer))
             sys.stdout.flush()
+        except BrokenPipeError:
+            # The reader stopped reading (`| head`): stop quietly, with the status of a writer
+            # ended by SIGPIPE; stdout goes to /dev/null so the exit's flush says nothing.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 128 + signal.SIGPIPE
     progress.done(f"{n} written" + (f" to {args.out}" if args.out else ""))
     return 0
 

@@ -341,3 +341,49 @@ def test_unknown_ids_are_errors_not_empty_successes(cli, kek_file):
         1, "", "vaultgraph: No tenant with this id: check the ids (vaultgraph tenants list, "
                "vaultgraph applications list --tenant ID)\n")
 
+
+def _export_to_a_closed_pipe(cli) -> tuple[int, str]:
+    import subprocess
+
+    from .conftest import VAULTGRAPH
+
+    with subprocess.Popen([VAULTGRAPH, "audit", "export"], env=cli.env, cwd=cli.cwd,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        proc.stdout.close()  # before the first event is written: every write meets a closed pipe
+        stderr = proc.stderr.read().decode()
+        return proc.wait(timeout=120), stderr
+
+
+async def test_audit_export_to_a_closed_pipe_ends_quietly(cli, client):
+    """`vaultgraph audit export | head`: the reader goes away; the export stops without a
+    word (it used to end in "unexpected UnboundLocalError"), status 128 + SIGPIPE."""
+    import asyncio
+    import signal
+
+    tenant = new_tenant(cli)
+    assert await status_of(client, tenant["key"]) == 200
+    await client.server.app[services_key].audit_writer.settle()
+    assert await asyncio.to_thread(_export_to_a_closed_pipe, cli) == (128 + signal.SIGPIPE, "")
+
+
+async def test_audit_export_out_replaces_the_file_only_when_done(cli, client, tmp_path):
+    since = datetime.now(UTC).isoformat()
+    tenant = new_tenant(cli)
+    assert await status_of(client, tenant["key"]) == 200
+    await client.server.app[services_key].audit_writer.settle()
+    out = tmp_path / "events.jsonl"
+    out.write_text("the previous export\n")
+    out.chmod(0o644)
+
+    failed = cli("audit", "export", "--since", since, "--out", str(out),
+                 env={"VAULTGRAPH_NEO4J_URI": "neo4j://127.0.0.1:1"})
+    assert failed.status == 1 and failed.stderr.startswith("vaultgraph: cannot reach Neo4j")
+    assert out.read_text() == "the previous export\n"  # not truncated before the export began
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "events.jsonl", "kek"]
+
+    done = cli("audit", "export", "--since", since, "--out", str(out))
+    assert done.status == 0, done.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert [e["route"] for e in map(orjson.loads, out.read_bytes().splitlines())
+            if e.get("tenant_id") == tenant["tenant_id"]] == ["GET /applications/self"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "events.jsonl", "kek"]
