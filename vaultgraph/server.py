@@ -218,14 +218,14 @@ async def serve(settings: Settings, *, reuse_port: bool = False) -> int:
     if isinstance(failed, WrongKey):
         print(f"vaultgraph: {failed.detail}", file=sys.stderr)
         status = 1
-    elif failed:
-        raise failed
-    else:
+    elif not failed:
         if served.startup.done():
             settle_heap()
         await stopping  # started (or still starting): serve until SIGTERM
     stopping.cancel()
-    await served.drain()
+    await served.drain()  # a failed start-up too: the listener, the app and its driver close
+    if failed and not isinstance(failed, WrongKey):
+        raise failed  # the caller explains it (cli.explain): one line, never a traceback
     return status
 
 
@@ -345,12 +345,23 @@ def exit_status(returncode: int, sent: set[int] = frozenset()) -> int:
 
 
 def _worker() -> int:
+    """One of `--workers N`: a failure is the one line the single-process command prints
+    (`cli.explain`), never a traceback; its status reaches the supervisor."""
+    from .cli import explain
     from .logs import configure
 
-    settings = Settings.from_env()
-    configure(settings.log_level, settings.log_format, settings.log_coalesce_interval)
-    tune_gc(settings)
-    return run_loop(settings, serve(settings, reuse_port=True))
+    settings = None
+    try:
+        settings = Settings.from_env()
+        configure(settings.log_level, settings.log_format, settings.log_coalesce_interval)
+        tune_gc(settings)
+        return run_loop(settings, serve(settings, reuse_port=True))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        cause, fix, status = explain(exc, settings)
+        print(f"vaultgraph: {cause}: {fix}", file=sys.stderr)
+        return status
 
 
 if __name__ == "__main__":
