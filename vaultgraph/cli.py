@@ -249,9 +249,11 @@ def serve(settings: Settings, *, local: bool, workers: int | None = None) -> int
             started = neo.start()
             settings = _local_settings(settings, neo)
             bootstrap(settings)
-        print(f"serving on http://{settings.host}:{settings.port} "
-              f"(docs at /docs, Neo4j Browser at http://127.0.0.1:{settings.neo4j_http_port}"
-              "/browser/)", file=sys.stderr)
+        # The Browser exists only where the local launcher's Neo4j serves it.
+        browser = (f", Neo4j Browser at http://127.0.0.1:{settings.neo4j_http_port}/browser/"
+                   if local else "")
+        print(f"serving on http://{settings.host}:{settings.port} (docs at /docs{browser})",
+              file=sys.stderr)
         return run(settings)
     finally:
         # Whatever this call started, it stops: a failed bootstrap leaves no orphan server.
