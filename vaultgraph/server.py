@@ -38,6 +38,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
+from .api import metrics as metrics_api
 from .api import problems
 from .api.http import PROBLEM_JSON, problem_body
 from .api.middleware import TRACE_HEADER
@@ -302,15 +303,26 @@ def run(settings: Settings) -> int:
         settings = dataclasses.replace(settings, metrics_dir=private)
     elif settings.metrics_dir:  # one fresh multiprocess directory the workers share
         metrics.prepare_dir(settings.metrics_dir)
+    listener = None
     try:
-        return _supervise(settings, workers)
+        if settings.metrics_port:
+            # Opened here, once, and inherited by the workers, which all accept on it: a port
+            # another process holds is refused, never shared with it (no SO_REUSEPORT).
+            listener = metrics_api.listen(settings.metrics_host, settings.metrics_port)
+        return _supervise(settings, workers, listener)
     finally:
+        if listener is not None:
+            listener.close()
         if private is not None:
             shutil.rmtree(private, ignore_errors=True)
 
 
-def _supervise(settings: Settings, workers: int) -> int:
+def _supervise(settings: Settings, workers: int, metrics_listener=None) -> int:
     env = worker_env(settings, os.environ)
+    fds: tuple[int, ...] = ()
+    if metrics_listener is not None:
+        fds = (metrics_listener.fileno(),)
+        env[metrics_api.INHERITED_FD] = str(fds[0])
     children: list[subprocess.Popen] = []
     sent: set[int] = set()  # signals this supervisor passed on to its workers
 
@@ -323,7 +335,8 @@ def _supervise(settings: Settings, workers: int) -> int:
     # Before the workers start: a SIGTERM arriving meanwhile reaches the ones started so far.
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
-    children.extend(subprocess.Popen([sys.executable, "-m", "vaultgraph.server"], env=env)
+    children.extend(subprocess.Popen([sys.executable, "-m", "vaultgraph.server"], env=env,
+                                     pass_fds=fds)
                     for _ in range(workers))
     stopping = False
     while any(child.poll() is None for child in children):

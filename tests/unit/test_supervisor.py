@@ -21,8 +21,8 @@ def workers(monkeypatch):
     scripts: list[str] = []
     real = subprocess.Popen
 
-    def popen(_argv, env=None):
-        return real(["sh", "-c", scripts.pop(0)], env=env)
+    def popen(_argv, env=None, pass_fds=()):
+        return real(["sh", "-c", scripts.pop(0)], env=env, pass_fds=pass_fds)
 
     monkeypatch.setattr(server.subprocess, "Popen", popen)
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
