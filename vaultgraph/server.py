@@ -217,7 +217,7 @@ async def serve(settings: Settings, *, reuse_port: bool = False) -> int:
     failed = (served.startup.done() and not served.startup.cancelled()
               and served.startup.exception())
     if isinstance(failed, WrongKey):
-        print(f"vaultgraph: {failed.detail}", file=sys.stderr)
+        say(f"vaultgraph: {failed.detail}")
         status = 1
     elif not failed:
         if served.startup.done():
@@ -373,8 +373,15 @@ def _worker() -> int:
         return 130
     except Exception as exc:
         cause, fix, status = explain(exc, settings)
-        print(f"vaultgraph: {cause}: {fix}", file=sys.stderr)
+        say(f"vaultgraph: {cause}: {fix}")
         return status
+
+
+def say(line: str) -> None:
+    """One line on stderr in one write: the workers of `--workers N` share it, and a line
+    printed in two writes (text, then newline) interleaves with another worker's."""
+    sys.stderr.flush()
+    os.write(sys.stderr.fileno(), (line + "\n").encode())
 
 
 if __name__ == "__main__":

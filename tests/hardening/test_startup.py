@@ -102,7 +102,7 @@ async def test_a_valid_but_wrong_key_encryption_key_refuses_to_start(settings, t
 
 
 async def test_a_worker_start_up_failure_is_the_one_line_the_command_prints(settings, tmp_path):
-    """`serve --workers 2` against a database that does not exist: each worker prints the
+    """`serve --workers 2` against a database that does not exist: a worker prints the
     line the single-process command prints (README "When a command fails"), no traceback and
     no driver text, and the supervisor exits 1."""
     env = {**os.environ, "VAULTGRAPH_NEO4J_URI": settings.neo4j_uri,
@@ -117,4 +117,7 @@ async def test_a_worker_start_up_failure_is_the_one_line_the_command_prints(sett
             "VAULTGRAPH_NEO4J_DATABASE to an existing database (Community has 'neo4j')")
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
-    assert [x for x in done.stderr.splitlines() if not x.startswith("serving on ")] == [line] * 2
+    # One line from each worker that failed (the second may be stopped by the supervisor
+    # first, and then drains quietly), each written whole.
+    lines = [x for x in done.stderr.splitlines() if not x.startswith("serving on ")]
+    assert lines in ([line], [line] * 2)
