@@ -15,8 +15,10 @@ import contextlib
 import dataclasses
 import logging
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -61,17 +63,57 @@ def _write_secret(path: Path, text: str) -> None:
         f.write(text + "\n")
 
 
-def _secret_out(created: dict, key_file: str | None) -> dict:
-    """The key goes to stdout with the ids, or only to a new 0600 file when one is named."""
-    if not key_file:
-        return created
-    path = Path(key_file).expanduser().absolute()
-    try:
-        _write_secret(path, created["key"])
-    except FileExistsError:
-        raise Failure(f"{path} exists", "name a new file for --key-file (it is never "
-                      "overwritten)") from None
-    return {**{k: v for k, v in created.items() if k != "key"}, "key_file": str(path)}
+class KeyOutput:
+    """Where a new key goes: stdout with the ids, or only a new 0600 file (`--key-file`).
+
+    The file is created (O_EXCL) before anything is committed, so a name that exists or a
+    directory that cannot be written is refused while nothing has changed yet; `deliver` puts
+    the key in it before anything else is done with the key (rotate-key revokes the old keys
+    only after)."""
+
+    def __init__(self, path: Path | None = None, fd: int | None = None):
+        self.path = path
+        self._fd = fd
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, key_file: str | None):
+        if not key_file:
+            yield cls()
+            return
+        path = Path(key_file).expanduser().absolute()
+        fix = "name a new file in a writable directory for --key-file"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise Failure(f"cannot create the directory {path.parent} ({exc.strerror})",
+                          fix) from None
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise Failure(f"{path} exists", "name a new file for --key-file (it is never "
+                          "overwritten)") from None
+        except OSError as exc:
+            raise Failure(f"cannot create {path} ({exc.strerror})", fix) from None
+        out = cls(path, fd)
+        try:
+            yield out
+        finally:
+            if out._fd is not None:  # nothing was delivered: the command failed before
+                os.close(out._fd)
+                path.unlink(missing_ok=True)
+
+    def deliver(self, created: dict) -> dict:
+        """The answer to print: `created` as is, or with its key written to the file and
+        replaced by the file's name."""
+        if self.path is None:
+            return created
+        with os.fdopen(self._fd, "w") as f:
+            self._fd = None
+            f.write(created["key"] + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        return {**{k: v for k, v in created.items() if k != "key"}, "key_file": str(self.path)}
 
 
 class Progress:
@@ -207,9 +249,11 @@ def serve(settings: Settings, *, local: bool, workers: int | None = None) -> int
             started = neo.start()
             settings = _local_settings(settings, neo)
             bootstrap(settings)
-        print(f"serving on http://{settings.host}:{settings.port} "
-              f"(docs at /docs, Neo4j Browser at http://127.0.0.1:{settings.neo4j_http_port}"
-              "/browser/)", file=sys.stderr)
+        # The Browser exists only where the local launcher's Neo4j serves it.
+        browser = (f", Neo4j Browser at http://127.0.0.1:{settings.neo4j_http_port}/browser/"
+                   if local else "")
+        print(f"serving on http://{settings.host}:{settings.port} (docs at /docs{browser})",
+              file=sys.stderr)
         return run(settings)
     finally:
         # Whatever this call started, it stops: a failed bootstrap leaves no orphan server.
@@ -246,7 +290,8 @@ def neo4j_command(settings: Settings, action: str, command: list[str]) -> int:
 
 def tenants_command(settings: Settings, args: argparse.Namespace) -> int:
     if args.action == "create":
-        emit(_secret_out(create_tenant(settings, args.name), args.key_file))
+        with KeyOutput.open(args.key_file) as out:
+            emit(out.deliver(create_tenant(settings, args.name)))
         return 0
 
     async def work():
@@ -282,12 +327,12 @@ def applications_command(settings: Settings, args: argparse.Namespace) -> int:
                           "rules": _parse_rules(args.rule)})
              if args.action == "create" else None)
 
-    async def work():
+    async def work(out: KeyOutput):
         async with services(settings, with_keys=False) as svc:
             apps = svc.applications
             if args.action == "create":
                 app, key = await apps.create(args.tenant, draft, grantor=None)
-                return _secret_out({"application_id": app.id, "key": key}, args.key_file)
+                return out.deliver({"application_id": app.id, "key": key})
             if args.action == "show":
                 app = await apps.get(caller, args.application_id)
                 keys = await apps.keys(caller, args.application_id)
@@ -303,18 +348,25 @@ def applications_command(settings: Settings, args: argparse.Namespace) -> int:
             if args.action == "revoke-key":
                 await apps.revoke_key(caller, args.application_id, args.key_id)
                 return {"application_id": args.application_id, "revoked": [args.key_id]}
-            # rotate-key: a new key first, then the old ones revoked (unless --keep-old).
+            # rotate-key: a new key first, delivered (its file written), then the old ones
+            # revoked (unless --keep-old). A revoke that fails still prints the new key (with
+            # what was revoked): the application never loses every key someone holds.
             old = await apps.keys(caller, args.application_id)
             info, key = await apps.create_key(caller, args.application_id)
-            revoked = []
-            if not args.keep_old:
-                for k in old:
+            revoked: list[str] = []
+            result = out.deliver({"application_id": args.application_id, "key_id": info.id,
+                                  "key": key, "revoked": revoked})
+            try:
+                for k in [] if args.keep_old else old:
                     await apps.revoke_key(caller, args.application_id, k.id)
                     revoked.append(k.id)
-            return _secret_out({"application_id": args.application_id, "key_id": info.id,
-                                "key": key, "revoked": revoked}, args.key_file)
+            except BaseException:
+                emit(result)
+                raise
+            return result
 
-    result = run_async(work)
+    with KeyOutput.open(getattr(args, "key_file", None)) as out:
+        result = run_async(lambda: work(out))
     if result is not None:
         emit(result)
     return 0
@@ -347,7 +399,18 @@ def keys_command(settings: Settings, args: argparse.Namespace) -> int:
     only = set(args.tenant) if args.tenant else None
 
     async def pending():
+        from .errors import NotFound
+
         async with services(settings) as svc:
+            unknown = []
+            for tenant_id in sorted(only or ()):
+                try:
+                    await svc.tenants.get(tenant_id)
+                except NotFound:
+                    unknown.append(tenant_id)
+            if unknown:  # before any key is added: nothing to re-wrap for a typo
+                raise Failure(f"no tenant with the id {', '.join(unknown)}",
+                              "check the ids (vaultgraph tenants list); no key was added")
             return await svc.tenants.pending_rewrap(only)
 
     waiting = run_async(pending)
@@ -397,9 +460,15 @@ def audit_command(settings: Settings, args: argparse.Namespace) -> int:
             progress(count)
 
         async def verify():
+            from .errors import NotFound
+
             async with services(settings) as svc:
-                return await svc.audit_log.verify(
-                    step, chains=set(args.chain) if args.chain else None)
+                try:
+                    return await svc.audit_log.verify(
+                        step, chains=set(args.chain) if args.chain else None)
+                except NotFound as exc:
+                    raise Failure(exc.detail.rstrip("."), "the chain ids are the \"chain\" "
+                                  "of the events vaultgraph audit export writes") from None
 
         findings = run_async(verify)
         progress.done(f"{count} checked, {len(findings)} finding(s)")
@@ -427,18 +496,32 @@ def audit_command(settings: Settings, args: argparse.Namespace) -> int:
         return n
 
     if args.out:
+        # A new file beside the named one, renamed over it at the end: an export that cannot
+        # start or stops half-way leaves the previous file as it was; mode 0600 either way.
         path = Path(args.out).expanduser().absolute()
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
         except OSError as exc:
-            raise Failure(f"cannot write {path} ({exc.strerror})",
-                          "name a writable file for --out") from None
-        with os.fdopen(fd, "wb") as out:
-            n = run_async(lambda: export(out))
+            raise Failure(f"cannot write in {path.parent} ({exc.strerror})",
+                          "name a file in a writable directory for --out") from None
+        try:
+            with os.fdopen(fd, "wb") as out:
+                n = run_async(lambda: export(out))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     else:
-        with contextlib.suppress(BrokenPipeError):
+        try:
             n = run_async(lambda: export(sys.stdout.buffer))
             sys.stdout.flush()
+        except BrokenPipeError:
+            # The reader stopped reading (`| head`): stop quietly, with the status of a writer
+            # ended by SIGPIPE; stdout goes to /dev/null so the exit's flush says nothing.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 128 + signal.SIGPIPE
     progress.done(f"{n} written" + (f" to {args.out}" if args.out else ""))
     return 0
 

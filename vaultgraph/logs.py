@@ -57,17 +57,33 @@ class JsonFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
+    """The message, then the record's structured fields as `key=value` (those the JSON
+    formatter writes: method, route, status, ms, error type, repeated, ...), the trace id last;
+    a traceback follows on the next lines."""
+
     def format(self, record: logging.LogRecord) -> str:
+        fields = [(key, value) for key, value in vars(record).items()
+                  if key not in _STANDARD and not key.startswith("_")]
         trace = _trace_of(record)
+        if trace:
+            fields.append(("trace_id", trace))
+        line = record.getMessage() + "".join(f" {key}={_text_value(value)}"
+                                             for key, value in fields)
         # Never reuse a traceback text another formatter cached on the record (with messages).
-        record = logging.makeLogRecord({**vars(record), "exc_text": None})
-        base = super().format(record)
-        if getattr(record, "repeated", None):
-            base += f" repeated={record.repeated}"
-        return f"{base} trace_id={trace}" if trace else base
+        record = logging.makeLogRecord({**vars(record), "msg": line, "args": None,
+                                        "exc_text": None})
+        return super().format(record)
 
     def formatException(self, ei) -> str:
         return format_exception_safely(ei)
+
+
+def _text_value(value) -> str:
+    """A field's value on a text line: as is when it is one word, else quoted as JSON."""
+    text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+    if isinstance(value, str) and (not text or any(c.isspace() or c in '"=' for c in text)):
+        return orjson.dumps(text).decode()
+    return text
 
 
 def format_exception_safely(exc_info) -> str:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import platform
-import shutil
 import socket
 from importlib import metadata
 from pathlib import Path
@@ -156,9 +155,23 @@ def process_exiting() -> None:
 
 
 def prepare_dir(path: str | os.PathLike) -> None:
-    """Empty the multiprocess directory: call once, in the parent, before workers start."""
-    shutil.rmtree(path, ignore_errors=True)
-    Path(path).mkdir(parents=True, exist_ok=True)
+    """Empty the multiprocess directory: call once, in the parent, before workers start.
+
+    Only prometheus-client's own files (`*.db`) are removed. A directory holding anything else
+    is refused, never emptied: `VAULTGRAPH_METRICS_DIR` set to the wrong place (the home, with
+    the key-encryption key and Neo4j's data) must not cost its contents."""
+    from .settings import ConfigError
+
+    directory = Path(path)
+    directory.mkdir(parents=True, exist_ok=True)
+    entries = list(directory.iterdir())
+    other = sorted(e.name for e in entries if not (e.suffix == ".db" and e.is_file()))
+    if other:
+        raise ConfigError(f"{_ENV_DIR} {directory} holds other files than metrics "
+                          f"({', '.join(other[:3])}{', …' if len(other) > 3 else ''})",
+                          f"set {_ENV_DIR} to a directory of its own (new or empty)")
+    for entry in entries:
+        entry.unlink(missing_ok=True)
 
 
 def _version(dist: str) -> str:

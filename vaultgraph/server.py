@@ -38,6 +38,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
+from .api import metrics as metrics_api
 from .api import problems
 from .api.http import PROBLEM_JSON, problem_body
 from .api.middleware import TRACE_HEADER
@@ -216,16 +217,16 @@ async def serve(settings: Settings, *, reuse_port: bool = False) -> int:
     failed = (served.startup.done() and not served.startup.cancelled()
               and served.startup.exception())
     if isinstance(failed, WrongKey):
-        print(f"vaultgraph: {failed.detail}", file=sys.stderr)
+        say(f"vaultgraph: {failed.detail}")
         status = 1
-    elif failed:
-        raise failed
-    else:
+    elif not failed:
         if served.startup.done():
             settle_heap()
         await stopping  # started (or still starting): serve until SIGTERM
     stopping.cancel()
-    await served.drain()
+    await served.drain()  # a failed start-up too: the listener, the app and its driver close
+    if failed and not isinstance(failed, WrongKey):
+        raise failed  # the caller explains it (cli.explain): one line, never a traceback
     return status
 
 
@@ -302,18 +303,31 @@ def run(settings: Settings) -> int:
         settings = dataclasses.replace(settings, metrics_dir=private)
     elif settings.metrics_dir:  # one fresh multiprocess directory the workers share
         metrics.prepare_dir(settings.metrics_dir)
+    listener = None
     try:
-        return _supervise(settings, workers)
+        if settings.metrics_port:
+            # Opened here, once, and inherited by the workers, which all accept on it: a port
+            # another process holds is refused, never shared with it (no SO_REUSEPORT).
+            listener = metrics_api.listen(settings.metrics_host, settings.metrics_port)
+        return _supervise(settings, workers, listener)
     finally:
+        if listener is not None:
+            listener.close()
         if private is not None:
             shutil.rmtree(private, ignore_errors=True)
 
 
-def _supervise(settings: Settings, workers: int) -> int:
+def _supervise(settings: Settings, workers: int, metrics_listener=None) -> int:
     env = worker_env(settings, os.environ)
+    fds: tuple[int, ...] = ()
+    if metrics_listener is not None:
+        fds = (metrics_listener.fileno(),)
+        env[metrics_api.INHERITED_FD] = str(fds[0])
     children: list[subprocess.Popen] = []
+    sent: set[int] = set()  # signals this supervisor passed on to its workers
 
     def forward(sig, _frame) -> None:
+        sent.add(sig)
         for child in children:
             with contextlib.suppress(ProcessLookupError):
                 child.send_signal(sig)
@@ -321,7 +335,8 @@ def _supervise(settings: Settings, workers: int) -> int:
     # Before the workers start: a SIGTERM arriving meanwhile reaches the ones started so far.
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
-    children.extend(subprocess.Popen([sys.executable, "-m", "vaultgraph.server"], env=env)
+    children.extend(subprocess.Popen([sys.executable, "-m", "vaultgraph.server"], env=env,
+                                     pass_fds=fds)
                     for _ in range(workers))
     stopping = False
     while any(child.poll() is None for child in children):
@@ -330,16 +345,43 @@ def _supervise(settings: Settings, workers: int) -> int:
             forward(signal.SIGTERM, None)
         with contextlib.suppress(subprocess.TimeoutExpired):
             next(c for c in children if c.poll() is None).wait(timeout=0.2)
-    return max(child.returncode for child in children)
+    return max(exit_status(child.returncode, sent) for child in children)
+
+
+def exit_status(returncode: int, sent: set[int] = frozenset()) -> int:
+    """A worker's exit status as a shell reports it: one killed by a signal (a negative
+    returncode: the OOM killer, kill -9) is 128 + the signal, worse than any clean exit; one
+    the supervisor's own SIGTERM/SIGINT ended before it could drain (still starting) is 0."""
+    if returncode >= 0:
+        return returncode
+    return 0 if -returncode in sent else 128 - returncode
 
 
 def _worker() -> int:
+    """One of `--workers N`: a failure is the one line the single-process command prints
+    (`cli.explain`), never a traceback; its status reaches the supervisor."""
+    from .cli import explain
     from .logs import configure
 
-    settings = Settings.from_env()
-    configure(settings.log_level, settings.log_format, settings.log_coalesce_interval)
-    tune_gc(settings)
-    return run_loop(settings, serve(settings, reuse_port=True))
+    settings = None
+    try:
+        settings = Settings.from_env()
+        configure(settings.log_level, settings.log_format, settings.log_coalesce_interval)
+        tune_gc(settings)
+        return run_loop(settings, serve(settings, reuse_port=True))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        cause, fix, status = explain(exc, settings)
+        say(f"vaultgraph: {cause}: {fix}")
+        return status
+
+
+def say(line: str) -> None:
+    """One line on stderr in one write: the workers of `--workers N` share it, and a line
+    printed in two writes (text, then newline) interleaves with another worker's."""
+    sys.stderr.flush()
+    os.write(sys.stderr.fileno(), (line + "\n").encode())
 
 
 if __name__ == "__main__":

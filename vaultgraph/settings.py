@@ -5,6 +5,7 @@ Every field is documented in README.md (a test keeps the two in step).
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -13,7 +14,18 @@ from urllib.parse import urlsplit
 
 PREFIX = "VAULTGRAPH_"
 # Settings that take one of a few words: checked when the settings are made.
-CHOICES = {"neo4j_read_routing": ("read", "write"), "event_loop": ("uvloop", "asyncio")}
+CHOICES = {"neo4j_read_routing": ("read", "write"), "event_loop": ("uvloop", "asyncio"),
+           "log_format": ("json", "text")}
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # any case
+# Ports: 0 means "any free port" for the API and "no listener" for metrics; the local Neo4j's
+# ports are real ports.
+PORTS = {"port": 0, "metrics_port": 0, "neo4j_bolt_port": 1, "neo4j_http_port": 1}
+# Numbers for which 0 means nothing (sizes, counts, a pool, a deadline): at least 1, or above 0.
+POSITIVE = frozenset({
+    "neo4j_pool_size", "max_body_bytes", "max_data_bytes", "page_size_default", "page_size_max",
+    "search_max_query_length", "search_max_terms", "search_max_depth", "expiry_sweep_batch",
+    "render_workers", "audit_batch_max", "request_timeout",
+    "neo4j_acquire_timeout", "neo4j_connect_timeout", "bulk_max_items"})
 # The checkout's root, for tests and the benchmark only: an installed wheel has no checkout.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -152,6 +164,32 @@ class Settings:
                 setting = PREFIX + name.upper()
                 raise ConfigError(f"{setting} is {value!r}",
                                   f"set {setting} to {' or '.join(choices)}")
+        if str(self.log_level).upper() not in LOG_LEVELS:
+            raise ConfigError(f"VAULTGRAPH_LOG_LEVEL is {self.log_level!r}",
+                              f"set VAULTGRAPH_LOG_LEVEL to {', '.join(LOG_LEVELS[:-1])} or "
+                              f"{LOG_LEVELS[-1]}")
+        self._check_numbers()
+
+    def _check_numbers(self) -> None:
+        """Ports within range; no number negative, NaN or infinite; sizes and deadlines above 0
+        (each refusal names the setting, as a value of the wrong type is named)."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            setting = PREFIX + f.name.upper()
+            if f.name in PORTS:
+                low = PORTS[f.name]
+                if not low <= value <= 65535:
+                    raise ConfigError(f"{setting} is {value}, not a port",
+                                      f"set {setting} to a port from {low} to 65535")
+            elif not math.isfinite(value) or value < 0:
+                raise ConfigError(f"{setting} is {value}", f"set {setting} to a number of 0 or "
+                                  "more" if f.name not in POSITIVE else
+                                  f"set {setting} to a number above 0")
+            elif f.name in POSITIVE and value <= 0:
+                raise ConfigError(f"{setting} is {value}",
+                                  f"set {setting} to a number above 0")
 
     @property
     def worker_count(self) -> int:

@@ -8,7 +8,8 @@ import io
 import os
 import re
 import stat
-from contextlib import redirect_stderr
+import uuid
+from contextlib import redirect_stderr, redirect_stdout
 from datetime import UTC, datetime
 
 import orjson
@@ -63,17 +64,97 @@ def test_tenants_create_list_show(cli):
 
 def test_key_file_is_0600_and_key_not_on_stdout(cli, tmp_path):
     path = tmp_path / "acme.key"
-    result = cli("tenants", "create", "--name", "filed", "--key-file", str(path))
+    name = f"filed-{uuid.uuid4().hex[:8]}"
+    result = cli("tenants", "create", "--name", name, "--key-file", str(path))
     assert result.status == 0, result.stderr
     body = result.json()
     assert set(body) == {"tenant_id", "application_id", "key_file"}
     assert body["key_file"] == str(path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert path.read_text().startswith("vg_") and path.read_text().strip() not in result.stdout
-    again = cli("tenants", "create", "--name", "filed", "--key-file", str(path))
+    again = cli("tenants", "create", "--name", name, "--key-file", str(path))
     assert (again.status, again.stderr) == (
         1, f"vaultgraph: {path} exists: name a new file for --key-file (it is never "
            "overwritten)\n")
+    # Refused before anything was created: no second tenant with an admin key nobody holds.
+    assert [r["id"] for r in cli("tenants", "list").lines() if r["name"] == name] == [
+        body["tenant_id"]]
+
+
+def test_a_key_file_that_cannot_be_created_is_refused_before_anything_changes(cli, tmp_path):
+    tenant = new_tenant(cli)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    path = blocker / "app.key"
+    created = cli("applications", "create", "--tenant", tenant["tenant_id"], "--name", "late",
+                  "--key-file", str(path))
+    assert (created.status, created.stdout, created.stderr) == (
+        1, "", f"vaultgraph: cannot create the directory {blocker} (File exists): name a new "
+               "file in a writable directory for --key-file\n")
+    taken = tmp_path / "taken.key"
+    taken.write_text("someone's key\n")
+    again = cli("applications", "create", "--tenant", tenant["tenant_id"], "--name", "late",
+                "--key-file", str(taken))
+    assert (again.status, again.stdout) == (1, "")
+    assert taken.read_text() == "someone's key\n"
+    listed = cli("applications", "list", "--tenant", tenant["tenant_id"]).lines()
+    assert [r["id"] for r in listed] == [tenant["application_id"]]
+
+
+async def test_rotate_key_to_an_existing_file_keeps_the_old_key(cli, client, tmp_path):
+    tenant = new_tenant(cli)
+    taken = tmp_path / "taken.key"
+    taken.write_text("")
+    result = cli("applications", "rotate-key", "--tenant", tenant["tenant_id"],
+                 tenant["application_id"], "--key-file", str(taken))
+    assert (result.status, result.stderr) == (
+        1, f"vaultgraph: {taken} exists: name a new file for --key-file (it is never "
+           "overwritten)\n")
+    assert await status_of(client, tenant["key"]) == 200
+    keys = cli("applications", "show", "--tenant", tenant["tenant_id"],
+               tenant["application_id"]).json()["keys"]
+    assert len(keys) == 1
+    assert taken.read_text() == ""
+
+
+def test_rotate_key_writes_the_new_key_before_revoking_the_old(cli, tmp_path, monkeypatch):
+    """A revoke that fails (Neo4j gone half-way) leaves the new key in the file and printed:
+    the application still has a key someone holds."""
+    import logging
+
+    from vaultgraph import cli as command
+    from vaultgraph.errors import Unavailable
+    from vaultgraph.services.applications import ApplicationService
+
+    tenant = new_tenant(cli)
+    app = cli("applications", "create", "--tenant", tenant["tenant_id"], "--name", "rot",
+              "--permission", "token:read").json()
+
+    async def revoke_fails(self, caller, application_id, key_id):
+        raise Unavailable()
+
+    monkeypatch.setattr(ApplicationService, "revoke_key", revoke_fails)
+    for name, value in cli.env.items():
+        monkeypatch.setenv(name, value)
+    path = tmp_path / "new.key"
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            status = command.main(["applications", "rotate-key", "--tenant",
+                                   tenant["tenant_id"], app["application_id"],
+                                   "--key-file", str(path)])
+    finally:
+        logging.disable(logging.NOTSET)
+    assert status == 1
+    assert err.getvalue().startswith("vaultgraph: cannot reach Neo4j at ")
+    printed = orjson.loads(out.getvalue())
+    assert printed == {"application_id": app["application_id"], "key_id": printed["key_id"],
+                       "revoked": [], "key_file": str(path)}
+    assert path.read_text().startswith("vg_") and path.read_text().strip() != app["key"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    keys = cli("applications", "show", "--tenant", tenant["tenant_id"],
+               app["application_id"]).json()["keys"]
+    assert printed["key_id"] in [k["id"] for k in keys] and len(keys) == 2
 
 
 async def test_applications_lifecycle(cli, client):
@@ -237,3 +318,72 @@ def test_bootstrap_key_never_reaches_a_redirected_stderr(settings, tmp_path):
     assert stat.S_IMODE(os.stat(home / "admin.key").st_mode) == 0o600
     assert f"admin key      in {home / 'admin.key'} (mode 0600; not printed: stderr is not a " \
            "terminal)" in err.getvalue()
+
+
+def test_unknown_ids_are_errors_not_empty_successes(cli, kek_file):
+    tenant = new_tenant(cli)
+    ring = kek_file.read_text()
+    unknown = "00000000-0000-4000-8000-000000000000"
+
+    rotated = cli("keys", "rotate", "--tenant", tenant["tenant_id"], "--tenant", "t-typo")
+    assert (rotated.status, rotated.stdout, rotated.stderr) == (
+        1, "", "vaultgraph: no tenant with the id t-typo: check the ids (vaultgraph tenants "
+               "list); no key was added\n")
+    assert kek_file.read_text() == ring  # no k2 for a typo
+
+    verified = cli("audit", "verify", "--chain", "no-such-chain")
+    assert (verified.status, verified.stdout, verified.stderr.splitlines()[-1]) == (
+        1, "", 'vaultgraph: No audit chain no-such-chain: the chain ids are the "chain" of the '
+               "events vaultgraph audit export writes")
+
+    listed = cli("applications", "list", "--tenant", unknown)
+    assert (listed.status, listed.stdout, listed.stderr) == (
+        1, "", "vaultgraph: No tenant with this id: check the ids (vaultgraph tenants list, "
+               "vaultgraph applications list --tenant ID)\n")
+
+
+def _export_to_a_closed_pipe(cli) -> tuple[int, str]:
+    import subprocess
+
+    from .conftest import VAULTGRAPH
+
+    with subprocess.Popen([VAULTGRAPH, "audit", "export"], env=cli.env, cwd=cli.cwd,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        proc.stdout.close()  # before the first event is written: every write meets a closed pipe
+        stderr = proc.stderr.read().decode()
+        return proc.wait(timeout=120), stderr
+
+
+async def test_audit_export_to_a_closed_pipe_ends_quietly(cli, client):
+    """`vaultgraph audit export | head`: the reader goes away; the export stops without a
+    word (it used to end in "unexpected UnboundLocalError"), status 128 + SIGPIPE."""
+    import asyncio
+    import signal
+
+    tenant = new_tenant(cli)
+    assert await status_of(client, tenant["key"]) == 200
+    await client.server.app[services_key].audit_writer.settle()
+    assert await asyncio.to_thread(_export_to_a_closed_pipe, cli) == (128 + signal.SIGPIPE, "")
+
+
+async def test_audit_export_out_replaces_the_file_only_when_done(cli, client, tmp_path):
+    since = datetime.now(UTC).isoformat()
+    tenant = new_tenant(cli)
+    assert await status_of(client, tenant["key"]) == 200
+    await client.server.app[services_key].audit_writer.settle()
+    out = tmp_path / "events.jsonl"
+    out.write_text("the previous export\n")
+    out.chmod(0o644)
+
+    failed = cli("audit", "export", "--since", since, "--out", str(out),
+                 env={"VAULTGRAPH_NEO4J_URI": "neo4j://127.0.0.1:1"})
+    assert failed.status == 1 and failed.stderr.startswith("vaultgraph: cannot reach Neo4j")
+    assert out.read_text() == "the previous export\n"  # not truncated before the export began
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "events.jsonl", "kek"]
+
+    done = cli("audit", "export", "--since", since, "--out", str(out))
+    assert done.status == 0, done.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert [e["route"] for e in map(orjson.loads, out.read_bytes().splitlines())
+            if e.get("tenant_id") == tenant["tenant_id"]] == ["GET /applications/self"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "events.jsonl", "kek"]

@@ -8,6 +8,8 @@ import shutil
 import socket
 from importlib.metadata import version
 
+import pytest
+
 from .conftest import VAULTGRAPH
 
 FIX_PASSWORD = "set VAULTGRAPH_NEO4J_PASSWORD to this database's password"
@@ -153,3 +155,24 @@ def test_relative_home_is_made_absolute_for_every_child(cli, settings):
                  env={"VAULTGRAPH_HOME": home.name}, cwd=home.parent)
     assert result.status == 0, result.stderr
     assert result.json()["home"] == str(settings.local_neo4j_home())
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("shared", [False, True], ids=["plain", "reuse_port"])
+def test_metrics_port_in_use(cli, workers, shared):
+    """A metrics port another process holds is named as that port and that setting (it was
+    reported as the API port), and never shared with it, even when that process allows
+    sharing (SO_REUSEPORT: two instances' scrapes answered in turn)."""
+    with socket.socket() as taken:
+        if shared:
+            taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("serve", "--workers", workers, timeout=60, env={
+            "VAULTGRAPH_PORT": str(free_port()), "VAULTGRAPH_METRICS_PORT": str(port)})
+    assert result.status == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"vaultgraph: the metrics port {port} on 127.0.0.1 is in use by another process: stop "
+        "that process or set VAULTGRAPH_METRICS_PORT to a free port (0: no metrics listener)")

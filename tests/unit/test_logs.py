@@ -141,3 +141,28 @@ def test_configure_puts_the_filter_on_the_handler_and_zero_turns_it_off():
     finally:
         root.handlers[:], level = saved
         root.setLevel(level)
+
+
+def test_the_text_format_keeps_the_structured_fields_on_the_line():
+    """What the JSON line carries as fields, the text line carries as key=value after the
+    message (the request log line used to read just `INFO vaultgraph.http request`)."""
+    record = logging.makeLogRecord({
+        "name": "vaultgraph.http", "levelno": logging.INFO, "levelname": "INFO",
+        "msg": "request", "method": "GET", "route": "/tokens/{id}", "status": 200, "ms": 1.5,
+        "application_id": None, "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"})
+    assert TextFormatter("%(levelname)s %(name)s %(message)s").format(record) == (
+        "INFO vaultgraph.http request method=GET route=/tokens/{id} status=200 ms=1.5 "
+        "application_id=null trace_id=4bf92f3577b34da6a3ce929d0e0e4736")
+    unavailable = logging.makeLogRecord({"name": "vaultgraph.db", "levelno": logging.WARNING,
+                                         "msg": "neo4j unavailable",
+                                         "error": "ServiceUnavailable", "note": "two words"})
+    assert TextFormatter("%(message)s").format(unavailable) == (
+        'neo4j unavailable error=ServiceUnavailable note="two words"')
+
+
+def test_the_text_format_puts_the_fields_before_the_traceback():
+    record = _record()
+    record.status = 500
+    lines = TextFormatter("%(message)s").format(record).splitlines()
+    assert lines[0] == "unhandled error status=500"
+    assert lines[1] == "Traceback (most recent call last):"

@@ -132,3 +132,41 @@ def test_secrets_stay_out_of_reprs():
                       repr(Tenant("t", "a", "vg_secretkey")),
                       repr(ServiceProcess({"VAULTGRAPH_KEK": "v1:" + "k" * 43}))))
     assert "kkkk" not in shown and "hunter2" not in shown and "vg_secretkey" not in shown
+
+
+@pytest.mark.parametrize(("env", "cause", "fix"), [
+    ({"VAULTGRAPH_LOG_LEVEL": "verbose"}, "VAULTGRAPH_LOG_LEVEL is 'verbose'",
+     "set VAULTGRAPH_LOG_LEVEL to DEBUG, INFO, WARNING, ERROR or CRITICAL"),
+    ({"VAULTGRAPH_LOG_FORMAT": "xml"}, "VAULTGRAPH_LOG_FORMAT is 'xml'",
+     "set VAULTGRAPH_LOG_FORMAT to json or text"),
+    ({"VAULTGRAPH_PORT": "70000"}, "VAULTGRAPH_PORT is 70000, not a port",
+     "set VAULTGRAPH_PORT to a port from 0 to 65535"),
+    ({"VAULTGRAPH_METRICS_PORT": "-1"}, "VAULTGRAPH_METRICS_PORT is -1, not a port",
+     "set VAULTGRAPH_METRICS_PORT to a port from 0 to 65535"),
+    ({"VAULTGRAPH_NEO4J_BOLT_PORT": "0"}, "VAULTGRAPH_NEO4J_BOLT_PORT is 0, not a port",
+     "set VAULTGRAPH_NEO4J_BOLT_PORT to a port from 1 to 65535"),
+    ({"VAULTGRAPH_REQUEST_TIMEOUT": "nan"}, "VAULTGRAPH_REQUEST_TIMEOUT is nan",
+     "set VAULTGRAPH_REQUEST_TIMEOUT to a number above 0"),
+    ({"VAULTGRAPH_SHUTDOWN_GRACE": "-5"}, "VAULTGRAPH_SHUTDOWN_GRACE is -5.0",
+     "set VAULTGRAPH_SHUTDOWN_GRACE to a number of 0 or more"),
+    ({"VAULTGRAPH_HEADER_READ_TIMEOUT": "inf"}, "VAULTGRAPH_HEADER_READ_TIMEOUT is inf",
+     "set VAULTGRAPH_HEADER_READ_TIMEOUT to a number of 0 or more"),
+    ({"VAULTGRAPH_MAX_BODY_BYTES": "-1"}, "VAULTGRAPH_MAX_BODY_BYTES is -1",
+     "set VAULTGRAPH_MAX_BODY_BYTES to a number above 0"),
+    ({"VAULTGRAPH_PAGE_SIZE_MAX": "0"}, "VAULTGRAPH_PAGE_SIZE_MAX is 0",
+     "set VAULTGRAPH_PAGE_SIZE_MAX to a number above 0"),
+])
+def test_a_value_out_of_its_range_is_named(env, cause, fix):
+    from vaultgraph.settings import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env(env)
+    assert (caught.value.cause, caught.value.fix) == (cause, fix)
+
+
+def test_values_in_range_are_kept():
+    s = Settings.from_env({"VAULTGRAPH_LOG_LEVEL": "debug", "VAULTGRAPH_LOG_FORMAT": "text",
+                           "VAULTGRAPH_PORT": "0", "VAULTGRAPH_METRICS_PORT": "65535",
+                           "VAULTGRAPH_RATE_LIMIT": "0", "VAULTGRAPH_SHUTDOWN_GRACE": "0"})
+    assert (s.log_level, s.log_format, s.port, s.metrics_port, s.rate_limit,
+            s.shutdown_grace) == ("debug", "text", 0, 65535, 0.0, 0.0)

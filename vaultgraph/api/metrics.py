@@ -10,6 +10,9 @@ read them, and Prometheus scrapes them on an address API clients never reach.
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
+import socket
 import time
 from collections.abc import AsyncIterator
 
@@ -17,6 +20,7 @@ from aiohttp import web
 
 from .. import metrics
 from ..auth.permissions import PUBLIC
+from ..settings import ConfigError
 from ..stalls import StallMonitor
 from .endpoints import Endpoints, Reply
 from .typedefs import settings_key
@@ -24,6 +28,9 @@ from .typedefs import settings_key
 endpoints = Endpoints()
 TAG = "Operations"
 CLIENT_CLOSED = 499  # the status nginx logs for the same case
+# The listening socket `serve --workers N` opened for its workers' metrics (a file descriptor
+# they inherit): not a setting, the supervisor sets it for its own workers only.
+INHERITED_FD = "_VAULTGRAPH_METRICS_LISTENER_FD"
 
 
 @web.middleware
@@ -81,6 +88,26 @@ def install(app: web.Application) -> None:
     app.cleanup_ctx.append(_listener)
 
 
+def in_use(host: str, port: int) -> ConfigError:
+    return ConfigError(f"the metrics port {port} on {host} is in use by another process",
+                       "stop that process or set VAULTGRAPH_METRICS_PORT to a free port (0: "
+                       "no metrics listener)")
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The metrics port's listening socket, for `serve --workers N` to hand to its workers
+    (inheritable; without SO_REUSEPORT, so no other process can share the port)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        sock = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise in_use(host, port) from None
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
 async def _listener(app: web.Application) -> AsyncIterator[None]:
     settings = app[settings_key]
     metrics.NEO4J_POOL_SIZE.set(settings.neo4j_pool_size)
@@ -90,10 +117,22 @@ async def _listener(app: web.Application) -> AsyncIterator[None]:
     if settings.metrics_port:
         runner = web.AppRunner(metrics_app(), access_log=None)
         await runner.setup()
-        # SO_REUSEPORT: every worker of `--workers N` binds the one metrics port; whichever
-        # answers a scrape sums all of them (multiprocess mode).
-        await web.TCPSite(runner, settings.metrics_host, settings.metrics_port,
-                          reuse_port=True).start()
+        inherited = os.environ.get(INHERITED_FD)
+        try:
+            if inherited:
+                # A worker of `--workers N`: all accept on the socket the supervisor opened;
+                # whichever answers a scrape sums all of them (multiprocess mode).
+                await web.SockSite(runner, socket.socket(fileno=int(inherited))).start()
+            else:
+                # No SO_REUSEPORT: another process on this port is an error, never a silent
+                # share that would answer scrapes in turn with different figures.
+                await web.TCPSite(runner, settings.metrics_host, settings.metrics_port).start()
+        except BaseException as exc:
+            await runner.cleanup()
+            await stalls.stop()
+            if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+                raise in_use(settings.metrics_host, settings.metrics_port) from None
+            raise
     try:
         yield
     finally:

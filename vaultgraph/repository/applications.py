@@ -58,6 +58,9 @@ class ApplicationRepository:
         records = await self._db.read("applications/get", tenant_id=tenant_id, id=application_id)
         return _application(records[0]["application"]) if records else None
 
+    async def tenant_exists(self, tenant_id: str) -> bool:
+        return bool(await self._db.read("tenants/get", id=tenant_id))
+
     async def page(self, tenant_id: str, after: tuple[str, str] | None,
                    limit: int) -> list[tuple[Application, tuple[str, str]]]:
         """Up to `limit` applications after the position, each with its own position."""

@@ -124,6 +124,9 @@ class ApplicationService:
         end)."""
         after = parse_position(cursor) if cursor is not None else None
         rows = await self._repo.page(caller.tenant_id, after, size + 1)
+        if not rows and after is None and not await self._repo.tenant_exists(caller.tenant_id):
+            # Only the operator names a tenant (an API caller's own tenant has its caller).
+            raise NotFound("No tenant with this id.")
         page = rows[:size]
         return [app for app, _ in page], (page[-1][1] if len(rows) > size else None)
 

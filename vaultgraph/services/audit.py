@@ -28,7 +28,7 @@ from .. import metrics
 from ..audit.chain import Finding, sign, valid, verify_chain
 from ..audit.query import LogFilter
 from ..crypto import CryptoError, KeyRing
-from ..errors import Unavailable
+from ..errors import NotFound, Unavailable
 from ..repository.audit import BEGINNING, AuditRepository, native
 
 log = logging.getLogger(__name__)
@@ -288,7 +288,11 @@ class AuditLog:
         if self._ring is None:
             raise ValueError("verifying the audit trail needs the key-encryption key ring")
         findings: list[Finding] = []
-        for info in await self._repo.chains():
+        infos = await self._repo.chains()
+        unknown = sorted((chains or set()) - {info.chain for info in infos})
+        if unknown:  # a chain named but absent would otherwise "verify" with nothing checked
+            raise NotFound(f"No audit chain {', '.join(unknown)}.")
+        for info in infos:
             if chains is not None and info.chain not in chains:
                 continue
             checkpoint = info.checkpoint

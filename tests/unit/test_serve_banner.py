@@ -1,0 +1,43 @@
+"""`vaultgraph serve`'s first line names what is there: the Neo4j Browser only when the local
+launcher's Neo4j is in use (README "Two commands")."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from vaultgraph import cli, server
+from vaultgraph.crypto import KeyRing
+from vaultgraph.settings import Settings
+
+
+@pytest.fixture
+def banner(monkeypatch, capsys):
+    monkeypatch.setattr(server, "run", lambda settings: 0)
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+
+    def serve(**kw) -> str:
+        assert cli.serve(Settings(port=0, kek=KeyRing.generate_spec()), **kw) == 0
+        return capsys.readouterr().err
+
+    yield serve
+    root.handlers[:], root.level = saved
+
+
+def test_no_browser_without_the_local_neo4j(banner):
+    assert banner(local=False) == "serving on http://127.0.0.1:0 (docs at /docs)\n"
+
+
+def test_the_browser_with_the_local_neo4j(banner, monkeypatch):
+    class Neo:
+        def start(self):
+            return False  # already running
+
+    monkeypatch.setattr(cli, "local_neo4j", lambda settings: Neo())
+    monkeypatch.setattr(cli, "ensure_dev_kek", lambda settings: None)
+    monkeypatch.setattr(cli, "_local_settings", lambda settings, neo: settings)
+    monkeypatch.setattr(cli, "bootstrap", lambda settings: None)
+    assert banner(local=True) == ("serving on http://127.0.0.1:0 (docs at /docs, Neo4j Browser "
+                                  "at http://127.0.0.1:7474/browser/)\n")
