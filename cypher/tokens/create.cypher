@@ -1,5 +1,7 @@
 // Create a token (optionally under a parent, optionally deduplicated) in one statement.
 // $parent_id: when set, the parent must be live and readable ($parent_prefixes), else no row.
+// The parent is write-locked and then checked again (reads under the lock see the committed
+// state): a parent deleted, merged away or swept while this statement waited gets no child.
 // $dedup: when true, serialise on the (tenant, type, fingerprint) lock and return an existing
 // live token of that fingerprint instead of creating one.
 // An expired token that still holds $id (the sweeper has not reached it yet) is retired here
@@ -12,7 +14,9 @@
 // @visible/@live/@in_prefixes/@token: cypher/fragments/ (expanded when the catalog loads).
 OPTIONAL MATCH (p:Token {tenant_id: $tenant_id, id: $parent_id})
   WHERE @visible(p, parent_prefixes)
-WITH p WHERE $parent_id IS NULL OR p IS NOT NULL
+SET p._lock = true
+REMOVE p._lock
+WITH p WHERE $parent_id IS NULL OR (p:Token AND @visible(p, parent_prefixes))
 CALL (p) {
   WITH p WHERE $dedup
   MERGE (l:DedupLock {tenant_id: $tenant_id, type: $props.type, fingerprint: $props.fingerprint})
