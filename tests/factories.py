@@ -8,12 +8,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import shutil
 import socket
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit.chain import sign
@@ -21,6 +23,8 @@ from vaultgraph.auth.apikeys import HEADER
 from vaultgraph.auth.permissions import TOKEN_PERMISSIONS
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.settings import Settings
+
+T = TypeVar("T")
 
 
 async def make_application(client, admin_headers, *, permissions: Iterable[str] = TOKEN_PERMISSIONS,
@@ -48,6 +52,61 @@ async def new_tenant(app, name: str = "test"):
 def database(app):
     """The app's own `Database` (the real Neo4j), for reading stored state directly."""
     return app[services_key].database
+
+
+async def blocked_behind(app, held: Sequence[tuple[str, dict[str, Any]]],
+                         request: Awaitable[T], *, statement: str, within: float = 10.0) -> T:
+    """The answer of `request`, forced to wait for a concurrent write that commits meanwhile.
+
+    The `held` statements (text, parameters) run in an explicit transaction of the test's own
+    that stays open, holding their write locks; `request` starts, and once a transaction
+    running the catalog statement `statement` shows as blocked (SHOW TRANSACTIONS), the held
+    one commits and the request is let finish. This is the interleaving a race gives by
+    chance: the request read its nodes before the other write committed, and takes their locks
+    after it. A request that never blocks fails the test (it would prove nothing)."""
+    db = database(app)
+    text = db.catalog.text(statement)
+    async with db.driver.session(database=db.database) as session:
+        tx = await session.begin_transaction()
+        task: asyncio.Future[T] | None = None
+        try:
+            for query, params in held:
+                await (await tx.run(query, params)).consume()
+            task = asyncio.ensure_future(request)
+            until = asyncio.get_running_loop().time() + within
+            while not await _blocked(db, text):
+                assert not task.done(), f"the request did not wait for the held write: {task}"
+                assert asyncio.get_running_loop().time() < until, f"{statement} never blocked"
+                await asyncio.sleep(0.02)
+            await tx.commit()
+        except BaseException:
+            if not tx.closed():
+                await tx.rollback()
+            if task is not None:
+                task.cancel()
+            raise
+    return await task
+
+
+async def _blocked(db, text: str) -> bool:
+    records, _, _ = await db.driver.execute_query(
+        "SHOW TRANSACTIONS YIELD currentQuery, status "
+        "WHERE status STARTS WITH 'Blocked' AND currentQuery CONTAINS $text "
+        "RETURN count(*) AS n", {"text": text}, database_=db.database)
+    return records[0]["n"] > 0
+
+
+def held_delete(app, tenant_id: str, token_id: str, *, merged_into: str | None = None,
+                actor: str = "racing-app") -> list[tuple[str, dict[str, Any]]]:
+    """What a `DELETE /tokens/{id}` runs, or with `merged_into` what an update merging the token
+    into another one runs (its links moved, then retired), for `blocked_behind` to hold."""
+    catalog = database(app).catalog
+    params = {"tenant_id": tenant_id, "id": token_id, "prefixes": ["/"], "actor": actor,
+              "reason": "deleted" if merged_into is None else "deduplicated",
+              "merged_into": merged_into}
+    moves = [] if merged_into is None else [
+        (catalog.text("tokens/move_edges"), {**params, "into": merged_into})]
+    return [*moves, (catalog.text("tokens/delete"), params)]
 
 
 def free_port() -> int:

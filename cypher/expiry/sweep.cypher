@@ -6,9 +6,10 @@
 //   one statement stays well inside the server's transaction timeout whatever the backlog;
 // - $batch rows per inner transaction: memory and lock time stay bounded whatever the backlog,
 //   and each batch commits on its own (IN TRANSACTIONS needs an auto-commit statement);
-// - each token's label is re-read under its write lock: one already swept by another replica
-//   is skipped, not deleted twice and not counted (an expired token cannot be un-expired: no
-//   request reaches it any more);
+// - each token's label and expiry are re-read under its write lock (reads there see the
+//   committed state): one already swept by another replica, deleted or merged away is skipped,
+//   not deleted twice and not counted; one whose expiry a PATCH extended while the sweep
+//   waited for its lock (the PATCH locked it while it was still live) is kept;
 // - a batch that fails (a deadlock with a request, say) is skipped, counted in `failed`, and its
 //   tokens are found again by the next sweep;
 // - a fingerprint no token holds any more lets its dedup lock go (@release_dedup_lock);
@@ -21,7 +22,7 @@ WITH t LIMIT $limit
 CALL (t) {
   SET t._lock = true
   REMOVE t._lock
-  WITH t, t.fingerprint AS fingerprint WHERE t:Token
+  WITH t, t.fingerprint AS fingerprint WHERE t:Token AND t.expires_at < datetime()
   CALL (t) {
     MATCH (t)-[r]-()
     WITH DISTINCT r

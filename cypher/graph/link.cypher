@@ -2,6 +2,8 @@
 // Both nodes are write-locked first, in id order (so A→B and B→A racing cannot deadlock); the
 // existence check that follows runs under those locks, so of N concurrent identical calls exactly
 // one sees no edge, MERGE creates one edge, and that caller alone gets `created`.
+// Both ends are checked again under those locks (reads there see the committed state): an end
+// deleted, merged away by a dedup update or swept while this statement waited is not linked.
 // No row: either end is unknown, expired, unreadable or in another tenant (all answer 404).
 // @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
 MATCH (p:Token {tenant_id: $tenant_id, id: $parent_id})
@@ -14,6 +16,7 @@ CALL (p, c) {
   SET n._lock = true
   REMOVE n._lock
 }
+WITH p, c WHERE p:Token AND c:Token AND @visible(p) AND @visible(c)
 WITH p, c, EXISTS { (p)-[:PARENT_OF]->(c) } AS existed
 MERGE (p)-[r:PARENT_OF]->(c)
   ON CREATE SET r.created_at = datetime()

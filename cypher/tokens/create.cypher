@@ -1,18 +1,26 @@
 // Create a token (optionally under a parent, optionally deduplicated) in one statement.
 // $parent_id: when set, the parent must be live and readable ($parent_prefixes), else no row.
+// The parent is write-locked and then checked again (reads under the lock see the committed
+// state): a parent deleted, merged away or swept while this statement waited gets no child.
 // $dedup: when true, serialise on the (tenant, type, fingerprint) lock and return an existing
 // live token of that fingerprint instead of creating one.
 // An expired token that still holds $id (the sweeper has not reached it yet) is retired here
-// exactly as the sweeper retires it: expired tokens are gone to callers, so their ids are free
-// (a 409 would tell that the expired token exists).
+// exactly as the sweeper retires it, its dedup lock included: expired tokens are gone to
+// callers, so their ids are free (a 409 would tell that the expired token exists). It is
+// write-locked first and its expiry read again under the lock: a PATCH that extended it, or a
+// delete or sweep that retired it, while this statement waited is not undone (an extended token
+// holds the id: the create then fails on the uniqueness constraint, 409).
 // Metadata entries are HAS_META self-loops (see tokens/list_by_metadata); search index values are
 // HAS_INDEX self-loops holding their keyed HMAC (see search/seek_data).
 // $expires_at arrives as ISO-8601 text or null (repository/database.py datetime_text) and is
 // stored as the DateTime it names.
-// @visible/@live/@in_prefixes/@token: cypher/fragments/ (expanded when the catalog loads).
+// @visible/@live/@in_prefixes/@token/@release_dedup_lock: cypher/fragments/ (expanded when the
+// catalog loads).
 OPTIONAL MATCH (p:Token {tenant_id: $tenant_id, id: $parent_id})
   WHERE @visible(p, parent_prefixes)
-WITH p WHERE $parent_id IS NULL OR p IS NOT NULL
+SET p._lock = true
+REMOVE p._lock
+WITH p WHERE $parent_id IS NULL OR (p:Token AND @visible(p, parent_prefixes))
 CALL (p) {
   WITH p WHERE $dedup
   MERGE (l:DedupLock {tenant_id: $tenant_id, type: $props.type, fingerprint: $props.fingerprint})
@@ -33,6 +41,10 @@ CALL (existing) {
     USING INDEX SEEK old:Token(tenant_id, id)
     WHERE existing IS NULL AND old.expires_at <= datetime()
   WITH old WHERE old IS NOT NULL
+  SET old._lock = true
+  REMOVE old._lock
+  WITH old, old.fingerprint AS fingerprint
+  WHERE old:Token AND old.expires_at <= datetime()
   CALL (old) {
     MATCH (old)-[r]-()
     WITH DISTINCT r
@@ -43,6 +55,8 @@ CALL (existing) {
   SET old = {tenant_id: old.tenant_id, id: old.id, type: old.type, created_by: old.created_by,
              created_at: old.created_at, deleted_at: datetime(), deleted_by: $expired_actor,
              deleted_reason: $expired_reason, merged_into: null}
+  WITH old, fingerprint
+  @release_dedup_lock(old, fingerprint)
 }
 FOREACH (_ IN CASE WHEN existing IS NULL THEN [1] ELSE [] END |
   CREATE (t:Token {tenant_id: $tenant_id, id: $id})

@@ -1,12 +1,17 @@
 // Create many tokens in one statement (POST /tokenize): one $rows entry per valid item, each
 // {index, id, props, expires_at, meta_kvs, dedup, index_digests}, created as tokens/create
 // creates one token (dedup lock and match, an expired holder of the id retired as the sweeper
-// retires it, HAS_META and HAS_INDEX self-loops). The subquery runs row by row and sees the rows before it, so two items of one
-// request dedup against each other.
+// retires it, its dedup lock included, HAS_META and HAS_INDEX self-loops). The subquery runs
+// row by row and sees the rows before it, so two items of one request dedup against each other.
+// A holder of an id is write-locked (SET on the null of no holder does nothing) and read under
+// the lock: an expired one a PATCH extended meanwhile is live, and its row answers `taken`; one
+// a delete or sweep retired meanwhile is no longer a :Token and is left as it is. The lock is
+// in the row itself, not in a subquery: a property read after a subquery could be the value
+// cached before it.
 // An id held by a live token answers `taken` on its row instead of failing the statement (the
 // other items still commit); a create racing this one for the same id can still fail it on the
 // uniqueness constraint, and the repository runs it again (the winner then reads as `taken`).
-// @live: cypher/fragments/ (expanded when the catalog loads).
+// @live/@release_dedup_lock: cypher/fragments/ (expanded when the catalog loads).
 UNWIND $rows AS row
 CALL (row) {
   CALL (row) {
@@ -25,10 +30,12 @@ CALL (row) {
     RETURN null AS existing
   }
   OPTIONAL MATCH (old:Token {tenant_id: $tenant_id, id: row.id}) WHERE existing IS NULL
-  WITH row, existing, old,
-       old IS NOT NULL AND @live(old) AS taken
-  CALL (old, taken) {
-    WITH old WHERE old IS NOT NULL AND NOT taken
+  SET old._lock = true
+  REMOVE old._lock
+  WITH row, existing, old, old.fingerprint AS fingerprint,
+       old IS NOT NULL AND old:Token AND @live(old) AS taken
+  CALL (old, taken, fingerprint) {
+    WITH old, fingerprint WHERE old IS NOT NULL AND old:Token AND NOT taken
     CALL (old) {
       MATCH (old)-[r]-()
       WITH DISTINCT r
@@ -39,6 +46,8 @@ CALL (row) {
     SET old = {tenant_id: old.tenant_id, id: old.id, type: old.type, created_by: old.created_by,
                created_at: old.created_at, deleted_at: datetime(), deleted_by: $expired_actor,
                deleted_reason: $expired_reason, merged_into: null}
+    WITH old, fingerprint
+    @release_dedup_lock(old, fingerprint)
   }
   FOREACH (_ IN CASE WHEN existing IS NULL AND NOT taken THEN [1] ELSE [] END |
     CREATE (t:Token {tenant_id: $tenant_id, id: row.id})

@@ -1,10 +1,16 @@
 // Delete a live token the caller may delete: its data, metadata entries and links go, an audit
 // reference stays (label :DeletedToken, so the id may be reused by a new token).
+// The token is write-locked first and checked again under the lock: a delete, dedup merge or
+// sweep that committed while this one waited has already retired it, and its audit reference
+// (deleted_by, deleted_reason, merged_into) is kept as written: no row (404), not a second
+// retirement.
 // @visible/@live/@in_prefixes/@release_dedup_lock: cypher/fragments/ (expanded when the catalog
 // loads).
 MATCH (t:Token {tenant_id: $tenant_id, id: $id})
 WHERE @visible(t)
-WITH t, t.fingerprint AS fingerprint
+SET t._lock = true
+REMOVE t._lock
+WITH t, t.fingerprint AS fingerprint WHERE t:Token AND @visible(t)
 CALL (t) {
   MATCH (t)-[r]-()
   WITH DISTINCT r

@@ -15,7 +15,7 @@ from datetime import datetime
 
 import orjson
 import pytest
-from factories import database, key_headers, make_application, new_tenant
+from factories import blocked_behind, database, key_headers, make_application, new_tenant
 
 from vaultgraph.auth import apikeys
 
@@ -566,3 +566,41 @@ async def test_cli_refuses_invalid_input_and_unknown_tenants(settings, tenant):
     code, out, err = await _cli(settings, "--tenant", str(uuid.uuid4()), "--name", "x")
     assert (code, out) == (1, "")
     assert "tenant" in err
+
+
+# ---- racing a delete -----------------------------------------------------------------------
+
+def _held_application_delete(app, tenant_id: str, application_id: str) -> list:
+    return [(database(app).catalog.text("applications/delete"),
+             {"tenant_id": tenant_id, "id": application_id, "deleted_by": "racing-admin"})]
+
+
+async def test_a_replace_racing_a_delete_is_404(client, tenant, admin_headers):
+    # The replace locked the application after the delete committed; it once went on with
+    # the deleted application and answered 500 (the update statement returned no row).
+    created = await make_application(client, admin_headers, permissions=["token:read"])
+    app = client.server.app
+    resp = await blocked_behind(
+        app, _held_application_delete(app, tenant.tenant_id, created["id"]),
+        client.put(f"/applications/{created['id']}", headers=admin_headers,
+                   json={"name": "renamed", "permissions": ["token:read"]}),
+        statement="applications/lock")
+    assert resp.status == 404, await resp.text()
+    rows = await database(app).driver.execute_query(
+        "MATCH (a:Application {id: $id}) RETURN a.name AS name, a.deleted_by AS by",
+        {"id": created["id"]}, database_=database(app).database)
+    assert [r.data() for r in rows.records] == [{"name": "app", "by": "racing-admin"}]
+
+
+async def test_a_key_issued_racing_a_delete_is_404(client, tenant, admin_headers):
+    created = await make_application(client, admin_headers, permissions=["token:read"])
+    app = client.server.app
+    resp = await blocked_behind(
+        app, _held_application_delete(app, tenant.tenant_id, created["id"]),
+        client.post(f"/applications/{created['id']}/keys", headers=admin_headers),
+        statement="applications/lock")
+    assert resp.status == 404, await resp.text()
+    rows = await database(app).driver.execute_query(
+        "MATCH (:Application {id: $id})-[:HAS_KEY]->(k:ApiKey) RETURN k.revoked_at IS NULL AS live",
+        {"id": created["id"]}, database_=database(app).database)
+    assert [r.data() for r in rows.records] == [{"live": False}]

@@ -23,7 +23,7 @@ from ..auth.apikeys import HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
 from ..errors import MAX_LISTED_ERRORS, VaultError, add_error, field_name
 from ..logs import trace_id_var
-from . import problems
+from . import problems, ratelimit
 from .http import problem_response
 from .typedefs import PRINCIPAL, TRACE_ID, services_key
 
@@ -246,6 +246,7 @@ async def authenticate(request: web.Request, handler) -> web.StreamResponse:
         return await handler(request)
     principal = await request.app[services_key].authenticator.authenticate(
         request.headers.get(HEADER))
+    ratelimit.authenticated(request)
     request[PRINCIPAL] = principal
     note = audit_context.current.get()
     if note is not None:

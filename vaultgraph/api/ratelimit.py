@@ -2,7 +2,10 @@
 address for failed authentications. The buckets are in `services/ratelimits.py`.
 
 `throttle_failed_auth` sits outside authentication: an address over its failure budget gets
-429 before its key is looked up, and each 401 spends one token (the 401 itself is unchanged).
+429 before its key is looked up. A request spends one token before the look-up (requests sent
+at once must not all pass a check made before any of them failed) and `authenticate` gives it
+back once the key is good (`authenticated`); a 401 keeps it spent (the 401 itself is
+unchanged). See services/ratelimits.py FailedAuthentications.
 `rate_limit` sits inside it: each authenticated request spends one of its application's tokens.
 Every answer to an authenticated request carries `RateLimit-Limit`, `RateLimit-Remaining` and
 `RateLimit-Reset` (added as the response is prepared, so problem answers carry them too)."""
@@ -12,12 +15,14 @@ from __future__ import annotations
 from aiohttp import web
 
 from .. import metrics
+from ..auth.apikeys import HEADER
 from ..auth.permissions import PUBLIC, declared
 from ..errors import RateLimited, Unauthenticated
-from ..services.ratelimits import Verdict
+from ..services.ratelimits import Reservation, Verdict
 from .typedefs import PRINCIPAL, services_key
 
 RATE_LIMIT: web.RequestKey[Verdict] = web.RequestKey("rate_limit")
+FAILURE_RESERVATION: web.RequestKey[Reservation] = web.RequestKey("failure_reservation")
 FAILED_AUTH = "Too many failed authentications from this address; retry later."
 OVER_LIMIT = "The application is over its rate limit; retry after the time in Retry-After."
 
@@ -25,20 +30,31 @@ OVER_LIMIT = "The application is over its rate limit; retry after the time in Re
 @web.middleware
 async def throttle_failed_auth(request: web.Request, handler) -> web.StreamResponse:
     match = request.match_info
-    buckets = request.app[services_key].rate_limits.auth_failures
+    failures = request.app[services_key].rate_limits.auth_failures
     if (match.http_exception is not None or declared(match.handler) == PUBLIC
-            or not buckets.enabled):
+            or not failures.enabled):
         return await handler(request)
-    address = request.remote or ""
-    verdict = buckets.peek(address)
-    if not verdict.allowed:
+    verdict, reservation = failures.reserve(request.remote or "",
+                                            request.headers.get(HEADER) or "")
+    if reservation is None:
         metrics.RATE_LIMITED.labels(limit="client_address").inc()
         raise RateLimited(FAILED_AUTH, retry_after=verdict.retry_after)
+    request[FAILURE_RESERVATION] = reservation
     try:
         return await handler(request)
     except Unauthenticated:
-        buckets.take(address)
+        reservation.failed()
         raise
+    finally:
+        reservation.release()
+
+
+def authenticated(request: web.Request) -> None:
+    """The request's key is good: the failure budget it reserved goes back at once (not when
+    the request ends, so requests in flight hold none of it)."""
+    reservation = request.get(FAILURE_RESERVATION)
+    if reservation is not None:
+        reservation.authenticated()
 
 
 @web.middleware

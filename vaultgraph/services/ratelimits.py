@@ -74,6 +74,79 @@ class TokenBuckets:
         tokens = self._level(key, self._clock())
         return self._verdict(tokens >= 1, tokens)
 
+    def give(self, key: str) -> None:
+        """Give one token back (one `take` spent for what turned out not to count)."""
+        now = self._clock()
+        self._store(key, min(float(self.burst), self._level(key, now) + 1), now)
+
+
+class FailedAuthentications:
+    """The failed-authentication budget of each client address, spent before a key is looked up.
+
+    A look-up awaits Neo4j. Checked before it and spent only after the 401, the budget let
+    every request sent at once pass the check (500 bad keys at once: 500 look-ups and 401s
+    against a budget of 20). So a request spends one token first and gets it back as soon as
+    its key authenticates, or when it ends with no answer on its key (a 503, say); a 401 keeps
+    it spent. Requests from one address with one key share the reservation while their key is
+    being looked up, as they share the look-up: a burst of good requests (every client behind
+    one proxy) spends no more than one token for a moment, whatever its size."""
+
+    def __init__(self, buckets: TokenBuckets):
+        self.buckets = buckets
+        self._pending: dict[tuple[str, str], Reservation] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return self.buckets.enabled
+
+    def reserve(self, address: str, key: str) -> tuple[Verdict, Reservation | None]:
+        """The check and, when allowed, the reservation the request holds until it ends."""
+        pending = self._pending.get((address, key))
+        if pending is not None:
+            pending.users += 1
+            return self.buckets.peek(address), pending
+        verdict = self.buckets.take(address)
+        if not verdict.allowed:
+            return verdict, None
+        reservation = self._pending[(address, key)] = Reservation(self, address, key)
+        return verdict, reservation
+
+    def _settle(self, reservation: Reservation, *, refund: bool) -> None:
+        if reservation.settled:
+            return
+        reservation.settled = True
+        if self._pending.get(reservation.pair) is reservation:
+            del self._pending[reservation.pair]  # a later request with this key spends anew
+        if refund:
+            self.buckets.give(reservation.pair[0])
+
+
+class Reservation:
+    """One token of an address's failure budget, held while a key is being looked up."""
+
+    __slots__ = ("_owner", "pair", "settled", "users")
+
+    def __init__(self, owner: FailedAuthentications, address: str, key: str):
+        self._owner = owner
+        self.pair = (address, key)
+        self.users = 1
+        self.settled = False
+
+    def authenticated(self) -> None:
+        """The key is good: the token goes back."""
+        self._owner._settle(self, refund=True)
+
+    def failed(self) -> None:
+        """The key was refused (401): the token stays spent."""
+        self._owner._settle(self, refund=False)
+
+    def release(self) -> None:
+        """One request holding the reservation ended; the last one gives the token back if
+        nothing was decided about the key."""
+        self.users -= 1
+        if self.users == 0:
+            self._owner._settle(self, refund=True)
+
 
 class RateLimits:
     """The two throttles a request meets: its application's budget, and (for a client address
@@ -82,6 +155,6 @@ class RateLimits:
     def __init__(self, *, rate: float, burst: int, auth_failures: int,
                  auth_failure_window: float, clock: Callable[[], float] = time.monotonic):
         self.applications = TokenBuckets(rate=rate, burst=burst, clock=clock)
-        self.auth_failures = TokenBuckets(
+        self.auth_failures = FailedAuthentications(TokenBuckets(
             rate=auth_failures / auth_failure_window if auth_failures > 0 else 0,
-            burst=auth_failures, clock=clock)
+            burst=auth_failures, clock=clock))

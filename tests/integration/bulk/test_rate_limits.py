@@ -3,11 +3,15 @@ on every authenticated answer, 429 past it; failed authentications throttled per
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import pytest
+from factories import new_tenant
 
+from vaultgraph.api.typedefs import services_key
 from vaultgraph.app import create_app
+from vaultgraph.auth import apikeys
 
 from ._support import VISA, application, call, card
 
@@ -75,3 +79,32 @@ async def test_rate_limit_zero_turns_limits_off(aiohttp_client, settings):
         assert "RateLimit-Limit" not in resp.headers
     for _ in range(5):
         await call(client, "GET", "/tokens", {"SVC-API-KEY": "vg_wrong"}, expect=401)
+
+
+async def test_concurrent_failed_authentications_spend_the_budget_before_the_look_up(
+        client, admin_headers):
+    # Each well-formed key is looked up in Neo4j. The budget was once checked before the
+    # look-up and spent after the 401, so requests sent at once all passed the check: 40 of
+    # them gave 40 answers of 401 against a budget of 3.
+    keys = [apikeys.generate() for _ in range(40)]
+    answers = await asyncio.gather(*(client.get("/tokens", headers={"SVC-API-KEY": k})
+                                     for k in keys))
+    statuses = sorted(r.status for r in answers)
+    assert statuses == [401] * 3 + [429] * 37
+
+
+async def test_concurrent_requests_with_a_valid_key_spend_no_failure_budget(
+        aiohttp_client, settings):
+    # Spending before the look-up must not refuse a burst of good requests from one address
+    # (behind a proxy, every client's): they share one look-up and give the budget back.
+    app = create_app(dataclasses.replace(settings, auth_failure_limit=3,
+                                         auth_failure_window=3600.0))
+    client = await aiohttp_client(app)
+    tenant = await new_tenant(app)
+    headers = {"SVC-API-KEY": tenant.key}
+    for _ in range(3):
+        answers = await asyncio.gather(*(client.get("/tokens", headers=headers)
+                                         for _ in range(30)))
+        assert {r.status for r in answers} == {200}
+        app[services_key].authenticator.invalidate()  # the next burst looks the key up again
+    await call(client, "GET", "/tokens", {"SVC-API-KEY": apikeys.generate()}, expect=401)

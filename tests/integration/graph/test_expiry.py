@@ -7,7 +7,7 @@ import dataclasses
 import logging
 
 import pytest
-from factories import database, new_tenant
+from factories import blocked_behind, database, new_tenant
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.app import create_app
@@ -216,3 +216,20 @@ async def test_an_interval_of_zero_leaves_only_on_demand_sweeps(aiohttp_client, 
                                 "RETURN d.deleted_reason AS reason, d.deleted_by AS by",
                         t=tenant.tenant_id, id=token["id"]) == [
         {"reason": "expired", "by": expiry.ACTOR}]
+
+
+async def test_a_token_whose_expiry_was_extended_meanwhile_is_not_swept(api, client, tenant):
+    # The sweep found the token expired, then waited for its lock while a PATCH extending the
+    # expiry held it. Once the PATCH commits the token is live: it was once swept anyway, its
+    # data and links deleted right after the extension was answered 200.
+    await api.create(customer(id="extended", expires_at="1/1/2999"))
+    await api.create(customer(id="extended-kid"))
+    await api.link("extended", "extended-kid")
+    await expire(client, tenant.tenant_id, "extended")
+    app = client.server.app
+    await blocked_behind(
+        app, [("MATCH (t:Token {tenant_id: $t, id: 'extended'}) "
+               "SET t.expires_at = datetime() + duration('PT1H')", {"t": tenant.tenant_id})],
+        app[services_key].expiry.sweep(), statement="expiry/sweep")
+    assert (await api.get("extended"))["data"] == {"name": "Ada"}
+    assert [c["id"] for c in (await api.children("extended"))["data"]] == ["extended-kid"]

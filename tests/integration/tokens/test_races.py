@@ -1,0 +1,133 @@
+"""A token write racing another write of the same token: the request read the token live, then
+waited for the lock the other write held, and must act on what that write committed (a
+delete, a dedup merge, an expiry extension), as if the two had run one after the other.
+
+Each test holds the other write open in a transaction of its own (factories.blocked_behind),
+lets the request block on it, commits it, then checks the request's answer and the stored
+state."""
+
+from __future__ import annotations
+
+from factories import blocked_behind, held_delete
+
+from ._support import VISA, card, cypher
+
+EXTEND = ("MATCH (t:Token {tenant_id: $tenant_id, id: $id}) "
+          "SET t.expires_at = datetime() + duration('PT1H')")
+
+
+async def expire_now(client, tenant_id: str, token_id: str) -> None:
+    await cypher(client, "MATCH (t:Token {tenant_id: $t, id: $id}) "
+                         "SET t.expires_at = datetime() - duration('PT1S')",
+                 t=tenant_id, id=token_id)
+
+
+async def reference(client, tenant_id: str, token_id: str) -> list[dict]:
+    return await cypher(client, "MATCH (d {tenant_id: $t, id: $id}) "
+                                "RETURN labels(d) AS labels, d.deleted_reason AS reason, "
+                                "d.deleted_by AS by, d.merged_into AS merged_into",
+                        t=tenant_id, id=token_id)
+
+
+async def test_a_patch_of_a_token_deleted_meanwhile_is_404(api, client, tenant):
+    # Once 400 "containers: must hold at least one container": the update went on with the
+    # deleted token's audit reference.
+    created = await api.create({"type": "token", "data": 1})
+    app = client.server.app
+    problem = await blocked_behind(
+        app, held_delete(app, tenant.tenant_id, created["id"]),
+        api.patch(created["id"], {"data": 2}, expect=404), statement="tokens/lock_for_update")
+    assert problem == await api.patch("no-such-token", {"data": 2}, expect=404)
+
+
+async def test_a_complete_patch_of_a_token_deleted_meanwhile_is_404(api, client, tenant):
+    # Once 403 "needs a rule that reveals": the patch was compared with the deleted token's
+    # audit reference, which has no mask, fingerprint expression or search indexes.
+    created = await api.create({"type": "token", "data": 1, "containers": ["/a/"]})
+    app = client.server.app
+    await blocked_behind(
+        app, held_delete(app, tenant.tenant_id, created["id"]),
+        api.patch(created["id"], {"data": 2, "containers": ["/a/"]}, expect=404),
+        statement="tokens/lock_for_update")
+    [ref] = await reference(client, tenant.tenant_id, created["id"])
+    assert (ref["labels"], ref["by"]) == (["DeletedToken"], "racing-app")
+
+
+async def test_a_patch_of_a_token_merged_away_meanwhile_is_404(api, client, tenant):
+    original = await api.create({"type": "token", "data": "same"})
+    twin = await api.create({"type": "token", "data": "other"})
+    app = client.server.app
+    await blocked_behind(
+        app, held_delete(app, tenant.tenant_id, twin["id"], merged_into=original["id"]),
+        api.patch(twin["id"], {"metadata": {"k": "v"}}, expect=404),
+        statement="tokens/lock_for_update")
+    assert (await api.get(original["id"]))["metadata"] in (None, {})
+
+
+async def test_a_delete_racing_a_dedup_merge_keeps_merged_into_and_is_404(api, client, tenant):
+    # Once 204, and the merge's audit reference rewritten: deleted_reason "deleted",
+    # merged_into null, deleted_by the second caller.
+    original = await api.create({"type": "token", "data": "same"})
+    twin = await api.create({"type": "token", "data": "other"})
+    app = client.server.app
+    await blocked_behind(
+        app, held_delete(app, tenant.tenant_id, twin["id"], merged_into=original["id"]),
+        api.delete(twin["id"], expect=404), statement="tokens/delete")
+    [ref] = await reference(client, tenant.tenant_id, twin["id"])
+    assert ref == {"labels": ["DeletedToken"], "reason": "deduplicated", "by": "racing-app",
+                   "merged_into": original["id"]}
+
+
+async def test_of_two_racing_deletes_one_is_204_and_the_other_404(api, client, tenant):
+    created = await api.create({"type": "token", "data": 1})
+    app = client.server.app
+    await blocked_behind(app, held_delete(app, tenant.tenant_id, created["id"]),
+                         api.delete(created["id"], expect=404), statement="tokens/delete")
+    [ref] = await reference(client, tenant.tenant_id, created["id"])
+    assert (ref["reason"], ref["by"]) == ("deleted", "racing-app")
+async def test_an_expired_id_holder_extended_meanwhile_is_not_retired(api, client, tenant):
+    # POST /tokens {id} retires an expired token holding the id (README, "Expiration input").
+    # When a PATCH extending that token commits first, the token is live again: the id is
+    # taken (409), and the extended token keeps its data. It was once retired as "expired"
+    # right after its extension was answered 200, and the new token took its id.
+    await api.create({"id": "extended", "type": "token", "data": "old"})
+    await expire_now(client, tenant.tenant_id, "extended")
+    await blocked_behind(
+        client.server.app, [(EXTEND, {"tenant_id": tenant.tenant_id, "id": "extended"})],
+        api.create({"id": "extended", "type": "token", "data": "new"}, expect=409),
+        statement="tokens/create")
+    assert (await api.get("extended"))["data"] == "old"
+    assert await reference(client, tenant.tenant_id, "extended") == [
+        {"labels": ["Token"], "reason": None, "by": None, "merged_into": None}]
+
+
+async def test_an_expired_id_holder_extended_meanwhile_is_taken_in_a_bulk_create(
+        api, client, tenant):
+    await api.create({"id": "bulk-extended", "type": "token", "data": "old"})
+    await expire_now(client, tenant.tenant_id, "bulk-extended")
+    resp = await blocked_behind(
+        client.server.app, [(EXTEND, {"tenant_id": tenant.tenant_id, "id": "bulk-extended"})],
+        client.post("/tokenize", headers=api.headers,
+                    json=[{"id": "bulk-extended", "type": "token", "data": "new"},
+                          {"id": "bulk-fresh", "type": "token", "data": "fresh"}]),
+        statement="tokens/create_many")
+    answer = await resp.json()
+    assert resp.status == 200, answer
+    assert [a.get("status") for a in answer] == [409, None]
+    assert (await api.get("bulk-extended"))["data"] == "old"
+    assert (await api.get("bulk-fresh"))["data"] == "fresh"
+
+
+async def test_retiring_an_expired_id_holder_releases_its_dedup_lock(api, client, tenant):
+    # The lock node (tenant, type, fingerprint) goes with the last token holding the
+    # fingerprint, whichever way it goes: delete, update, sweep, and this retirement.
+    old = await api.create({**card(VISA), "id": "reused", "deduplicate_token": True})
+    await expire_now(client, tenant.tenant_id, "reused")
+    await api.create({"id": "reused", "type": "token", "data": "another value"})
+    rows = await cypher(client, "MATCH (l:DedupLock {tenant_id: $t}) RETURN l.fingerprint AS f",
+                        t=tenant.tenant_id)
+    assert rows == []
+    assert old["fingerprint"]
+    rows = await cypher(client, "MATCH (d:DeletedToken {tenant_id: $t, id: 'reused'}) "
+                                "RETURN d.deleted_reason AS reason", t=tenant.tenant_id)
+    assert rows == [{"reason": "expired"}]
