@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -372,14 +373,17 @@ def applications_command(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def add_kek_version(settings: Settings, ring) -> str:
-    """Append a new key version to the key file (atomically, 0600); the new one is active."""
+def add_kek_version(settings: Settings) -> str:
+    """Append a new key version to the key file (atomically, 0600, durable before any tenant is
+    re-wrapped under it); the new one is active. The caller holds `rotation_lock`, and the
+    ring is read here, under it: two rotations never both add the same version."""
     from .crypto import KeyRing
 
     if settings.kek:
         raise Failure("the key ring comes from VAULTGRAPH_KEK, which this command cannot change",
                       "append a new '<version>:<base64url key>' entry to VAULTGRAPH_KEK on every "
                       "replica, restart them, then run vaultgraph keys rotate again")
+    ring = check_kek(settings)
     numbers = [int(v[1:]) for v in ring.versions if v[:1] == "k" and v[1:].isdigit()]
     new_version = f"k{max(numbers, default=0) + 1}"
     while new_version in ring.versions:
@@ -390,12 +394,53 @@ def add_kek_version(settings: Settings, ring) -> str:
     tmp = path.with_name(path.name + ".new")
     tmp.unlink(missing_ok=True)
     _write_secret(tmp, f"{spec},{entry}")
+    with open(tmp) as f:  # the new key on disk before it wraps anything: a crash loses no key
+        os.fsync(f.fileno())
     tmp.replace(path)
+    _fsync_dir(path.parent)
     return new_version
 
 
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def rotation_lock(settings: Settings) -> Iterator[None]:
+    """One `keys rotate` at a time per key file: an exclusive lock on a file beside it, held
+    for the whole rotation (a second waits, then resumes or adds the next version)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; one operator, one rotation at a time
+        fcntl = None
+    if settings.kek or fcntl is None:
+        yield
+        return
+    lock_path = settings.kek_path.with_name(settings.kek_path.name + ".lock")
+    fd = os.open(lock_path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another vaultgraph keys rotate ({lock_path})", file=sys.stderr)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def keys_command(settings: Settings, args: argparse.Namespace) -> int:
-    ring = check_kek(settings)
+    check_kek(settings)
+    with rotation_lock(settings):
+        return _rotate(settings, args)
+
+
+def _rotate(settings: Settings, args: argparse.Namespace) -> int:
+    ring = check_kek(settings)  # again, under the lock: another rotation may have added one
     only = set(args.tenant) if args.tenant else None
 
     async def pending():
@@ -418,7 +463,7 @@ def keys_command(settings: Settings, args: argparse.Namespace) -> int:
         print(f"resuming: {waiting} tenant(s) still wrapped under an older key; re-wrapping "
               f"under {ring.active}", file=sys.stderr)
     else:
-        added = add_kek_version(settings, ring)
+        added = add_kek_version(settings)
         print(f"added key-encryption key version {added} to {settings.kek_path}",
               file=sys.stderr)
 
