@@ -26,6 +26,11 @@ POSITIVE = frozenset({
     "search_max_query_length", "search_max_terms", "search_max_depth", "expiry_sweep_batch",
     "render_workers", "audit_batch_max", "request_timeout",
     "neo4j_acquire_timeout", "neo4j_connect_timeout", "bulk_max_items"})
+# Upper bounds the interface sets: an expired token is deleted within an hour of its expiry
+# (spec §2.3.3), so the sweep runs at least hourly (0 still turns this process's sweep off).
+AT_MOST = {"expiry_sweep_interval": (
+    3600, "set VAULTGRAPH_EXPIRY_SWEEP_INTERVAL to 3600 or less (expired tokens must be deleted "
+          "within an hour), or 0 where another replica sweeps")}
 # The checkout's root, for tests and the benchmark only: an installed wheel has no checkout.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -190,6 +195,8 @@ class Settings:
             elif f.name in POSITIVE and value <= 0:
                 raise ConfigError(f"{setting} is {value}",
                                   f"set {setting} to a number above 0")
+            elif f.name in AT_MOST and value > AT_MOST[f.name][0]:
+                raise ConfigError(f"{setting} is {value}", AT_MOST[f.name][1])
 
     @property
     def worker_count(self) -> int:

@@ -155,6 +155,9 @@ def test_secrets_stay_out_of_reprs():
      "set VAULTGRAPH_MAX_BODY_BYTES to a number above 0"),
     ({"VAULTGRAPH_PAGE_SIZE_MAX": "0"}, "VAULTGRAPH_PAGE_SIZE_MAX is 0",
      "set VAULTGRAPH_PAGE_SIZE_MAX to a number above 0"),
+    ({"VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "7200"}, "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL is 7200.0",
+     "set VAULTGRAPH_EXPIRY_SWEEP_INTERVAL to 3600 or less (expired tokens must be deleted "
+     "within an hour), or 0 where another replica sweeps"),
 ])
 def test_a_value_out_of_its_range_is_named(env, cause, fix):
     from vaultgraph.settings import ConfigError
@@ -167,6 +170,8 @@ def test_a_value_out_of_its_range_is_named(env, cause, fix):
 def test_values_in_range_are_kept():
     s = Settings.from_env({"VAULTGRAPH_LOG_LEVEL": "debug", "VAULTGRAPH_LOG_FORMAT": "text",
                            "VAULTGRAPH_PORT": "0", "VAULTGRAPH_METRICS_PORT": "65535",
-                           "VAULTGRAPH_RATE_LIMIT": "0", "VAULTGRAPH_SHUTDOWN_GRACE": "0"})
+                           "VAULTGRAPH_RATE_LIMIT": "0", "VAULTGRAPH_SHUTDOWN_GRACE": "0",
+                           "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "3600"})
     assert (s.log_level, s.log_format, s.port, s.metrics_port, s.rate_limit,
-            s.shutdown_grace) == ("debug", "text", 0, 65535, 0.0, 0.0)
+            s.shutdown_grace, s.expiry_sweep_interval) == ("debug", "text", 0, 65535, 0.0, 0.0,
+                                                           3600.0)

@@ -6,6 +6,7 @@ HMACs (fingerprint, search index values) and the non-sensitive fields.
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -217,9 +218,13 @@ class TokenService:
         digests: list[str] = []
         for i, expression in enumerate(draft.search_indexes):
             try:
-                value = render(expression, data=draft.data, allow_empty=False)
+                value = render(expression, data=draft.data)
             except ExpressionError as exc:
                 raise invalid(f"search_indexes.{i}", str(exc)) from None
+            if not value.strip():
+                # Nothing to find the token by (an index over an optional field the data
+                # lacks): no entry, rather than refusing the write.
+                continue
             values.append(principal.keys.index_value(expression, value))
             digests.append(principal.keys.index_value(BLIND_INDEX, value))
         return principal.keys.fingerprint(rendered), values, list(dict.fromkeys(digests))
@@ -323,6 +328,10 @@ class TokenService:
 
     async def list(self, principal: Principal, page: Page, *, ids: list[str],
                    types: list[str], metadata: dict[str, str]) -> Listing:
+        if any(unicodedata.category(ch) == "Cc" for key in metadata for ch in key):
+            # No stored key holds one (they are refused on write); a filter key that did could
+            # reach across the key-value separator into a value that holds it.
+            raise invalid("metadata", "filter keys must not contain control characters")
         kvs = meta_kvs(metadata)
         # A value given twice filters once: the id and type statements seek once per value.
         where = TokenFilter(ids=tuple(dict.fromkeys(ids)), types=tuple(dict.fromkeys(types)),

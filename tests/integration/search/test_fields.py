@@ -149,3 +149,20 @@ async def test_the_blind_index_holds_no_plaintext(api):
                         t=created["tenant_id"])
     assert len(rows) == 1 and rows[0]["token_id"] == "tok-1"
     assert "4242" not in rows[0]["digest"] and len(rows[0]["digest"]) == 43
+
+
+async def test_an_index_over_a_field_the_data_lacks_indexes_nothing(api):
+    # An optional field: the token is created (not a 400), found by its other index, and an
+    # update that removes the field is accepted and leaves only the other index.
+    indexes = ["{{ data.phone | last4 }}", "{{ data.name }}"]
+    await api.create({"type": "token", "id": "no-phone", "data": {"name": "Ada"},
+                      "search_indexes": indexes})
+    await api.create({"type": "token", "id": "phone", "search_indexes": indexes,
+                      "data": {"name": "Bob", "phone": "555-0100"}})
+    assert await found(api, "data:Ada") == ["no-phone"]
+    assert await found(api, "data:0100") == ["phone"]
+    resp = await api.client.patch("/tokens/phone", data=b'{"data": {"phone": null}}', headers={
+        **api.headers, "Content-Type": "application/merge-patch+json"})
+    assert resp.status == 200, await resp.text()
+    assert await found(api, "data:0100") == []
+    assert await found(api, "data:Bob") == ["phone"]

@@ -155,6 +155,15 @@ async def test_keys_differing_only_by_case_list_the_token_once(api):
     assert await api.ids([("metadata.shade", "blue")]) == [patched["id"]]
 
 
+async def test_a_filter_key_with_a_control_character_is_refused(api, client, admin_headers):
+    # Stored keys hold none; one in a filter could reach across the key-value separator
+    # (U+001F) into a value that holds it: {"a": "x\u001fy"} matched metadata.a\u001fx=y.
+    await api.create({"type": "token", "data": 1, "metadata": {"a": "x\u001fy"}})
+    resp = await client.get("/tokens", params={"metadata.a\u001fx": "y"}, headers=admin_headers)
+    assert resp.status == 400, await resp.text()
+    assert list((await resp.json(content_type=None))["errors"]) == ["metadata"]
+
+
 async def test_metadata_values_keep_their_case(api):
     await api.create({"type": "token", "data": 1, "metadata": {"Colour": "Red"}})
     listed = await api.list([("metadata.colour", "red")])
