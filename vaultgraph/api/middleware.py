@@ -23,9 +23,10 @@ from ..auth.apikeys import HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
 from ..errors import MAX_LISTED_ERRORS, VaultError, add_error, field_name
 from ..logs import trace_id_var
+from ..services.deadline import request_deadline
 from . import problems, ratelimit
 from .http import problem_response
-from .typedefs import PRINCIPAL, TRACE_ID, services_key
+from .typedefs import PRINCIPAL, TRACE_ID, services_key, settings_key
 
 log = logging.getLogger("vaultgraph.http")
 TRACE_HEADER = "SVC-TRACE-ID"
@@ -142,7 +143,10 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
     with writer.arriving() as arrival:  # the writer's batches wait for this request's event
         token = audit_context.current.set(note)
         try:
-            response = await handler(request)
+            # One deadline for all the request's database work (authentication, idempotency
+            # bookkeeping, the change), not one per statement.
+            with request_deadline(request.app[settings_key].request_timeout):
+                response = await handler(request)
         finally:
             audit_context.current.reset(token)
         event = _event(request, note, response.status)

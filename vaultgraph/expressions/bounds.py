@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -21,7 +22,9 @@ from .filters import as_text
 
 # --- resource bounds -----------------------------------------------------------------------
 
-_deadline: ContextVar[float | None] = ContextVar("expression_deadline", default=None)
+# (on the clock, in this thread's CPU time, the thread whose CPU time that is)
+_deadline: ContextVar[tuple[float, float, int] | None] = ContextVar("expression_deadline",
+                                                                    default=None)
 
 
 @contextmanager
@@ -31,14 +34,25 @@ def time_budget(seconds: float = MAX_RENDER_SECONDS) -> Iterator[None]:
     set around all its renders, caps each one)."""
     outer = _deadline.get()
     mine = time.monotonic() + seconds
-    if outer is not None and outer <= mine:
+    if outer is not None and outer[0] <= mine:
         yield
         return
-    token = _deadline.set(mine)
+    token = _deadline.set((mine, time.thread_time() + seconds, threading.get_ident()))
     try:
         yield
     finally:
         _deadline.reset(token)
+
+
+def _past(deadline: tuple[float, float, int]) -> bool:
+    """Past the budget: on the clock (cheap, checked first), and in the CPU this thread has
+    used, when the budget was set in this thread. A render that waited (a busy machine, a
+    collection in another thread, the GIL) has not spent its budget until it has used that
+    much CPU itself: under load, a cheap expression is not refused as too expensive."""
+    wall, cpu, thread = deadline
+    if time.monotonic() <= wall:
+        return False
+    return threading.get_ident() != thread or time.thread_time() > cpu
 
 
 def _measure(value: Any, budget: int = MAX_VALUE_SIZE) -> tuple[int, int]:
@@ -106,7 +120,7 @@ def bounded_filter(name: str, func: Callable) -> Callable:
     @functools.wraps(func)  # keeps Liquid's with_context / with_environment marks
     def bounded(value: Any, *args: Any, **kwargs: Any) -> Any:
         deadline = _deadline.get()
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and _past(deadline):
             raise ExpressionLimitError()
         inputs = (value, *args, *(v for k, v in kwargs.items() if k not in _LIQUID_KWARGS))
         if any(_too_big(v) for v in inputs):

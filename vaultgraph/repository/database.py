@@ -30,9 +30,10 @@ Only repositories use this module.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import neo4j
@@ -62,6 +63,17 @@ DEFAULT_TIMEOUT = 10.0
 READ_ROUTINGS = {"read": neo4j.READ_ACCESS, "write": neo4j.WRITE_ACCESS}
 # When the current request must be answered by (event-loop time); None: `timeout` from now.
 deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
+
+
+@contextlib.contextmanager
+def request_deadline(seconds: float) -> Iterator[None]:
+    """All the database work inside (statements, transactions, their retries) shares one
+    deadline, `seconds` from now: a request's `VAULTGRAPH_REQUEST_TIMEOUT` in all."""
+    token = deadline.set(asyncio.get_running_loop().time() + seconds)
+    try:
+        yield
+    finally:
+        deadline.reset(token)
 
 
 def _timed_out() -> Unavailable:
