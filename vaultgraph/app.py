@@ -40,8 +40,10 @@ def create_app(settings: Settings, *, background_start: bool = False,
     metrics.install(app)
     app.on_response_prepare.append(add_headers)
     app.cleanup_ctx.append(_services)
-    app.cleanup_ctx.append(_expiry_sweeper)
+    # Cleaned up in reverse: the sweeper stops (its last events handed over) before the audit
+    # writer that links them stops.
     app.cleanup_ctx.append(_audit)
+    app.cleanup_ctx.append(_expiry_sweeper)
     return app
 
 

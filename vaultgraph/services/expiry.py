@@ -42,6 +42,7 @@ class ExpirySweeper:
         self._batch = batch
         self._lock = asyncio.Lock()
         self._task: asyncio.Task | None = None
+        self._stopping = asyncio.Event()
 
     @property
     def task(self) -> asyncio.Task | None:
@@ -65,18 +66,21 @@ class ExpirySweeper:
             swept = failed = 0
             try:
                 while True:  # each statement takes a bounded share of the backlog
-                    result = await self._repo.sweep(
+                    # Not cancelled mid-statement at shutdown (`stop`): a statement's deletions
+                    # commit in Neo4j whether or not their answer is awaited, and their events
+                    # are linked only from that answer.
+                    result = await asyncio.shield(self._repo.sweep(
                         batch=self._batch, actor=ACTOR, reason=REASON,
                         event={"application_id": SYSTEM, "operation": OPERATION,
-                               "trace_id": trace_id})
+                               "trace_id": trace_id}))
                     # Each deletion's event committed with it; link them into this chain.
                     if self._audit is not None:
                         for stored in result.events:
                             event = {k: v for k, v in stored.items() if k != "pending"}
                             self._audit.record_later(event, stored=stored)
                     swept, failed = swept + result.swept, failed + result.failed
-                    if result.complete or result.failed:
-                        break
+                    if result.complete or result.failed or self._stopping.is_set():
+                        break  # stopping: the rest of the backlog is the next start's
                 keys = await self._repo.sweep_idempotency(batch=self._batch)
                 failed += keys.failed
             except Exception:
@@ -97,9 +101,11 @@ class ExpirySweeper:
         return swept
 
     async def run(self) -> None:
-        """Sweep every interval until cancelled; a failed pass is logged and tried again."""
-        while True:
-            await asyncio.sleep(self._interval)
+        """Sweep every interval until stopped; a failed pass is logged and tried again."""
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self._interval)
+                return  # stopped while waiting
             try:
                 await self.sweep()
             except Exception as exc:
@@ -112,10 +118,16 @@ class ExpirySweeper:
         if self._interval > 0 and self._task is None:
             self._task = asyncio.create_task(self.run(), name="expiry-sweeper")
 
-    async def stop(self) -> None:
-        """Cancel the background task and wait for it to end."""
+    async def stop(self, grace: float = 30.0) -> None:
+        """End the background task: a pass under way finishes the statement it sent (whose
+        deletions commit anyway) and hands its events to the audit writer, which is stopped
+        after this; past `grace` seconds the task is cancelled."""
+        self._stopping.set()
         if self._task is None or self._task.done():
             return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), grace)
+        except TimeoutError:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from factories import blocked_behind, database, new_tenant
+from factories import _blocked, blocked_behind, database, new_tenant
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.app import create_app
@@ -181,15 +182,50 @@ async def test_a_failed_sweep_is_logged_and_retried(dead_sockets_collected, clie
     finally:
         await sweeper.stop()
         await down.close()
-    assert sweeper.task.cancelled()
+    assert sweeper.task.done() and not sweeper.task.cancelled()
 
 
-async def test_shutdown_cancels_and_awaits_the_sweeper(aiohttp_client, settings):
+async def test_shutdown_stops_and_awaits_the_sweeper(aiohttp_client, settings):
     client = await aiohttp_client(create_app(settings))
     sweeper = client.server.app[services_key].expiry
     assert sweeper.task is not None and not sweeper.task.done()
     await client.close()
-    assert sweeper.task.cancelled()
+    assert sweeper.task.done() and not sweeper.task.cancelled()
+
+
+async def test_a_sweep_under_way_at_shutdown_hands_its_events_over(aiohttp_client, settings,
+                                                                   admin_headers, tenant):
+    # The sweep's statement is held by a lock while the sweeper is told to stop: its
+    # deletion commits in Neo4j anyway, so stopping waits for the answer and hands the event
+    # to the audit writer (cancelled, the event stayed pending for good and `verify` named it).
+    fast = dataclasses.replace(settings, expiry_sweep_interval=0.2)
+    client = await aiohttp_client(create_app(fast))
+    app = client.server.app
+    soon = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
+    resp = await client.post("/tokens", json=customer(expires_at=soon), headers=admin_headers)
+    token = await resp.json()
+    assert resp.status == 201, token
+    db = database(app)
+    sweeping = db.catalog.text("expiry/sweep")
+    async with db.driver.session(database=db.database) as session:
+        held = await session.begin_transaction()  # before it expires: the sweep will wait
+        await (await held.run("MATCH (t:Token {tenant_id: $t, id: $id}) SET t.held = true",
+                              t=tenant.tenant_id, id=token["id"])).consume()
+        for _ in range(500):
+            if await _blocked(db, sweeping):
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the sweep never waited for the held token")
+        stopping = asyncio.ensure_future(app[services_key].expiry.stop())
+        await held.commit()
+        await stopping
+    await app[services_key].audit_writer.settle()
+    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) WHERE $id IN e.token_ids "
+                                "AND e.reason = 'expired' "
+                                "RETURN e:PendingAuditEvent AS pending, e.chain IS NOT NULL AS "
+                                "chained", t=tenant.tenant_id, id=token["id"])
+    assert rows == [{"pending": False, "chained": True}]
 
 
 async def test_an_interval_of_zero_leaves_only_on_demand_sweeps(aiohttp_client, settings):
