@@ -74,7 +74,7 @@ async def blocked_behind(app, held: Sequence[tuple[str, dict[str, Any]]],
                 await (await tx.run(query, params)).consume()
             task = asyncio.ensure_future(request)
             until = asyncio.get_running_loop().time() + within
-            while not await _blocked(db, text):
+            while not await blocked(db, text):
                 assert not task.done(), f"the request did not wait for the held write: {task}"
                 assert asyncio.get_running_loop().time() < until, f"{statement} never blocked"
                 await asyncio.sleep(0.02)
@@ -88,12 +88,14 @@ async def blocked_behind(app, held: Sequence[tuple[str, dict[str, Any]]],
     return await task
 
 
-async def _blocked(db, text: str) -> bool:
+async def blocked(db, text: str) -> int:
+    """How many transactions running `text` (a statement's text, or part of it) wait on a
+    lock now."""
     records, _, _ = await db.driver.execute_query(
         "SHOW TRANSACTIONS YIELD currentQuery, status "
         "WHERE status STARTS WITH 'Blocked' AND currentQuery CONTAINS $text "
         "RETURN count(*) AS n", {"text": text}, database_=db.database)
-    return records[0]["n"] > 0
+    return records[0]["n"]
 
 
 def held_delete(app, tenant_id: str, token_id: str, *, merged_into: str | None = None,

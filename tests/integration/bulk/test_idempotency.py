@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import orjson
-from factories import key_headers, make_application
+from factories import blocked, key_headers, make_application
 from tokens._support import ALL_TOKEN, rule
 
 from vaultgraph.api.typedefs import services_key
@@ -19,6 +19,15 @@ KEY = "Idempotency-Key"
 
 def keyed(headers: dict, key: str) -> dict:
     return {**headers, KEY: key}
+
+
+async def pend(client, tenant, key: str, *, lapsed: bool, event_id: str | None = None) -> None:
+    """Put the entry back in flight, as if its first request were still running (`lapsed`:
+    its lease ran out; `event_id`: the first request's audit event id, when not the real one)."""
+    await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: $k}) "
+                         "SET k.state = 'pending', k.event_id = coalesce($e, k.event_id), "
+                         "k.lease_until = datetime() + duration({seconds: $s})",
+                 t=tenant.tenant_id, k=key, e=event_id, s=-1 if lapsed else 3600)
 
 
 async def entry(client, tenant, key: str) -> dict:
@@ -64,24 +73,18 @@ async def test_another_request_under_the_key_is_422(client, admin_headers, tenan
 async def test_a_key_in_flight_is_409(client, admin_headers, tenant):
     headers = keyed(admin_headers, "in-flight")
     await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
-    # As if the first request were still running (its lease has not run out).
-    await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: 'in-flight'}) "
-                         "SET k.state = 'pending', "
-                         "k.lease_until = datetime() + duration('PT1H')", t=tenant.tenant_id)
+    await pend(client, tenant, "in-flight", lapsed=False)  # the first still running
     await call(client, "POST", "/tokens", headers, json=card(VISA), expect=409)
     # A lease that ran out after the first request's write committed (its audit event is
     # stored; its process died before the answer was kept): not run again, and said so.
-    await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: 'in-flight'}) "
-                         "SET k.lease_until = datetime() - duration('PT1S')", t=tenant.tenant_id)
+    await pend(client, tenant, "in-flight", lapsed=True)
     _, problem = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=409)
     assert "answer was lost" in problem["detail"]
     assert (await entry(client, tenant, "in-flight"))["state"] == "unanswered"
     assert await token_count(client, tenant.tenant_id) == 1
     # A lease that ran out before any write committed (no event of that request) is taken
     # over: the request runs again.
-    await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: 'in-flight'}) "
-                         "SET k.state = 'pending', k.event_id = 'never-written', "
-                         "k.lease_until = datetime() - duration('PT1S')", t=tenant.tenant_id)
+    await pend(client, tenant, "in-flight", lapsed=True, event_id="never-written")
     await call(client, "POST", "/tokens", headers, json=card(MASTERCARD), expect=201)
     assert await token_count(client, tenant.tenant_id) == 2
 
@@ -103,17 +106,6 @@ async def test_fifty_concurrent_retries_create_one_token(client, admin_headers, 
     assert await token_count(client, tenant.tenant_id) == 1
 
 
-async def blocked(client, count: int) -> None:
-    """Wait until `count` transactions wait on a lock."""
-    for _ in range(200):
-        rows = await cypher(client, "SHOW TRANSACTIONS YIELD status "
-                                    "WHERE status STARTS WITH 'Blocked' RETURN count(*) AS n")
-        if rows[0]["n"] >= count:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"fewer than {count} transactions blocked")
-
-
 async def test_concurrent_retries_take_a_lapsed_claim_over_once(client, admin_headers, tenant):
     # A claim whose process died before any write (no event of it), and two retries that
     # meet on it, held at the same point by a transaction on the entry: they decide one after
@@ -121,9 +113,7 @@ async def test_concurrent_retries_take_a_lapsed_claim_over_once(client, admin_he
     # first's takeover and is a 409.
     headers = keyed(admin_headers, "lapsed")
     await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
-    await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: 'lapsed'}) "
-                         "SET k.state = 'pending', k.event_id = 'never-written', "
-                         "k.lease_until = datetime() - duration('PT1S')", t=tenant.tenant_id)
+    await pend(client, tenant, "lapsed", lapsed=True, event_id="never-written")
     body = orjson.dumps(card(VISA))
 
     async def post():
@@ -138,7 +128,12 @@ async def test_concurrent_retries_take_a_lapsed_claim_over_once(client, admin_he
                        "SET k.held = true", t=tenant.tenant_id)
         retries = [asyncio.ensure_future(post()) for _ in range(2)]
         try:
-            await blocked(client, 2)
+            for _ in range(200):  # until both retries wait on the held entry
+                if await blocked(db, db.catalog.text("idempotency/claim")) >= 2:
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                raise AssertionError("the retries did not wait on the held entry")
         finally:
             await held.commit()
         statuses = sorted(await asyncio.gather(*retries))

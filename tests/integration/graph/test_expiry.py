@@ -8,7 +8,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from factories import _blocked, blocked_behind, database, new_tenant
+from factories import blocked, blocked_behind, database, new_tenant
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.app import create_app
@@ -212,7 +212,7 @@ async def test_a_sweep_under_way_at_shutdown_hands_its_events_over(aiohttp_clien
         await (await held.run("MATCH (t:Token {tenant_id: $t, id: $id}) SET t.held = true",
                               t=tenant.tenant_id, id=token["id"])).consume()
         for _ in range(500):
-            if await _blocked(db, sweeping):
+            if await blocked(db, sweeping):
                 break
             await asyncio.sleep(0.02)
         else:
