@@ -25,7 +25,8 @@ POSITIVE = frozenset({
     "neo4j_pool_size", "max_body_bytes", "max_data_bytes", "page_size_default", "page_size_max",
     "search_max_query_length", "search_max_terms", "search_max_depth", "expiry_sweep_batch",
     "render_workers", "audit_batch_max", "request_timeout",
-    "neo4j_acquire_timeout", "neo4j_connect_timeout", "bulk_max_items"})
+    "neo4j_acquire_timeout", "neo4j_connect_timeout", "bulk_max_items", "idempotency_ttl",
+    "idempotency_lease", "auth_failure_window"})
 # Upper bounds the interface sets: an expired token is deleted within an hour of its expiry
 # (spec §2.3.3), so the sweep runs at least hourly (0 still turns this process's sweep off).
 AT_MOST = {"expiry_sweep_interval": (
@@ -174,6 +175,19 @@ class Settings:
                               f"set VAULTGRAPH_LOG_LEVEL to {', '.join(LOG_LEVELS[:-1])} or "
                               f"{LOG_LEVELS[-1]}")
         self._check_numbers()
+        if self.idempotency_lease < self.request_timeout:
+            # A claim must outlive its request's database work, or a retry takes the key over
+            # while the first write still runs and both write.
+            raise ConfigError(
+                f"VAULTGRAPH_IDEMPOTENCY_LEASE ({self.idempotency_lease:g}) is shorter than "
+                f"VAULTGRAPH_REQUEST_TIMEOUT ({self.request_timeout:g})",
+                "set VAULTGRAPH_IDEMPOTENCY_LEASE to at least VAULTGRAPH_REQUEST_TIMEOUT (best: "
+                "above Neo4j's transaction timeout, 60 s by default)")
+        if self.idempotency_ttl < self.idempotency_lease:
+            raise ConfigError(
+                f"VAULTGRAPH_IDEMPOTENCY_TTL ({self.idempotency_ttl:g}) is shorter than "
+                f"VAULTGRAPH_IDEMPOTENCY_LEASE ({self.idempotency_lease:g})",
+                "set VAULTGRAPH_IDEMPOTENCY_TTL to at least VAULTGRAPH_IDEMPOTENCY_LEASE")
 
     def _check_numbers(self) -> None:
         """Ports within range; no number negative, NaN or infinite; sizes and deadlines above 0

@@ -5,29 +5,27 @@
 // what the one before committed: an expired entry or a lapsed lease is taken over once.
 // An entry past its expiry (not swept yet) is taken over as if new. A pending one whose lease
 // ran out (its request's process died, or the answer of its write never came) is taken over
-// only if that request changed nothing: a write commits the request's audit event in its own
-// transaction, so an event with the entry's event_id means the first request was carried out
-// and its answer lost; the entry becomes `unanswered` and the request is not run again.
+// only if that request changed nothing: a write marks the entry `written` in its own
+// transaction (repository/database.py AUDIT_PREFIX), so a marked entry means the first request
+// was carried out and its answer lost; it becomes `unanswered` and the request is not run again.
 // The response ciphertext is returned only to a request with the same hash (a replay).
 MERGE (k:IdempotencyKey {application_id: $application_id, key: $key})
   ON CREATE SET k.new = true
   ON MATCH SET k._lock = true
 REMOVE k._lock
 WITH k, k.new IS NOT NULL AS created
-OPTIONAL MATCH (e:AuditEvent {id: k.event_id})
-WITH k, created, e.token_ids AS wrote_ids, e IS NOT NULL AND NOT created AS wrote,
-     NOT created AND k.state = 'pending' AND k.lease_until <= datetime() AS lapsed
-WITH k, wrote_ids, lapsed AND wrote AS lost,
-     created OR k.expires_at <= datetime() OR (lapsed AND NOT wrote) AS claimed
+WITH k, created, NOT created AND k.state = 'pending' AND k.lease_until <= datetime() AS lapsed
+WITH k, lapsed AND k.written IS NOT NULL AS lost,
+     created OR k.expires_at <= datetime() OR (lapsed AND k.written IS NULL) AS claimed
 FOREACH (_ IN CASE WHEN claimed THEN [1] ELSE [] END |
   SET k.tenant_id = $tenant_id, k.state = 'pending', k.request_hash = $request_hash,
-      k.claim = $claim, k.event_id = $event_id, k.created_at = datetime(),
+      k.claim = $claim, k.created_at = datetime(),
       k.expires_at = datetime() + duration({seconds: $ttl}),
       k.lease_until = datetime() + duration({seconds: $lease}),
       k.status = null, k.content_type = null, k.response_ct = null, k.token_ids = null,
-      k.transforms = null, k.done_at = null, k.rules = null)
+      k.transforms = null, k.done_at = null, k.rules = null, k.written = null)
 FOREACH (_ IN CASE WHEN lost AND NOT claimed THEN [1] ELSE [] END |
-  SET k.state = 'unanswered', k.lease_until = null, k.token_ids = wrote_ids)
+  SET k.state = 'unanswered', k.lease_until = null)
 REMOVE k.new
 RETURN claimed, k.state AS state, k.request_hash = $request_hash AS same_request,
        k.status AS status, k.content_type AS content_type,

@@ -147,12 +147,13 @@ async def test_a_retry_of_a_create_whose_answer_was_lost_is_not_run_again(
         serve, tenant, settings):
     """With an Idempotency-Key, the client retries the 503 with the same key: while the first
     claim's lease runs it is in flight (409); after it, the stored event of the first request
-    shows its write committed, so the retry is told so (409) instead of creating a second token
+    shows its write committed (the entry marked `written` in the write's own transaction), so
+    the retry is told so (409) instead of creating a second token
     — before, the 503 gave the key back and the retry created one."""
     proxy = LossyProxy(*neo4j_address(settings))
     await proxy.up()
     try:
-        served = await serve(neo4j_uri=proxy.uri, idempotency_lease=1.0)
+        served = await serve(neo4j_uri=proxy.uri, idempotency_lease=1.0, request_timeout=1.0)
         await wait_ready(served)
         headers = {"SVC-API-KEY": tenant.key, "Idempotency-Key": "lost-create"}
         proxy.arm(WRITE)

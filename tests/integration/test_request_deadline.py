@@ -1,6 +1,7 @@
 """`VAULTGRAPH_REQUEST_TIMEOUT` is a request's database time in all (README Configuration): every
-statement of one request (idempotency bookkeeping, the change) runs against one deadline set when
-the request started, not a fresh timeout each."""
+statement of one request (authentication, the change) draws on one budget set when the request
+started, not a fresh timeout each; time spent elsewhere (the body arriving) is not charged, and
+the idempotency bookkeeping has its own timeout."""
 
 from __future__ import annotations
 
@@ -9,23 +10,27 @@ from factories import database
 from vaultgraph.repository import database as db_module
 
 
-async def test_a_request_s_statements_share_one_deadline(client, admin_headers, monkeypatch):
+async def test_a_request_s_statements_draw_on_one_budget(client, admin_headers, monkeypatch):
     db = database(client.server.app)
-    seen: list[tuple[float | None, float]] = []
+    seen: list[tuple[object, float, float]] = []
     own = db._deadline
 
-    def spy() -> float:
-        at = own()
-        seen.append((db_module.deadline.get(), at))
-        return at
+    def spy(budgeted: bool = True) -> float:
+        budget = db_module.deadline.get() if budgeted else None
+        remaining = budget.remaining if budget is not None else -1.0
+        seen.append((budget, remaining, own(budgeted)))
+        return seen[-1][2]
 
     monkeypatch.setattr(db, "_deadline", spy)
     resp = await client.post("/tokens", json={"type": "token", "data": 1}, headers={
-        **admin_headers, "Idempotency-Key": "one-deadline"})
+        **admin_headers, "Idempotency-Key": "one-budget"})
     assert resp.status == 201, await resp.text()
-    # The claim, the create and keeping the answer: three statements, one deadline, the
-    # request's. (The audit writer's batches run in a task of their own, without one.)
-    mine = [at for set_, at in seen if set_ is not None]
-    assert len(mine) >= 3
-    assert set(mine) == {mine[0]}
-    assert all(at == set_ for set_, at in seen if set_ is not None)
+    # The create drew on the request's budget; the claim and keeping the answer did not (their
+    # own timeout). (The audit writer's batches run in a task of their own, without one.)
+    charged = [(budget, remaining) for budget, remaining, _ in seen if budget is not None]
+    assert len(charged) >= 1
+    assert len({id(budget) for budget, _ in charged}) == 1
+    timeout = db.timeout
+    assert all(0 < remaining <= timeout for _, remaining in charged)
+    [budget] = {id(b): b for b, _ in charged}.values()
+    assert budget.remaining < timeout  # what the statements took was spent

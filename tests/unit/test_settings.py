@@ -155,6 +155,15 @@ def test_secrets_stay_out_of_reprs():
      "set VAULTGRAPH_MAX_BODY_BYTES to a number above 0"),
     ({"VAULTGRAPH_PAGE_SIZE_MAX": "0"}, "VAULTGRAPH_PAGE_SIZE_MAX is 0",
      "set VAULTGRAPH_PAGE_SIZE_MAX to a number above 0"),
+    ({"VAULTGRAPH_AUTH_FAILURE_WINDOW": "0"}, "VAULTGRAPH_AUTH_FAILURE_WINDOW is 0.0",
+     "set VAULTGRAPH_AUTH_FAILURE_WINDOW to a number above 0"),
+    ({"VAULTGRAPH_IDEMPOTENCY_LEASE": "5"},
+     "VAULTGRAPH_IDEMPOTENCY_LEASE (5) is shorter than VAULTGRAPH_REQUEST_TIMEOUT (10)",
+     "set VAULTGRAPH_IDEMPOTENCY_LEASE to at least VAULTGRAPH_REQUEST_TIMEOUT (best: above "
+     "Neo4j's transaction timeout, 60 s by default)"),
+    ({"VAULTGRAPH_IDEMPOTENCY_TTL": "30"},
+     "VAULTGRAPH_IDEMPOTENCY_TTL (30) is shorter than VAULTGRAPH_IDEMPOTENCY_LEASE (60)",
+     "set VAULTGRAPH_IDEMPOTENCY_TTL to at least VAULTGRAPH_IDEMPOTENCY_LEASE"),
     ({"VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "7200"}, "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL is 7200.0",
      "set VAULTGRAPH_EXPIRY_SWEEP_INTERVAL to 3600 or less (expired tokens must be deleted "
      "within an hour), or 0 where another replica sweeps"),

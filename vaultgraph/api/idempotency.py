@@ -12,9 +12,11 @@ import logging
 
 import orjson
 from aiohttp import web
+from marshmallow import ValidationError
 
 from ..errors import VaultError
 from ..services.idempotency import HEADER, Replay, check_key
+from . import problems
 from .endpoints import ATTR, Endpoint
 from .http import read_body
 from .typedefs import PRINCIPAL, services_key
@@ -43,22 +45,37 @@ async def idempotency(request: web.Request, handler) -> web.StreamResponse:
             response.content_type = outcome.content_type
         return response
     response = None
+    refused = False
     try:
         response = await handler(request)
+    except (VaultError, ValidationError) as exc:
+        refused = _refusal(exc)
+        raise
     finally:
         kept = response if isinstance(response, web.Response) else None
-        body = kept.body if kept is not None and isinstance(kept.body, bytes) else None
-        if body is not None and endpoint is not None and endpoint.shown_once:
+        body = None
+        if kept is not None:  # a 204 (a link already there) is an answer too: empty
+            body = kept.body if isinstance(kept.body, bytes) else (
+                b"" if kept.body is None else None)
+        if body and endpoint is not None and endpoint.shown_once:
             body = _without(body, endpoint.shown_once)
         try:
             await service.finish(principal, outcome, status=kept.status if kept else None,
                                  content_type=kept.content_type if kept else None,
-                                 body=body)
+                                 body=body, refused=refused)
         except VaultError as exc:
             # The request's own work is done: answer it. Its key stays held until the lease
             # runs out; a retry meanwhile is a 409.
             log.warning("idempotency entry not completed", extra={"error": type(exc).__name__})
     return response
+
+
+def _refusal(exc: Exception) -> bool:
+    """A client error (4xx but 429) raised by the handler: the request was refused."""
+    if isinstance(exc, ValidationError):
+        return True
+    status = problems.from_error(exc).status
+    return 400 <= status < 500 and status != 429
 
 
 def _without(body: bytes, fields: tuple[str, ...]) -> bytes:

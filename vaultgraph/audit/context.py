@@ -33,6 +33,10 @@ class AuditNote:
     # only the fields that differ from these.
     stored: dict[str, Any] | None = None
     principal: Any = None
+    # The Idempotency-Key entry this request claimed ({application_id, key, claim}): a write's
+    # own transaction marks it written (repository/database.py AUDIT_PREFIX), so a retry can
+    # tell a write that committed from one that did not.
+    idempotency: dict[str, str] | None = None
 
     def name_tokens(self, ids) -> None:
         """Note the tokens the request named, each once. An id longer than any token id may be
@@ -90,6 +94,12 @@ def write_event() -> dict[str, Any] | None:
         return None
     note.stored = note.skeleton()
     return note.stored
+
+
+def claimed_key() -> dict[str, str] | None:
+    """The Idempotency-Key entry the current request holds, for its write to mark."""
+    note = current.get()
+    return note.idempotency if note is not None else None
 
 
 def written() -> None:

@@ -61,19 +61,47 @@ UNAVAILABLE = (ServiceUnavailable, SessionExpired)
 DEFAULT_TIMEOUT = 10.0
 # VAULTGRAPH_NEO4J_READ_ROUTING: where reads go on a cluster (the driver's access modes).
 READ_ROUTINGS = {"read": neo4j.READ_ACCESS, "write": neo4j.WRITE_ACCESS}
-# When the current request must be answered by (event-loop time); None: `timeout` from now.
-deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
+
+
+class Budget:
+    """What is left of a request's database time (`VAULTGRAPH_REQUEST_TIMEOUT` in all): each
+    statement or transaction may take what remains, and what it took is spent. Time the request
+    spends elsewhere (its body arriving, rendering) is not database time."""
+
+    __slots__ = ("remaining",)
+
+    def __init__(self, seconds: float):
+        self.remaining = seconds
+
+
+# The current request's database time; None (outside a request): `timeout` per statement.
+deadline: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("deadline", default=None)
 
 
 @contextlib.contextmanager
 def request_deadline(seconds: float) -> Iterator[None]:
     """All the database work inside (statements, transactions, their retries) shares one
-    deadline, `seconds` from now: a request's `VAULTGRAPH_REQUEST_TIMEOUT` in all."""
-    token = deadline.set(asyncio.get_running_loop().time() + seconds)
+    budget of `seconds`: a request's `VAULTGRAPH_REQUEST_TIMEOUT` in all."""
+    token = deadline.set(Budget(seconds))
     try:
         yield
     finally:
         deadline.reset(token)
+
+
+@contextlib.contextmanager
+def _spending() -> Iterator[None]:
+    """Charge the time inside to the current request's database budget, if any."""
+    budget = deadline.get()
+    if budget is None:
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        yield
+    finally:
+        budget.remaining -= loop.time() - started
 
 
 def _timed_out() -> Unavailable:
@@ -115,9 +143,10 @@ class Database:
         )
         return cls(driver, catalog, database, timeout, read_routing)
 
-    def _deadline(self) -> float:
-        at = deadline.get()
-        return at if at is not None else asyncio.get_running_loop().time() + self.timeout
+    def _deadline(self, budgeted: bool = True) -> float:
+        budget = deadline.get() if budgeted else None
+        seconds = budget.remaining if budget is not None else self.timeout
+        return asyncio.get_running_loop().time() + seconds
 
     async def close(self) -> None:
         await self.driver.close()
@@ -148,8 +177,10 @@ class Database:
 
     async def write_unaudited(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         """One write statement without the request's audit event: for bookkeeping of the HTTP
-        exchange itself (idempotency entries), never for a change to tenant data."""
-        return await self._statement(name, params, neo4j.WRITE_ACCESS)
+        exchange itself (idempotency entries), never for a change to tenant data. Its own
+        `timeout`, outside the request's database budget: keeping an answer must not fail
+        because the change it answers used the budget up."""
+        return await self._statement(name, params, neo4j.WRITE_ACCESS, budgeted=False)
 
     def _audited(self, name: str) -> neo4j.Query:
         query = self._audited_queries.get(name)
@@ -159,29 +190,31 @@ class Database:
         return query
 
     async def _statement(self, name: str, params: dict, mode: str,
-                         query: neo4j.Query | None = None) -> list[neo4j.Record]:
+                         query: neo4j.Query | None = None,
+                         budgeted: bool = True) -> list[neo4j.Record]:
         """Transient errors (the statement was rolled back) are retried with backoff for as
         long as the request's deadline allows; past the deadline the answer is a 503."""
         query = query or self.catalog[name]
         loop = asyncio.get_running_loop()
-        until = self._deadline()
+        until = self._deadline(budgeted)
         attempt = 0
-        async with map_errors():
-            while True:
-                try:
-                    async with asyncio.timeout_at(until):
-                        async with _in_use(), self.session(mode) as session:
-                            result = await session.run(query, params)
-                            return [record async for record in result]
-                except TimeoutError:
-                    raise _timed_out() from None
-                except TransientError:
-                    pause = min(0.01 * 2**attempt, 0.5)
-                    attempt += 1
-                    if loop.time() + pause >= until:
-                        raise
-                    metrics.NEO4J_RETRIES.labels("statement").inc()
-                    await asyncio.sleep(pause)
+        with _spending() if budgeted else contextlib.nullcontext():
+            async with map_errors():
+                while True:
+                    try:
+                        async with asyncio.timeout_at(until):
+                            async with _in_use(), self.session(mode) as session:
+                                result = await session.run(query, params)
+                                return [record async for record in result]
+                    except TimeoutError:
+                        raise _timed_out() from None
+                    except TransientError:
+                        pause = min(0.01 * 2**attempt, 0.5)
+                        attempt += 1
+                        if loop.time() + pause >= until:
+                            raise
+                        metrics.NEO4J_RETRIES.labels("statement").inc()
+                        await asyncio.sleep(pause)
 
     async def transaction(self, work: Callable[[Transaction], Awaitable[T]]) -> T:
         """Several statements in one managed write transaction (one commit); the driver may
@@ -197,9 +230,10 @@ class Database:
             return await work(Transaction(tx, self.catalog, event))
 
         try:
-            async with (asyncio.timeout_at(self._deadline()), map_errors(), _in_use(),
-                        self.session() as session):
-                result = await session.execute_write(run)
+            with _spending():
+                async with (asyncio.timeout_at(self._deadline()), map_errors(), _in_use(),
+                            self.session() as session):
+                    result = await session.execute_write(run)
         except TimeoutError:
             raise _timed_out() from None
         if event is not None:
@@ -267,8 +301,16 @@ class Database:
 # chain by the audit writer (services/audit.py) when the request's outcome is known. Its `at`
 # arrives apart from the rest, as text (`audited_params`), and is stored once, as a DateTime
 # (inside the map it would be stored as text first and then replaced, in every index holding it).
+# When the request holds an Idempotency-Key entry ($idem), the same transaction marks it
+# `written`: committed with the change, rolled back with it, so a retry after an answer that
+# never came knows whether the first request changed anything (cypher/idempotency/claim). A
+# unit subquery: it never changes the statement's rows, and without $idem it reads nothing.
 AUDIT_PREFIX = ("CALL () { CREATE (audit_event:AuditEvent:PendingAuditEvent) "
-                "SET audit_event = $audit, audit_event.at = datetime($audit_at) }\n")
+                "SET audit_event = $audit, audit_event.at = datetime($audit_at) }\n"
+                "CALL () { WITH $idem AS idem WHERE idem IS NOT NULL "
+                "MATCH (idem_key:IdempotencyKey {application_id: idem.application_id, "
+                "key: idem.key}) WHERE idem_key.claim = idem.claim "
+                "SET idem_key.written = true, idem_key.token_ids = $audit.token_ids }\n")
 
 
 def audited_text(text: str) -> str:
@@ -279,7 +321,8 @@ def audited_params(params: dict[str, Any], event: dict[str, Any]) -> dict[str, A
     """A write statement's parameters with the request's event for `AUDIT_PREFIX`: its `at` as
     text (`datetime_text`) in a parameter of its own, the rest as a map."""
     fields = dict(event)
-    return {**params, "audit": fields, "audit_at": datetime_text(fields.pop("at", None))}
+    return {**params, "audit": fields, "audit_at": datetime_text(fields.pop("at", None)),
+            "idem": audit_context.claimed_key()}
 
 
 def datetime_text(value: Any) -> Any:

@@ -33,10 +33,9 @@ class IdempotencyRepository:
         self._db = db
 
     async def claim(self, *, tenant_id: str, application_id: str, key: str, request_hash: str,
-                    claim: str, ttl: float, lease: float, event_id: str | None) -> Claim:
+                    claim: str, ttl: float, lease: float) -> Claim:
         params = dict(tenant_id=tenant_id, application_id=application_id, key=key,
-                      request_hash=request_hash, claim=claim, ttl=ttl, lease=lease,
-                      event_id=event_id)
+                      request_hash=request_hash, claim=claim, ttl=ttl, lease=lease)
         try:
             records = await self._db.write_unaudited("idempotency/claim", **params)
         except UniquenessViolation:

@@ -81,8 +81,10 @@ class ExpirySweeper:
                     swept, failed = swept + result.swept, failed + result.failed
                     if result.complete or result.failed or self._stopping.is_set():
                         break  # stopping: the rest of the backlog is the next start's
-                keys = await self._repo.sweep_idempotency(batch=self._batch)
-                failed += keys.failed
+                keys_swept = 0
+                if not self._stopping.is_set():  # stopping: the entries wait for the next start
+                    keys = await self._repo.sweep_idempotency(batch=self._batch)
+                    keys_swept, failed = keys.swept, failed + keys.failed
             except Exception:
                 metrics.SWEEPS.labels("error").inc()
                 raise
@@ -96,7 +98,7 @@ class ExpirySweeper:
             log.warning("expiry sweep skipped tokens until the next run",
                         extra={"failed": failed})
         log.info("expiry sweep", extra={
-            "swept": swept, "idempotency_keys": keys.swept,
+            "swept": swept, "idempotency_keys": keys_swept,
             "ms": round((time.perf_counter() - started) * 1000, 2)})
         return swept
 

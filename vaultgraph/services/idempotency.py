@@ -83,12 +83,14 @@ class IdempotencyService:
         # the token data in it.
         request_hash = principal.keys.index_value("idempotency", digest)
         claim = str(uuid.uuid4())
-        note = audit_context.current.get()
         held = await self._repo.claim(
             tenant_id=principal.tenant_id, application_id=principal.application_id, key=key,
-            request_hash=request_hash, claim=claim, ttl=self._ttl, lease=self._lease,
-            event_id=note.id if note is not None else None)
+            request_hash=request_hash, claim=claim, ttl=self._ttl, lease=self._lease)
         if held.claimed:
+            note = audit_context.current.get()
+            if note is not None:  # the request's write marks the entry (AUDIT_PREFIX)
+                note.idempotency = {"application_id": principal.application_id, "key": key,
+                                    "claim": claim}
             return Started(key, claim)
         if not held.same_request:
             raise KeyReused(REUSED)
@@ -115,13 +117,18 @@ class IdempotencyService:
         return Replay(held.status, held.content_type, kept)
 
     async def finish(self, principal: Principal, started: Started, *, status: int | None,
-                     content_type: str | None, body: bytes | None) -> None:
-        """Keep the response for replays; give the key back when there is none to keep (an
-        exception, a 5xx or a 429: a retry may succeed, so it runs again) — unless the
-        request's write may have committed: then a retry must not run it again."""
+                     content_type: str | None, body: bytes | None,
+                     refused: bool = False) -> None:
+        """Keep the response for replays; give the key back when there is none to keep (a
+        refusal raised as a client error, or an exception, a 5xx or a 429 before any write
+        was sent: a retry runs again) — but a request whose write committed, or may have, is
+        never run again by a retry."""
         note = audit_context.current.get()  # what the request's audit event names
         if status is None or body is None or status >= 500 or status == 429:
-            if note is not None and note.persisted:  # committed, and not answered
+            if refused:  # a 4xx raised: nothing was changed that a retry could repeat
+                await self._repo.release(application_id=principal.application_id,
+                                         key=started.key, claim=started.claim)
+            elif note is not None and note.persisted:  # committed, and not answered
                 await self._repo.unanswered(application_id=principal.application_id,
                                             key=started.key, claim=started.claim,
                                             token_ids=list(note.token_ids))
@@ -129,8 +136,8 @@ class IdempotencyService:
                 await self._repo.release(application_id=principal.application_id,
                                          key=started.key, claim=started.claim)
             # Else a write was sent and its commit's answer never came: the claim stays
-            # until its lease runs out, and a retry then learns from the request's audit
-            # event whether the write committed (idempotency/claim).
+            # until its lease runs out, and a retry then learns from the entry's `written`
+            # mark, committed with the write or not at all, whether it did (idempotency/claim).
             return
         await self._repo.complete(
             application_id=principal.application_id, key=started.key, claim=started.claim,

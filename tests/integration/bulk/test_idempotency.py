@@ -21,13 +21,14 @@ def keyed(headers: dict, key: str) -> dict:
     return {**headers, KEY: key}
 
 
-async def pend(client, tenant, key: str, *, lapsed: bool, event_id: str | None = None) -> None:
+async def pend(client, tenant, key: str, *, lapsed: bool, unwritten: bool = False) -> None:
     """Put the entry back in flight, as if its first request were still running (`lapsed`:
-    its lease ran out; `event_id`: the first request's audit event id, when not the real one)."""
+    its lease ran out; `unwritten`: its write never committed, so the entry is not marked)."""
     await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: $k}) "
-                         "SET k.state = 'pending', k.event_id = coalesce($e, k.event_id), "
+                         "SET k.state = 'pending', "
+                         "k.written = CASE WHEN $unwritten THEN null ELSE k.written END, "
                          "k.lease_until = datetime() + duration({seconds: $s})",
-                 t=tenant.tenant_id, k=key, e=event_id, s=-1 if lapsed else 3600)
+                 t=tenant.tenant_id, k=key, unwritten=unwritten, s=-1 if lapsed else 3600)
 
 
 async def entry(client, tenant, key: str) -> dict:
@@ -75,16 +76,17 @@ async def test_a_key_in_flight_is_409(client, admin_headers, tenant):
     await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
     await pend(client, tenant, "in-flight", lapsed=False)  # the first still running
     await call(client, "POST", "/tokens", headers, json=card(VISA), expect=409)
-    # A lease that ran out after the first request's write committed (its audit event is
-    # stored; its process died before the answer was kept): not run again, and said so.
+    # A lease that ran out after the first request's write committed (the write marked the
+    # entry in its own transaction; its process died before the answer was kept): not run
+    # again, and said so.
     await pend(client, tenant, "in-flight", lapsed=True)
     _, problem = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=409)
     assert "answer was lost" in problem["detail"]
     assert (await entry(client, tenant, "in-flight"))["state"] == "unanswered"
     assert await token_count(client, tenant.tenant_id) == 1
-    # A lease that ran out before any write committed (no event of that request) is taken
-    # over: the request runs again.
-    await pend(client, tenant, "in-flight", lapsed=True, event_id="never-written")
+    # A lease that ran out before any write committed (the entry unmarked) is taken over: the
+    # request runs again.
+    await pend(client, tenant, "in-flight", lapsed=True, unwritten=True)
     await call(client, "POST", "/tokens", headers, json=card(MASTERCARD), expect=201)
     assert await token_count(client, tenant.tenant_id) == 2
 
@@ -107,13 +109,13 @@ async def test_fifty_concurrent_retries_create_one_token(client, admin_headers, 
 
 
 async def test_concurrent_retries_take_a_lapsed_claim_over_once(client, admin_headers, tenant):
-    # A claim whose process died before any write (no event of it), and two retries that
+    # A claim whose process died before any write (the entry unmarked), and two retries that
     # meet on it, held at the same point by a transaction on the entry: they decide one after
     # the other (the MERGE's lock on the key and the entry's own), so the second sees the
     # first's takeover and is a 409.
     headers = keyed(admin_headers, "lapsed")
     await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
-    await pend(client, tenant, "lapsed", lapsed=True, event_id="never-written")
+    await pend(client, tenant, "lapsed", lapsed=True, unwritten=True)
     body = orjson.dumps(card(VISA))
 
     async def post():
@@ -298,3 +300,40 @@ async def test_a_replay_never_outlives_a_narrowed_rule(client, admin_headers, te
     _, problem = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=409)
     assert VISA not in orjson.dumps(problem).decode()
     assert await token_count(client, tenant.tenant_id) == 1
+
+
+async def test_a_dedup_answer_replays(client, admin_headers, tenant):
+    # The answer names the existing token, not the id the request would have made: the replay
+    # is the kept answer (the never-made id is no change).
+    await call(client, "POST", "/tokens", admin_headers, json=card(VISA), expect=201)
+    headers = keyed(admin_headers, "dedup-1")
+    body = card(VISA, deduplicate_token=True)
+    _, first = await call(client, "POST", "/tokens", headers, json=body, expect=200)
+    again, replayed = await call(client, "POST", "/tokens", headers, json=body, expect=200)
+    assert again.headers["Idempotent-Replayed"] == "true" and replayed == first
+    tokenized = keyed(admin_headers, "dedup-bulk")
+    _, first = await call(client, "POST", "/tokenize", tokenized, json=[body, card(MASTERCARD)])
+    again, replayed = await call(client, "POST", "/tokenize", tokenized,
+                                 json=[body, card(MASTERCARD)])
+    assert again.headers["Idempotent-Replayed"] == "true" and replayed == first
+    assert await token_count(client, tenant.tenant_id) == 2
+
+
+async def test_a_204_replays_and_a_refusal_runs_again(client, admin_headers, tenant):
+    _, parent = await call(client, "POST", "/tokens", admin_headers, json=card(VISA), expect=201)
+    _, child = await call(client, "POST", "/tokens", admin_headers, json=card(MASTERCARD),
+                          expect=201)
+    path = f"/tokens/{parent['id']}/children/{child['id']}"
+    await call(client, "POST", path, admin_headers, expect=201)
+    headers = keyed(admin_headers, "linked")
+    resp = await client.post(path, headers=headers)
+    assert resp.status == 204
+    again = await client.post(path, headers=headers)
+    assert again.status == 204 and again.headers["Idempotent-Replayed"] == "true"
+    # A 404 raised after the link statement ran (it changed nothing): the key is given back,
+    # so the retry runs again (a 404 again, not a 409 "carried out").
+    missing = keyed(admin_headers, "missing")
+    gone = f"/tokens/{parent['id']}/children/no-such-token"
+    await call(client, "POST", gone, missing, expect=404)
+    again, _ = await call(client, "POST", gone, missing, expect=404)
+    assert "Idempotent-Replayed" not in again.headers
