@@ -304,12 +304,12 @@ class Database:
 # When the request holds an Idempotency-Key entry ($idem), the same transaction marks it
 # `written`: committed with the change, rolled back with it, so a retry after an answer that
 # never came knows whether the first request changed anything (cypher/idempotency/claim). A
-# unit subquery: it never changes the statement's rows, and without $idem it reads nothing.
+# unit subquery: it never changes the statement's rows; a seek on the entry's key, which
+# finds nothing when the request holds no entry (null parameters).
 AUDIT_PREFIX = ("CALL () { CREATE (audit_event:AuditEvent:PendingAuditEvent) "
                 "SET audit_event = $audit, audit_event.at = datetime($audit_at) }\n"
-                "CALL () { WITH $idem AS idem WHERE idem IS NOT NULL "
-                "MATCH (idem_key:IdempotencyKey {application_id: idem.application_id, "
-                "key: idem.key}) WHERE idem_key.claim = idem.claim "
+                "CALL () { MATCH (idem_key:IdempotencyKey {application_id: $idem_application, "
+                "key: $idem_key}) WHERE idem_key.claim = $idem_claim "
                 "SET idem_key.written = true, idem_key.token_ids = $audit.token_ids }\n")
 
 
@@ -321,8 +321,10 @@ def audited_params(params: dict[str, Any], event: dict[str, Any]) -> dict[str, A
     """A write statement's parameters with the request's event for `AUDIT_PREFIX`: its `at` as
     text (`datetime_text`) in a parameter of its own, the rest as a map."""
     fields = dict(event)
+    idem = audit_context.claimed_key() or {}
     return {**params, "audit": fields, "audit_at": datetime_text(fields.pop("at", None)),
-            "idem": audit_context.claimed_key()}
+            "idem_application": idem.get("application_id"), "idem_key": idem.get("key"),
+            "idem_claim": idem.get("claim")}
 
 
 def datetime_text(value: Any) -> Any:

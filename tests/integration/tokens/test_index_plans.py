@@ -95,3 +95,19 @@ async def test_list_by_ids_seeks_each_id(client):
     ops = await explain(client, "tokens/list_by_ids")
     seek = next(d for op, d in ops if op == "NodeUniqueIndexSeek")
     assert "id = wanted" in seek, seek
+
+
+@pytest.mark.parametrize("name", ["tokens/create", "tokens/update", "graph/link"])
+async def test_a_write_with_its_audit_event_and_idempotency_mark_is_index_backed(client, name):
+    # Inside a request every write carries the audit prefix: the event, and the mark on the
+    # request's Idempotency-Key entry (a seek on the entry's key, never a scan of the entries).
+    from vaultgraph.repository.database import audited_text
+
+    db = database(client.server.app)
+    params = {**PARAMS, "parent_id": "p", "child_id": "c", "audit": {"token_ids": ["x"]},
+              "audit_at": None, "idem_application": "app", "idem_key": "k", "idem_claim": "c"}
+    _, summary, _ = await db.driver.execute_query(
+        "EXPLAIN " + audited_text(db.catalog.text(name)), params, database_=db.database)
+    ops = walk(summary.plan)
+    assert not SCANS & set(names(ops)), (name, ops)
+    assert any("IdempotencyKey" in details and "Seek" in op for op, details in ops), ops
