@@ -175,6 +175,11 @@ class Settings:
                               f"set VAULTGRAPH_LOG_LEVEL to {', '.join(LOG_LEVELS[:-1])} or "
                               f"{LOG_LEVELS[-1]}")
         self._check_numbers()
+        if self.cypher_dir and not Path(self.cypher_dir).is_dir():
+            raise ConfigError(f"VAULTGRAPH_CYPHER_DIR is {self.cypher_dir!r}, not a directory",
+                              "point VAULTGRAPH_CYPHER_DIR at a directory of .cypher files (the "
+                              "repository's cypher/), or unset it to use the catalog in the "
+                              "package")
         if self.idempotency_lease < self.request_timeout:
             # A claim must outlive its request's database work, or a retry takes the key over
             # while the first write still runs and both write.

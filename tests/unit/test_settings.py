@@ -184,3 +184,13 @@ def test_values_in_range_are_kept():
     assert (s.log_level, s.log_format, s.port, s.metrics_port, s.rate_limit,
             s.shutdown_grace, s.expiry_sweep_interval) == ("debug", "text", 0, 65535, 0.0, 0.0,
                                                            3600.0)
+
+
+def test_a_cypher_dir_that_is_not_a_directory_is_named(tmp_path):
+    from vaultgraph.settings import ConfigError
+
+    missing = tmp_path / "nowhere"
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({"VAULTGRAPH_CYPHER_DIR": str(missing)})
+    assert caught.value.cause == f"VAULTGRAPH_CYPHER_DIR is {str(missing)!r}, not a directory"
+    assert Settings.from_env({"VAULTGRAPH_CYPHER_DIR": str(tmp_path)}).cypher_dir == str(tmp_path)
