@@ -98,6 +98,14 @@ async def blocked(db, text: str) -> int:
     return records[0]["n"]
 
 
+async def wait_blocked(db, text: str, count: int = 1, within: float = 10.0) -> None:
+    """Until `count` transactions running `text` wait on a lock; failing after `within` s."""
+    until = asyncio.get_running_loop().time() + within
+    while await blocked(db, text) < count:
+        assert asyncio.get_running_loop().time() < until, f"never {count} blocked: {text[:60]}"
+        await asyncio.sleep(0.02)
+
+
 def held_delete(app, tenant_id: str, token_id: str, *, merged_into: str | None = None,
                 actor: str = "racing-app") -> list[tuple[str, dict[str, Any]]]:
     """What a `DELETE /tokens/{id}` runs, or with `merged_into` what an update merging the token

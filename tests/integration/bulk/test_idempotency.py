@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import orjson
-from factories import blocked, key_headers, make_application
+from factories import key_headers, make_application, wait_blocked
 from tokens._support import ALL_TOKEN, rule
 
 from vaultgraph.api.typedefs import services_key
@@ -129,13 +129,8 @@ async def test_concurrent_retries_take_a_lapsed_claim_over_once(client, admin_he
         await held.run("MATCH (k:IdempotencyKey {tenant_id: $t, key: 'lapsed'}) "
                        "SET k.held = true", t=tenant.tenant_id)
         retries = [asyncio.ensure_future(post()) for _ in range(2)]
-        try:
-            for _ in range(200):  # until both retries wait on the held entry
-                if await blocked(db, db.catalog.text("idempotency/claim")) >= 2:
-                    break
-                await asyncio.sleep(0.05)
-            else:
-                raise AssertionError("the retries did not wait on the held entry")
+        try:  # until both retries wait on the held entry
+            await wait_blocked(db, db.catalog.text("idempotency/claim"), count=2)
         finally:
             await held.commit()
         statuses = sorted(await asyncio.gather(*retries))

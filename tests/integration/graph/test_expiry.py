@@ -8,7 +8,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from factories import blocked, blocked_behind, database, new_tenant
+from factories import blocked_behind, database, new_tenant, wait_blocked
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.app import create_app
@@ -211,12 +211,7 @@ async def test_a_sweep_under_way_at_shutdown_hands_its_events_over(aiohttp_clien
         held = await session.begin_transaction()  # before it expires: the sweep will wait
         await (await held.run("MATCH (t:Token {tenant_id: $t, id: $id}) SET t.held = true",
                               t=tenant.tenant_id, id=token["id"])).consume()
-        for _ in range(500):
-            if await blocked(db, sweeping):
-                break
-            await asyncio.sleep(0.02)
-        else:
-            raise AssertionError("the sweep never waited for the held token")
+        await wait_blocked(db, sweeping)  # the sweep waits for the held token
         stopping = asyncio.ensure_future(app[services_key].expiry.stop())
         await held.commit()
         await stopping
