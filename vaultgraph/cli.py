@@ -167,16 +167,18 @@ def ensure_dev_kek(settings: Settings) -> None:
 
 
 def check_kek(settings: Settings):
-    """The key ring, parsed now so a malformed one is named before anything starts."""
-    from .crypto import KeyRing
+    """The key ring, opened now so a malformed key, an unreachable token or a refused PIN is
+    named (one line) before anything starts; with the pkcs11 provider the key is generated in
+    the token here when absent."""
+    from .keys.custody import open_custody
 
-    spec = settings.resolved_kek()
-    try:
-        return KeyRing.from_spec(spec)
-    except ValueError as exc:  # the message names an entry by position, never key bytes
-        raise Failure(f"the key-encryption key in {settings.kek_source} is malformed ({exc})",
-                      "expected '<version>:<base64url of 32 bytes>[,...]', e.g. "
-                      "k1:$(head -c32 /dev/urandom | basenc --base64url)") from None
+    custody = open_custody(settings)
+    custody.close()
+    # Serving, the provider's log line says it; other commands silence logs: say it here.
+    for label in custody.generated if logging.root.manager.disable >= logging.ERROR else ():
+        print(f"generated the key-encryption key {label!r} inside the PKCS#11 token "
+              f"{settings.pkcs11_token_label!r} (sensitive, never extractable)", file=sys.stderr)
+    return custody.ring
 
 
 def _local_settings(settings: Settings, neo) -> Settings:
@@ -241,7 +243,7 @@ def serve(settings: Settings, *, local: bool, workers: int | None = None) -> int
         raise Failure(f"port {settings.port} on {settings.host} is in use by another process",
                       "stop that process or set VAULTGRAPH_PORT to a free port")
     neo = started = None
-    if local:
+    if local and settings.kek_provider == "file":
         ensure_dev_kek(settings)
     check_kek(settings)
     try:
@@ -255,6 +257,10 @@ def serve(settings: Settings, *, local: bool, workers: int | None = None) -> int
                    if local else "")
         print(f"serving on http://{settings.host}:{settings.port} (docs at /docs{browser})",
               file=sys.stderr)
+        if settings.kek_provider == "file":
+            from .keys.custody import DEVELOPMENT_ONLY
+
+            logging.getLogger("vaultgraph.keys").info(DEVELOPMENT_ONLY)
         return run(settings)
     finally:
         # Whatever this call started, it stops: a failed bootstrap leaves no orphan server.
@@ -434,9 +440,82 @@ def rotation_lock(settings: Settings) -> Iterator[None]:
 
 
 def keys_command(settings: Settings, args: argparse.Namespace) -> int:
+    if args.action == "status":
+        return keys_status(settings, as_json=args.json)
     check_kek(settings)
+    if args.to or settings.kek_provider != "file":
+        # Between providers, or to the token's configured key: no file version is added.
+        return _rotate_to(settings, args.to or f"pkcs11:{settings.pkcs11_key_label}",
+                          set(args.tenant) if args.tenant else None)
     with rotation_lock(settings):
         return _rotate(settings, args)
+
+
+def keys_status(settings: Settings, *, as_json: bool) -> int:
+    """The provider, the active KEK (with the token key's attributes) and each tenant's KEKs."""
+    from .keys.custody import describe
+
+    async def work():
+        async with services(settings) as svc:
+            body = await asyncio.to_thread(describe, svc.custody)
+            body["tenants"] = [t async for t in svc.tenants.kek_census()]
+            body["pending"] = sum(1 for t in body["tenants"] if not t["current"])
+            return body
+
+    body = run_async(work)
+    if as_json:
+        emit(body)
+        return 0
+    print(f"provider     {body['provider']}\nactive KEK   {body['active_kek']}")
+    if "active_key" in body:
+        key = body["active_key"]
+        print(f"token key    {key['label']} in {body['token']}: AES-{key['bits']}, "
+              + ("sensitive, " if key["sensitive"] else "NOT sensitive, ")
+              + ("never extractable" if key["never_extractable"] else "extractable"))
+    print(f"tenants      {len(body['tenants'])}, {body['pending']} not under the active KEK")
+    for tenant in body["tenants"]:
+        print(f"  {tenant['id']}  {','.join(tenant['kek_versions'])}  {tenant['name']}")
+    return 0
+
+
+def _rotate_to(settings: Settings, to: str, only: set[str] | None) -> int:
+    """Re-wrap every tenant's keys (of `only`) under `to` ("file" or "pkcs11:<label>"),
+    online and resumable: tenants already under it are skipped."""
+    from .errors import NotFound
+
+    progress = Progress("re-wrapped tenants")
+
+    async def work():
+        async with services(settings) as svc:
+            target = await asyncio.to_thread(svc.custody.target, to)
+            for label in svc.custody.generated:
+                print(f"generated the key-encryption key {label!r} inside the PKCS#11 token "
+                      f"{settings.pkcs11_token_label!r} (sensitive, never extractable)",
+                      file=sys.stderr)
+            tenants = svc.tenants.with_ring(target)
+            unknown = []
+            for tenant_id in sorted(only or ()):
+                try:
+                    await tenants.get(tenant_id)
+                except NotFound:
+                    unknown.append(tenant_id)
+            if unknown:
+                raise Failure(f"no tenant with the id {', '.join(unknown)}",
+                              "check the ids (vaultgraph tenants list)")
+            waiting = await tenants.pending_rewrap(only)
+            print(f"re-wrapping {waiting} tenant(s) under {target.active}", file=sys.stderr)
+            return await tenants.rewrap_all(progress, only=only)
+
+    result = run_async(work)
+    progress.done(f"{result.rewrapped} done, {result.current} already current, "
+                  f"{len(result.failed)} failed")
+    emit(result.to_dict())
+    if result.failed:
+        raise Failure(f"{len(result.failed)} tenant(s) could not be re-wrapped "
+                      f"({', '.join(result.failed[:3])})",
+                      "their keys are wrapped under a key-encryption key this process cannot "
+                      "reach; configure it (key file or token) and rerun vaultgraph keys rotate")
+    return 0
 
 
 def _rotate(settings: Settings, args: argparse.Namespace) -> int:
@@ -579,7 +658,14 @@ def explain(exc: BaseException, settings: Settings | None) -> tuple[str, str, in
     from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable
 
     from .crypto import CryptoError
-    from .errors import Invalid, Misconfigured, Unavailable, VaultError, WrongKey
+    from .errors import (
+        Invalid,
+        KeyStoreUnavailable,
+        Misconfigured,
+        Unavailable,
+        VaultError,
+        WrongKey,
+    )
     from .neo4j_local import LauncherError
 
     uri = settings.neo4j_uri if settings else "the configured URI"
@@ -603,6 +689,10 @@ def explain(exc: BaseException, settings: Settings | None) -> tuple[str, str, in
         return (f"Neo4j at {uri} has no database {name!r}",
                 "set VAULTGRAPH_NEO4J_DATABASE to an existing database (Community has 'neo4j')",
                 1)
+    if isinstance(exc, KeyStoreUnavailable):
+        token = settings.pkcs11_token_label if settings else "configured"
+        return (f"the PKCS#11 token {token!r} does not answer",
+                "check the HSM (or its network) and VAULTGRAPH_PKCS11_MODULE, then retry", 1)
     if isinstance(exc, (Unavailable, ServiceUnavailable)):
         return (f"cannot reach Neo4j at {uri}",
                 "start it (vaultgraph neo4j start) or set VAULTGRAPH_NEO4J_URI to a running "
@@ -695,9 +785,17 @@ def build_parser() -> argparse.ArgumentParser:
     keys = p_keys.add_subparsers(dest="action", required=True)
     p = keys.add_parser("rotate", help="add a new key-encryption key to the key file and "
                         "re-wrap every tenant's keys under it, online; resumes an unfinished "
-                        "rotation instead of adding another key")
+                        "rotation instead of adding another key. --to moves them to another "
+                        "provider or token key")
     p.add_argument("--tenant", action="append", metavar="ID",
                    help="only this tenant (repeat for more); default: every tenant")
+    p.add_argument("--to", metavar="TARGET",
+                   help="'pkcs11:<key label>' (generated in the token if absent) or 'file' "
+                        "(the key file's newest version): re-wrap under that key, no file "
+                        "version added")
+    p = keys.add_parser("status", help="the provider, the active key-encryption key and each "
+                        "tenant's")
+    p.add_argument("--json", action="store_true", help="one JSON document")
 
     p_audit = sub.add_parser("audit", help="the audit trail")
     audit = p_audit.add_subparsers(dest="action", required=True)

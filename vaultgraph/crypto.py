@@ -1,7 +1,10 @@
 """Encryption core: key ring, per-tenant keys, value encryption and keyed fingerprints.
 
-Key hierarchy (docs/security.md, "Keys"): KEKs from settings (``KeyRing``) wrap each tenant's random
+Key hierarchy (docs/security.md, "Keys"): KEKs (``KeyRing``) wrap each tenant's random
 data-encryption keys (DEKs, AES-256-GCM) and fingerprint key (HMAC-SHA256); DEKs encrypt values.
+A KEK comes from a provider (docs/key-custody.md): ``file`` (key bytes in a 0600 file or an
+environment variable) or ``pkcs11`` (a non-extractable key inside a token, which seals and opens
+tenant keys itself: vaultgraph/keys/pkcs11.py).
 
 Stored tenant key material -- string properties on the tenant node, never raw keys:
 
@@ -9,8 +12,10 @@ Stored tenant key material -- string properties on the tenant node, never raw ke
     wrapped_deks      "d1:k1.<b64>,d2:k2.<b64>"   (DEK version ":" wrapped blob, comma-separated)
     wrapped_hmac_key  "k1.<b64>"
 
-A wrapped blob is ``<kek version>.<base64url(nonce || ciphertext || tag)>`` (no padding),
-AES-256-GCM under that KEK with AAD binding tenant id, KEK version and slot ("dek:d1" / "hmac"),
+A wrapped blob is ``<kek id>.<base64url(nonce || ciphertext || tag)>`` (no padding), AES-256-GCM
+under that KEK with AAD binding tenant id, KEK id and slot ("dek:d1" / "hmac"). The KEK id names
+the provider and key: a file KEK by its version ("k1", as ever), a token KEK as
+``pkcs11:<key label>`` ("d1:pkcs11:kek-2026.<b64>" in ``wrapped_deks``),
 so blobs cannot move between tenants or slots. Each blob names its own KEK: after a new KEK is
 appended to the ring old blobs still unwrap, and ``rewrap`` migrates tenants one at a time.
 
@@ -20,6 +25,7 @@ binding tenant id, token id, field label ("data", "mask", ...) and DEK version.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -41,8 +47,8 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
     orjson = None  # type: ignore[assignment]
 
 __all__ = [
-    "CryptoError", "KeyRing", "TenantKeyCache", "TenantKeys", "needs_rewrap",
-    "new_tenant_key_material", "rewrap", "rotate_tenant_dek",
+    "CryptoError", "FileKek", "Kek", "KeyRing", "TenantKeyCache", "TenantKeys", "needs_rewrap",
+    "new_tenant_key_material", "parse_spec", "rewrap", "rotate_tenant_dek",
 ]
 
 KEY_BYTES = 32
@@ -50,6 +56,8 @@ NONCE_BYTES = 12  # 96-bit GCM nonce, random per encryption
 _TAG_BYTES = 16
 # Versions appear inside the stored formats, so they must not contain "." "," or ":".
 _VERSION_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
+# A KEK's id as blobs name it: a file version, or "pkcs11:<key label>" for a key in a token.
+_KEK_ID_RE = re.compile(r"(?:pkcs11:)?[A-Za-z0-9_-]{1,32}")
 _B64_RE = re.compile(r"[A-Za-z0-9_-]*")
 _WRAP_LABEL = b"vaultgraph:tenant-key"
 _AUDIT_LABEL = b"vaultgraph:audit-mac:v1"
@@ -94,34 +102,129 @@ def _open(aead: AESGCM, sealed: str, aad: bytes) -> bytes:
     return aead.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], aad)
 
 
-class KeyRing:
-    """Key-encryption keys by version; ``active`` wraps new material, all versions unwrap."""
+class Kek:
+    """One key-encryption key: seals and opens tenant keys with AES-256-GCM (``nonce ||
+    ciphertext || tag``) and derives the audit trail's MAC key. `remote`: its operations block
+    on a device (a PKCS#11 token), so callers on an event loop run them in `KeyRing.executor`.
+    """
 
-    def __init__(self, keys: Mapping[str, bytes], active: str) -> None:
-        if not keys:
+    id: str
+    remote = False
+
+    def seal(self, plaintext: bytes, aad: bytes) -> bytes:
+        raise NotImplementedError
+
+    def open(self, sealed: bytes, aad: bytes) -> bytes:
+        """The plaintext; `CryptoError` when the blob does not authenticate under this key."""
+        raise NotImplementedError
+
+    def audit_key(self) -> bytes:
+        raise NotImplementedError
+
+
+class FileKek(Kek):
+    """A KEK whose bytes the process holds (the ``file`` provider: a 0600 file or an
+    environment variable). Only the AESGCM object and the derived audit key are kept."""
+
+    def __init__(self, version: str, key: bytes) -> None:
+        self.id = version
+        self._aead = AESGCM(key)
+        # The audit trail's MAC key, derived (never the KEK itself), so a KEK rotation keeps old
+        # events verifiable while the old version stays in the ring.
+        self._audit = hmac.new(key, _AUDIT_LABEL, hashlib.sha256).digest()
+
+    def seal(self, plaintext: bytes, aad: bytes) -> bytes:
+        nonce = os.urandom(NONCE_BYTES)
+        return nonce + self._aead.encrypt(nonce, plaintext, aad)
+
+    def open(self, sealed: bytes, aad: bytes) -> bytes:
+        if len(sealed) < NONCE_BYTES + _TAG_BYTES:
+            raise CryptoError(_UNWRAP_FAILED)
+        try:
+            return self._aead.decrypt(sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], aad)
+        except InvalidTag:
+            raise CryptoError(_UNWRAP_FAILED) from None
+
+    def audit_key(self) -> bytes:
+        return self._audit
+
+    def __repr__(self) -> str:
+        return f"FileKek({self.id!r})"
+
+
+class KeyRing:
+    """Key-encryption keys by id; ``active`` wraps new material, every key in the ring unwraps.
+
+    File KEKs are named by their version ("k1"); a KEK held by a PKCS#11 token by
+    ``pkcs11:<key label>``. A `resolve` function finds KEKs not listed up front (a token key
+    another process added, during an online rotation): a blob names its KEK, so the ring asks
+    for it the first time it is needed."""
+
+    def __init__(self, keys: Mapping[str, bytes | Kek], active: str, *,
+                 resolve: Callable[[str], Kek | None] | None = None,
+                 executor: Any = None) -> None:
+        if not keys and resolve is None:
             raise ValueError("key ring is empty")
+        self._keks: dict[str, Kek] = {}
         for version, key in keys.items():
+            if isinstance(key, Kek):
+                if not isinstance(version, str) or not _KEK_ID_RE.fullmatch(version):
+                    raise ValueError("key ids must be a version or 'pkcs11:<label>'")
+                self._keks[version] = key
+                continue
             if not isinstance(version, str) or not _VERSION_RE.fullmatch(version):
                 raise ValueError("key versions must match [A-Za-z0-9_-]{1,32}")
             if not isinstance(key, bytes) or len(key) != KEY_BYTES:
                 raise ValueError("key-encryption keys must be 32 bytes")
-        if active not in keys:
+            # Keep only AESGCM objects: no raw key attribute to leak through debugging or repr.
+            self._keks[version] = FileKek(version, key)
+        if active not in self._keks and (resolve is None or not _KEK_ID_RE.fullmatch(active)):
             raise ValueError("active key version is not in the key ring")
-        # Keep only AESGCM objects: no raw key attribute to leak through debugging or repr.
-        self._aead = {version: AESGCM(key) for version, key in keys.items()}
-        # The audit trail's MAC keys, one per KEK version, derived (never the KEK itself), so a
-        # KEK rotation keeps old events verifiable while the old version stays in the ring.
-        self._audit = {version: hmac.new(key, _AUDIT_LABEL, hashlib.sha256).digest()
-                       for version, key in keys.items()}
+        self._resolve = resolve
+        self._audit: dict[str, bytes] = {}
+        self._lock = threading.Lock()
         self.active = active
-        self.versions = tuple(keys)
+        self.executor = executor
+        self.versions = tuple(self._keks) + (() if active in self._keks else (active,))
+
+    @property
+    def remote(self) -> bool:
+        """Whether wrapping or unwrapping may block on a device (run it in `executor`)."""
+        return self.executor is not None
+
+    def kek(self, kek_id: str) -> Kek:
+        """The KEK with this id; `CryptoError` when the ring has none."""
+        found = self._keks.get(kek_id)
+        if found is None and self._resolve is not None and _KEK_ID_RE.fullmatch(kek_id or ""):
+            found = self._resolve(kek_id)
+            if found is not None:
+                with self._lock:
+                    found = self._keks.setdefault(kek_id, found)
+        if found is None:
+            raise CryptoError("tenant key is wrapped by a key-encryption key not in the key ring")
+        return found
+
+    def with_active(self, kek_id: str) -> KeyRing:
+        """The same keys, with `kek_id` wrapping new material (a rotation's target)."""
+        self.kek(kek_id)
+        ring = KeyRing(dict(self._keks), kek_id, resolve=self._resolve, executor=self.executor)
+        ring._audit = self._audit
+        return ring
 
     def audit_mac(self, message: bytes, version: str | None = None) -> str:
         """HMAC-SHA256 of `message` under the audit key of `version` (the active one by
         default), hex. Unknown version: CryptoError."""
-        key = self._audit.get(version or self.active)
+        version = version or self.active
+        key = self._audit.get(version)
         if key is None:
-            raise CryptoError("audit event signed under a key version not in the key ring")
+            if not isinstance(version, str):
+                raise CryptoError("audit event signed under a key version not in the key ring")
+            try:
+                key = self.kek(version).audit_key()
+            except CryptoError:
+                raise CryptoError("audit event signed under a key version not in the key "
+                                  "ring") from None
+            self._audit[version] = key
         return hmac.new(key, message, hashlib.sha256).hexdigest()
 
     def __repr__(self) -> str:
@@ -130,23 +233,7 @@ class KeyRing:
     @classmethod
     def from_spec(cls, spec: str) -> KeyRing:
         """Parse ``"k1:<base64url>,k2:<base64url>"``; the last entry is active."""
-        # Errors name entries by position only: a mangled spec may hold key bytes anywhere.
-        if not isinstance(spec, str) or not spec.strip():
-            raise ValueError("key spec is empty")
-        keys: dict[str, bytes] = {}
-        for n, entry in enumerate(spec.split(","), 1):
-            version, sep, encoded = entry.strip().partition(":")
-            if not sep or not _VERSION_RE.fullmatch(version):
-                raise ValueError(f"key spec entry {n}: expected '<version>:<base64url key>'")
-            if version in keys:
-                raise ValueError(f"key spec entry {n}: duplicate key version")
-            try:
-                key = _b64d(encoded.strip().rstrip("="))
-            except ValueError:
-                raise ValueError(f"key spec entry {n}: key is not base64url") from None
-            if len(key) != KEY_BYTES:
-                raise ValueError(f"key spec entry {n}: key must decode to 32 bytes")
-            keys[version] = key
+        keys = parse_spec(spec)
         return cls(keys, list(keys)[-1])
 
     @staticmethod
@@ -155,20 +242,48 @@ class KeyRing:
 
     def wrap(self, key: bytes, *, tenant_id: str, slot: str) -> str:
         aad = _aad(_WRAP_LABEL, tenant_id, self.active, slot)
-        return f"{self.active}.{_seal(self._aead[self.active], key, aad)}"
+        return f"{self.active}.{_b64e(self.kek(self.active).seal(key, aad))}"
 
     def unwrap(self, blob: str, *, tenant_id: str, slot: str) -> bytes:
         version, _, sealed = blob.partition(".")
-        aead = self._aead.get(version)
-        if aead is None:
-            raise CryptoError("tenant key is wrapped by a key-encryption key not in the key ring")
+        kek = self.kek(version)
         try:
-            key = _open(aead, sealed, _aad(_WRAP_LABEL, tenant_id, version, slot))
-        except (ValueError, InvalidTag):
+            raw = _b64d(sealed)
+        except ValueError:
             raise CryptoError(_UNWRAP_FAILED) from None
+        key = kek.open(raw, _aad(_WRAP_LABEL, tenant_id, version, slot))
         if len(key) != KEY_BYTES:
             raise CryptoError(_UNWRAP_FAILED)
         return key
+
+    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """`fn(*args)` off the event loop when the ring's keys live in a device, inline
+        otherwise (a file KEK's AES-GCM costs microseconds)."""
+        if self.executor is None:
+            return fn(*args)
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+
+def parse_spec(spec: str) -> dict[str, bytes]:
+    """``"k1:<base64url>,k2:<base64url>"`` as versions and key bytes, in order."""
+    # Errors name entries by position only: a mangled spec may hold key bytes anywhere.
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError("key spec is empty")
+    keys: dict[str, bytes] = {}
+    for n, entry in enumerate(spec.split(","), 1):
+        version, sep, encoded = entry.strip().partition(":")
+        if not sep or not _VERSION_RE.fullmatch(version):
+            raise ValueError(f"key spec entry {n}: expected '<version>:<base64url key>'")
+        if version in keys:
+            raise ValueError(f"key spec entry {n}: duplicate key version")
+        try:
+            key = _b64d(encoded.strip().rstrip("="))
+        except ValueError:
+            raise ValueError(f"key spec entry {n}: key is not base64url") from None
+        if len(key) != KEY_BYTES:
+            raise ValueError(f"key spec entry {n}: key must decode to 32 bytes")
+        keys[version] = key
+    return keys
 
 
 def _parse_stored(stored: Mapping[str, str]) -> tuple[str, dict[str, str], str]:
@@ -313,14 +428,34 @@ class TenantKeyCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, tenant_id: str, stored: Mapping[str, str]) -> TenantKeys:
+    def _cache_key(self, tenant_id: str, stored: Mapping[str, str]) -> tuple[str, bytes]:
         material = _aad(*(str(stored.get(name, "")) for name in _STORED_FIELDS))
-        key = (tenant_id, hashlib.sha256(material).digest())
+        return (tenant_id, hashlib.sha256(material).digest())
+
+    def _cached(self, key: tuple[str, bytes]) -> TenantKeys | None:
         with self._lock:
             keys = self._entries.get(key)
             if keys is not None:
                 self._entries.move_to_end(key)
-                return keys
+            return keys
+
+    def get(self, tenant_id: str, stored: Mapping[str, str]) -> TenantKeys:
+        """The tenant's keys, unwrapped here on a miss (blocking when the KEK is in a token:
+        on an event loop, use `aget`)."""
+        key = self._cache_key(tenant_id, stored)
+        return self._cached(key) or self._unwrap(key, tenant_id, stored)
+
+    async def aget(self, tenant_id: str, stored: Mapping[str, str]) -> TenantKeys:
+        """`get` for the event loop: a miss is unwrapped in the ring's executor when the KEK
+        is in a token, so cold tenants never stall the loop or queue behind one session."""
+        key = self._cache_key(tenant_id, stored)
+        cached = self._cached(key)
+        if cached is not None:
+            return cached
+        return await self._ring.run(self._unwrap, key, tenant_id, stored)
+
+    def _unwrap(self, key: tuple[str, bytes], tenant_id: str,
+                stored: Mapping[str, str]) -> TenantKeys:
         # Unwrap outside the lock; a race costs at most one duplicate unwrap.
         try:
             keys = TenantKeys.unwrap(self._ring, tenant_id, stored)
@@ -342,7 +477,9 @@ class TenantKeyCache:
             _, wrapped, hmac_blob = _parse_stored(stored)
         except CryptoError:
             return False
-        wanted = {blob.partition(".")[0] for blob in (*wrapped.values(), hmac_blob)}
+        # Token keys are found by the ring itself; only file versions need the file re-read.
+        wanted = {blob.partition(".")[0] for blob in (*wrapped.values(), hmac_blob)
+                  if not blob.startswith("pkcs11:")}
         if self._reload is None or wanted <= set(self._ring.versions):
             return False
         now = time.monotonic()

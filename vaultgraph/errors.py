@@ -85,6 +85,16 @@ class Unavailable(VaultError):
         self.retry_after = retry_after
 
 
+class KeyStoreUnavailable(Unavailable):
+    """The device holding the key-encryption key (a PKCS#11 token) cannot be reached now; the
+    service retries it on the next request that needs it, no restart."""
+
+    default_detail = "The key store is unavailable; try again shortly."
+
+    def __init__(self, detail: str | None = None, *, retry_after: int = 2):
+        super().__init__(detail, retry_after=retry_after)
+
+
 class Misconfigured(Unavailable):
     """The service is configured wrongly (the database refuses its credentials, the
     key-encryption key does not open the stored keys): not the caller's fault, and not

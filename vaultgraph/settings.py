@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -15,7 +16,7 @@ from urllib.parse import urlsplit
 PREFIX = "VAULTGRAPH_"
 # Settings that take one of a few words: checked when the settings are made.
 CHOICES = {"neo4j_read_routing": ("read", "write"), "event_loop": ("uvloop", "asyncio"),
-           "log_format": ("json", "text")}
+           "log_format": ("json", "text"), "kek_provider": ("file", "pkcs11")}
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # any case
 # Ports: 0 means "any free port" for the API and "no listener" for metrics; the local Neo4j's
 # ports are real ports.
@@ -26,7 +27,7 @@ POSITIVE = frozenset({
     "search_max_query_length", "search_max_terms", "search_max_depth", "expiry_sweep_batch",
     "render_workers", "audit_batch_max", "request_timeout",
     "neo4j_acquire_timeout", "neo4j_connect_timeout", "bulk_max_items", "idempotency_ttl",
-    "idempotency_lease", "auth_failure_window"})
+    "idempotency_lease", "auth_failure_window", "pkcs11_sessions"})
 # Upper bounds the interface sets: an expired token is deleted within an hour of its expiry
 # (spec §2.3.3), so the sweep runs at least hourly (0 still turns this process's sweep off).
 AT_MOST = {"expiry_sweep_interval": (
@@ -92,6 +93,14 @@ class Settings:
     cypher_dir: str = ""  # empty: the catalog shipped in the package (vaultgraph.cypher)
     kek: str = field(default="", repr=False)
     kek_file: str = ""
+    # Key custody (docs/key-custody.md): "file" (the KEK above; development) or "pkcs11" (a
+    # non-extractable key in a token; the file KEK, if still configured, only unwraps).
+    kek_provider: str = "file"
+    pkcs11_module: str = ""  # the token's PKCS#11 library (.so)
+    pkcs11_token_label: str = ""
+    pkcs11_pin_file: str = ""  # the user PIN, first line of a 0600 file
+    pkcs11_key_label: str = "vaultgraph-kek"
+    pkcs11_sessions: int = 8  # sessions (and threads) in the pool
     log_level: str = "INFO"
     log_format: str = "json"
     max_body_bytes: int = 1_048_576
@@ -175,6 +184,10 @@ class Settings:
                               f"set VAULTGRAPH_LOG_LEVEL to {', '.join(LOG_LEVELS[:-1])} or "
                               f"{LOG_LEVELS[-1]}")
         self._check_numbers()
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", self.pkcs11_key_label):
+            raise ConfigError(f"VAULTGRAPH_PKCS11_KEY_LABEL is {self.pkcs11_key_label!r}",
+                              "set VAULTGRAPH_PKCS11_KEY_LABEL to 1-32 letters, digits, '-' "
+                              "or '_' (it is part of every wrapped key's name)")
         if self.cypher_dir and not Path(self.cypher_dir).is_dir():
             raise ConfigError(f"VAULTGRAPH_CYPHER_DIR is {self.cypher_dir!r}, not a directory",
                               "point VAULTGRAPH_CYPHER_DIR at a directory of .cypher files (the "

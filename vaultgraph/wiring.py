@@ -6,6 +6,7 @@ and services are built on them and handed out as one `Services` object.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from .catalog import Catalog
 from .crypto import KeyRing, TenantKeyCache
+from .keys.custody import Custody, open_custody
 from .repository.applications import ApplicationRepository
 from .repository.audit import AuditRepository
 from .repository.auth import AuthRepository
@@ -62,6 +64,7 @@ class Services:
     bulk: BulkService
     idempotency: IdempotencyService
     rate_limits: RateLimits
+    custody: Custody | None = None
 
 
 def connect(settings: Settings) -> Database:
@@ -85,8 +88,15 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
     `background_start`: touch no database here; `Services.startup.run()` (the server runs it
     in the background) applies the schema, checks the key ring and warms the pool.
     `schema_applied`: the caller applied the schema already (the test suite, once per run)."""
-    keyring = KeyRing.from_spec(settings.resolved_kek()) if with_keys else None
-    db = connect(settings)
+    # The key-encryption keys from their provider (a token is reached and logged in here).
+    custody = await asyncio.to_thread(open_custody, settings) if with_keys else None
+    keyring = custody.ring if custody else None
+    try:
+        db = connect(settings)
+    except BaseException:
+        if custody:
+            custody.close()
+        raise
     renderer = Renderer(workers=settings.render_workers, budget=settings.render_budget)
     try:
         try:
@@ -101,8 +111,7 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
                         extra={"error": type(exc).__name__})
         # The key file is re-read when a tenant's keys name a KEK version the ring lacks
         # (`vaultgraph keys rotate` online); a ring from VAULTGRAPH_KEK changes on restart only.
-        reload = ((lambda: KeyRing.from_spec(settings.resolved_kek())) if not settings.kek
-                  else None)
+        reload = custody.reload if custody and not settings.kek else None
         authenticator = (Authenticator(AuthRepository(db), TenantKeyCache(keyring, reload=reload),
                                        settings.auth_cache_ttl) if keyring else None)
         token_repo = TokenRepository(db)
@@ -142,9 +151,12 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
             rate_limits=RateLimits(rate=settings.rate_limit, burst=settings.rate_burst,
                                    auth_failures=settings.auth_failure_limit,
                                    auth_failure_window=settings.auth_failure_window),
+            custody=custody,
         )
         if writer is not None:
             await writer.stop()
     finally:
         renderer.close()
         await db.close()
+        if custody:
+            await asyncio.to_thread(custody.close)

@@ -20,7 +20,9 @@ def banner(monkeypatch, capsys):
 
     def serve(**kw) -> str:
         assert cli.serve(Settings(port=0, kek=KeyRing.generate_spec()), **kw) == 0
-        return capsys.readouterr().err
+        # The banner, without the log lines after it (the file KEK's development notice).
+        return "".join(line for line in capsys.readouterr().err.splitlines(keepends=True)
+                       if not line.startswith('{"ts"'))
 
     yield serve
     root.handlers[:], root.level = saved

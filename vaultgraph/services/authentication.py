@@ -78,7 +78,7 @@ class Authenticator:
             key_id=owner.key_id,
             permissions=frozenset(owner.permissions),
             rules=tuple(Rule.from_dict(r) for r in orjson.loads(owner.rules_json)),
-            keys=self._tenant_keys.get(owner.tenant["id"], owner.tenant),
+            keys=await self._tenant_keys.aget(owner.tenant["id"], owner.tenant),
         )
         if generation != self._generation:
             return principal  # answered as of the read; never cached past an invalidation

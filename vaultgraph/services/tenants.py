@@ -4,7 +4,7 @@ shown, and their wrapped keys re-wrapped under a new key-encryption key (KEK rot
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +78,14 @@ class TenantService:
         self._repo = repo
         self._ring = ring
 
+    @property
+    def ring(self) -> KeyRing:
+        return self._ring
+
+    def with_ring(self, ring: KeyRing) -> TenantService:
+        """The same tenants under another ring (a rotation's target KEK active)."""
+        return TenantService(self._repo, ring)
+
     async def create(self, name: str) -> NewTenant:
         """A tenant with fresh wrapped keys and its administrator application (all at once)."""
         tenant_id = str(uuid.uuid4())
@@ -85,7 +93,7 @@ class TenantService:
         key = apikeys.generate()
         await self._repo.create(
             tenant_id=tenant_id, name=name,
-            key_material=new_tenant_key_material(self._ring, tenant_id),
+            key_material=await self._ring.run(new_tenant_key_material, self._ring, tenant_id),
             application_id=application_id, application_name=f"{name} administrator",
             permissions=list(ALL_PERMISSIONS),
             rules=orjson.dumps([r.to_dict() for r in ROOT_RULES]).decode(),
@@ -136,7 +144,8 @@ class TenantService:
                     continue
                 for _attempt in range(3):
                     try:
-                        new = rewrap(self._ring, tenant["id"], tenant["key_material"])
+                        new = await self._ring.run(rewrap, self._ring, tenant["id"],
+                                                   tenant["key_material"])
                     except CryptoError:
                         result.failed.append(tenant["id"])
                         break
@@ -153,15 +162,38 @@ class TenantService:
         return result
 
     async def verify_key_ring(self) -> None:
-        """Start-up check: the key ring opens the tenant keys stored under its versions (a valid
-        but wrong KEK would otherwise start, say ready, and fail every read). Raises
-        `WrongKey` when none of a sample opens; nothing stored under its versions passes."""
-        sample = await self._repo.key_sample(list(self._ring.versions))
+        """Start-up check: each KEK of the ring opens the tenant keys stored under it (a valid
+        but wrong KEK, or another token's key under the same label, would otherwise start, say
+        ready, and fail every read). Raises `WrongKey` naming the KEK when none of a sample
+        opens; a KEK nothing is stored under passes."""
+        for version in self._ring.versions:
+            sample = await self._repo.key_sample([version])
+            if sample and not await self._ring.run(self._opens_any, sample):
+                raise WrongKey(wrong_key_detail(version) if version.startswith("pkcs11:")
+                               else None)
+
+    def _opens_any(self, sample: list[dict]) -> bool:
         for stored in sample:
             try:
                 TenantKeys.unwrap(self._ring, stored["tenant_id"], stored)
             except CryptoError:
                 continue
-            return
-        if sample:
-            raise WrongKey()
+            return True
+        return False
+
+    async def kek_census(self, page: int = 500) -> AsyncIterator[dict]:
+        """Each tenant's id, name and the KEKs its keys are wrapped under (`keys status`)."""
+        after = ""
+        while rows := await self._repo.page(after, page):
+            after = rows[-1]["id"]
+            for tenant in rows:
+                body = tenant_body(tenant)
+                yield {"id": body["id"], "name": body["name"],
+                       "kek_versions": body["kek_versions"],
+                       "current": not self._needs(tenant)}
+
+
+def wrong_key_detail(version: str) -> str:
+    return (f"the key-encryption key {version} in the PKCS#11 token does not open the tenant "
+            "keys stored in Neo4j under it: configure the token (VAULTGRAPH_PKCS11_TOKEN_LABEL) "
+            "and key the data was written with")

@@ -1,0 +1,1 @@
+"""Key custody: where the key-encryption key lives (docs/key-custody.md)."""

@@ -1,0 +1,376 @@
+"""Key-encryption keys inside a PKCS#11 token (an HSM, a cloud HSM, SoftHSM2).
+
+The KEK is an AES-256 secret key object, found by its label, created sensitive and never
+extractable: its bytes never enter this process. Tenant keys are sealed and opened by the token
+(AES-GCM, a random 96-bit nonce per wrap, the same AAD as a file KEK), and the audit trail's MAC
+key is derived by the token (AES-CMAC in counter mode over fixed labels), so the stored formats
+are those of a file KEK with another KEK id (``pkcs11:<label>``).
+
+PKCS#11 calls block and a session is not thread-safe: `Pkcs11Token` keeps a pool of sessions,
+one borrowed per call, and an executor with as many threads, so concurrent unwraps proceed in
+parallel and never on the event loop. When the token stops answering (unplugged, network HSM
+down, token removed) calls fail fast with `KeyStoreUnavailable`; the next call after a pause
+reconnects (re-initialising the library), so the service recovers without a restart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from ..crypto import CryptoError, Kek
+from ..errors import KeyStoreUnavailable
+from ..settings import ConfigError
+
+log = logging.getLogger("vaultgraph.keys")
+
+T = TypeVar("T")
+PREFIX = "pkcs11:"
+_AUDIT_KDF_LABEL = b"vaultgraph:audit-mac:v1"
+_UNWRAP_FAILED = "tenant key material could not be unwrapped"
+_NOT_IN_TOKEN = "tenant key is wrapped by a key-encryption key not in the key ring"
+RECONNECT_PAUSE = 1.0  # seconds between two reconnection attempts while the token is away
+
+
+class TokenError(ConfigError):
+    """The token cannot be used as configured (module, token label, PIN, key): one line, no
+    secret. Raised at start-up and by `keys rotate`."""
+
+    def __init__(self, cause: str,
+                 fix: str = "check VAULTGRAPH_PKCS11_MODULE, VAULTGRAPH_PKCS11_TOKEN_LABEL, "
+                            "VAULTGRAPH_PKCS11_PIN_FILE and VAULTGRAPH_PKCS11_KEY_LABEL "
+                            "(docs/key-custody.md)"):
+        super().__init__(cause, fix)
+
+
+def _pkcs11():
+    try:
+        import pkcs11
+    except ImportError:
+        raise TokenError("VAULTGRAPH_KEK_PROVIDER=pkcs11 needs python-pkcs11: install "
+                         "vaultgraph[pkcs11]") from None
+    return pkcs11
+
+
+class Pkcs11Token:
+    """One token, logged in once, with a pool of `sessions` sessions and as many threads."""
+
+    def __init__(self, module: str, token_label: str, pin: str, *, sessions: int = 8) -> None:
+        self.module = module
+        self.token_label = token_label
+        self._pin = pin
+        self._size = max(1, sessions)
+        self._pool: queue.Queue = queue.Queue()
+        self._keys: dict[tuple[int, str], Any] = {}  # (session id, label) -> key object
+        self._known: set[str] = set()  # labels found at least once (the health probe's)
+        self._generation = 0
+        self._busy = 0
+        self._broken = True
+        self._last_attempt = 0.0
+        self._state = threading.Condition()
+        self._lib: Any = None
+        self._sessions: list[Any] = []
+        self.executor = ThreadPoolExecutor(max_workers=self._size,
+                                           thread_name_prefix="vaultgraph-pkcs11")
+
+    def __repr__(self) -> str:
+        return f"Pkcs11Token(token_label={self.token_label!r}, sessions={self._size})"
+
+    # -- connecting ----------------------------------------------------------------------
+
+    def connect(self) -> None:
+        """Load the module, find the token, log in, open the pool. `TokenError` (one line)
+        when the module, token or PIN is wrong."""
+        with self._state:
+            self._connect()
+
+    def _connect(self) -> None:
+        pkcs11 = _pkcs11()
+        from pkcs11 import exceptions as e
+
+        self._close_sessions()
+        try:
+            if self._lib is None:
+                self._lib = pkcs11.lib(self.module)
+            elif self._generation:
+                self._lib.reinitialize()  # a token that came back needs a fresh slot list
+        except (OSError, RuntimeError) as exc:
+            raise TokenError(f"cannot load the PKCS#11 module {self.module} "
+                             f"({type(exc).__name__})") from None
+        self._generation += 1
+        self._keys.clear()
+        try:
+            token = self._lib.get_token(token_label=self.token_label)
+        except e.NoSuchToken:
+            raise TokenError(f"no PKCS#11 token labelled {self.token_label!r} in "
+                             f"{self.module}") from None
+        except e.MultipleTokensReturned:
+            raise TokenError(f"more than one PKCS#11 token labelled {self.token_label!r}") \
+                from None
+        except e.PKCS11Error as exc:
+            raise TokenError(f"the PKCS#11 token {self.token_label!r} does not answer "
+                             f"({type(exc).__name__})") from None
+        try:
+            first = token.open(user_pin=self._pin, rw=True)
+        except e.UserAlreadyLoggedIn:  # another pool of this process logged in already
+            first = token.open(rw=True)
+        except (e.PinIncorrect, e.PinInvalid, e.PinLenRange):
+            raise TokenError(f"the PIN for the PKCS#11 token {self.token_label!r} is "
+                             "refused (VAULTGRAPH_PKCS11_PIN_FILE)") from None
+        except e.PinLocked:
+            raise TokenError(f"the PKCS#11 token {self.token_label!r} is locked (too many "
+                             "wrong PINs)") from None
+        except e.PKCS11Error as exc:
+            raise TokenError(f"cannot log in to the PKCS#11 token {self.token_label!r} "
+                             f"({type(exc).__name__})") from None
+        # Login is per application: the other sessions share it.
+        sessions = [first] + [token.open(rw=True) for _ in range(self._size - 1)]
+        self._sessions = sessions
+        for label in list(self._known):  # the keys found before are there again
+            try:
+                self._find(first, label)
+            except e.PKCS11Error:
+                self._close_sessions()
+                raise TokenError(f"the key {label!r} is gone from the PKCS#11 token "
+                                 f"{self.token_label!r}") from None
+        for session in sessions:
+            self._pool.put((self._generation, session))
+        self._broken = False
+
+    def _close_sessions(self) -> None:
+        while not self._pool.empty():
+            self._pool.get_nowait()
+        for session in self._sessions:
+            with contextlib.suppress(Exception):  # a lost token's sessions are gone already
+                session.close()
+        self._sessions = []
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True)
+        with self._state:
+            self._close_sessions()
+            self._broken = True
+
+    # -- borrowing -----------------------------------------------------------------------
+
+    @contextmanager
+    def session(self) -> Iterator[Any]:
+        """A session of the pool for one call (this thread only), reconnecting first when the
+        token was lost and the pause since the last attempt is over."""
+        with self._state:
+            if self._broken:
+                self._reconnect()
+            self._busy += 1
+        try:
+            generation, session = self._pool.get(timeout=30)
+        except queue.Empty:
+            self._release()
+            raise KeyStoreUnavailable() from None
+        try:
+            yield session
+        finally:
+            if generation == self._generation:
+                self._pool.put((generation, session))
+            self._release()
+
+    def _release(self) -> None:
+        with self._state:
+            self._busy -= 1
+            self._state.notify_all()
+
+    def _reconnect(self) -> None:
+        """Called with `_state` held. At most one attempt per `RECONNECT_PAUSE`; waits for the
+        calls in flight (they fail fast on a lost token) before re-initialising the library."""
+        now = time.monotonic()
+        if now - self._last_attempt < RECONNECT_PAUSE:
+            raise KeyStoreUnavailable()
+        self._last_attempt = now
+        self._state.wait_for(lambda: self._busy == 0, timeout=10)
+        try:
+            self._connect()
+        except Exception as exc:  # any failure: still away; said once a pause
+            self._broken = True
+            log.warning("PKCS#11 token still unavailable",
+                        extra={"token": self.token_label, "error": type(exc).__name__})
+            raise KeyStoreUnavailable() from None
+        log.warning("PKCS#11 token reconnected", extra={"token": self.token_label})
+
+    def _lost(self) -> None:
+        with self._state:
+            if not self._broken:
+                log.warning("PKCS#11 token lost; requests needing it answer 503 until it "
+                            "returns", extra={"token": self.token_label})
+            self._broken = True
+
+    # -- keys ------------------------------------------------------------------------------
+
+    def _find(self, session: Any, label: str) -> Any:
+        from pkcs11 import KeyType, ObjectClass
+
+        cached = self._keys.get((id(session), label))
+        if cached is not None:
+            return cached
+        key = session.get_key(object_class=ObjectClass.SECRET_KEY, key_type=KeyType.AES,
+                              label=label)
+        self._keys[(id(session), label)] = key
+        self._known.add(label)
+        return key
+
+    def call(self, label: str, work: Callable[[Any], T]) -> T:
+        """`work(key)` with the key labelled `label`, on a borrowed session (blocking).
+        A failure with the token healthy is `CryptoError` (the blob, or a key not in the token);
+        a failure because the token is away is `KeyStoreUnavailable`."""
+        from pkcs11 import exceptions as e
+
+        with self.session() as session:
+            try:
+                return work(self._find(session, label))
+            except e.PKCS11Error as exc:
+                if self._healthy(session, label):
+                    if isinstance(exc, e.NoSuchKey):
+                        raise CryptoError(_NOT_IN_TOKEN) from None
+                    raise CryptoError(_UNWRAP_FAILED) from None
+                self._lost()
+                raise KeyStoreUnavailable() from None
+
+    def _healthy(self, session: Any, label: str) -> bool:
+        """Whether the token still answers with the keys it had: SoftHSM and real HSMs alike
+        report a failed GCM tag as a generic error, so the probe tells the two apart."""
+        from pkcs11 import exceptions as e
+
+        probes = [k for k in self._known if k != label][:1] or [label]
+        try:
+            for probe in probes:
+                self._keys.pop((id(session), probe), None)
+                self._find(session, probe)
+        except e.NoSuchKey:
+            return probe == label and label not in self._known
+        except e.PKCS11Error:
+            return False
+        return True
+
+    def ensure_key(self, label: str) -> bool:
+        """Find the AES-256 key `label`, or generate it inside the token (sensitive, never
+        extractable). True if generated now. `TokenError` if the key found is not fit to be a
+        KEK (extractable, not sensitive, not AES-256)."""
+        from pkcs11 import Attribute, KeyType, ObjectClass
+        from pkcs11 import exceptions as e
+
+        with self.session() as session:
+            try:
+                key = session.get_key(object_class=ObjectClass.SECRET_KEY,
+                                      key_type=KeyType.AES, label=label)
+            except e.MultipleObjectsReturned:
+                raise TokenError(f"more than one AES key labelled {label!r} in the PKCS#11 "
+                                 f"token {self.token_label!r}") from None
+            except e.NoSuchKey:
+                session.generate_key(KeyType.AES, 256, label=label, store=True, template={
+                    Attribute.TOKEN: True, Attribute.PRIVATE: True,
+                    Attribute.SENSITIVE: True, Attribute.EXTRACTABLE: False,
+                    Attribute.ENCRYPT: True, Attribute.DECRYPT: True, Attribute.SIGN: True,
+                    Attribute.VERIFY: False, Attribute.WRAP: False, Attribute.UNWRAP: False,
+                    Attribute.DERIVE: False,
+                })
+                self._known.add(label)
+                return True
+            except e.PKCS11Error as exc:
+                raise TokenError(f"cannot search the PKCS#11 token {self.token_label!r} "
+                                 f"({type(exc).__name__})") from None
+            facts = self.describe_key(key)
+            if not (facts["sensitive"] and not facts["extractable"] and facts["bits"] == 256):
+                raise TokenError(f"the key {label!r} in the PKCS#11 token {self.token_label!r} "
+                                 "is not a sensitive, non-extractable AES-256 key; refusing "
+                                 "it as a key-encryption key")
+            self._known.add(label)
+            return False
+
+    @staticmethod
+    def describe_key(key: Any) -> dict[str, Any]:
+        from pkcs11 import Attribute
+
+        return {"label": key[Attribute.LABEL], "bits": key[Attribute.VALUE_LEN] * 8,
+                "sensitive": bool(key[Attribute.SENSITIVE]),
+                "extractable": bool(key[Attribute.EXTRACTABLE]),
+                "always_sensitive": bool(key[Attribute.ALWAYS_SENSITIVE]),
+                "never_extractable": bool(key[Attribute.NEVER_EXTRACTABLE])}
+
+    def key_facts(self, label: str) -> dict[str, Any]:
+        """The key's attributes (never its value): label, size, sensitivity, extractability."""
+        return self.call(label, self.describe_key)
+
+    def labels(self) -> list[str]:
+        """Labels of the AES keys in the token."""
+        from pkcs11 import Attribute, KeyType, ObjectClass
+
+        with self.session() as session:
+            found = session.get_objects({Attribute.CLASS: ObjectClass.SECRET_KEY,
+                                         Attribute.KEY_TYPE: KeyType.AES})
+            return sorted({obj[Attribute.LABEL] for obj in found})
+
+
+class TokenKek(Kek):
+    """The KEK labelled `label` in `token`, as a `Kek` of the ring (id ``pkcs11:<label>``)."""
+
+    remote = True
+
+    def __init__(self, token: Pkcs11Token, label: str) -> None:
+        self.id = PREFIX + label
+        self.label = label
+        self._token = token
+
+    def __repr__(self) -> str:
+        return f"TokenKek({self.id!r})"
+
+    def seal(self, plaintext: bytes, aad: bytes) -> bytes:
+        from pkcs11 import Mechanism
+        from pkcs11.mechanisms import GCMParams
+
+        nonce = os.urandom(12)
+        sealed = self._token.call(self.label, lambda key: key.encrypt(
+            plaintext, mechanism=Mechanism.AES_GCM, mechanism_param=GCMParams(nonce, aad, 128)))
+        return nonce + bytes(sealed)
+
+    def open(self, sealed: bytes, aad: bytes) -> bytes:
+        from pkcs11 import Mechanism
+        from pkcs11.mechanisms import GCMParams
+
+        if len(sealed) < 12 + 16:
+            raise CryptoError(_UNWRAP_FAILED)
+        nonce, body = sealed[:12], sealed[12:]
+        return bytes(self._token.call(self.label, lambda key: key.decrypt(
+            body, mechanism=Mechanism.AES_GCM, mechanism_param=GCMParams(nonce, aad, 128))))
+
+    def audit_key(self) -> bytes:
+        """32 bytes from AES-CMAC in counter mode (NIST SP 800-108) over a fixed label,
+        computed by the token: a MAC key for the audit trail, never the KEK."""
+        from pkcs11 import Mechanism
+
+        def derive(key: Any) -> bytes:
+            return b"".join(bytes(key.sign(bytes([i]) + _AUDIT_KDF_LABEL + b"\x00\x01\x00",
+                                           mechanism=Mechanism.AES_CMAC)) for i in (1, 2))
+
+        return self._token.call(self.label, derive)
+
+
+def read_pin(path: str) -> str:
+    """The user PIN from its file (first line); `TokenError` naming the file, never the PIN."""
+    if not path:
+        raise TokenError("VAULTGRAPH_PKCS11_PIN_FILE is not set (the token's user PIN, in a "
+                         "0600 file)")
+    try:
+        with open(path) as f:
+            pin = f.readline().strip()
+    except OSError as exc:
+        raise TokenError(f"cannot read VAULTGRAPH_PKCS11_PIN_FILE {path} "
+                         f"({exc.strerror or type(exc).__name__})") from None
+    if not pin:
+        raise TokenError(f"VAULTGRAPH_PKCS11_PIN_FILE {path} is empty")
+    return pin
