@@ -102,9 +102,10 @@ class Pkcs11Token:
                 self._lib = pkcs11.lib(self.module)
             elif self._generation:
                 self._lib.reinitialize()  # a token that came back needs a fresh slot list
-        except (OSError, RuntimeError) as exc:
-            raise TokenError(f"cannot load the PKCS#11 module {self.module} "
-                             f"({type(exc).__name__})") from None
+        except (OSError, RuntimeError):
+            reason = "no such file" if not os.path.exists(self.module) else "it does not load"
+            raise TokenError(f"cannot load the PKCS#11 module {self.module} ({reason})") \
+                from None
         self._generation += 1
         self._keys.clear()
         try:
