@@ -226,7 +226,7 @@ async def serve(settings: Settings, *, reuse_port: bool = False) -> int:
     stopping.cancel()
     await served.drain()  # a failed start-up too: the listener, the app and its driver close
     if failed and not isinstance(failed, WrongKey):
-        raise failed  # the caller explains it (cli.explain): one line, never a traceback
+        raise failed  # the caller explains it (failures.explain): one line, never a traceback
     return status
 
 
@@ -359,8 +359,8 @@ def exit_status(returncode: int, sent: set[int] = frozenset()) -> int:
 
 def _worker() -> int:
     """One of `--workers N`: a failure is the one line the single-process command prints
-    (`cli.explain`), never a traceback; its status reaches the supervisor."""
-    from .cli import explain
+    (`failures.explain`), never a traceback; its status reaches the supervisor."""
+    from .failures import explain
     from .logs import configure
 
     settings = None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .catalog import Catalog
 from .crypto import KeyRing, TenantKeyCache
 from .keys.custody import Custody, open_custody
+from .outbound import AddressPolicy, OutboundClient
 from .repository.applications import ApplicationRepository
 from .repository.audit import AuditRepository
 from .repository.auth import AuthRepository
@@ -64,6 +65,7 @@ class Services:
     bulk: BulkService
     idempotency: IdempotencyService
     rate_limits: RateLimits
+    outbound: OutboundClient  # every request the vault sends out (webhooks, the proxy)
     custody: Custody | None = None
 
 
@@ -98,6 +100,7 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
             custody.close()
         raise
     renderer = Renderer(workers=settings.render_workers, budget=settings.render_budget)
+    outbound = OutboundClient(AddressPolicy.from_settings(settings))  # opens on first use
     try:
         try:
             if schema_applied:
@@ -152,11 +155,13 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
                                    auth_failures=settings.auth_failure_limit,
                                    auth_failure_window=settings.auth_failure_window),
             custody=custody,
+            outbound=outbound,
         )
         if writer is not None:
             await writer.stop()
     finally:
         renderer.close()
+        await outbound.close()
         await db.close()
         if custody:
             await asyncio.to_thread(custody.close)

@@ -7,7 +7,9 @@ import logging
 
 import pytest
 
-from vaultgraph import cli, server
+from vaultgraph import server
+from vaultgraph.cli import common
+from vaultgraph.cli import serve as cli
 from vaultgraph.crypto import KeyRing
 from vaultgraph.settings import Settings
 
@@ -37,9 +39,9 @@ def test_the_browser_with_the_local_neo4j(banner, monkeypatch):
         def start(self):
             return False  # already running
 
-    monkeypatch.setattr(cli, "local_neo4j", lambda settings: Neo())
-    monkeypatch.setattr(cli, "ensure_dev_kek", lambda settings: None)
-    monkeypatch.setattr(cli, "_local_settings", lambda settings, neo: settings)
+    monkeypatch.setattr(common, "local_neo4j", lambda settings: Neo())
+    monkeypatch.setattr(common, "ensure_dev_kek", lambda settings: None)
+    monkeypatch.setattr(common, "local_settings", lambda settings, neo: settings)
     monkeypatch.setattr(cli, "bootstrap", lambda settings: None)
     assert banner(local=True) == ("serving on http://127.0.0.1:0 (docs at /docs, Neo4j Browser "
                                   "at http://127.0.0.1:7474/browser/)\n")
