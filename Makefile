@@ -31,6 +31,9 @@ test-deps: run-deps
 	@command -v chromium >/dev/null || { \
 	  echo "installing Chromium from Debian's packages (the Neo4j Browser test drives it)"; \
 	  apt-get update -q && apt-get install -y -q chromium; }
+	@command -v softhsm2-util >/dev/null && command -v pkcs11-tool >/dev/null || { \
+	  echo "installing SoftHSM2 and OpenSC from Debian's packages (the PKCS#11 key custody tests)"; \
+	  apt-get update -q && apt-get install -y -q softhsm2 opensc; }
 
 $(RUN_STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
