@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..crypto import Kek, KeyRing, parse_spec
+from ..crypto import CryptoError, Kek, KeyRing, parse_spec
 from ..settings import ConfigError, Settings
 from .pkcs11 import PREFIX, Pkcs11Token, TokenError, TokenKek, read_pin
 
@@ -142,7 +142,12 @@ def open_custody(settings: Settings) -> Custody:
         if settings.kek_provider == "pkcs11" and ensure_key(token, settings.pkcs11_key_label):
             generated.append(settings.pkcs11_key_label)
         ring = build_ring(settings, token)
-        ring.audit_mac(b"")  # the active audit key, derived now: the writer signs on the loop
+        try:
+            ring.audit_mac(b"")  # the active audit key, derived now: the writer signs on the loop
+        except CryptoError:
+            raise TokenError(f"the key-encryption key {ring.active} cannot derive the audit "
+                             "trail's MAC key (the token must allow AES-CMAC sign with it)") \
+                from None
     except BaseException:
         if token is not None:
             token.close()
