@@ -120,3 +120,28 @@ def test_the_audit_key_is_derived_in_the_token_and_stable(hsm_settings, custody)
     finally:
         again.close()
     assert len(mac) == 64
+
+
+def test_closing_one_pool_leaves_another_logged_in(hsm_settings):
+    """Login is per process, not per session: a pool closing (a service stopping, the CLI's
+    start-up check) must not log out another pool of the same token."""
+    first = open_custody(hsm_settings)
+    second = open_custody(hsm_settings)
+    try:
+        stored = new_tenant_key_material(second.ring, "tenant-e")
+        first.close()
+        assert TenantKeys.unwrap(second.ring, "tenant-e", stored).dek_version == "d1"
+    finally:
+        second.close()
+
+
+def test_a_second_pool_with_a_wrong_pin_is_refused(hsm_settings, custody, tmp_path):
+    from vaultgraph.keys.pkcs11 import TokenError
+
+    pin = tmp_path / "pin"
+    pin.write_text("00000000\n")
+    with pytest.raises(TokenError) as raised:
+        open_custody(dataclasses.replace(hsm_settings, pkcs11_pin_file=str(pin)))
+    assert raised.value.cause == (f"the PIN for the PKCS#11 token "
+                                  f"{hsm_settings.pkcs11_token_label!r} is refused "
+                                  "(VAULTGRAPH_PKCS11_PIN_FILE)")

@@ -161,16 +161,9 @@ def _rotate_to(settings: Settings, to: str, only: set[str] | None) -> int:
             print(f"re-wrapping {waiting} tenant(s) under {target.active}", file=sys.stderr)
             return await tenants.rewrap_all(progress, only=only)
 
-    result = run_async(work)
-    progress.done(f"{result.rewrapped} done, {result.current} already current, "
-                  f"{len(result.failed)} failed")
-    emit(result.to_dict())
-    if result.failed:
-        raise Failure(f"{len(result.failed)} tenant(s) could not be re-wrapped "
-                      f"({', '.join(result.failed[:3])})",
-                      "their keys are wrapped under a key-encryption key this process cannot "
-                      "reach; configure it (key file or token) and rerun vaultgraph keys rotate")
-    return 0
+    return _report(run_async(work), progress,
+                   "their keys are wrapped under a key-encryption key this process cannot "
+                   "reach; configure it (key file or token) and rerun vaultgraph keys rotate")
 
 
 def _rotate(settings: Settings, args: argparse.Namespace) -> int:
@@ -207,13 +200,17 @@ def _rotate(settings: Settings, args: argparse.Namespace) -> int:
         async with services(settings) as svc:
             return await svc.tenants.rewrap_all(progress, only=only)
 
-    result = run_async(work)
+    return _report(run_async(work), progress,
+                   "their keys are wrapped under a key not in the ring; add it back to "
+                   f"{settings.kek_source} and rerun vaultgraph keys rotate")
+
+
+def _report(result, progress: Progress, fix: str) -> int:
+    """A rotation's outcome: the progress line, the JSON summary, a failure naming tenants."""
     progress.done(f"{result.rewrapped} done, {result.current} already current, "
                   f"{len(result.failed)} failed")
     emit(result.to_dict())
     if result.failed:
         raise Failure(f"{len(result.failed)} tenant(s) could not be re-wrapped "
-                      f"({', '.join(result.failed[:3])})",
-                      "their keys are wrapped under a key not in the ring; add it back to "
-                      f"{settings.kek_source} and rerun vaultgraph keys rotate")
+                      f"({', '.join(result.failed[:3])})", fix)
     return 0

@@ -16,6 +16,8 @@ reconnects (re-initialising the library), so the service recovers without a rest
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import logging
 import os
 import queue
@@ -60,6 +62,79 @@ def _pkcs11():
     return pkcs11
 
 
+class _Library:
+    """A PKCS#11 module as this process holds it: initialised once, and logged in once per
+    token. Login is per application, not per session, so the login session is kept here for
+    the process's life: closing a pool never logs out another pool of the same token (two
+    services in one process, the CLI's check beside a service). Re-initialising (after a token
+    was lost) invalidates every session of the module: it happens once per loss, whichever pool
+    notices first, and the others reopen under the new initialisation."""
+
+    _loaded: dict[str, _Library] = {}
+    _guard = threading.Lock()
+
+    def __init__(self, module: str, lib: Any) -> None:
+        self.module = module
+        self.lib = lib
+        self.epoch = 1
+        self._logins: dict[str, tuple[Any, bytes]] = {}  # token label -> (session, PIN digest)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def get(cls, module: str) -> _Library:
+        pkcs11 = _pkcs11()
+        with cls._guard:
+            found = cls._loaded.get(module)
+            if found is None:
+                try:
+                    found = cls._loaded[module] = _Library(module, pkcs11.lib(module))
+                except (OSError, RuntimeError):
+                    reason = "no such file" if not os.path.exists(module) else "it does not load"
+                    raise TokenError(f"cannot load the PKCS#11 module {module} ({reason})") \
+                        from None
+            return found
+
+    def restart(self, seen: int) -> None:
+        """Re-initialise the module unless another pool did since `seen`."""
+        with self._lock:
+            if self.epoch != seen:
+                return
+            self._logins.clear()  # C_Finalize ended every session and the login
+            try:
+                self.lib.reinitialize()
+            except RuntimeError:  # PKCS11Error: still away; the next attempt initialises
+                raise TokenError(f"cannot initialise the PKCS#11 module {self.module}") \
+                    from None
+            self.epoch += 1
+
+    def login(self, token: Any, token_label: str, pin: str) -> None:
+        """Log in to the token once for the process; a second pool must know the same PIN."""
+        from pkcs11 import exceptions as e
+
+        digest = hashlib.sha256(pin.encode()).digest()
+        refused = TokenError(f"the PIN for the PKCS#11 token {token_label!r} is refused "
+                             "(VAULTGRAPH_PKCS11_PIN_FILE)")
+        with self._lock:
+            held = self._logins.get(token_label)
+            if held is not None:
+                if not hmac.compare_digest(held[1], digest):
+                    raise refused
+                return
+            try:
+                session = token.open(user_pin=pin, rw=True)
+            except e.UserAlreadyLoggedIn:  # logged in by other code of this process
+                return
+            except (e.PinIncorrect, e.PinInvalid, e.PinLenRange):
+                raise refused from None
+            except e.PinLocked:
+                raise TokenError(f"the PKCS#11 token {token_label!r} is locked (too many "
+                                 "wrong PINs)") from None
+            except e.PKCS11Error as exc:
+                raise TokenError(f"cannot log in to the PKCS#11 token {token_label!r} "
+                                 f"({type(exc).__name__})") from None
+            self._logins[token_label] = (session, digest)
+
+
 class Pkcs11Token:
     """One token, logged in once, with a pool of `sessions` sessions and as many threads."""
 
@@ -76,7 +151,7 @@ class Pkcs11Token:
         self._broken = True
         self._last_attempt = 0.0
         self._state = threading.Condition()
-        self._lib: Any = None
+        self._epoch: int | None = None  # the library's initialisation this pool opened under
         self._sessions: list[Any] = []
         self.executor = ThreadPoolExecutor(max_workers=self._size,
                                            thread_name_prefix="vaultgraph-pkcs11")
@@ -93,23 +168,17 @@ class Pkcs11Token:
             self._connect()
 
     def _connect(self) -> None:
-        pkcs11 = _pkcs11()
         from pkcs11 import exceptions as e
 
         self._close_sessions()
-        try:
-            if self._lib is None:
-                self._lib = pkcs11.lib(self.module)
-            elif self._generation:
-                self._lib.reinitialize()  # a token that came back needs a fresh slot list
-        except (OSError, RuntimeError):
-            reason = "no such file" if not os.path.exists(self.module) else "it does not load"
-            raise TokenError(f"cannot load the PKCS#11 module {self.module} ({reason})") \
-                from None
+        library = _Library.get(self.module)
+        if self._epoch is not None:  # reconnecting: a token that came back needs a new slot list
+            library.restart(self._epoch)
+        self._epoch = library.epoch
         self._generation += 1
         self._keys.clear()
         try:
-            token = self._lib.get_token(token_label=self.token_label)
+            token = library.lib.get_token(token_label=self.token_label)
         except e.NoSuchToken:
             raise TokenError(f"no PKCS#11 token labelled {self.token_label!r} in "
                              f"{self.module}") from None
@@ -119,25 +188,14 @@ class Pkcs11Token:
         except e.PKCS11Error as exc:
             raise TokenError(f"the PKCS#11 token {self.token_label!r} does not answer "
                              f"({type(exc).__name__})") from None
-        try:
-            first = token.open(user_pin=self._pin, rw=True)
-        except e.UserAlreadyLoggedIn:  # another pool of this process logged in already
-            first = token.open(rw=True)
-        except (e.PinIncorrect, e.PinInvalid, e.PinLenRange):
-            raise TokenError(f"the PIN for the PKCS#11 token {self.token_label!r} is "
-                             "refused (VAULTGRAPH_PKCS11_PIN_FILE)") from None
-        except e.PinLocked:
-            raise TokenError(f"the PKCS#11 token {self.token_label!r} is locked (too many "
-                             "wrong PINs)") from None
-        except e.PKCS11Error as exc:
-            raise TokenError(f"cannot log in to the PKCS#11 token {self.token_label!r} "
-                             f"({type(exc).__name__})") from None
-        # Login is per application: the other sessions share it.
-        sessions = [first] + [token.open(rw=True) for _ in range(self._size - 1)]
+        library.login(token, self.token_label, self._pin)
+        # Login is per application: the pool's sessions share it, and closing them never logs
+        # the process out (the login session stays with the library).
+        sessions = [token.open(rw=True) for _ in range(self._size)]
         self._sessions = sessions
         for label in list(self._known):  # the keys found before are there again
             try:
-                self._find(first, label)
+                self._find(sessions[0], label)
             except e.PKCS11Error:
                 self._close_sessions()
                 raise TokenError(f"the key {label!r} is gone from the PKCS#11 token "
@@ -204,11 +262,11 @@ class Pkcs11Token:
             raise KeyStoreUnavailable() from None
         log.warning("PKCS#11 token reconnected", extra={"token": self.token_label})
 
-    def _lost(self) -> None:
+    def _lost(self, error: str) -> None:
         with self._state:
             if not self._broken:
                 log.warning("PKCS#11 token lost; requests needing it answer 503 until it "
-                            "returns", extra={"token": self.token_label})
+                            "returns", extra={"token": self.token_label, "error": error})
             self._broken = True
 
     # -- keys ------------------------------------------------------------------------------
@@ -232,15 +290,20 @@ class Pkcs11Token:
         from pkcs11 import exceptions as e
 
         with self.session() as session:
-            try:
-                return work(self._find(session, label))
-            except e.PKCS11Error as exc:
-                if self._healthy(session, label):
+            for attempt in (1, 2):
+                try:
+                    return work(self._find(session, label))
+                except e.PKCS11Error as exc:
+                    if not self._healthy(session, label):
+                        self._lost(type(exc).__name__)
+                        raise KeyStoreUnavailable() from None
                     if isinstance(exc, e.NoSuchKey):
                         raise CryptoError(_NOT_IN_TOKEN) from None
+                    if attempt == 1 and isinstance(exc, e.ObjectHandleInvalid | e.KeyHandleInvalid):
+                        self._keys.pop((id(session), label), None)
+                        continue  # a stale handle, the token healthy: find the key again
                     raise CryptoError(_UNWRAP_FAILED) from None
-                self._lost()
-                raise KeyStoreUnavailable() from None
+            raise AssertionError("unreachable")
 
     def _healthy(self, session: Any, label: str) -> bool:
         """Whether the token still answers with the keys it had: SoftHSM and real HSMs alike
