@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from .access_generation import AccessGeneration
 from .catalog import Catalog
 from .crypto import KeyRing, TenantKeyCache
 from .keys.custody import Custody, open_custody
@@ -82,14 +83,17 @@ def connect(settings: Settings) -> Database:
 async def open_services(settings: Settings, *, with_keys: bool = True,
                         schema_required: bool = False,
                         background_start: bool = False,
-                        schema_applied: bool = False) -> AsyncIterator[Services]:
+                        schema_applied: bool = False,
+                        access_generation: AccessGeneration | None = None
+                        ) -> AsyncIterator[Services]:
     """The service's parts over one driver. `with_keys`: load the key-encryption key ring
     (token and tenant use cases need it; managing applications does not).
     `schema_required`: fail when the schema cannot be applied now (the CLI) instead of leaving
     it for readiness to retry (the server starts and answers 503 until Neo4j is back).
     `background_start`: touch no database here; `Services.startup.run()` (the server runs it
     in the background) applies the schema, checks the key ring and warms the pool.
-    `schema_applied`: the caller applied the schema already (the test suite, once per run)."""
+    `schema_applied`: the caller applied the schema already (the test suite, once per run).
+    `access_generation`: the one the workers of `serve --workers N` share (None otherwise)."""
     # The key-encryption keys from their provider (a token is reached and logged in here).
     custody = await asyncio.to_thread(open_custody, settings) if with_keys else None
     keyring = custody.ring if custody else None
@@ -116,7 +120,8 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
         # (`vaultgraph keys rotate` online); a ring from VAULTGRAPH_KEK changes on restart only.
         reload = custody.reload if custody and not settings.kek else None
         authenticator = (Authenticator(AuthRepository(db), TenantKeyCache(keyring, reload=reload),
-                                       settings.auth_cache_ttl) if keyring else None)
+                                       settings.auth_cache_ttl, access_generation)
+                         if keyring else None)
         token_repo = TokenRepository(db)
         tokens = TokenService(token_repo, settings, renderer)
         audit_repo = AuditRepository(db)

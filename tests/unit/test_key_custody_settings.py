@@ -39,7 +39,7 @@ def test_the_file_ring_is_local_and_wraps_as_before():
 
 
 def test_serve_with_the_file_provider_says_it_is_for_development(monkeypatch, capsys):
-    monkeypatch.setattr("vaultgraph.server.run", lambda settings: 0)
+    monkeypatch.setattr("vaultgraph.server.run", lambda settings, banner: 0)
     root = logging.getLogger()
     saved = root.handlers[:], root.level
     try:

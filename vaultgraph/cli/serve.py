@@ -72,13 +72,14 @@ def serve(settings: Settings, *, local: bool, workers: int | None = None) -> int
         # The Browser exists only where the local launcher's Neo4j serves it.
         browser = (f", Neo4j Browser at http://127.0.0.1:{settings.neo4j_http_port}/browser/"
                    if local else "")
-        print(f"serving on http://{settings.host}:{settings.port} (docs at /docs{browser})",
-              file=sys.stderr)
         if settings.kek_provider == "file":
             from ..keys.custody import DEVELOPMENT_ONLY
 
             logging.getLogger("vaultgraph.keys").info(DEVELOPMENT_ONLY)
-        return run(settings)
+        # Printed once the key-encryption key opened the stored tenant keys (by the supervisor,
+        # once, with several workers): a wrong key is refused instead, never announced first.
+        return run(settings, f"serving on http://{settings.host}:{settings.port} (docs at "
+                             f"/docs{browser})")
     finally:
         # Whatever this call started, it stops: a failed bootstrap leaves no orphan server.
         if started:
