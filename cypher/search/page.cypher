@@ -9,21 +9,25 @@
 //           they find holds every match.
 //   checks  per field (the same ones and `container`), the query's other terms, tested on
 //           each token the seeks found.
+//   seeking the places of the seek terms.
 //   program the query's boolean tree in postfix: `i >= 0` pushes "term i holds", -1 ANDs the
 //           two values on top of the stack, -2 ORs them, -3 negates the top one.
 // $after is the cursor, {at, id} of the last token of the previous page (both null on the
 // first page: a map either way, for the same reason).
 // Step by step:
 // 1. each seek finds the tokens that satisfy its term, from an index (one branch per field,
-//    run once per term of that field), and each candidate keeps the places of the
-//    seeks that found it (`held`): a seek finds every token of the tenant its term holds for,
-//    so a driving term holds for a candidate exactly when its seek found it;
+//    run once per term of that field: a field without terms costs nothing), and each token
+//    found keeps the places of the terms that found it (`found`). A seek finds every token of
+//    the tenant its term holds for, so a term holds for a token exactly when it found it.
+//    The graph fields' check terms run through the same branches (one walk per term, not one
+//    per candidate, and half the statement for Neo4j to plan); `seeking` (the places of the
+//    seeks) tells the candidates, found by a seek, from tokens only a check reached;
 // 2. a candidate is kept when it is the caller's (tenant, live, containers under $prefixes)
 //    and lies after the cursor;
-// 3. each check term is tested on the candidate (one branch per field), adding its place to
-//    `held` when it holds;
-// 4. the program is evaluated over `held`; the page is the newest $limit candidates for which it
-//    holds (created_at, then id, descending).
+// 3. the other check terms are tested on the candidate, adding their places to `held`: its
+//    HAS_META / HAS_INDEX entries in a subquery, its own properties as expressions;
+// 4. the program is evaluated over `held`; the page is the newest $limit candidates for which
+//    it holds (created_at, then id, descending).
 // Graph terms walk 1 to 5 links and only through tokens the caller may see (as graph/traverse):
 // nothing is found through a token it may not read; their anchor X must be visible too.
 // @visible/@token: cypher/fragments/ (expanded when the catalog loads).
@@ -78,21 +82,21 @@ CALL () {
   RETURN s.i AS i, t
   UNION ALL
   // `parent:X` (tokens whose parent is X): X by its id, then its child links.
-  UNWIND $query.seeks.parent AS s
+  UNWIND $query.seeks.parent + $query.checks.parent AS s
   MATCH (p:Token {tenant_id: $tenant_id, id: s.value})-[:PARENT_OF]->(t:Token)
     USING INDEX SEEK p:Token(tenant_id, id)
   WHERE @visible(p)
   RETURN s.i AS i, t
   UNION ALL
   // `child:X` (tokens with child X): X by its id, then its parent links.
-  UNWIND $query.seeks.child AS s
+  UNWIND $query.seeks.child + $query.checks.child AS s
   MATCH (t:Token)-[:PARENT_OF]->(k:Token {tenant_id: $tenant_id, id: s.value})
     USING INDEX SEEK k:Token(tenant_id, id)
   WHERE @visible(k)
   RETURN s.i AS i, t
   UNION ALL
   // `ancestor:X` (tokens with X among their ancestors: X's descendants, 1 to 5 links down).
-  UNWIND $query.seeks.ancestor AS s
+  UNWIND $query.seeks.ancestor + $query.checks.ancestor AS s
   MATCH (a:Token {tenant_id: $tenant_id, id: s.value}) USING INDEX SEEK a:Token(tenant_id, id)
   WHERE @visible(a)
   MATCH (a) ((:Token)-[:PARENT_OF]->(n:Token WHERE n.tenant_id = $tenant_id
@@ -100,7 +104,7 @@ CALL () {
   RETURN DISTINCT s.i AS i, t
   UNION ALL
   // `descendant:X` (tokens with X among their descendants: X's ancestors, 1 to 5 links up).
-  UNWIND $query.seeks.descendant AS s
+  UNWIND $query.seeks.descendant + $query.checks.descendant AS s
   MATCH (d:Token {tenant_id: $tenant_id, id: s.value}) USING INDEX SEEK d:Token(tenant_id, id)
   WHERE @visible(d)
   MATCH (t) ((n:Token WHERE n.tenant_id = $tenant_id
@@ -109,45 +113,20 @@ CALL () {
   RETURN DISTINCT s.i AS i, t
 }
 WITH t, collect(i) AS found
-WHERE t.tenant_id = $tenant_id
+WHERE any(i IN found WHERE i IN $query.seeking)
+  AND t.tenant_id = $tenant_id
   AND @visible(t)
   AND ($after.id IS NULL OR t.created_at < datetime($after.at)
        OR (t.created_at = datetime($after.at) AND t.id < $after.id))
 CALL (t) {
   CALL (t) {
-    // A token's own HAS_META / HAS_INDEX self-loops (see the seeks above).
+    // The candidate's own HAS_META / HAS_INDEX self-loops (see the seeks above).
     UNWIND $query.checks.metadata AS c
     WITH c WHERE EXISTS { MATCH (t)-[m:HAS_META]->(t) WHERE m.kv = c.value }
     RETURN c.i AS i
     UNION ALL
     UNWIND $query.checks.data AS c
     WITH c WHERE EXISTS { MATCH (t)-[x:HAS_INDEX]->(t) WHERE x.digest = c.value }
-    RETURN c.i AS i
-    UNION ALL
-    // The graph checks: the same links and walks as the seeks reach t.
-    UNWIND $query.checks.parent AS c
-    WITH c WHERE EXISTS { MATCH (p:Token {tenant_id: $tenant_id, id: c.value})-[:PARENT_OF]->(t)
-                   WHERE @visible(p) }
-    RETURN c.i AS i
-    UNION ALL
-    UNWIND $query.checks.child AS c
-    WITH c WHERE EXISTS { MATCH (t)-[:PARENT_OF]->(k:Token {tenant_id: $tenant_id, id: c.value})
-                   WHERE @visible(k) }
-    RETURN c.i AS i
-    UNION ALL
-    UNWIND $query.checks.ancestor AS c
-    WITH c WHERE EXISTS { MATCH (a:Token {tenant_id: $tenant_id, id: c.value})
-                   WHERE @visible(a)
-                   MATCH (a) ((:Token)-[:PARENT_OF]->(n:Token WHERE n.tenant_id = $tenant_id
-                       AND @visible(n))){1,5} (t) }
-    RETURN c.i AS i
-    UNION ALL
-    UNWIND $query.checks.descendant AS c
-    WITH c WHERE EXISTS { MATCH (d:Token {tenant_id: $tenant_id, id: c.value})
-                   WHERE @visible(d)
-                   MATCH (t) ((n:Token WHERE n.tenant_id = $tenant_id
-                       AND @visible(n))
-                       -[:PARENT_OF]->(:Token)){1,5} (d) }
     RETURN c.i AS i
   }
   RETURN collect(i) AS checked

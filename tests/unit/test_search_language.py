@@ -114,6 +114,7 @@ def test_the_plan_carries_the_query_as_data(generated, data):
     assert run(plan.program, held) == truth(tree, held, places)
     # The seeks find every match: a token no seek finds matches nothing.
     seeking = {t["i"] for ts in query["seeks"].values() for t in ts}
+    assert query["seeking"] == sorted(seeking)
     assert not run(plan.program, held - seeking)
 
 
@@ -125,7 +126,8 @@ def test_every_query_has_the_same_parameter_signature(generated):
     plan = compile(parse(generated[0], LIMITS))
     if plan is not None:
         kinds, fields = signature(plan)[:4], signature(plan)[4]
-        assert kinds == (dict, ("seeks", "checks", "program"), SEEK_FIELDS, CHECK_FIELDS)
+        assert kinds == (dict, ("seeks", "checks", "seeking", "program"), SEEK_FIELDS,
+                         CHECK_FIELDS)
         assert {keys for _, keys in fields} <= {
             ("i", "value"), ("i", "low", "high", "low_inclusive", "high_inclusive")}
 

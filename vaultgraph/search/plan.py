@@ -81,7 +81,9 @@ class Plan:
     def parameter(self) -> dict[str, Any]:
         """The statement's `$query`: one map, whatever the query (Neo4j keys its plan cache by
         each parameter's type, and a list's or a string's size class; a map is only a map)."""
-        return {"seeks": self.seeks, "checks": self.checks, "program": self.program}
+        seeking = sorted(t["i"] for terms in self.seeks.values() for t in terms)
+        return {"seeks": self.seeks, "checks": self.checks, "seeking": seeking,
+                "program": self.program}
 
 
 def _term(place: int, leaf: Leaf) -> dict[str, Any]:

@@ -1,0 +1,97 @@
+"""First sight of a search shape (`python -m bench --first-sight`, `make bench-first-sight`).
+
+A search used to be planned by Neo4j once per shape of query: the first query of a new shape
+paid seconds of planning (ten `(ancestor:X AND NOT descendant:X)` clauses ORed: 5.5 s; twenty
+`ancestor:X` terms: 3.1 s), every later one of that shape milliseconds. Every query now runs
+one statement, planned once. This measures, through the service on the benchmark's data set:
+- `cold`: each worst shape as the very first search after Neo4j's query caches are cleared
+  (as after a restart): the one statement's planning, paid once by whichever search comes
+  first;
+- `first`: each worst shape's first sight once any other search has run (it should cost what
+  a warm one does);
+- `warm`: the same shape again with other values, REPEATS times (p50 and max).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import aiohttp
+import orjson
+
+from vaultgraph.search.query import Limits, leaves, parse
+
+from .dataset import PER_CUSTOMER, customer
+
+REPEATS = 20
+
+
+def _ten_and_not(roots: list[str]) -> str:
+    return " OR ".join(f"(ancestor:{x} AND NOT descendant:{x})" for x in roots[:10])
+
+
+def _twenty_ancestors(roots: list[str]) -> str:
+    return " OR ".join(f"ancestor:{x}" for x in roots[:20])
+
+
+WORST: dict[str, Callable[[list[str]], str]] = {
+    "ten (ancestor AND NOT descendant) ORed": _ten_and_not,
+    "twenty ancestor ORed": _twenty_ancestors,
+}
+
+
+class _Roots:
+    """Customers' first tokens (each the parent of its customer's others), handed out in
+    turn, so each query names anchors no earlier query of the run named while any remain."""
+
+    def __init__(self, ids: list[str]):
+        self.roots = ids[::PER_CUSTOMER] or ids
+        self.next = 0
+
+    def take(self, n: int = 20) -> list[str]:
+        out = [self.roots[(self.next + i) % len(self.roots)] for i in range(n)]
+        self.next += n
+        return out
+
+
+async def measure(url: str, key: str, ids: list[str], clear_caches) -> dict:
+    """The figures above; `clear_caches` empties Neo4j's query caches."""
+    roots = _Roots(ids)
+    headers = {"SVC-API-KEY": key, "Content-Type": "application/json"}
+    async with aiohttp.ClientSession() as http:
+        async def timed(query: str) -> float:
+            began = time.perf_counter()
+            async with http.post(url + "/tokens/search", headers=headers,
+                                 data=orjson.dumps({"query": query, "size": 50})) as resp:
+                body = await resp.read()
+                if resp.status != 200:
+                    raise RuntimeError(f"search answered {resp.status}: {body[:300]!r}")
+            return round((time.perf_counter() - began) * 1000, 1)
+
+        shapes: dict[str, dict] = {}
+        for name, make in WORST.items():
+            await clear_caches()
+            cold = await timed(make(roots.take()))
+            await clear_caches()
+            await timed(f"metadata.customer_id:{customer(0)}")  # any other search first
+            first = await timed(make(roots.take()))
+            warm = [await timed(make(roots.take())) for _ in range(REPEATS)]
+            terms = sum(1 for _ in leaves(parse(make(roots.take()), Limits())))
+            shapes[name] = {"terms": terms, "cold_ms": cold,
+                            "first_ms": first, "warm_p50_ms": statistics.median(warm),
+                            "warm_max_ms": max(warm)}
+    return {"repeats": REPEATS, "shapes": shapes}
+
+
+def table(result: dict) -> str:
+    from .report import machine_line
+
+    lines = [f"stored tokens: {result['stored_tokens']:,}", machine_line(result), "",
+             "| shape | terms | cold ms (caches cleared) | first sight ms | warm p50 ms "
+             "| warm max ms |", "|---|--:|--:|--:|--:|--:|"]
+    for name, s in result["first_sight"]["shapes"].items():
+        lines.append(f"| {name} | {s['terms']} | {s['cold_ms']:.1f} | {s['first_ms']:.1f} "
+                     f"| {s['warm_p50_ms']:.1f} | {s['warm_max_ms']:.1f} |")
+    return "\n".join(lines)
