@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from ..errors import Unavailable, WrongKey
 from ..repository.database import Database
@@ -17,8 +18,10 @@ log = logging.getLogger("vaultgraph.startup")
 
 class Startup:
     def __init__(self, db: Database, readiness: Readiness, tenants: TenantService | None,
-                 warm: int, max_pause: float = 0.5):
+                 warm: int, max_pause: float = 0.5,
+                 prepare: Callable[[], Awaitable[None]] | None = None):
         self._db = db
+        self._prepare = prepare
         self._readiness = readiness
         self._tenants = tenants
         self._warm = warm
@@ -39,6 +42,18 @@ class Startup:
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, self._max_pause)
                 continue
+            await self._prepared()
             self._readiness.started = True
             log.info("ready")
             return
+
+    async def _prepared(self) -> None:
+        """Statements planned ahead (the search statement: seconds of Neo4j's planning the
+        first search would wait for otherwise). A failure costs only that wait: logged."""
+        if self._prepare is None:
+            return
+        try:
+            await self._prepare()
+        except Exception as exc:
+            log.warning("search statement not planned ahead",
+                        extra={"error": type(exc).__name__})

@@ -9,8 +9,11 @@ from datetime import UTC, datetime
 
 from factories import database
 
+from vaultgraph.repository.search import SearchRepository
 from vaultgraph.search.plan import CHECK_FIELDS, SEEK_FIELDS, STATEMENT, compile
 from vaultgraph.search.query import Limits, parse
+from vaultgraph.services.health import Readiness
+from vaultgraph.services.startup import Startup
 
 SCANS = {"NodeByLabelScan", "AllNodesScan", "RelationshipTypeScan",
          "DirectedRelationshipTypeScan", "UndirectedRelationshipTypeScan",
@@ -99,3 +102,19 @@ async def test_a_branch_does_nothing_for_a_query_without_its_field(api, client):
     assert hits(seeks["type"]) > 0 and hits(checks["metadata"]) > 0
     assert [f for f, b in seeks.items() if f != "type" and hits(b)] == []
     assert [f for f, b in checks.items() if f != "metadata" and hits(b)] == []
+
+
+async def test_start_up_plans_the_statement_before_the_service_is_ready(client):
+    db = database(client.server.app)
+    await SearchRepository(db).prepare()  # EXPLAINs, with parameters as a page sends them
+    calls = []
+    readiness = Readiness(db)
+    readiness.started = False  # as in a background start-up
+
+    async def failing() -> None:
+        calls.append(readiness.started)
+        raise RuntimeError("planning failed")
+
+    await Startup(db, readiness, None, 0, prepare=failing).run()
+    # Called before the service said it was ready; its failure only costs the first search.
+    assert calls == [False] and readiness.started
