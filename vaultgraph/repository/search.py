@@ -3,7 +3,7 @@
 The query arrives as one map parameter (search/plan.py `Plan`): the terms that drive it, the
 terms checked on what they find, and its boolean tree in postfix. So Neo4j plans the statement
 once, and a caller cannot make it plan again by sending new query shapes. One round trip a
-page. `prepare` has Neo4j plan it at start-up, before the first search waits for it.
+page. `prepare` has Neo4j plan it at start-up, so the first search need not wait for it.
 """
 
 from __future__ import annotations

@@ -42,14 +42,16 @@ class Startup:
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, self._max_pause)
                 continue
-            await self._prepared()
             self._readiness.started = True
             log.info("ready")
+            await self._prepared()
             return
 
     async def _prepared(self) -> None:
-        """Statements planned ahead (the search statement: seconds of Neo4j's planning the
-        first search would wait for otherwise). A failure costs only that wait: logged."""
+        """Statements planned ahead, once the service is ready (the search statement: seconds
+        of Neo4j's planning, longer on a cold or busy server, which the first search would
+        wait for otherwise; readiness does not wait for it). A failure costs only that wait:
+        logged."""
         if self._prepare is None:
             return
         try:
