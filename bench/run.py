@@ -474,8 +474,9 @@ async def first_sight_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
             await b.db.driver.execute_query("CALL db.clearQueryCaches()", database_="neo4j")
 
         result = {**header(cfg), "loadgen": b.loadgen.name, "stored_tokens": len(b.ids),
-                  "first_sight": await first_sight.measure(b.service.url, b.tenant.app_key,
-                                                           b.ids, clear_caches)}
+                  "first_sight": await first_sight.measure(
+                      b.service.url, b.tenant.app_key, b.ids, clear_caches,
+                      warmup=max(cfg.warmup, cfg.jvm_warmup))}
         result["wall_seconds"] = round(time.monotonic() - began)
         return result
     finally:
