@@ -10,6 +10,8 @@
 //   checks  per field (the same ones and `container`), the query's other terms, tested on
 //           each token the seeks found.
 //   seeking the places of the seek terms.
+//   properties whether any check is on the token's own properties (id, type, container,
+//           fingerprint, dates).
 //   program the query's boolean tree in postfix: `i >= 0` pushes "term i holds", -1 ANDs the
 //           two values on top of the stack, -2 ORs them, -3 negates the top one.
 // $after is the cursor, {at, id} of the last token of the previous page (both null on the
@@ -131,20 +133,23 @@ CALL (t) {
   }
   RETURN collect(i) AS checked
 }
-// The checks on the token's own properties need no subquery.
-WITH t, found + checked
-  + [c IN $query.checks.id WHERE t.id = c.value | c.i]
-  + [c IN $query.checks.type WHERE t.type = c.value | c.i]
-  // `container:/path/`: one of the token's containers lies under the path (a prefix match,
-  // as access rules match containers). Only ever a check: no index serves a list property.
-  + [c IN $query.checks.container WHERE any(x IN t.containers WHERE x STARTS WITH c.value) | c.i]
-  + [c IN $query.checks.fingerprint WHERE t.fingerprint = c.value | c.i]
-  + [c IN $query.checks.created_at WHERE t.created_at >= c.low AND t.created_at <= c.high
-       AND (c.low_inclusive OR t.created_at > c.low) AND (c.high_inclusive OR t.created_at < c.high)
-     | c.i]
-  + [c IN $query.checks.expires_at WHERE t.expires_at >= c.low AND t.expires_at <= c.high
-       AND (c.low_inclusive OR t.expires_at > c.low) AND (c.high_inclusive OR t.expires_at < c.high)
-     | c.i] AS held
+// The checks on the token's own properties need no subquery (and read nothing when there are
+// none: `properties` is false).
+WITH t, found + checked + CASE WHEN $query.properties THEN
+    [c IN $query.checks.id WHERE t.id = c.value | c.i]
+    + [c IN $query.checks.type WHERE t.type = c.value | c.i]
+    // `container:/path/`: one of the token's containers lies under the path (a prefix match,
+    // as access rules match containers). Only ever a check: no index serves a list property.
+    + [c IN $query.checks.container WHERE any(x IN t.containers WHERE x STARTS WITH c.value)
+       | c.i]
+    + [c IN $query.checks.fingerprint WHERE t.fingerprint = c.value | c.i]
+    + [c IN $query.checks.created_at WHERE t.created_at >= c.low AND t.created_at <= c.high
+         AND (c.low_inclusive OR t.created_at > c.low)
+         AND (c.high_inclusive OR t.created_at < c.high) | c.i]
+    + [c IN $query.checks.expires_at WHERE t.expires_at >= c.low AND t.expires_at <= c.high
+         AND (c.low_inclusive OR t.expires_at > c.low)
+         AND (c.high_inclusive OR t.expires_at < c.high) | c.i]
+  ELSE [] END AS held
 WHERE reduce(stack = [], op IN $query.program |
         CASE
           WHEN op >= 0 THEN stack + [(op IN held)]

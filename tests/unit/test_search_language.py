@@ -10,7 +10,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vaultgraph.errors import Invalid
-from vaultgraph.search.plan import AND, CHECK_FIELDS, NOT, OR, SEEK_FIELDS, compile
+from vaultgraph.search.plan import (
+    AND,
+    CHECK_FIELDS,
+    NOT,
+    OR,
+    PROPERTY_CHECKS,
+    SEEK_FIELDS,
+    compile,
+)
 from vaultgraph.search.query import And, Limits, Not, Or, Range, Term, leaves, parse
 
 LIMITS = Limits(max_length=4000, max_terms=40, max_depth=12)
@@ -115,6 +123,7 @@ def test_the_plan_carries_the_query_as_data(generated, data):
     # The seeks find every match: a token no seek finds matches nothing.
     seeking = {t["i"] for ts in query["seeks"].values() for t in ts}
     assert query["seeking"] == sorted(seeking)
+    assert query["properties"] == any(query["checks"][f] for f in PROPERTY_CHECKS)
     assert not run(plan.program, held - seeking)
 
 
@@ -126,7 +135,7 @@ def test_every_query_has_the_same_parameter_signature(generated):
     plan = compile(parse(generated[0], LIMITS))
     if plan is not None:
         kinds, fields = signature(plan)[:4], signature(plan)[4]
-        assert kinds == (dict, ("seeks", "checks", "seeking", "program"), SEEK_FIELDS,
+        assert kinds == (dict, ("seeks", "checks", "seeking", "properties", "program"), SEEK_FIELDS,
                          CHECK_FIELDS)
         assert {keys for _, keys in fields} <= {
             ("i", "value"), ("i", "low", "high", "low_inclusive", "high_inclusive")}

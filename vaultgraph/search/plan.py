@@ -31,6 +31,8 @@ STATEMENT = "search/page"
 # The fields that can drive a query, and those that can be checked on what they find.
 SEEK_FIELDS = tuple(_RANK)
 CHECK_FIELDS = (*SEEK_FIELDS, "container")
+# The checks the statement makes on a candidate's own properties.
+PROPERTY_CHECKS = ("id", "type", "container", "fingerprint", "created_at", "expires_at")
 # The program's operators (a term is its place in the query, 0 and up).
 AND, OR, NOT = -1, -2, -3
 
@@ -82,8 +84,9 @@ class Plan:
         """The statement's `$query`: one map, whatever the query (Neo4j keys its plan cache by
         each parameter's type, and a list's or a string's size class; a map is only a map)."""
         seeking = sorted(t["i"] for terms in self.seeks.values() for t in terms)
+        properties = any(self.checks[f] for f in PROPERTY_CHECKS)
         return {"seeks": self.seeks, "checks": self.checks, "seeking": seeking,
-                "program": self.program}
+                "properties": properties, "program": self.program}
 
 
 def _term(place: int, leaf: Leaf) -> dict[str, Any]:
