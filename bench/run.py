@@ -29,7 +29,7 @@ from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.settings import PROJECT_ROOT, Settings
 from vaultgraph.stalls import StallMonitor
 
-from . import cpu, jfr, memory, plans, profile, report, stalls
+from . import cpu, first_sight, jfr, memory, plans, profile, report, stalls
 from .config import RESULTS, ROOT, BenchConfig
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
 from .environment import Service, machine, new_kek, say, service_workers, start_neo4j
@@ -462,6 +462,27 @@ async def soak_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
         await b.teardown()
 
 
+async def first_sight_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
+    """The first-sight latency of the worst search shapes (bench/first_sight.py)."""
+    b = Bench(cfg, neo)
+    began = time.monotonic()
+    try:
+        await b.setup()
+        await b.load_to(cfg.tokens)
+
+        async def clear_caches() -> None:
+            await b.db.driver.execute_query("CALL db.clearQueryCaches()", database_="neo4j")
+
+        result = {**header(cfg), "loadgen": b.loadgen.name, "stored_tokens": len(b.ids),
+                  "first_sight": await first_sight.measure(
+                      b.service.url, b.tenant.app_key, b.ids, clear_caches,
+                      warmup=max(cfg.warmup, cfg.jvm_warmup))}
+        result["wall_seconds"] = round(time.monotonic() - began)
+        return result
+    finally:
+        await b.teardown()
+
+
 def growth(small: float | None, large: float | None) -> float | None:
     """p50 at the largest size over p50 at the smallest; None when either never answered."""
     if not small or large is None:
@@ -509,7 +530,7 @@ def transactions_per_request(first: int, second: int, requests: int) -> float | 
 
 def main(argv: list[str]) -> int:
     cfg = BenchConfig.from_env()
-    scale, soak = "--scale" in argv, "--soak" in argv
+    scale, soak, first = "--scale" in argv, "--soak" in argv, "--first-sight" in argv
     # The bare client collects its garbage as a serving process does (server.tune_gc): with
     # Python's threshold this process spent 9 % of its CPU in the collector (the driver's
     # per-statement cycles, and the loaded ids in every full collection), which understated
@@ -519,7 +540,8 @@ def main(argv: list[str]) -> int:
     try:
         # Started outside the event loop: the launcher runs its own loop while it waits.
         neo = start_neo4j(cfg)
-        main = scale_main if scale else soak_main if soak else bench_main
+        main = (scale_main if scale else soak_main if soak
+                else first_sight_main if first else bench_main)
         result = asyncio.run(main(cfg, neo))
     except KeyboardInterrupt:
         say("interrupted: everything the benchmark started is stopped")
@@ -533,9 +555,10 @@ def main(argv: list[str]) -> int:
                                   for k, v in memory.store_bytes(cfg.neo4j_home).items()}
         except OSError as exc:
             say(f"the store's size could not be read: {exc}")
-    path = write_results(result, "scale-" if scale else "soak-" if soak else "")
+    path = write_results(result, "scale-" if scale else "soak-" if soak
+                         else "first-sight-" if first else "")
     print(report.scale_table(result) if scale else report.soak_table(result) if soak
-          else report.table(result))
+          else first_sight.table(result) if first else report.table(result))
     say(f"wrote {path}")
     return 0
 

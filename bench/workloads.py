@@ -22,7 +22,7 @@ from vaultgraph.repository.database import Transaction, audited_params, audited_
 from vaultgraph.repository.graph import GraphRepository
 from vaultgraph.repository.search import SearchRepository
 from vaultgraph.repository.tokens import NewToken, TokenFilter, TokenRepository
-from vaultgraph.search.plan import drivers, residual
+from vaultgraph.search.plan import compile
 from vaultgraph.search.query import Limits, parse, with_values
 from vaultgraph.services import expiry
 from vaultgraph.services.tokens import meta_kvs
@@ -107,9 +107,6 @@ class BareDriver:
     async def write(self, name: str, /, **params) -> list:
         return await self._run(name, params, neo4j.WRITE_ACCESS)
 
-    async def read_composed(self, query: neo4j.Query, /, **params) -> list:
-        return await self._run("", params, neo4j.READ_ACCESS, query)
-
     async def _run(self, name: str, params: dict, mode: str,
                    query: neo4j.Query | None = None) -> list:
         ctx = self.ctx
@@ -127,7 +124,7 @@ class BareDriver:
             result = await s.run(text, params)
             records = [record async for record in result]
             if ctx.plans is not None:
-                ctx.plans.setdefault(name or "search (composed)", []).append(
+                ctx.plans.setdefault(name, []).append(
                     (await result.consume()).profile)
         if event is not None:
             audit_context.written()
@@ -339,14 +336,12 @@ def _search_http(query: str) -> Request:
 
 
 async def _bare_search(ctx, query: str) -> None:
-    # The statement the service composes for this query, parsed, put in stored form
-    # (metadata as key U+001F value) and composed as the service does.
-    tree = with_values(parse(query, Limits()), lambda term: meta_kvs({term.key: term.value})[0]
-                       if term.field == "metadata" else term.value)
-    seeks = drivers(tree)
+    # The query parsed, put in stored form (metadata as key U+001F value) and planned as the
+    # service does; the repository runs the one search statement with it.
+    plan = compile(with_values(parse(query, Limits()), lambda term: meta_kvs(
+        {term.key: term.value})[0] if term.field == "metadata" else term.value))
     hits = await ctx.search.page(tenant_id=ctx.tenant.tenant_id, prefixes=ctx.prefixes,
-                                 tree=tree, seeks=seeks, check=residual(tree, seeks),
-                                 after=None, limit=51)
+                                 plan=plan, after=None, limit=51)
     for hit in hits[:50]:
         _decrypt(ctx, hit.token)
 

@@ -123,6 +123,7 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
         readiness = Readiness(db)
         readiness.started = not background_start
         tenants = TenantService(TenantRepository(db), keyring) if keyring else None
+        search_repo = SearchRepository(db)
         yield Services(
             settings=settings,
             database=db,
@@ -130,13 +131,14 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
             authenticator=authenticator,
             tokens=tokens,
             graph=GraphService(GraphRepository(db), tokens),
-            search=SearchService(SearchRepository(db), tokens, settings),
+            search=SearchService(search_repo, tokens, settings),
             applications=ApplicationService(
                 ApplicationRepository(db),
                 on_access_changed=authenticator.invalidate if authenticator else lambda: None),
             tenants=tenants,
             readiness=readiness,
-            startup=Startup(db, readiness, tenants, settings.neo4j_pool_warm),
+            startup=Startup(db, readiness, tenants, settings.neo4j_pool_warm,
+                            prepare=search_repo.prepare),
             expiry=ExpirySweeper(ExpiryRepository(db), interval=settings.expiry_sweep_interval,
                                  batch=settings.expiry_sweep_batch, audit=writer),
             audit_log=audit_log,

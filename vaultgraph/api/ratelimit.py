@@ -71,6 +71,22 @@ async def rate_limit(request: web.Request, handler) -> web.StreamResponse:
     return await handler(request)
 
 
+def spend(request: web.Request, extra: int) -> None:
+    """A request that weighs more than one (a search: one per term) spends `extra` more of its
+    application's tokens once its weight is known, before its work; 429 when they are not
+    there (the one `rate_limit` took stays spent)."""
+    principal = request.get(PRINCIPAL)
+    buckets = request.app[services_key].rate_limits.applications
+    extra = min(extra, buckets.burst - 1)  # the whole weight at most a full bucket
+    if extra <= 0 or principal is None or not buckets.enabled:
+        return
+    verdict = buckets.take(principal.application_id, extra)
+    request[RATE_LIMIT] = verdict
+    if not verdict.allowed:
+        metrics.RATE_LIMITED.labels(limit="application").inc()
+        raise RateLimited(OVER_LIMIT, retry_after=verdict.retry_after)
+
+
 async def add_headers(request: web.Request, response: web.StreamResponse) -> None:
     """`on_response_prepare`: the RateLimit-* headers of the request's application."""
     verdict = request.get(RATE_LIMIT)

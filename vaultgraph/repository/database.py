@@ -160,10 +160,6 @@ class Database:
     async def read(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         return await self._statement(name, params, self.read_access)
 
-    async def read_composed(self, query: neo4j.Query, /, **params: Any) -> list[neo4j.Record]:
-        """A read whose text repository/search.py composed from catalog fragments."""
-        return await self._statement("search", params, self.read_access, query=query)
-
     async def write(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         """One write statement; inside a request it also creates the request's audit event in
         the same transaction (audited_text), so the change and its event commit together."""

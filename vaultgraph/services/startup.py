@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from ..errors import Unavailable, WrongKey
 from ..repository.database import Database
@@ -17,8 +18,10 @@ log = logging.getLogger("vaultgraph.startup")
 
 class Startup:
     def __init__(self, db: Database, readiness: Readiness, tenants: TenantService | None,
-                 warm: int, max_pause: float = 0.5):
+                 warm: int, max_pause: float = 0.5,
+                 prepare: Callable[[], Awaitable[None]] | None = None):
         self._db = db
+        self._prepare = prepare
         self._readiness = readiness
         self._tenants = tenants
         self._warm = warm
@@ -41,4 +44,18 @@ class Startup:
                 continue
             self._readiness.started = True
             log.info("ready")
+            await self._prepared()
             return
+
+    async def _prepared(self) -> None:
+        """Statements planned ahead, once the service is ready (the search statement: seconds
+        of Neo4j's planning, longer on a cold or busy server, which the first search would
+        wait for otherwise; readiness does not wait for it). A failure costs only that wait:
+        logged."""
+        if self._prepare is None:
+            return
+        try:
+            await self._prepare()
+        except Exception as exc:
+            log.warning("search statement not planned ahead",
+                        extra={"error": type(exc).__name__})
