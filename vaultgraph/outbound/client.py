@@ -155,7 +155,7 @@ class OutboundClient:
         body exceeds `max_answer_bytes` and `truncate` is False; with `truncate`, the first
         `max_answer_bytes` bytes are kept instead)."""
         target = url if isinstance(url, URL) else URL(url, encoded=True)
-        if self.policy.check_url(str(target)) is not None:
+        if not self.policy.allows_target(target.scheme, target.host):
             raise DestinationRefused()
         if body is not None and len(body) > max_request_bytes:
             raise RequestTooLarge()

@@ -261,3 +261,10 @@ async def test_an_idempotency_key_is_the_destinations_never_replayed_by_the_vaul
         resp = await client.post(proxied(proxy), headers=headers, json={"a": 1})
         assert resp.status == 201 and "Idempotent-Replayed" not in resp.headers
     assert [r["headers"]["Idempotency-Key"] for r in destination.requests] == ["pay-1", "pay-1"]
+
+
+async def test_a_long_query_is_forwarded_as_it_is(client, admin_headers, destination, proxy):
+    query = "q=" + "a" * 4000
+    resp = await client.get(proxied(proxy) + "?" + query, headers=admin_headers)
+    assert resp.status == 201
+    assert destination.requests[-1]["path"] == "/v1/charges?" + query
