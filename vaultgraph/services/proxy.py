@@ -175,9 +175,7 @@ class ProxyService:
 
     async def update(self, caller: Principal, proxy_id: str, patch: dict[str, Any]) -> Proxy:
         proxy_id = parse_id(proxy_id, NO_SUCH_PROXY)
-        changes = self._check_fields(patch)
-        if changes.get("header_allowlist") is None and "header_allowlist" in changes:
-            changes["header_allowlist"] = []
+        changes = self._check_fields(patch)  # a null allowlist becomes []
         updated = await self._repo.update(caller.tenant_id, proxy_id, changes,
                                           modified_by=caller.application_id)
         if updated is None:
