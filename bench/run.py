@@ -12,16 +12,20 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+
+import aiohttp
 
 from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.repository.database import Database
+from vaultgraph.repository.proxies import ProxyRepository
 from vaultgraph.repository.tokens import TokenFilter
 from vaultgraph.server import settle_heap, tune_gc
 from vaultgraph.services.audit import AuditWriter
@@ -32,6 +36,7 @@ from vaultgraph.stalls import StallMonitor
 from . import cpu, first_sight, jfr, memory, plans, profile, report, stalls
 from .config import RESULTS, ROOT, BenchConfig
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
+from .destination import Destination
 from .environment import Service, machine, new_kek, say, service_workers, start_neo4j
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
 from .neo4j_log import DebugLog, PauseLog
@@ -105,6 +110,9 @@ class Bench:
         self.pause_log = PauseLog(neo.pause_log)
         # The bare side's process times its own loop and collections, as the service does.
         self.stall_monitor = StallMonitor()
+        self.destination = Destination()      # the proxy workload's
+        self.proxy_id = ""
+        self.session: aiohttp.ClientSession | None = None
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -124,6 +132,14 @@ class Bench:
                                  max_batch=defaults.audit_batch_max,
                                  max_wait=defaults.audit_batch_wait,
                                  lanes=defaults.audit_lane_count)
+        if cfg.selected("proxy"):
+            self.destination.start()
+            self.proxy_id = str(uuid.uuid4())
+            await ProxyRepository(self.db).create(
+                self.tenant.tenant_id, self.proxy_id, name="bench processor",
+                destination_url=self.destination.url, description=None, header_allowlist=[],
+                created_by=None)
+            self.session = aiohttp.ClientSession()
         self.service = Service(cfg, neo, self.kek)
         self.service.start()
         self.stall_monitor.start()
@@ -172,6 +188,9 @@ class Bench:
 
     async def teardown(self) -> None:
         await self.stall_monitor.stop()
+        if self.session is not None:
+            await self.session.close()
+        self.destination.stop()
         if self.audit is not None:
             await self.audit.stop()
         if self.db is not None:
@@ -181,7 +200,8 @@ class Bench:
 
     def context(self) -> Context:
         return Context(self.tenant, self.ids, self.db.catalog, self.db.driver,
-                       audit=self.audit)
+                       audit=self.audit, proxy_id=self.proxy_id,
+                       destination=self.destination.url, session=self.session)
 
     # -- one workload ---------------------------------------------------------------------
 

@@ -63,6 +63,9 @@ class Context:
     prefixes: list[str] = field(default_factory=lambda: ["/"])  # the bench app's one rule
     audit: Any = None            # the bare side's AuditWriter: the same event writes as the service
     plans: dict | None = None    # set: the bare statements run under PROFILE (bench/plans.py)
+    proxy_id: str = ""           # the proxy workload's proxy (to bench/destination.py)
+    destination: str = ""        # its destination URL, which the bare side posts to directly
+    session: Any = None          # the bare side's aiohttp session to the destination
     tx: Any = None               # set: the bare reads run in this transaction (bench/plans.py)
 
     @property
@@ -409,6 +412,40 @@ async def _bare_detokenize(ctx, fields):
         _decrypt(ctx, node)
 
 
+# -- (i) proxy: one token a call, through a proxy to a local destination ---------------------
+
+def _proxy_items(ctx, rng):
+    return [(ctx.proxy_id, rng.choice(ctx.ids)) for _ in range(POOL)]
+
+
+def _proxy_body(card: Any) -> dict:
+    return {"amount": 1250, "currency": "eur", "card": card}
+
+
+def _proxy_http(item):
+    proxy_id, token_id = item
+    return Request("POST", f"/proxy/{proxy_id}/charges", JSON,
+                   orjson.dumps(_proxy_body("{{ " + token_id + " }}")))
+
+
+async def _bare_proxy(ctx, item):
+    """What a caller that may read the data does itself: read and decrypt the token, post it."""
+    _, token_id = item
+    nodes = await ctx.tokens.page(tenant_id=ctx.tenant.tenant_id, prefixes=ctx.prefixes,
+                                  after="", limit=1, where=TokenFilter(ids=(token_id,)))
+    if not nodes:
+        raise LookupError("the token was not found")
+    audit_context.note_tokens([token_id])
+    data = ctx.tenant.keys.decrypt_json(nodes[0].ciphertext("data"), token_id=token_id,
+                                        field="data")
+    async with ctx.session.post(ctx.destination + "/charges",
+                                data=orjson.dumps(_proxy_body(data)),
+                                headers={"Content-Type": JSON}) as resp:
+        await resp.read()
+        if resp.status != 200:
+            raise LookupError(f"the destination answered {resp.status}")
+
+
 WORKLOADS = (
     Workload("create", "create token (card + metadata)", _create_items, _create_http,
              lambda ctx, body: _bare_create(ctx, body)),
@@ -430,4 +467,6 @@ WORKLOADS = (
              _tokenize_http, _bare_tokenize, route_probe=True, items_per_request=BATCH),
     Workload("detokenize", f"detokenize ({BATCH} tokens a payload, masked)", _detokenize_items,
              _detokenize_http, _bare_detokenize, route_probe=True, items_per_request=BATCH),
+    Workload("proxy", "proxy call (one card a call, to a local destination)", _proxy_items,
+             _proxy_http, _bare_proxy, route_probe=True),
 )

@@ -22,6 +22,7 @@ from .repository.database import Database
 from .repository.expiry import ExpiryRepository
 from .repository.graph import GraphRepository
 from .repository.idempotency import IdempotencyRepository
+from .repository.proxies import ProxyRepository
 from .repository.search import SearchRepository
 from .repository.tenants import TenantRepository
 from .repository.tokens import TokenRepository
@@ -33,6 +34,7 @@ from .services.expiry import ExpirySweeper
 from .services.graph import GraphService
 from .services.health import Readiness
 from .services.idempotency import IdempotencyService
+from .services.proxy import ProxyService
 from .services.ratelimits import RateLimits
 from .services.rendering import Renderer
 from .services.search import SearchService
@@ -65,6 +67,7 @@ class Services:
     idempotency: IdempotencyService
     rate_limits: RateLimits
     outbound: OutboundClient  # every request the vault sends out (webhooks, the proxy)
+    proxies: ProxyService
 
 
 def connect(settings: Settings) -> Database:
@@ -153,6 +156,7 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
                                    auth_failures=settings.auth_failure_limit,
                                    auth_failure_window=settings.auth_failure_window),
             outbound=outbound,
+            proxies=ProxyService(ProxyRepository(db), token_repo, renderer, outbound),
         )
         if writer is not None:
             await writer.stop()

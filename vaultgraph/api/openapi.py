@@ -27,7 +27,7 @@ from ..auth.apikeys import HEADER as API_KEY_HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC
 from ..settings import Settings
 from ..tokens import schemas as tokens
-from . import bodies
+from . import bodies, proxies
 from .endpoints import JSON, PROBLEM_JSON, Endpoint, endpoint_of
 from .problems import ProblemSchema
 
@@ -63,6 +63,8 @@ TAGS = (
     {"name": "Associations", "description": "Parent → child links between tokens."},
     {"name": "Applications", "description": "Applications, their access rules and their API "
                                             "keys."},
+    {"name": "Proxies", "description": "Outbound proxies: use tokens in requests to a third "
+                                       "party without seeing their data."},
     {"name": "Operations", "description": "Health, readiness and this documentation."},
 )
 
@@ -92,6 +94,10 @@ SCHEMAS: dict[str, type[Schema]] = {
     "ApiKey": applications.ApiKeySchema,
     "IssuedApiKey": applications.IssuedApiKeySchema,
     "ApiKeyList": applications.ApiKeyListSchema,
+    "ProxyInput": proxies.ProxySchema,
+    "ProxyPatch": proxies.ProxyPatchSchema,
+    "Proxy": proxies.ProxyBodySchema,
+    "ProxyPage": proxies.ProxyPageSchema,
 }
 EXAMPLES = {"CreateToken": [tokens.CARD_EXAMPLE]}
 
@@ -112,6 +118,9 @@ PROBLEM_RESPONSES = {
     429: ("TooManyRequests", "The application is over its rate limit, or this address has "
                              "failed authentication too often; retry after `Retry-After` "
                              "seconds."),
+    502: ("BadGateway", "The proxy's destination could not be reached, refused by the "
+                        "address policy, too slow or answering too much (`detail` names the "
+                        "proxy)."),
     503: ("Unavailable", "Neo4j is unavailable; retry after `Retry-After` seconds."),
 }
 IDEMPOTENCY_KEY = {

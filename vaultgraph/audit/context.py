@@ -86,6 +86,14 @@ def note_reason(reason: str) -> None:
         note.reason = reason
 
 
+def note_route(route: str) -> None:
+    """Name the request's route more precisely than its template (a proxy call names its
+    proxy); never with anything a caller could put a secret in."""
+    note = current.get()
+    if note is not None:
+        note.route = route
+
+
 def write_event() -> dict[str, Any] | None:
     """The event skeleton for a write's own transaction, or None outside a request. The caller
     sends it: from here on the event may be stored (`AuditNote.stored`)."""
