@@ -53,13 +53,17 @@ def _from_traceparent(value: str) -> tuple[str, str] | None:
 async def trailing_slash(request: web.Request, handler) -> web.StreamResponse:
     """`/tokens/` is `/tokens`: a path that matches no route only because of its trailing slash
     is served by the route without it, for every method and with no redirect (clients such as
-    the Basis Theory SDK add the slash; a redirect would turn their POST into a GET)."""
+    the Basis Theory SDK add the slash; a redirect would turn their POST into a GET). Only the
+    path changes: the query string (filters, `size`, `start`) is kept as it came, and the path
+    stays as it was encoded."""
     match = request.match_info
-    path = request.rel_url.path
+    url = request.rel_url
+    path = url.raw_path
     if (match.http_exception is None or match.http_exception.status != 404
             or len(path) < 2 or not path.endswith("/")):
         return await handler(request)
-    stripped = request.clone(rel_url=request.rel_url.with_path(path.rstrip("/") or "/"))
+    stripped = request.clone(rel_url=url.with_path(path.rstrip("/") or "/", encoded=True,
+                                                   keep_query=True))
     resolved = await request.app.router.resolve(stripped)
     if resolved.http_exception is not None and resolved.http_exception.status == 404:
         return await handler(request)
