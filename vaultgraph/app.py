@@ -30,7 +30,7 @@ def create_app(settings: Settings, *, background_start: bool = False,
         # key); failed authentications are counted around authentication.
         middlewares=[middleware.trailing_slash, metrics.middleware, middleware.trace,
                      middleware.audit, middleware.errors, throttle_failed_auth,
-                     middleware.authenticate, rate_limit, idempotency],
+                     middleware.authenticate, rate_limit, middleware.authorize, idempotency],
         client_max_size=settings.max_body_bytes,
     )
     app[settings_key] = settings

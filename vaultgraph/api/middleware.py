@@ -259,11 +259,22 @@ async def authenticate(request: web.Request, handler) -> web.StreamResponse:
     note = audit_context.current.get()
     if note is not None:
         note.principal = principal
-    if needed != AUTHENTICATED and (
-            not needed or not all(principal.granted_anywhere(p) for p in needed)):
-        # No declaration means no access: routes are protected by default.
-        raise problems.Forbidden("The application lacks the permission for this operation.")
     response = await handler(request)
     # Answers to a key may hold plaintext or a new API key: no browser or proxy may keep them.
     response.headers.setdefault("Cache-Control", "no-store")
     return response
+
+
+@web.middleware
+async def authorize(request: web.Request, handler) -> web.StreamResponse:
+    """The route's declared permission, checked once the request has been authenticated and
+    charged to its application's rate limit (a refusal is paid for like an answer)."""
+    principal = request.get(PRINCIPAL)
+    if principal is None:
+        return await handler(request)  # a public route, or no route: nothing to authorise
+    needed = declared(request.match_info.handler)
+    if needed != AUTHENTICATED and (
+            not needed or not all(principal.granted_anywhere(p) for p in needed)):
+        # No declaration means no access: routes are protected by default.
+        raise problems.Forbidden("The application lacks the permission for this operation.")
+    return await handler(request)
