@@ -79,9 +79,55 @@ async def test_a_malformed_traceparent_is_ignored(client, bad):
 
 
 async def test_every_problem_body_carries_the_trace_id(client):
-    resp = await client.get("/no-such-route", headers={"SVC-TRACE-ID": "abc-123"})
+    resp = await client.get("/no-such-route", headers={"SVC-TRACE-ID": TRACE})
     assert resp.status == 404
-    assert (await resp.json())["trace_id"] == "abc-123"
+    assert (await resp.json())["trace_id"] == TRACE
+
+
+async def _event_trace_ids(client, token_id: str) -> list[str]:
+    from factories import database
+
+    db = database(client.server.app)
+    records, _, _ = await db.driver.execute_query(
+        "MATCH (e:AuditEvent) WHERE $id IN e.token_ids AND e.route = 'GET /tokens/{id}' "
+        "RETURN e.trace_id AS trace_id", {"id": token_id}, database_=db.database)
+    return [r["trace_id"] for r in records]
+
+
+@pytest.mark.parametrize("forged", [
+    "forged-trace-123",                  # free text
+    TRACE.upper(),                       # upper case
+    "0" * 32,                            # all zeros
+    TRACE + "0",                         # too long
+    TRACE[:-1],                          # too short
+    "4bf92f35-77b3-4da6-a3ce-929d0e0e4736",  # a UUID's dashes
+    f"00-{TRACE}-00f067aa0ba902b7-01",   # a traceparent in the wrong header
+])
+async def test_a_malformed_svc_trace_id_never_reaches_the_audit_trail(client, admin_headers,
+                                                                      forged):
+    """Issue #36: `SVC-TRACE-ID: forged-trace-123` was the audit event's trace id; the trail's
+    correlation field must hold only trace ids of the W3C form."""
+    token = await _token(client, admin_headers)
+    resp = await client.get(f"/tokens/{token}", headers={**admin_headers,
+                                                        "SVC-TRACE-ID": forged})
+    assert resp.status == 200
+    trace_id = resp.headers["SVC-TRACE-ID"]
+    assert trace_id != forged and re.fullmatch(r"[0-9a-f]{32}", trace_id)
+    assert resp.headers["traceparent"].split("-")[1] == trace_id
+    assert await _event_trace_ids(client, token) == [trace_id]
+
+
+async def test_a_well_formed_svc_trace_id_is_kept_and_traceparent_wins(client, admin_headers):
+    token = await _token(client, admin_headers)
+    resp = await client.get(f"/tokens/{token}", headers={**admin_headers, "SVC-TRACE-ID": TRACE})
+    assert resp.headers["SVC-TRACE-ID"] == TRACE
+    assert re.fullmatch(rf"00-{TRACE}-[0-9a-f]{{16}}-00", resp.headers["traceparent"])
+    other = "0af7651916cd43dd8448eb211c80319c"
+    both = await client.get(f"/tokens/{token}", headers={
+        **admin_headers, "SVC-TRACE-ID": TRACE,
+        "traceparent": f"00-{other}-b7ad6b7169203331-01"})
+    assert both.headers["SVC-TRACE-ID"] == other
+    assert sorted(await _event_trace_ids(client, token)) == sorted([TRACE, other])
 
 
 async def _token(client, headers, **metadata) -> str:

@@ -31,10 +31,16 @@ from .typedefs import PRINCIPAL, TRACE_ID, services_key, settings_key
 log = logging.getLogger("vaultgraph.http")
 TRACE_HEADER = "SVC-TRACE-ID"
 TRACEPARENT = "traceparent"
-_TRACE_SHAPE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # W3C Trace Context: version-traceid-parentid-flags, lower-case hex; all-zero ids are invalid.
 _TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$")
 _W3C_TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def well_formed_trace_id(value: str) -> bool:
+    """A W3C trace id: 32 lower-case hex digits, not all zero. The only form a caller's trace
+    id is taken in (in `SVC-TRACE-ID` as in `traceparent`), so the audit trail's correlation
+    field never holds text of the caller's choosing."""
+    return _W3C_TRACE_ID.fullmatch(value) is not None and value != "0" * 32
 
 
 def _from_traceparent(value: str) -> tuple[str, str] | None:
@@ -43,7 +49,7 @@ def _from_traceparent(value: str) -> tuple[str, str] | None:
     if match is None:
         return None
     version, trace_id, parent_id, flags, rest = match.groups()
-    if version == "ff" or (version == "00" and rest) or set(trace_id) == {"0"} \
+    if version == "ff" or (version == "00" and rest) or not well_formed_trace_id(trace_id) \
             or set(parent_id) == {"0"}:
         return None
     return trace_id, flags
@@ -72,15 +78,17 @@ async def trailing_slash(request: web.Request, handler) -> web.StreamResponse:
 
 @web.middleware
 async def trace(request: web.Request, handler) -> web.StreamResponse:
-    """The request's trace id: a valid W3C `traceparent`'s, else a well-formed `SVC-TRACE-ID`,
-    else a new one. It is answered in `SVC-TRACE-ID` and `traceparent` (a new span id of ours,
-    the caller's flags), written in every log line and audit event and in problem bodies."""
+    """The request's trace id: a valid W3C `traceparent`'s, else an `SVC-TRACE-ID` that is a
+    well-formed W3C trace id (`well_formed_trace_id`: anything else is ignored), else a new
+    one. It is answered in `SVC-TRACE-ID` and `traceparent` (a new span id of ours, the
+    caller's flags), written in every log line and audit event and in problem bodies."""
     parent = _from_traceparent(request.headers.get(TRACEPARENT, ""))
     incoming = request.headers.get(TRACE_HEADER, "")
     if parent is not None:
         trace_id, flags = parent
     else:
-        trace_id = incoming if _TRACE_SHAPE.match(incoming) else uuid.uuid4().hex
+        # A new one is a UUID4's hex: random, and never all zero (its version digit is 4).
+        trace_id = incoming if well_formed_trace_id(incoming) else uuid.uuid4().hex
         flags = "00"
     request[TRACE_ID] = trace_id
     token = trace_id_var.set(trace_id)
@@ -90,8 +98,7 @@ async def trace(request: web.Request, handler) -> web.StreamResponse:
         response = await handler(request)
         status = response.status
         response.headers[TRACE_HEADER] = trace_id
-        if _W3C_TRACE_ID.match(trace_id):
-            response.headers[TRACEPARENT] = f"00-{trace_id}-{secrets.token_hex(8)}-{flags}"
+        response.headers[TRACEPARENT] = f"00-{trace_id}-{secrets.token_hex(8)}-{flags}"
         if draining(request):
             # Shutting down: this connection's next request must go to another process.
             response.force_close()

@@ -51,8 +51,9 @@ A token vault whose tokens are nodes in Neo4j.
 
 Every operation except the public ones takes an application's API key in the `SVC-API-KEY`
 header; `x-permission` on each operation names the permissions it needs. Errors are
-`application/problem+json`. Every response carries `SVC-TRACE-ID` (echoed when the request sends
-a well-formed one).
+`application/problem+json`. Every response carries `SVC-TRACE-ID`: the trace id of the request's
+W3C `traceparent`, else its `SVC-TRACE-ID` when that is a W3C trace id (32 lower-case hex
+digits, not all zero), else a new one.
 
 Lists are paged by cursor: `size` (items per page) and `start` (the `pagination.next` of the
 previous page, opaque).
