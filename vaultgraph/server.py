@@ -40,7 +40,8 @@ from aiohttp.web_protocol import RequestHandler
 
 from .api import metrics as metrics_api
 from .api import problems
-from .api.http import PROBLEM_JSON, problem_body
+from .api.endpoints import PROBLEM_JSON
+from .api.http import problem_body
 from .api.middleware import TRACE_HEADER
 from .api.typedefs import services_key
 from .app import create_app

@@ -11,11 +11,8 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from ..logs import trace_id_var
 from . import problems
-from .endpoints import compile_dumper
+from .endpoints import PROBLEM_JSON, compile_dumper
 from .typedefs import PRINCIPAL, settings_key
-
-PROBLEM_JSON = "application/problem+json"
-
 
 _PROBLEM = compile_dumper(problems.ProblemSchema)
 

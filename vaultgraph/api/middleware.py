@@ -1,5 +1,6 @@
-"""Request middlewares, outermost first: trailing slash → trace id → audit → errors (RFC 9457)
-→ authentication.
+"""Request middlewares: the trailing slash, the trace id, the audit event, errors (RFC 9457),
+authentication and authorisation. Their order, with those of the other api modules, is
+`app.MIDDLEWARES` (the one list; docs/architecture.md "The middleware chain" describes it).
 
 The error middleware is the one place where domain errors (`vaultgraph/errors.py`) become
 problem+json answers."""
@@ -18,7 +19,7 @@ from aiohttp import web
 from marshmallow import ValidationError
 
 from ..audit import context as audit_context
-from ..audit.event import MAX_USER_AGENT, bounded_text, outcome_of
+from ..audit.event import MAX_TOKEN_IDS, MAX_USER_AGENT, bounded_text, outcome_of
 from ..auth.apikeys import HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
 from ..errors import MAX_LISTED_ERRORS, VaultError, add_error, field_name
@@ -181,7 +182,8 @@ def _event(request: web.Request, note: audit_context.AuditNote, status: int) -> 
         "application_id": principal.application_id if principal else None,
         "key_id": principal.key_id if principal else None,
         "operation": note.operation, "route": note.route,
-        "token_ids": note.token_ids[:1000], "outcome": outcome_of(status), "status": status,
+        "token_ids": note.token_ids[:MAX_TOKEN_IDS], "outcome": outcome_of(status),
+        "status": status,
         "transform": single,
         "transform_counts": orjson.dumps(transforms).decode() if len(transforms) > 1 else None,
         "trace_id": note.trace_id, "client_ip": note.client_ip, "user_agent": note.user_agent,
