@@ -18,7 +18,7 @@ def test_default_size_when_absent():
 
 
 @pytest.mark.parametrize("value", ["0", "101", "-1", "abc", "²", "1.5", "", 0, 101, -1, True,
-                                   1.5, "７"])
+                                   1.5, "\uff17"])  # a full-width 7
 def test_one_check_of_a_page_size_for_query_strings_and_bodies(value):
     with pytest.raises(errors.Invalid) as err:
         page_size(value, SETTINGS)
