@@ -159,8 +159,11 @@ async def test_list_events_name_the_returned_tokens_and_count_transforms(
 async def test_a_write_and_its_event_commit_together(client, admin_headers, tenant):
     card = await create_card(client, admin_headers, id="tok-audit-1")
     # At the answer, the write's event is already there (written with the token).
-    rows = await cypher(client, "MATCH (e:AuditEvent) WHERE $id IN e.token_ids AND "
-                                "e.route = 'POST /tokens' RETURN e.outcome AS o", id=card["id"])
+    # (The tenant is the test's own: the shared test database keeps other runs' events, and
+    # the id is fixed.)
+    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) WHERE $id IN e.token_ids "
+                                "AND e.route = 'POST /tokens' RETURN e.outcome AS o",
+                        id=card["id"], t=tenant.tenant_id)
     assert rows == [{"o": "success"}]
     # A refused write (the id is taken) rolls back, event and all; its own event says so.
     resp = await client.post("/tokens", json={"type": "card", "id": "tok-audit-1",
