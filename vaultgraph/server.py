@@ -41,8 +41,8 @@ from aiohttp.web_protocol import RequestHandler
 from .api import metrics as metrics_api
 from .api import problems
 from .api.endpoints import PROBLEM_JSON
-from .api.http import problem_body
 from .api.middleware import TRACE_HEADER
+from .api.request_io import problem_body
 from .api.typedefs import services_key
 from .app import create_app
 from .errors import WrongKey
@@ -362,7 +362,7 @@ def _worker() -> int:
     """One of `--workers N`: a failure is the one line the single-process command prints
     (`cli.explain`), never a traceback; its status reaches the supervisor."""
     from .cli import explain
-    from .logs import configure
+    from .logging_setup import configure
 
     settings = None
     try:

@@ -59,7 +59,7 @@ async def test_traceparent_sets_the_trace_id_everywhere(client, caplog):
     assert body["trace_id"] == TRACE
     lines = [r for r in caplog.records if r.name == "vaultgraph.http" and r.msg == "request"]
     assert lines
-    from vaultgraph.logs import JsonFormatter
+    from vaultgraph.logging_setup import JsonFormatter
     assert f'"trace_id":"{TRACE}"' in JsonFormatter().format(lines[-1])
 
 

@@ -10,7 +10,7 @@ import uuid
 import pytest
 from factories import key_headers, make_application, new_tenant
 
-from vaultgraph.logs import JsonFormatter, TextFormatter
+from vaultgraph.logging_setup import JsonFormatter, TextFormatter
 
 MERGE_PATCH = "application/merge-patch+json"
 VISA = "4242424242424242"

@@ -22,7 +22,7 @@ from aiohttp import web
 from .. import metrics
 from ..auth.permissions import PUBLIC
 from ..settings import ConfigError
-from ..stalls import StallMonitor
+from ..stall_monitor import StallMonitor
 from .endpoints import Endpoints, Reply
 from .typedefs import settings_key
 
@@ -80,7 +80,7 @@ def metrics_app() -> web.Application:
 
 
 def install(app: web.Application) -> None:
-    """Count the app's requests and time its process's stalls (`vaultgraph/stalls.py`); serve
+    """Count the app's requests and time its process's stalls (`vaultgraph/stall_monitor.py`); serve
     /metrics on its own listener when a port is set."""
     if app[settings_key].metrics_dir and not metrics.multiprocess_mode():
         raise ValueError("VAULTGRAPH_METRICS_DIR must be in the environment when the process "

@@ -23,10 +23,10 @@ from ..audit.event import MAX_TOKEN_IDS, MAX_USER_AGENT, bounded_text, outcome_o
 from ..auth.apikeys import HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
 from ..errors import MAX_LISTED_ERRORS, VaultError, add_error, field_name
-from ..logs import trace_id_var
+from ..logging_setup import trace_id_var
 from ..services.deadline import request_deadline
 from . import problems, ratelimit
-from .http import problem_response
+from .request_io import problem_response
 from .typedefs import PRINCIPAL, TRACE_ID, services_key, settings_key
 
 log = logging.getLogger("vaultgraph.http")

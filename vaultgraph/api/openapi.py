@@ -27,7 +27,7 @@ from ..auth.apikeys import HEADER as API_KEY_HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC
 from ..settings import Settings
 from ..tokens import schemas as tokens
-from . import bodies
+from . import schemas
 from .endpoints import JSON, PROBLEM_JSON, Endpoint, endpoint_of
 from .problems import ProblemSchema
 
@@ -70,8 +70,8 @@ TAGS = (
 # Named components: every schema an endpoint names, and those they nest.
 SCHEMAS: dict[str, type[Schema]] = {
     "Problem": ProblemSchema,
-    "Status": bodies.StatusSchema,
-    "Pagination": bodies.PaginationSchema,
+    "Status": schemas.StatusSchema,
+    "Pagination": schemas.PaginationSchema,
     "Extras": tokens.ExtrasSchema,
     "Token": tokens.TokenSchema,
     "DeduplicatedToken": tokens.DeduplicatedTokenSchema,
@@ -79,17 +79,17 @@ SCHEMAS: dict[str, type[Schema]] = {
     "DeduplicatedChildToken": tokens.DeduplicatedChildTokenSchema,
     "CreateToken": tokens.CreateTokenSchema,
     "UpdateToken": tokens.UpdateTokenSchema,
-    "TokenPage": bodies.TokenPageSchema,
-    "Association": bodies.AssociationSchema,
-    "Edge": bodies.EdgeSchema,
-    "TokenGraph": bodies.TokenGraphSchema,
+    "TokenPage": schemas.TokenPageSchema,
+    "Association": schemas.AssociationSchema,
+    "Edge": schemas.EdgeSchema,
+    "TokenGraph": schemas.TokenGraphSchema,
     "AccessRuleInput": applications.RuleSchema,
     "ApplicationInput": applications.ApplicationSchema,
     "AccessRule": applications.AccessRuleSchema,
     "Application": applications.ApplicationBodySchema,
     "NewApplication": applications.NewApplicationSchema,
     "OwnApplication": applications.OwnApplicationSchema,
-    "ApplicationPage": bodies.ApplicationPageSchema,
+    "ApplicationPage": schemas.ApplicationPageSchema,
     "ApiKey": applications.ApiKeySchema,
     "IssuedApiKey": applications.IssuedApiKeySchema,
     "ApiKeyList": applications.ApiKeyListSchema,

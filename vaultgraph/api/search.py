@@ -7,10 +7,10 @@ from aiohttp import web
 from ..auth.permissions import TOKEN_SEARCH
 from ..pagination import Page, decode_cursor
 from ..search.schemas import SEARCH_BODY, SearchBodySchema, search_cursor
-from .bodies import TokenPageSchema
 from .endpoints import Body, Endpoints, Reply
-from .http import principal, read_object
 from .paging import page_body, page_size
+from .request_io import principal, read_object
+from .schemas import TokenPageSchema
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()

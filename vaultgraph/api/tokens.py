@@ -16,10 +16,10 @@ from ..tokens.schemas import (
     TokenSchema,
     UpdateTokenSchema,
 )
-from .bodies import TOKEN_PATH, PageQuery, TokenFilterQuery, TokenPageSchema
 from .endpoints import MERGE_PATCH_JSON, Body, Endpoints, Reply
-from .http import principal, read_object
 from .paging import page_body, page_from_query
+from .request_io import principal, read_object
+from .schemas import TOKEN_PATH, PageQuery, TokenFilterQuery, TokenPageSchema
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()
