@@ -31,7 +31,7 @@ from vaultgraph.server import settle_heap, tune_gc
 from vaultgraph.services.audit import AuditWriter
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.settings import PROJECT_ROOT, Settings
-from vaultgraph.stalls import StallMonitor
+from vaultgraph.stall_monitor import StallMonitor
 
 from . import cpu, first_sight, jfr, memory, plans, profile, report, stalls
 from .config import RESULTS, ROOT, BenchConfig

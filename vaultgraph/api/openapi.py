@@ -27,7 +27,7 @@ from ..auth.apikeys import HEADER as API_KEY_HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC
 from ..settings import Settings
 from ..tokens import schemas as tokens
-from . import bodies, proxies
+from . import proxies, schemas
 from .endpoints import JSON, PROBLEM_JSON, Endpoint, endpoint_of
 from .problems import ProblemSchema
 
@@ -51,8 +51,9 @@ A token vault whose tokens are nodes in Neo4j.
 
 Every operation except the public ones takes an application's API key in the `SVC-API-KEY`
 header; `x-permission` on each operation names the permissions it needs. Errors are
-`application/problem+json`. Every response carries `SVC-TRACE-ID` (echoed when the request sends
-a well-formed one).
+`application/problem+json`. Every response carries `SVC-TRACE-ID`: the trace id of the request's
+W3C `traceparent`, else its `SVC-TRACE-ID` when that is a W3C trace id (32 lower-case hex
+digits, not all zero), else a new one.
 
 Lists are paged by cursor: `size` (items per page) and `start` (the `pagination.next` of the
 previous page, opaque).
@@ -71,8 +72,8 @@ TAGS = (
 # Named components: every schema an endpoint names, and those they nest.
 SCHEMAS: dict[str, type[Schema]] = {
     "Problem": ProblemSchema,
-    "Status": bodies.StatusSchema,
-    "Pagination": bodies.PaginationSchema,
+    "Status": schemas.StatusSchema,
+    "Pagination": schemas.PaginationSchema,
     "Extras": tokens.ExtrasSchema,
     "Token": tokens.TokenSchema,
     "DeduplicatedToken": tokens.DeduplicatedTokenSchema,
@@ -80,17 +81,17 @@ SCHEMAS: dict[str, type[Schema]] = {
     "DeduplicatedChildToken": tokens.DeduplicatedChildTokenSchema,
     "CreateToken": tokens.CreateTokenSchema,
     "UpdateToken": tokens.UpdateTokenSchema,
-    "TokenPage": bodies.TokenPageSchema,
-    "Association": bodies.AssociationSchema,
-    "Edge": bodies.EdgeSchema,
-    "TokenGraph": bodies.TokenGraphSchema,
+    "TokenPage": schemas.TokenPageSchema,
+    "Association": schemas.AssociationSchema,
+    "Edge": schemas.EdgeSchema,
+    "TokenGraph": schemas.TokenGraphSchema,
     "AccessRuleInput": applications.RuleSchema,
     "ApplicationInput": applications.ApplicationSchema,
     "AccessRule": applications.AccessRuleSchema,
     "Application": applications.ApplicationBodySchema,
     "NewApplication": applications.NewApplicationSchema,
     "OwnApplication": applications.OwnApplicationSchema,
-    "ApplicationPage": bodies.ApplicationPageSchema,
+    "ApplicationPage": schemas.ApplicationPageSchema,
     "ApiKey": applications.ApiKeySchema,
     "IssuedApiKey": applications.IssuedApiKeySchema,
     "ApiKeyList": applications.ApiKeyListSchema,

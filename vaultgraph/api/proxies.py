@@ -27,10 +27,10 @@ from ..services.proxy import (
 from ..tokens.fields import format_datetime
 from ..tokens.schemas import DATE_TIME, UUID
 from . import problems
-from .bodies import PageQuery, PaginationSchema, path
 from .endpoints import MERGE_PATCH_JSON, Body, Endpoints, Reply
-from .http import principal, read_body, read_object
 from .paging import page_body, page_from_query
+from .request_io import principal, read_body, read_object
+from .schemas import PageQuery, PaginationSchema, path
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()

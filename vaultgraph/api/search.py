@@ -5,14 +5,13 @@ from __future__ import annotations
 from aiohttp import web
 
 from ..auth.permissions import TOKEN_SEARCH
-from ..errors import invalid
 from ..pagination import Page, decode_cursor
 from ..search.schemas import SEARCH_BODY, SearchBodySchema, search_cursor
 from . import ratelimit
-from .bodies import TokenPageSchema
 from .endpoints import Body, Endpoints, Reply
-from .http import principal, read_object
-from .paging import page_body
+from .paging import page_body, page_size
+from .request_io import principal, read_object
+from .schemas import TokenPageSchema
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()
@@ -34,16 +33,13 @@ endpoints = Endpoints()
     replies=(Reply(200, "A page of tokens, newest first.", TokenPageSchema),), reads_only=True)
 async def search_tokens(request: web.Request):
     body = SEARCH_BODY.load(await read_object(request))
-    settings = request.app[settings_key]
-    size = body.get("size", settings.page_size_default)
-    if isinstance(size, bool) or not 1 <= size <= settings.page_size_max:
-        raise invalid("size", f"must be a whole number from 1 to {settings.page_size_max}")
+    size = page_size(body.get("size"), request.app[settings_key])
     start = body.get("start")
     page = Page(size=size, after=search_cursor(decode_cursor(start)) if start else None)
     search, caller = request.app[services_key].search, principal(request)
     plan = search.plan(caller, body["query"])
     # A search weighs its number of terms: the request paid for one, the rest is paid here,
     # before the database is asked.
-    ratelimit.spend(request, plan.terms - 1)
+    ratelimit.charge(request, plan.terms - 1)
     results = await search.search(caller, plan, page)
     return page_body(results.items, page, results.next_after)

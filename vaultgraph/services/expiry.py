@@ -20,7 +20,7 @@ import uuid
 
 from .. import metrics
 from ..audit.event import SYSTEM
-from ..logs import trace_id_var
+from ..logging_setup import trace_id_var
 from ..repository.expiry import ExpiryRepository
 from .audit import AuditWriter
 

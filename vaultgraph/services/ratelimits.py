@@ -60,9 +60,10 @@ class TokenBuckets:
             retry_after=0 if allowed else max(1, math.ceil((cost - tokens) / self.rate)))
 
     def take(self, key: str, cost: float = 1) -> Verdict:
-        """Spend `cost` tokens (one request's weight) when there are that many; a cost above
-        `burst` spends `burst`, or it could never be paid."""
-        cost = min(cost, self.burst)
+        """Spend `cost` tokens when the bucket holds them, else none (a refused request costs
+        nothing more). A cost above the burst is charged as the burst: such a request passes
+        when the bucket is full, rather than never."""
+        cost = min(max(0, cost), self.burst)
         now = self._clock()
         tokens = self._level(key, now)
         allowed = tokens >= cost

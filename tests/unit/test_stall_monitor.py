@@ -1,5 +1,5 @@
-"""The stall monitor (vaultgraph/stalls.py): a blocked event loop and a garbage collection each
-show in their histogram; stopping it unhooks it from the collector."""
+"""The stall monitor (vaultgraph/stall_monitor.py): a blocked event loop and a garbage collection
+each show in their histogram; stopping it unhooks it from the collector."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 from prometheus_client import REGISTRY
 
-from vaultgraph.stalls import StallMonitor
+from vaultgraph.stall_monitor import StallMonitor
 
 LAG = "vaultgraph_event_loop_lag_seconds"
 GC_PAUSE = "vaultgraph_python_gc_pause_seconds"

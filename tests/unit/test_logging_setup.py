@@ -9,7 +9,7 @@ import sys
 import orjson
 import pytest
 
-from vaultgraph.logs import CoalescingFilter, JsonFormatter, TextFormatter, configure
+from vaultgraph.logging_setup import CoalescingFilter, JsonFormatter, TextFormatter, configure
 
 SECRET = "vg_SECRETSECRET"
 CARD = "4242424242424242"

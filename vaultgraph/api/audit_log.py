@@ -13,10 +13,10 @@ from ..audit.query import LogFilter
 from ..auth.permissions import ALL_PERMISSIONS, LOG_READ
 from ..errors import invalid
 from ..tokens.fields import validate_token_id
-from .bodies import PageQuery, _page
 from .endpoints import Endpoints, Reply
-from .http import principal
 from .paging import page_body, page_from_query
+from .request_io import principal
+from .schemas import PageQuery, _page
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()

@@ -1,4 +1,5 @@
-"""Response helpers shared by every handler."""
+"""A request's way in and out, shared by every handler: its body (bounded in time, as JSON of
+its declared type), its principal, and a problem+json answer."""
 
 from __future__ import annotations
 
@@ -9,13 +10,10 @@ import orjson
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from ..logs import trace_id_var
+from ..logging_setup import trace_id_var
 from . import problems
-from .endpoints import compile_dumper
+from .endpoints import PROBLEM_JSON, compile_dumper
 from .typedefs import PRINCIPAL, settings_key
-
-PROBLEM_JSON = "application/problem+json"
-
 
 _PROBLEM = compile_dumper(problems.ProblemSchema)
 
