@@ -145,7 +145,7 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
         try:
             # One deadline for all the request's database work (authentication, idempotency
             # bookkeeping, the change), not one per statement.
-            with request_deadline(request.app[settings_key].request_timeout):
+            with request_deadline(request.app[settings_key].request_timeout) as budget:
                 response = await handler(request)
         finally:
             audit_context.current.reset(token)
@@ -153,8 +153,9 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
         try:
             if note.persisted:
                 writer.record_later(event, arrival, stored=note.stored)
-            else:
-                await writer.record(event, arrival, stored=note.stored)
+            else:  # within the request's budget too: its database time in all
+                await writer.record(event, arrival, stored=note.stored,
+                                    within=budget.remaining)
         except VaultError as exc:
             return problem_response(problems.from_error(exc))
     return response

@@ -79,12 +79,15 @@ deadline: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("deadli
 
 
 @contextlib.contextmanager
-def request_deadline(seconds: float) -> Iterator[None]:
+def request_deadline(seconds: float) -> Iterator[Budget]:
     """All the database work inside (statements, transactions, their retries) shares one
-    budget of `seconds`: a request's `VAULTGRAPH_REQUEST_TIMEOUT` in all."""
-    token = deadline.set(Budget(seconds))
+    budget of `seconds`: a request's `VAULTGRAPH_REQUEST_TIMEOUT` in all. The budget is
+    yielded: what is left of it after the block bounds the wait for the request's audit
+    event (api/middleware.py)."""
+    budget = Budget(seconds)
+    token = deadline.set(budget)
     try:
-        yield
+        yield budget
     finally:
         deadline.reset(token)
 
@@ -106,6 +109,18 @@ def _spending() -> Iterator[None]:
 
 def _timed_out() -> Unavailable:
     return Unavailable("The database did not answer in time; try again shortly.", retry_after=1)
+
+
+def _server_timeout(seconds: float) -> float:
+    """Neo4j's own timeout for a transaction given `seconds` of the budget: it ends the
+    transaction server-side when the caller has stopped waiting (at least 1 ms, its unit)."""
+    return max(seconds, 0.001)
+
+
+def _bounded(query: neo4j.Query, seconds: float) -> neo4j.Query:
+    """`query` with Neo4j's transaction timeout set to what is left of the budget: work the
+    service no longer waits for does not go on (or commit) after its answer was a 503."""
+    return neo4j.Query(query.text, timeout=_server_timeout(seconds))
 
 
 class Database:
@@ -204,7 +219,8 @@ class Database:
                     try:
                         async with asyncio.timeout_at(until):
                             async with _in_use(), self.session(mode) as session:
-                                result = await session.run(query, params)
+                                result = await session.run(
+                                    _bounded(query, until - loop.time()), params)
                                 return [record async for record in result]
                     except TimeoutError:
                         raise _timed_out() from None
@@ -229,11 +245,14 @@ class Database:
                 metrics.NEO4J_RETRIES.labels("transaction").inc()
             return await work(Transaction(tx, self.catalog, event))
 
+        until = self._deadline()
         try:
             with _spending():
-                async with (asyncio.timeout_at(self._deadline()), map_errors(), _in_use(),
+                async with (asyncio.timeout_at(until), map_errors(), _in_use(),
                             self.session() as session):
-                    result = await session.execute_write(run)
+                    left = until - asyncio.get_running_loop().time()
+                    result = await session.execute_write(
+                        neo4j.unit_of_work(timeout=_server_timeout(left))(run))
         except TimeoutError:
             raise _timed_out() from None
         if event is not None:
@@ -379,6 +398,9 @@ class map_errors:
             metrics.NEO4J_ERRORS.labels(kind).inc()
         if isinstance(exc, ConstraintError):
             raise UniquenessViolation() from exc
+        if isinstance(exc, Neo4jError) and "TransactionTimedOut" in (exc.code or ""):
+            # Neo4j ended the transaction at the budget's end (`_bounded`): as a deadline.
+            raise _timed_out() from exc
         if isinstance(exc, AuthError):
             # Configuration, not an outage: the operator must fix the credentials.
             log.error("neo4j refused the service's credentials: check VAULTGRAPH_NEO4J_USER "

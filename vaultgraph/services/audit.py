@@ -119,14 +119,25 @@ class AuditWriter:
             self._company.set()
 
     async def record(self, event: dict[str, Any], arrival: Arrival | None = None, *,
-                     stored: Mapping[str, Any] | None = None) -> None:
-        """Returns once the event is committed; raises `errors.Unavailable` if it cannot be.
-        `stored`: what a write's statement carrying the event stored, when it was sent but its
-        commit was not confirmed; the event is linked by id if it is there and created if it is
-        not."""
+                     stored: Mapping[str, Any] | None = None,
+                     within: float | None = None) -> None:
+        """Returns once the event is committed; raises `errors.Unavailable` if it cannot be,
+        or, with `within`, if it is not committed within that many seconds (what is left of
+        the request's database budget: the request answers 503 in time, and its event is
+        still written with its batch). `stored`: what a write's statement carrying the event
+        stored, when it was sent but its commit was not confirmed; the event is linked by id
+        if it is there and created if it is not."""
         future = asyncio.get_running_loop().create_future()
         self._enqueue((event, future, stored is not None, stored), arrival)
-        await future
+        if within is None:
+            await future
+            return
+        try:
+            async with asyncio.timeout(max(within, 0.0)):
+                await future
+        except TimeoutError:
+            raise Unavailable("The audit trail was not written in time; try again shortly.",
+                              retry_after=1) from None
 
     def record_later(self, event: dict[str, Any], arrival: Arrival | None = None, *,
                      stored: Mapping[str, Any] | None = None) -> None:
