@@ -21,9 +21,9 @@ from ..audit import context as audit_context
 from ..audit.event import MAX_USER_AGENT, bounded_text, outcome_of
 from ..auth.apikeys import HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
+from ..deadline import request_deadline
 from ..errors import MAX_LISTED_ERRORS, VaultError, add_error, field_name
 from ..logs import trace_id_var
-from ..services.deadline import request_deadline
 from . import problems, ratelimit
 from .http import problem_response
 from .typedefs import PRINCIPAL, TRACE_ID, services_key, settings_key

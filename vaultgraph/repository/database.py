@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import neo4j
@@ -52,6 +51,7 @@ from neo4j.exceptions import (
 from .. import metrics
 from ..audit import context as audit_context
 from ..catalog import Catalog
+from ..deadline import deadline, spending
 from ..errors import Misconfigured, Unavailable, UniquenessViolation
 
 log = logging.getLogger(__name__)
@@ -61,50 +61,6 @@ UNAVAILABLE = (ServiceUnavailable, SessionExpired)
 DEFAULT_TIMEOUT = 10.0
 # VAULTGRAPH_NEO4J_READ_ROUTING: where reads go on a cluster (the driver's access modes).
 READ_ROUTINGS = {"read": neo4j.READ_ACCESS, "write": neo4j.WRITE_ACCESS}
-
-
-class Budget:
-    """What is left of a request's database time (`VAULTGRAPH_REQUEST_TIMEOUT` in all): each
-    statement or transaction may take what remains, and what it took is spent. Time the request
-    spends elsewhere (its body arriving, rendering) is not database time."""
-
-    __slots__ = ("remaining",)
-
-    def __init__(self, seconds: float):
-        self.remaining = seconds
-
-
-# The current request's database time; None (outside a request): `timeout` per statement.
-deadline: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("deadline", default=None)
-
-
-@contextlib.contextmanager
-def request_deadline(seconds: float) -> Iterator[Budget]:
-    """All the database work inside (statements, transactions, their retries) shares one
-    budget of `seconds`: a request's `VAULTGRAPH_REQUEST_TIMEOUT` in all. The budget is
-    yielded: what is left of it after the block bounds the wait for the request's audit
-    event (api/middleware.py)."""
-    budget = Budget(seconds)
-    token = deadline.set(budget)
-    try:
-        yield budget
-    finally:
-        deadline.reset(token)
-
-
-@contextlib.contextmanager
-def _spending() -> Iterator[None]:
-    """Charge the time inside to the current request's database budget, if any."""
-    budget = deadline.get()
-    if budget is None:
-        yield
-        return
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    try:
-        yield
-    finally:
-        budget.remaining -= loop.time() - started
 
 
 def _timed_out() -> Unavailable:
@@ -213,7 +169,7 @@ class Database:
         loop = asyncio.get_running_loop()
         until = self._deadline(budgeted)
         attempt = 0
-        with _spending() if budgeted else contextlib.nullcontext():
+        with spending() if budgeted else contextlib.nullcontext():
             async with map_errors():
                 while True:
                     try:
@@ -247,7 +203,7 @@ class Database:
 
         until = self._deadline()
         try:
-            with _spending():
+            with spending():
                 async with (asyncio.timeout_at(until), map_errors(), _in_use(),
                             self.session() as session):
                     left = until - asyncio.get_running_loop().time()
