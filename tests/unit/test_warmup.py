@@ -4,7 +4,7 @@ statements use, so each is planned with the types the service sends."""
 from __future__ import annotations
 
 from vaultgraph.catalog import Catalog
-from vaultgraph.repository.database import audited_text
+from vaultgraph.repository.audit_prefix import audited_text
 from vaultgraph.repository.warmup import OVERRIDES, SAMPLES, parameters, sample_parameters
 
 

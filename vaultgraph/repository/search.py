@@ -20,7 +20,8 @@ import neo4j
 from ..catalog import Catalog
 from ..search.query import And, Leaf, Node, Not, Range, Term, leaves
 from ..tokens.stored import StoredToken
-from .database import Database, one_list
+from .database import Database
+from .records import one_list
 
 _PLACEHOLDER = re.compile(r"\$(value|low_inclusive|high_inclusive|low|high)\b")
 _SHAPES_KEPT = 512

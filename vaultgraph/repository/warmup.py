@@ -29,7 +29,9 @@ import neo4j
 from neo4j.exceptions import ClientError
 
 from ..errors import Unavailable
-from .database import Database, audited_text, map_errors
+from .audit_prefix import audited_text
+from .database import Database
+from .neo4j_errors import map_errors
 
 _WHEN = datetime(2000, 1, 1, tzinfo=UTC)
 

@@ -243,7 +243,7 @@ async def test_a_write_whose_commit_went_unconfirmed_has_its_event_linked_once(
 
 async def test_every_event_time_is_stored_as_the_datetime_it_was_taken(client, admin_headers,
                                                                       tenant, reader):
-    """`at` travels to Neo4j as text (repository/database.py audited_params) and is stored as a
+    """`at` travels to Neo4j as text (repository/audit_prefix.py audited_params) and is stored as a
     zoned DateTime: a write's event (its own statement, completed by the batch) and a read's
     (the batch alone) alike, in the order taken, and the chain over them still verifies."""
     before = datetime.now(UTC)
