@@ -1,5 +1,6 @@
-"""The audit trail's use cases: group-commit writing into hash chains, reading, verifying,
-exporting and pruning (README "Audit", vaultgraph/audit/chain.py).
+"""Writing the audit trail: group commits into hash chains (README "Audit",
+vaultgraph/audit/chain.py). Reading and verifying is services/audit_log.py, pruning
+services/audit_pruner.py.
 
 `AuditWriter` is this process's one writer. Requests hand it their event; it writes whatever
 has gathered in one transaction, and only then answers them. A batch waits for company only
@@ -20,23 +21,16 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import metrics
-from ..audit.chain import Finding, sign, valid, verify_chain
-from ..audit.query import LogFilter
-from ..crypto import CryptoError, KeyRing
-from ..errors import NotFound, Unavailable
-from ..repository.audit import BEGINNING, AuditRepository, native
+from ..audit.chain import sign
+from ..crypto import KeyRing
+from ..errors import Unavailable
+from ..repository.audit import AuditRepository
 
-log = logging.getLogger(__name__)
-
-# What GET /logs shows of an event: never the chain's internals.
-SHOWN = ("id", "at", "tenant_id", "application_id", "key_id", "operation", "route", "token_ids",
-         "outcome", "status", "transform", "transform_counts", "trace_id", "client_ip",
-         "user_agent", "reason")
+log = logging.getLogger("vaultgraph.services.audit")
 
 
 # (event, the request's future or None, whether a write's statement stored it or may have, what
@@ -273,191 +267,3 @@ class AuditWriter:
             if self._flushes:
                 await asyncio.wait(set(self._flushes))
         self._stopping = False
-
-
-class AuditLog:
-    """Reading, verifying, exporting and pruning the trail."""
-
-    def __init__(self, repo: AuditRepository, ring: KeyRing | None):
-        self._repo = repo
-        self._ring = ring
-
-    async def page(self, tenant_id: str, where: LogFilter, size: int,
-                   after: tuple[datetime, str] | None) -> tuple[list[dict], tuple | None]:
-        before = after or (datetime(9999, 12, 31, tzinfo=UTC), "\U0010ffff")
-        rows = await self._repo.page(tenant_id=tenant_id, where=where, before=before,
-                                     limit=size + 1)
-        shown = rows[:size]
-        more = len(rows) > size
-        return [present(e) for e in shown], ((shown[-1]["at"], shown[-1]["id"])
-                                             if more else None)
-
-    async def verify(self, progress: Callable[[int], None] = lambda n: None, *,
-                     chains: set[str] | None = None) -> list[Finding]:
-        """Every chain checked (or those named); each edited, deleted, inserted or reordered
-        event named, and every event that belongs to no chain."""
-        if self._ring is None:
-            raise ValueError("verifying the audit trail needs the key-encryption key ring")
-        findings: list[Finding] = []
-        infos = await self._repo.chains()
-        unknown = sorted((chains or set()) - {info.chain for info in infos})
-        if unknown:  # a chain named but absent would otherwise "verify" with nothing checked
-            raise NotFound(f"No audit chain {', '.join(unknown)}.")
-        for info in infos:
-            if chains is not None and info.chain not in chains:
-                continue
-            checkpoint = info.checkpoint
-            if checkpoint is not None and not self._checkpoint_ok(info.chain, checkpoint,
-                                                                  info.checkpoint_sig):
-                findings.append(Finding("edited", info.chain, checkpoint[0], "checkpoint"))
-            events = []
-            async for event in self._repo.chain_events(info.chain):
-                events.append(event)
-                progress(1)
-            findings.extend(verify_chain(self._ring, info.chain, events,
-                                         checkpoint=checkpoint, head=info.head))
-        if chains is None:
-            findings.extend(Finding("unlinked", None, None, event_id)
-                            for event_id in await self._repo.unchained())
-        return findings
-
-    def checkpoint_sig(self, chain: str, seq: int, mac: str) -> str:
-        return self._ring.audit_mac(f"checkpoint|{chain}|{seq}|{mac}".encode())
-
-    def _checkpoint_ok(self, chain: str, checkpoint: tuple[int, str], sig: str | None) -> bool:
-        try:
-            return sig == self.checkpoint_sig(chain, *checkpoint)
-        except CryptoError:
-            return False
-
-    def export(self, since: datetime, until: datetime) -> AsyncIterator[dict[str, Any]]:
-        return self._repo.export(since=since, until=until)
-
-    async def prune(self, retention_days: float, batch: int = 1000) -> int:
-        """Delete events older than the retention, a batch per transaction, leaving a signed
-        checkpoint per chain so what remains still verifies."""
-        return await self.prune_before(datetime.now(UTC) - timedelta(days=retention_days),
-                                       batch)
-
-    async def prune_before(self, cutoff: datetime, batch: int = 1000) -> int:
-        """Delete events older than `cutoff`. Each chain loses only what continues it from its
-        checkpoint, lowest `seq` first, up to its first event at or after the cutoff (a chain
-        runs in link order, which differs from time order by the requests in flight together),
-        and its checkpoint moves to the last one deleted: nothing of a chain stays below its
-        checkpoint, so a deletion anywhere is named by `verify`. A chain is pruned up to an event
-        that does not continue it (a number missing or taken twice, a link or MAC that does
-        not hold: tampering), never past it. Then events out of every chain's order (below a
-        checkpoint, never linked, in no known chain) go by time alone."""
-        pruned, cutoff, batch = 0, native(cutoff), max(1, batch)
-        for info in await self._repo.chains():
-            done = info.checkpoint[0] if info.checkpoint else 0
-            if info.head is not None and info.head > done:
-                pruned += await self._prune_chain(info.chain, cutoff, batch)
-        return pruned + await self._prune_leftovers(cutoff, batch)
-
-    async def _prune_chain(self, chain: str, cutoff: datetime, batch: int) -> int:
-        pruned, reread = 0, False
-        while True:
-            # One event more than a batch: a second event at the batch's last number shows.
-            (done, prev), rows = await self._repo.prune_prefix(chain, batch + 1)
-            prefix: list[dict[str, Any]] = []
-            defect = None
-            for i, row in enumerate(rows[:batch]):
-                if row.get("id") is None:  # deleted by another prune while read: it goes on
-                    break
-                following = rows[i + 1] if i + 1 < len(rows) else None
-                defect = self._out_of_chain(row, done + len(prefix) + 1, prev, following)
-                if defect is not None or row["at"] >= cutoff:
-                    break
-                prefix.append(row)
-                prev = row["mac"]
-            if prefix:
-                top = prefix[-1]
-                checkpoint = {"chain": chain, "seq": top["seq"], "mac": top["mac"],
-                              "sig": self.checkpoint_sig(chain, top["seq"], top["mac"])}
-                pruned += await self._repo.prune([r["id"] for r in prefix], [checkpoint])
-                reread = False
-                if defect is None and len(prefix) < batch:
-                    return pruned
-            elif defect is None:
-                return pruned
-            elif reread:
-                log.warning("audit chain not pruned past an event that does not continue it "
-                            "(run `vaultgraph audit verify`)",
-                            extra={"chain": chain, "seq": done + 1, "defect": defect})
-                return pruned
-            else:  # another prune may have moved the checkpoint meanwhile: look once more
-                reread = True
-
-    def _out_of_chain(self, row: Mapping[str, Any], seq: int, prev: str,
-                      following: Mapping[str, Any] | None) -> str | None:
-        """Why an event does not continue its chain at `seq` after the MAC `prev`, or None."""
-        if row.get("seq") != seq:
-            return "gap"
-        if following is not None and following.get("seq") == seq:
-            return "two events at one number"
-        if not isinstance(row.get("at"), datetime) or row.get("prev") != prev:
-            return "not linked to the event before"
-        if not valid(self._ring, row):
-            return "MAC does not hold"
-        return None
-
-    async def _prune_leftovers(self, cutoff: datetime, batch: int) -> int:
-        pruned, after = 0, (BEGINNING, "")
-        while True:
-            rows = await self._repo.prune_leftovers(cutoff, after, batch)
-            ids = [r["id"] for r in rows if r["out_of_order"] and r["id"] is not None]
-            if ids:
-                pruned += await self._repo.prune(ids, [])
-            # The page's last event still there (one another prune deleted reads as nulls).
-            last = next((r for r in reversed(rows) if r["id"] is not None), None)
-            if len(rows) < batch or last is None:
-                return pruned
-            after = (last["at"], last["id"])
-
-
-def present(event: dict[str, Any]) -> dict[str, Any]:
-    out = {k: event.get(k) for k in SHOWN}
-    at = out["at"]
-    if isinstance(at, datetime):
-        out["at"] = at.astimezone(UTC).isoformat()
-    return out
-
-
-class AuditPruner:
-    """Prunes past `VAULTGRAPH_AUDIT_RETENTION_DAYS` every `interval` seconds (like the expiry
-    sweeper: one guarded pass at a time; every replica may run one)."""
-
-    def __init__(self, audit_log: AuditLog, *, retention_days: float, interval: float):
-        self._log = audit_log
-        self._days = retention_days
-        self._interval = interval
-        self._lock = asyncio.Lock()
-        self._task: asyncio.Task | None = None
-
-    async def prune(self) -> int:
-        async with self._lock:
-            started = time.perf_counter()
-            pruned = await self._log.prune(self._days)
-        log.info("audit prune", extra={"pruned": pruned,
-                                       "ms": round((time.perf_counter() - started) * 1000, 2)})
-        return pruned
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval)
-            try:
-                await self.prune()
-            except Exception as exc:
-                log.warning("audit prune failed; trying again at the next interval",
-                            extra={"error": type(exc).__name__})
-
-    def start(self) -> None:
-        if self._interval > 0 and self._task is None:
-            self._task = asyncio.create_task(self._run(), name="audit-pruner")
-
-    async def stop(self) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
