@@ -16,6 +16,8 @@
 // stored as the DateTime it names.
 // @visible/@live/@in_prefixes/@token/@release_dedup_lock: cypher/fragments/ (expanded when the
 // catalog loads).
+// Inside a request it is sent with the audit prefix in front (repository/audit_prefix.py;
+// docs/architecture.md, "The audit prefix").
 OPTIONAL MATCH (p:Token {tenant_id: $tenant_id, id: $parent_id})
   WHERE @visible(p, parent_prefixes)
 SET p._lock = true
