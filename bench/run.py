@@ -28,7 +28,7 @@ from vaultgraph.repository.database import Database
 from vaultgraph.repository.proxies import ProxyRepository
 from vaultgraph.repository.tokens import TokenFilter
 from vaultgraph.server import settle_heap, tune_gc
-from vaultgraph.services.audit import AuditWriter
+from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.settings import PROJECT_ROOT, Settings
 from vaultgraph.stall_monitor import StallMonitor

@@ -18,7 +18,8 @@ from neo4j import AsyncDriver
 
 from vaultgraph.audit import context as audit_context
 from vaultgraph.catalog import Catalog
-from vaultgraph.repository.database import Transaction, audited_params, audited_text
+from vaultgraph.repository.audit_prefix import audited_params, audited_text
+from vaultgraph.repository.database import Transaction
 from vaultgraph.repository.graph import GraphRepository
 from vaultgraph.repository.search import SearchRepository
 from vaultgraph.repository.tokens import NewToken, TokenFilter, TokenRepository

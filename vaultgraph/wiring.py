@@ -27,7 +27,9 @@ from .repository.search import SearchRepository
 from .repository.tenants import TenantRepository
 from .repository.tokens import TokenRepository
 from .services.applications import ApplicationService
-from .services.audit import AuditLog, AuditPruner, AuditWriter
+from .services.audit_log import AuditLog
+from .services.audit_pruner import AuditPruner
+from .services.audit_writer import AuditWriter
 from .services.authentication import Authenticator
 from .services.bulk import BulkService
 from .services.expiry import ExpirySweeper
@@ -146,7 +148,8 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
                                  batch=settings.expiry_sweep_batch, audit=writer),
             audit_log=audit_log,
             audit_writer=writer,
-            audit_pruner=AuditPruner(audit_log, retention_days=settings.audit_retention_days,
+            audit_pruner=AuditPruner(audit_repo, keyring,
+                                     retention_days=settings.audit_retention_days,
                                      interval=settings.audit_prune_interval),
             bulk=BulkService(tokens, token_repo, renderer, max_items=settings.bulk_max_items),
             idempotency=IdempotencyService(IdempotencyRepository(db),

@@ -22,9 +22,9 @@ from ..audit import context as audit_context
 from ..audit.event import MAX_TOKEN_IDS, MAX_USER_AGENT, bounded_text, outcome_of
 from ..auth.apikeys import HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
+from ..deadline import request_deadline
 from ..errors import MAX_LISTED_ERRORS, VaultError, add_error, field_name
 from ..logging_setup import trace_id_var
-from ..services.deadline import request_deadline
 from . import problems, ratelimit
 from .request_io import problem_response
 from .typedefs import PRINCIPAL, TRACE_ID, services_key, settings_key
@@ -157,7 +157,7 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
         try:
             # One deadline for all the request's database work (authentication, idempotency
             # bookkeeping, the change), not one per statement.
-            with request_deadline(request.app[settings_key].request_timeout):
+            with request_deadline(request.app[settings_key].request_timeout) as budget:
                 response = await handler(request)
         finally:
             audit_context.current.reset(token)
@@ -165,8 +165,9 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
         try:
             if note.persisted:
                 writer.record_later(event, arrival, stored=note.stored)
-            else:
-                await writer.record(event, arrival, stored=note.stored)
+            else:  # within the request's budget too: its database time in all
+                await writer.record(event, arrival, stored=note.stored,
+                                    within=budget.remaining)
         except VaultError as exc:
             return problem_response(problems.from_error(exc))
     return response

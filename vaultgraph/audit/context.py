@@ -34,7 +34,7 @@ class AuditNote:
     stored: dict[str, Any] | None = None
     principal: Any = None
     # The Idempotency-Key entry this request claimed ({application_id, key, claim}): a write's
-    # own transaction marks it written (repository/database.py AUDIT_PREFIX), so a retry can
+    # own transaction marks it written (repository/audit_prefix.py AUDIT_PREFIX), so a retry can
     # tell a write that committed from one that did not.
     idempotency: dict[str, str] | None = None
 

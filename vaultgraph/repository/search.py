@@ -17,7 +17,8 @@ import neo4j
 from ..search.plan import STATEMENT, Plan, compile
 from ..search.query import Term
 from ..tokens.stored import StoredToken
-from .database import Database, one_list
+from .database import Database
+from .records import one_list
 
 
 @dataclass(frozen=True, slots=True)

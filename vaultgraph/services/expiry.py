@@ -22,7 +22,7 @@ from .. import metrics
 from ..audit.event import SYSTEM
 from ..logging_setup import trace_id_var
 from ..repository.expiry import ExpiryRepository
-from .audit import AuditWriter
+from .audit_writer import AuditWriter
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from vaultgraph.audit import context as audit_context
 from vaultgraph.errors import Unavailable
 from vaultgraph.repository.audit import BEGINNING, END, AuditRepository, native
 from vaultgraph.repository.database import Database
-from vaultgraph.services.audit import AuditWriter
+from vaultgraph.services.audit_writer import AuditWriter
 
 CANARY = "4111111111111111"  # a Luhn-valid card number that must never reach an event
 EVENT_FIELDS = {"id", "at", "tenant_id", "application_id", "key_id", "operation", "route",
@@ -248,7 +248,7 @@ async def test_a_write_whose_commit_went_unconfirmed_has_its_event_linked_once(
 
 async def test_every_event_time_is_stored_as_the_datetime_it_was_taken(client, admin_headers,
                                                                       tenant, reader):
-    """`at` travels to Neo4j as text (repository/database.py audited_params) and is stored as a
+    """`at` travels to Neo4j as text (repository/audit_prefix.py audited_params) and is stored as a
     zoned DateTime: a write's event (its own statement, completed by the batch) and a read's
     (the batch alone) alike, in the order taken, and the chain over them still verifies."""
     before = datetime.now(UTC)
@@ -388,12 +388,12 @@ def held_back(caplog, chain: str) -> list[str]:
 
 
 async def test_a_pruned_chain_still_verifies_from_its_checkpoint(client, six_events):
-    audit_log = client.server.app[services_key].audit_log
+    pruner = client.server.app[services_key].audit_pruner
     ats = {r["seq"]: r["at"] for r in await cypher(
         client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.seq AS seq, e.at AS at",
         c=chain_of(client))}
     cutoff = ats[4]  # the driver's own DateTime: exact to the nanosecond
-    await audit_log.prune_before(cutoff)  # (other tests' chains are pruned as well)
+    await pruner.prune_before(cutoff)  # (other tests' chains are pruned as well)
     left = [e["seq"] for e in await chain_events(client)]
     # Only the chain's prefix older than the cutoff goes: the survivors run on from the
     # checkpoint to the tail (a write's event may be linked after a later read's, so the
@@ -415,15 +415,15 @@ async def test_a_prune_leaves_nothing_of_a_chain_below_its_checkpoint(client, si
     a later deletion of seq 2 is named; and a prune never goes past a gap."""
     old, new = datetime(1990, 1, 1, tzinfo=UTC), datetime.now(UTC)
     await retimed(client, {1: old, 2: new, 3: old})
-    audit_log = client.server.app[services_key].audit_log
+    pruner = client.server.app[services_key].audit_pruner
     cutoff = datetime(2000, 1, 1, tzinfo=UTC)
-    assert await audit_log.prune_before(cutoff) >= 1
+    assert await pruner.prune_before(cutoff) >= 1
     assert [e["seq"] for e in await chain_events(client)] == [2, 3, 4, 5, 6]
     assert await checkpoint_of(client) == 1
     await cypher(client, "MATCH (e:AuditEvent {chain: $c, seq: 2}) DETACH DELETE e",
                  c=chain_of(client))
     assert await verify_own_chain(client) == [f"deleted: chain {chain_of(client)} seq 2"]
-    await audit_log.prune_before(cutoff)  # seq 3 is old, but past the gap
+    await pruner.prune_before(cutoff)  # seq 3 is old, but past the gap
     assert [e["seq"] for e in await chain_events(client)] == [3, 4, 5, 6]
     assert held_back(caplog, chain_of(client)) == ["gap"]
     assert await verify_own_chain(client) == [f"deleted: chain {chain_of(client)} seq 2"]
@@ -445,7 +445,8 @@ async def test_a_prune_stops_before_a_tampered_event_and_signs_no_forged_mac(
     chain = chain_of(client)
     await cypher(client, tamper, c=chain)
     audit_log = client.server.app[services_key].audit_log
-    await audit_log.prune_before(datetime(2000, 1, 1, tzinfo=UTC), batch=2)
+    pruner = client.server.app[services_key].audit_pruner
+    await pruner.prune_before(datetime(2000, 1, 1, tzinfo=UTC), batch=2)
     assert await checkpoint_of(client) == 2
     assert sorted({e["seq"] for e in await chain_events(client)}) == [3, 4, 5, 6]
     assert held_back(caplog, chain) == [defect]
@@ -472,6 +473,7 @@ async def test_a_prune_deletes_old_events_out_of_every_chain_s_order(client, six
     process died), and one in a chain no writer started: `verify` names the two that are in no
     chain's order, and they go by time alone."""
     audit_log = client.server.app[services_key].audit_log
+    pruner = client.server.app[services_key].audit_pruner
     await retimed(client, {2: datetime(1990, 1, 1, tzinfo=UTC)})
     await pruned_by_time_alone(client, six_events)
     strays = [f"orphan-{uuid.uuid4()}", f"stray-{uuid.uuid4()}"]
@@ -481,7 +483,7 @@ async def test_a_prune_deletes_old_events_out_of_every_chain_s_order(client, six
                          "at: datetime('1990-01-01T00:00:00Z')})", ids=strays)
     found = {f.event_id: f.kind for f in await audit_log.verify() if f.event_id in strays}
     assert found == dict.fromkeys(strays, "unlinked")
-    assert await audit_log.prune_before(datetime(2000, 1, 1, tzinfo=UTC), batch=1) >= 3
+    assert await pruner.prune_before(datetime(2000, 1, 1, tzinfo=UTC), batch=1) >= 3
     assert [e["seq"] for e in await chain_events(client)] == [4, 5, 6]
     assert not await cypher(client, "MATCH (e:AuditEvent) WHERE e.id IN $ids RETURN e",
                             ids=strays)
