@@ -11,7 +11,8 @@ HOME_DIR ?= .vaultgraph
 TEST_ENV := VAULTGRAPH_HOME=$(HOME_DIR) VAULTGRAPH_NEO4J_BOLT_PORT=7688 VAULTGRAPH_NEO4J_HTTP_PORT=7475
 PYTEST_ARGS ?=
 
-.PHONY: run test lint docs mutation bench bench-deps bench-scale bench-soak run-deps test-deps venv \
+.PHONY: run test lint docs mutation bench bench-deps bench-scale bench-soak bench-first-sight run-deps \
+  test-deps venv \
   test-venv sdk-deps neo4j-stop clean
 
 # What running needs: Java 17 and Maven (the launcher fetches Neo4j with them).
@@ -96,6 +97,9 @@ bench-scale: bench-deps
 
 bench-soak: bench-deps
 	$(BIN)/python -m bench --soak
+
+bench-first-sight: bench-deps
+	$(BIN)/python -m bench --first-sight
 
 neo4j-stop:
 	-VAULTGRAPH_HOME=$(HOME_DIR) $(BIN)/vaultgraph neo4j stop

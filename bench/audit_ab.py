@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.audit import AuditRepository
-from vaultgraph.services.audit import AuditWriter
+from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.settings import Settings
 
 from . import cpu

@@ -22,7 +22,7 @@ from vaultgraph.audit.chain import sign
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.audit import created_parts, linked_parts
-from vaultgraph.repository.database import AUDIT_PREFIX, audited_params
+from vaultgraph.repository.audit_prefix import AUDIT_PREFIX, audited_params
 
 from .audit_storage import _connect, _event, fresh_neo4j, schema
 from .environment import new_kek

@@ -32,7 +32,7 @@ from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.repository.database import Database
-from vaultgraph.services.audit import AuditWriter
+from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.settings import PROJECT_ROOT, Settings
 
 from . import cpu

@@ -85,6 +85,9 @@ class Service:
             # (the check itself still runs on every request).
             "VAULTGRAPH_RATE_LIMIT": "1e9",
             "VAULTGRAPH_RATE_BURST": "1000000000",
+            # The proxy workload's destination is a local, plain-http server.
+            "VAULTGRAPH_WEBHOOK_ALLOW_HTTP": "true",
+            "VAULTGRAPH_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
             # Scraped around each measured window (the audit writer's batch sizes).
             "VAULTGRAPH_METRICS_PORT": str(cfg.port + 1),
             "VAULTGRAPH_WORKERS": service_workers(),

@@ -55,7 +55,7 @@ def _frame_name(frame: str) -> str:
 # Where a sample's innermost frame sits, by file path: the cost centres worth reporting.
 CATEGORIES = (
     ("neo4j driver", ("neo4j/",)),
-    ("logging", ("logging/", "vaultgraph/logs.py")),
+    ("logging", ("logging/", "vaultgraph/logging_setup.py")),
     ("liquid templates", ("liquid/",)),
     ("marshmallow", ("marshmallow/",)),
     ("crypto", ("cryptography/", "vaultgraph/crypto.py", "hmac.py", "hashlib")),

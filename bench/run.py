@@ -12,26 +12,31 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+
+import aiohttp
 
 from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.repository.database import Database
+from vaultgraph.repository.proxies import ProxyRepository
 from vaultgraph.repository.tokens import TokenFilter
 from vaultgraph.server import settle_heap, tune_gc
-from vaultgraph.services.audit import AuditWriter
+from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.settings import PROJECT_ROOT, Settings
-from vaultgraph.stalls import StallMonitor
+from vaultgraph.stall_monitor import StallMonitor
 
-from . import cpu, jfr, memory, plans, profile, report, stalls
+from . import cpu, first_sight, jfr, memory, plans, profile, report, stalls
 from .config import RESULTS, ROOT, BenchConfig
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
+from .destination import Destination
 from .environment import Service, machine, new_kek, say, service_workers, start_neo4j
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
 from .neo4j_log import DebugLog, PauseLog
@@ -105,6 +110,9 @@ class Bench:
         self.pause_log = PauseLog(neo.pause_log)
         # The bare side's process times its own loop and collections, as the service does.
         self.stall_monitor = StallMonitor()
+        self.destination = Destination()      # the proxy workload's
+        self.proxy_id = ""
+        self.session: aiohttp.ClientSession | None = None
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -124,6 +132,14 @@ class Bench:
                                  max_batch=defaults.audit_batch_max,
                                  max_wait=defaults.audit_batch_wait,
                                  lanes=defaults.audit_lane_count)
+        if cfg.selected("proxy"):
+            self.destination.start()
+            self.proxy_id = str(uuid.uuid4())
+            await ProxyRepository(self.db).create(
+                self.tenant.tenant_id, self.proxy_id, name="bench processor",
+                destination_url=self.destination.url, description=None, header_allowlist=[],
+                created_by=None)
+            self.session = aiohttp.ClientSession()
         self.service = Service(cfg, neo, self.kek)
         self.service.start()
         self.stall_monitor.start()
@@ -172,6 +188,9 @@ class Bench:
 
     async def teardown(self) -> None:
         await self.stall_monitor.stop()
+        if self.session is not None:
+            await self.session.close()
+        self.destination.stop()
         if self.audit is not None:
             await self.audit.stop()
         if self.db is not None:
@@ -181,7 +200,8 @@ class Bench:
 
     def context(self) -> Context:
         return Context(self.tenant, self.ids, self.db.catalog, self.db.driver,
-                       audit=self.audit)
+                       audit=self.audit, proxy_id=self.proxy_id,
+                       destination=self.destination.url, session=self.session)
 
     # -- one workload ---------------------------------------------------------------------
 
@@ -462,6 +482,27 @@ async def soak_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
         await b.teardown()
 
 
+async def first_sight_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
+    """The first-sight latency of the worst search shapes (bench/first_sight.py)."""
+    b = Bench(cfg, neo)
+    began = time.monotonic()
+    try:
+        await b.setup()
+        await b.load_to(cfg.tokens)
+
+        async def clear_caches() -> None:
+            await b.db.driver.execute_query("CALL db.clearQueryCaches()", database_="neo4j")
+
+        result = {**header(cfg), "loadgen": b.loadgen.name, "stored_tokens": len(b.ids),
+                  "first_sight": await first_sight.measure(
+                      b.service.url, b.tenant.app_key, b.ids, clear_caches,
+                      warmup=max(cfg.warmup, cfg.jvm_warmup))}
+        result["wall_seconds"] = round(time.monotonic() - began)
+        return result
+    finally:
+        await b.teardown()
+
+
 def growth(small: float | None, large: float | None) -> float | None:
     """p50 at the largest size over p50 at the smallest; None when either never answered."""
     if not small or large is None:
@@ -509,7 +550,7 @@ def transactions_per_request(first: int, second: int, requests: int) -> float | 
 
 def main(argv: list[str]) -> int:
     cfg = BenchConfig.from_env()
-    scale, soak = "--scale" in argv, "--soak" in argv
+    scale, soak, first = "--scale" in argv, "--soak" in argv, "--first-sight" in argv
     # The bare client collects its garbage as a serving process does (server.tune_gc): with
     # Python's threshold this process spent 9 % of its CPU in the collector (the driver's
     # per-statement cycles, and the loaded ids in every full collection), which understated
@@ -519,7 +560,8 @@ def main(argv: list[str]) -> int:
     try:
         # Started outside the event loop: the launcher runs its own loop while it waits.
         neo = start_neo4j(cfg)
-        main = scale_main if scale else soak_main if soak else bench_main
+        main = (scale_main if scale else soak_main if soak
+                else first_sight_main if first else bench_main)
         result = asyncio.run(main(cfg, neo))
     except KeyboardInterrupt:
         say("interrupted: everything the benchmark started is stopped")
@@ -533,9 +575,10 @@ def main(argv: list[str]) -> int:
                                   for k, v in memory.store_bytes(cfg.neo4j_home).items()}
         except OSError as exc:
             say(f"the store's size could not be read: {exc}")
-    path = write_results(result, "scale-" if scale else "soak-" if soak else "")
+    path = write_results(result, "scale-" if scale else "soak-" if soak
+                         else "first-sight-" if first else "")
     print(report.scale_table(result) if scale else report.soak_table(result) if soak
-          else report.table(result))
+          else first_sight.table(result) if first else report.table(result))
     say(f"wrote {path}")
     return 0
 

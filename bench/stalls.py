@@ -2,7 +2,7 @@
 scraped from its metrics listener on the service side, read from this process's registry on
 the bare side, which runs the same monitor and audit writer: what held it up (its event loop
 running late, Python's garbage collections, slow audit group commits, which every read in the
-batch waits for: `vaultgraph/stalls.py`, `vaultgraph_audit_commit_seconds`) and its audit
+batch waits for: `vaultgraph/stall_monitor.py`, `vaultgraph_audit_commit_seconds`) and its audit
 events per group commit. (Whether Neo4j's JVM stopped: bench/neo4j_log.py.)"""
 
 from __future__ import annotations

@@ -18,11 +18,12 @@ from neo4j import AsyncDriver
 
 from vaultgraph.audit import context as audit_context
 from vaultgraph.catalog import Catalog
-from vaultgraph.repository.database import Transaction, audited_params, audited_text
+from vaultgraph.repository.audit_prefix import audited_params, audited_text
+from vaultgraph.repository.database import Transaction
 from vaultgraph.repository.graph import GraphRepository
 from vaultgraph.repository.search import SearchRepository
 from vaultgraph.repository.tokens import NewToken, TokenFilter, TokenRepository
-from vaultgraph.search.plan import drivers, residual
+from vaultgraph.search.plan import compile
 from vaultgraph.search.query import Limits, parse, with_values
 from vaultgraph.services import expiry
 from vaultgraph.services.tokens import meta_kvs
@@ -63,6 +64,9 @@ class Context:
     prefixes: list[str] = field(default_factory=lambda: ["/"])  # the bench app's one rule
     audit: Any = None            # the bare side's AuditWriter: the same event writes as the service
     plans: dict | None = None    # set: the bare statements run under PROFILE (bench/plans.py)
+    proxy_id: str = ""           # the proxy workload's proxy (to bench/destination.py)
+    destination: str = ""        # its destination URL, which the bare side posts to directly
+    session: Any = None          # the bare side's aiohttp session to the destination
     tx: Any = None               # set: the bare reads run in this transaction (bench/plans.py)
 
     @property
@@ -107,9 +111,6 @@ class BareDriver:
     async def write(self, name: str, /, **params) -> list:
         return await self._run(name, params, neo4j.WRITE_ACCESS)
 
-    async def read_composed(self, query: neo4j.Query, /, **params) -> list:
-        return await self._run("", params, neo4j.READ_ACCESS, query)
-
     async def _run(self, name: str, params: dict, mode: str,
                    query: neo4j.Query | None = None) -> list:
         ctx = self.ctx
@@ -127,7 +128,7 @@ class BareDriver:
             result = await s.run(text, params)
             records = [record async for record in result]
             if ctx.plans is not None:
-                ctx.plans.setdefault(name or "search (composed)", []).append(
+                ctx.plans.setdefault(name, []).append(
                     (await result.consume()).profile)
         if event is not None:
             audit_context.written()
@@ -339,14 +340,12 @@ def _search_http(query: str) -> Request:
 
 
 async def _bare_search(ctx, query: str) -> None:
-    # The statement the service composes for this query, parsed, put in stored form
-    # (metadata as key U+001F value) and composed as the service does.
-    tree = with_values(parse(query, Limits()), lambda term: meta_kvs({term.key: term.value})[0]
-                       if term.field == "metadata" else term.value)
-    seeks = drivers(tree)
+    # The query parsed, put in stored form (metadata as key U+001F value) and planned as the
+    # service does; the repository runs the one search statement with it.
+    plan = compile(with_values(parse(query, Limits()), lambda term: meta_kvs(
+        {term.key: term.value})[0] if term.field == "metadata" else term.value))
     hits = await ctx.search.page(tenant_id=ctx.tenant.tenant_id, prefixes=ctx.prefixes,
-                                 tree=tree, seeks=seeks, check=residual(tree, seeks),
-                                 after=None, limit=51)
+                                 plan=plan, after=None, limit=51)
     for hit in hits[:50]:
         _decrypt(ctx, hit.token)
 
@@ -414,6 +413,40 @@ async def _bare_detokenize(ctx, fields):
         _decrypt(ctx, node)
 
 
+# -- (i) proxy: one token a call, through a proxy to a local destination ---------------------
+
+def _proxy_items(ctx, rng):
+    return [(ctx.proxy_id, rng.choice(ctx.ids)) for _ in range(POOL)]
+
+
+def _proxy_body(card: Any) -> dict:
+    return {"amount": 1250, "currency": "eur", "card": card}
+
+
+def _proxy_http(item):
+    proxy_id, token_id = item
+    return Request("POST", f"/proxy/{proxy_id}/charges", JSON,
+                   orjson.dumps(_proxy_body("{{ " + token_id + " }}")))
+
+
+async def _bare_proxy(ctx, item):
+    """What a caller that may read the data does itself: read and decrypt the token, post it."""
+    _, token_id = item
+    nodes = await ctx.tokens.page(tenant_id=ctx.tenant.tenant_id, prefixes=ctx.prefixes,
+                                  after="", limit=1, where=TokenFilter(ids=(token_id,)))
+    if not nodes:
+        raise LookupError("the token was not found")
+    audit_context.note_tokens([token_id])
+    data = ctx.tenant.keys.decrypt_json(nodes[0].ciphertext("data"), token_id=token_id,
+                                        field="data")
+    async with ctx.session.post(ctx.destination + "/charges",
+                                data=orjson.dumps(_proxy_body(data)),
+                                headers={"Content-Type": JSON}) as resp:
+        await resp.read()
+        if resp.status != 200:
+            raise LookupError(f"the destination answered {resp.status}")
+
+
 WORKLOADS = (
     Workload("create", "create token (card + metadata)", _create_items, _create_http,
              lambda ctx, body: _bare_create(ctx, body)),
@@ -435,4 +468,6 @@ WORKLOADS = (
              _tokenize_http, _bare_tokenize, route_probe=True, items_per_request=BATCH),
     Workload("detokenize", f"detokenize ({BATCH} tokens a payload, masked)", _detokenize_items,
              _detokenize_http, _bare_detokenize, route_probe=True, items_per_request=BATCH),
+    Workload("proxy", "proxy call (one card a call, to a local destination)", _proxy_items,
+             _proxy_http, _bare_proxy, route_probe=True),
 )

@@ -15,6 +15,24 @@ from .api.typedefs import services_key, settings_key
 from .settings import Settings
 from .wiring import open_services
 
+# The request middlewares, outermost first: the one list of them. docs/architecture.md ("The
+# middleware chain") describes each, in this order; tests/unit/test_architecture.py holds the
+# two together. Rate limits come after authentication (they count per application) and before
+# any decision about the request (a refusal costs like an answer); idempotency comes last (its
+# entries are per application; a request over the limit or refused claims no key).
+MIDDLEWARES = (
+    middleware.trailing_slash,
+    metrics.count_requests,
+    middleware.trace,
+    middleware.audit,
+    middleware.errors,
+    throttle_failed_auth,
+    middleware.authenticate,
+    rate_limit,
+    middleware.authorize,
+    idempotency,
+)
+
 background_start_key: web.AppKey[bool] = web.AppKey("background_start")
 schema_applied_key: web.AppKey[bool] = web.AppKey("schema_applied")
 access_generation_key: web.AppKey[AccessGeneration | None] = web.AppKey("access_generation")
@@ -28,15 +46,7 @@ def create_app(settings: Settings, *, background_start: bool = False,
     `schema_applied`: the caller has applied the schema to this database already (the test
     suite does it once per run, `tests/conftest.py`), so start-up does not apply it again.
     `access_generation`: shared by the workers of `serve --workers N` (`vaultgraph/server.py`)."""
-    app = web.Application(
-        # Rate limits come after authentication (they count per application) and idempotency
-        # after them (its entries are per application; a request over the limit claims no
-        # key); failed authentications are counted around authentication.
-        middlewares=[middleware.trailing_slash, metrics.middleware, middleware.trace,
-                     middleware.audit, middleware.errors, throttle_failed_auth,
-                     middleware.authenticate, rate_limit, idempotency],
-        client_max_size=settings.max_body_bytes,
-    )
+    app = web.Application(middlewares=MIDDLEWARES, client_max_size=settings.max_body_bytes)
     app[settings_key] = settings
     app[background_start_key] = background_start
     app[schema_applied_key] = schema_applied

@@ -4,10 +4,18 @@ Code asks for a statement by name (`catalog["tokens/create"]`); an unknown name 
 Values always travel as `$parameters`; nothing here builds query text from input.
 
 Fragments (`cypher/fragments/<name>.cypher`) are predicates several statements share, such as
-which tokens a caller may see. A statement writes `@visible(t)` or `@in_prefixes(p,
-parent_prefixes)`; loading replaces the marker with the fragment's text, `{node}` becoming the
-statement's variable and `{prefixes}` the parameter's name (default `prefixes`). Both are
-written in our own files, never taken from a request: the result is as static as the rest.
+which tokens a caller may see. This is the catalog's one template mechanism, and the only
+syntax of its kind in a .cypher file (distinct from the Liquid `{{ }}` of token templates,
+which never meets Cypher):
+- a statement writes `@name(node)` or `@name(node, param)`, e.g. `@visible(t)` or
+  `@in_prefixes(p, parent_prefixes)`; loading replaces the marker with the fragment's text;
+- in a fragment, `{node}` stands for the statement's variable and `{param}` for the second
+  argument (default `prefixes`: a parameter name after `$`, or a variable); a fragment may
+  use other fragments' markers (nested at most 4 deep);
+- markers in `//` comment lines are left alone.
+Both arguments are written in our own files, never taken from a request: the result is as
+static as the rest. No statement is assembled from pieces at run time: a statement that must
+serve many shapes of request (search) takes the shape as parameters.
 
 The files ship inside the package (`vaultgraph.cypher`, mapped from the repository's `cypher/`
 in pyproject.toml) and are read with importlib.resources, so a wheel installed anywhere finds
@@ -99,8 +107,7 @@ def expand(text: str, fragments: dict[str, str], depth: int = 0) -> str:
         name, node, param = match.group(1), match.group(2), match.group(3) or "prefixes"
         if name not in fragments:
             raise KeyError(f"no Cypher fragment named {name!r} (cypher/fragments/{name}.cypher)")
-        body = (fragments[name].replace("{node}", node).replace("{prefixes}", param)
-                .replace("{param}", param))
+        body = fragments[name].replace("{node}", node).replace("{param}", param)
         return expand(body, fragments, depth + 1)
 
     return "\n".join(ln if ln.lstrip().startswith("//") else _MARKER.sub(replace, ln)

@@ -125,6 +125,14 @@ class RateLimited(VaultError):
         self.retry_after = retry_after
 
 
+class DestinationFailed(VaultError):
+    """An outbound call (the proxy) got no usable answer from its destination: unreachable,
+    refused by the address policy, too slow, or answering too much. `detail` names the proxy,
+    never the request or the answer."""
+
+    default_detail = "The destination could not be reached."
+
+
 class IntegrityFailure(VaultError):
     """Stored data failed an integrity check (a ciphertext altered or moved)."""
 

@@ -100,7 +100,7 @@ AUDIT_FAILURES = Counter("vaultgraph_audit_batch_failures", "Audit batches that 
 AUDIT_CHAINS = Counter("vaultgraph_audit_chains_started", "Audit hash chains started (one per "
                        "writer, and a new one after each failed batch).")
 
-# What stops a process from answering (vaultgraph/stalls.py). Seconds; the loop's lag is
+# What stops a process from answering (vaultgraph/stall_monitor.py). Seconds; the loop's lag is
 # read every 0.1 s, so a stall is seen once however many requests it held up.
 STALL_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 EVENT_LOOP_LAG = Histogram("vaultgraph_event_loop_lag_seconds", "How much later than asked the "

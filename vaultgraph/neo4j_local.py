@@ -354,7 +354,7 @@ dbms.cypher.min_replan_interval=1h
             self.stop()
             raise
         say(f"ready in {time.monotonic() - started:.1f}s; "
-            f"Browser at http://127.0.0.1:{self.http_port}/browser/")
+            f"Browser at {self.browser_url}")
         return True
 
     def _wait_ready(self, password: str, timeout: float, proc: subprocess.Popen | None = None):
@@ -404,7 +404,7 @@ dbms.cypher.min_replan_interval=1h
             "running": pid is not None,
             "pid": pid,
             "bolt": f"127.0.0.1:{self.bolt_port}",
-            "http": f"http://127.0.0.1:{self.http_port}/browser/",
+            "http": self.browser_url,
             "home": str(self.home),
         }
 

@@ -48,8 +48,9 @@ from . import access_generation
 from .access_generation import AccessGeneration
 from .api import metrics as metrics_api
 from .api import problems
-from .api.http import PROBLEM_JSON, problem_body
+from .api.endpoints import PROBLEM_JSON
 from .api.middleware import TRACE_HEADER
+from .api.request_io import problem_body
 from .api.typedefs import services_key
 from .app import create_app
 from .errors import WrongKey
@@ -451,7 +452,7 @@ def _worker() -> int:
     """One of `--workers N`: a failure is the one line the single-process command prints
     (`failures.explain`), never a traceback; its status reaches the supervisor."""
     from .failures import explain
-    from .logs import configure
+    from .logging_setup import configure
 
     settings = None
     supervisor = ToSupervisor.inherited()

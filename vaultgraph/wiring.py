@@ -24,17 +24,21 @@ from .repository.database import Database
 from .repository.expiry import ExpiryRepository
 from .repository.graph import GraphRepository
 from .repository.idempotency import IdempotencyRepository
+from .repository.proxies import ProxyRepository
 from .repository.search import SearchRepository
 from .repository.tenants import TenantRepository
 from .repository.tokens import TokenRepository
 from .services.applications import ApplicationService
-from .services.audit import AuditLog, AuditPruner, AuditWriter
+from .services.audit_log import AuditLog
+from .services.audit_pruner import AuditPruner
+from .services.audit_writer import AuditWriter
 from .services.authentication import Authenticator
 from .services.bulk import BulkService
 from .services.expiry import ExpirySweeper
 from .services.graph import GraphService
 from .services.health import Readiness
 from .services.idempotency import IdempotencyService
+from .services.proxy import ProxyService
 from .services.ratelimits import RateLimits
 from .services.rendering import Renderer
 from .services.search import SearchService
@@ -67,6 +71,7 @@ class Services:
     idempotency: IdempotencyService
     rate_limits: RateLimits
     outbound: OutboundClient  # every request the vault sends out (webhooks, the proxy)
+    proxies: ProxyService
     custody: Custody | None = None
 
 
@@ -132,6 +137,7 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
         readiness = Readiness(db)
         readiness.started = not background_start
         tenants = TenantService(TenantRepository(db), keyring) if keyring else None
+        search_repo = SearchRepository(db)
         yield Services(
             settings=settings,
             database=db,
@@ -139,18 +145,20 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
             authenticator=authenticator,
             tokens=tokens,
             graph=GraphService(GraphRepository(db), tokens),
-            search=SearchService(SearchRepository(db), tokens, settings),
+            search=SearchService(search_repo, tokens, settings),
             applications=ApplicationService(
                 ApplicationRepository(db),
                 on_access_changed=authenticator.invalidate if authenticator else lambda: None),
             tenants=tenants,
             readiness=readiness,
-            startup=Startup(db, readiness, tenants, settings.neo4j_pool_warm),
+            startup=Startup(db, readiness, tenants, settings.neo4j_pool_warm,
+                            prepare=search_repo.prepare),
             expiry=ExpirySweeper(ExpiryRepository(db), interval=settings.expiry_sweep_interval,
                                  batch=settings.expiry_sweep_batch, audit=writer),
             audit_log=audit_log,
             audit_writer=writer,
-            audit_pruner=AuditPruner(audit_log, retention_days=settings.audit_retention_days,
+            audit_pruner=AuditPruner(audit_repo, keyring,
+                                     retention_days=settings.audit_retention_days,
                                      interval=settings.audit_prune_interval),
             bulk=BulkService(tokens, token_repo, renderer, max_items=settings.bulk_max_items),
             idempotency=IdempotencyService(IdempotencyRepository(db),
@@ -161,6 +169,7 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
                                    auth_failure_window=settings.auth_failure_window),
             custody=custody,
             outbound=outbound,
+            proxies=ProxyService(ProxyRepository(db), token_repo, renderer, outbound),
         )
         if writer is not None:
             await writer.stop()

@@ -1,4 +1,6 @@
 // A new application with its first key, in one commit; MERGE on the unique ids makes a driver retry harmless.
+// Inside a request it is sent with the audit prefix in front (repository/audit_prefix.py;
+// docs/architecture.md, "The audit prefix").
 MATCH (t:Tenant {id: $tenant_id})
 MERGE (a:Application {tenant_id: $tenant_id, id: $application_id})
   ON CREATE SET a.name = $name, a.permissions = $permissions, a.rules = $rules,

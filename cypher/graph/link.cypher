@@ -6,6 +6,8 @@
 // deleted, merged away by a dedup update or swept while this statement waited is not linked.
 // No row: either end is unknown, expired, unreadable or in another tenant (all answer 404).
 // @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
+// Inside a request it is sent with the audit prefix in front (repository/audit_prefix.py;
+// docs/architecture.md, "The audit prefix").
 MATCH (p:Token {tenant_id: $tenant_id, id: $parent_id})
 WHERE @visible(p)
 MATCH (c:Token {tenant_id: $tenant_id, id: $child_id})

@@ -3,6 +3,8 @@
 // removes the edge and the other finds none (a clean 404, never an error on a vanished edge).
 // No row: either end is unknown, expired, outside the caller's rules or in another tenant.
 // @visible/@live/@in_prefixes: cypher/fragments/ (expanded when the catalog loads).
+// Inside a request it is sent with the audit prefix in front (repository/audit_prefix.py;
+// docs/architecture.md, "The audit prefix").
 MATCH (p:Token {tenant_id: $tenant_id, id: $parent_id})
 WHERE @visible(p)
 MATCH (c:Token {tenant_id: $tenant_id, id: $child_id})

@@ -6,7 +6,7 @@
 // An entry past its expiry (not swept yet) is taken over as if new. A pending one whose lease
 // ran out (its request's process died, or the answer of its write never came) is taken over
 // only if that request changed nothing: a write marks the entry `written` in its own
-// transaction (repository/database.py AUDIT_PREFIX), so a marked entry means the first request
+// transaction (repository/audit_prefix.py AUDIT_PREFIX), so a marked entry means the first request
 // was carried out and its answer lost; it becomes `unanswered` and the request is not run again.
 // The response ciphertext is returned only to a request with the same hash (a replay).
 MERGE (k:IdempotencyKey {application_id: $application_id, key: $key})

@@ -12,10 +12,12 @@
 // holds the id: the create then fails on the uniqueness constraint, 409).
 // Metadata entries are HAS_META self-loops (see tokens/list_by_metadata); search index values are
 // HAS_INDEX self-loops holding their keyed HMAC (see search/seek_data).
-// $expires_at arrives as ISO-8601 text or null (repository/database.py datetime_text) and is
+// $expires_at arrives as ISO-8601 text or null (repository/records.py datetime_text) and is
 // stored as the DateTime it names.
 // @visible/@live/@in_prefixes/@token/@release_dedup_lock: cypher/fragments/ (expanded when the
 // catalog loads).
+// Inside a request it is sent with the audit prefix in front (repository/audit_prefix.py;
+// docs/architecture.md, "The audit prefix").
 OPTIONAL MATCH (p:Token {tenant_id: $tenant_id, id: $parent_id})
   WHERE @visible(p, parent_prefixes)
 SET p._lock = true

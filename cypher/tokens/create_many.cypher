@@ -12,6 +12,8 @@
 // other items still commit); a create racing this one for the same id can still fail it on the
 // uniqueness constraint, and the repository runs it again (the winner then reads as `taken`).
 // @live/@release_dedup_lock: cypher/fragments/ (expanded when the catalog loads).
+// Inside a request it is sent with the audit prefix in front (repository/audit_prefix.py;
+// docs/architecture.md, "The audit prefix").
 UNWIND $rows AS row
 CALL (row) {
   CALL (row) {

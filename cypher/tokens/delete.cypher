@@ -6,6 +6,8 @@
 // retirement.
 // @visible/@live/@in_prefixes/@release_dedup_lock: cypher/fragments/ (expanded when the catalog
 // loads).
+// Inside a request, run alone, it is sent with the audit prefix in front (a merge runs it
+// without): repository/audit_prefix.py; docs/architecture.md, "The audit prefix".
 MATCH (t:Token {tenant_id: $tenant_id, id: $id})
 WHERE @visible(t)
 SET t._lock = true

@@ -6,6 +6,8 @@
 // lock, so it is checked again under the lock, where reads see the committed state: no row
 // then (404), never the retired node.
 // @visible/@live/@in_prefixes/@token: cypher/fragments/ (expanded when the catalog loads).
+// The first statement of its transaction: inside a request it is sent with the audit prefix in
+// front (repository/audit_prefix.py; docs/architecture.md, "The audit prefix").
 MATCH (t:Token {tenant_id: $tenant_id, id: $id})
 WHERE @visible(t)
 SET t._lock = true

@@ -19,7 +19,7 @@ from .conftest import BoltProxy, Link, neo4j_address, wait_ready
 CARD = {"type": "card", "data": {"number": "4242424242424242"}}
 # A Bolt COMMIT message in its chunk: size 2, a struct of no fields with signature 0x12, end.
 COMMIT = b"\x00\x02\xb0\x12\x00\x00"
-# The text of every write statement that creates its request's event (repository/database.py
+# The text of every write statement that creates its request's event (repository/audit_prefix.py
 # AUDIT_PREFIX): marks the connection carrying the write.
 WRITE = b"CREATE (audit_event:AuditEvent"
 

@@ -59,7 +59,7 @@ async def test_traceparent_sets_the_trace_id_everywhere(client, caplog):
     assert body["trace_id"] == TRACE
     lines = [r for r in caplog.records if r.name == "vaultgraph.http" and r.msg == "request"]
     assert lines
-    from vaultgraph.logs import JsonFormatter
+    from vaultgraph.logging_setup import JsonFormatter
     assert f'"trace_id":"{TRACE}"' in JsonFormatter().format(lines[-1])
 
 
@@ -79,6 +79,115 @@ async def test_a_malformed_traceparent_is_ignored(client, bad):
 
 
 async def test_every_problem_body_carries_the_trace_id(client):
-    resp = await client.get("/no-such-route", headers={"SVC-TRACE-ID": "abc-123"})
+    resp = await client.get("/no-such-route", headers={"SVC-TRACE-ID": TRACE})
     assert resp.status == 404
-    assert (await resp.json())["trace_id"] == "abc-123"
+    assert (await resp.json())["trace_id"] == TRACE
+
+
+async def _event_trace_ids(client, token_id: str) -> list[str]:
+    from factories import database
+
+    db = database(client.server.app)
+    records, _, _ = await db.driver.execute_query(
+        "MATCH (e:AuditEvent) WHERE $id IN e.token_ids AND e.route = 'GET /tokens/{id}' "
+        "RETURN e.trace_id AS trace_id", {"id": token_id}, database_=db.database)
+    return [r["trace_id"] for r in records]
+
+
+@pytest.mark.parametrize("forged", [
+    "forged-trace-123",                  # free text
+    TRACE.upper(),                       # upper case
+    "0" * 32,                            # all zeros
+    TRACE + "0",                         # too long
+    TRACE[:-1],                          # too short
+    "4bf92f35-77b3-4da6-a3ce-929d0e0e4736",  # a UUID's dashes
+    f"00-{TRACE}-00f067aa0ba902b7-01",   # a traceparent in the wrong header
+])
+async def test_a_malformed_svc_trace_id_never_reaches_the_audit_trail(client, admin_headers,
+                                                                      forged):
+    """Issue #36: `SVC-TRACE-ID: forged-trace-123` was the audit event's trace id; the trail's
+    correlation field must hold only trace ids of the W3C form."""
+    token = await _token(client, admin_headers)
+    resp = await client.get(f"/tokens/{token}", headers={**admin_headers,
+                                                        "SVC-TRACE-ID": forged})
+    assert resp.status == 200
+    trace_id = resp.headers["SVC-TRACE-ID"]
+    assert trace_id != forged and re.fullmatch(r"[0-9a-f]{32}", trace_id)
+    assert resp.headers["traceparent"].split("-")[1] == trace_id
+    assert await _event_trace_ids(client, token) == [trace_id]
+
+
+async def test_a_well_formed_svc_trace_id_is_kept_and_traceparent_wins(client, admin_headers):
+    token = await _token(client, admin_headers)
+    resp = await client.get(f"/tokens/{token}", headers={**admin_headers, "SVC-TRACE-ID": TRACE})
+    assert resp.headers["SVC-TRACE-ID"] == TRACE
+    assert re.fullmatch(rf"00-{TRACE}-[0-9a-f]{{16}}-00", resp.headers["traceparent"])
+    other = "0af7651916cd43dd8448eb211c80319c"
+    both = await client.get(f"/tokens/{token}", headers={
+        **admin_headers, "SVC-TRACE-ID": TRACE,
+        "traceparent": f"00-{other}-b7ad6b7169203331-01"})
+    assert both.headers["SVC-TRACE-ID"] == other
+    assert sorted(await _event_trace_ids(client, token)) == sorted([TRACE, other])
+
+
+async def _token(client, headers, **metadata) -> str:
+    resp = await client.post("/tokens", json={**CARD, "metadata": metadata}, headers=headers)
+    assert resp.status == 201, await resp.text()
+    return (await resp.json())["id"]
+
+
+async def _listed(client, headers, path: str, params) -> dict:
+    resp = await client.get(path, params=params, headers=headers, allow_redirects=False)
+    assert resp.status == 200, await resp.text()
+    return await resp.json()
+
+
+async def test_a_trailing_slash_keeps_the_query_string(client, admin_headers):
+    """Issue #36: `/tokens/?…` answered the first page of every token, filters ignored."""
+    ids = sorted([await _token(client, admin_headers, tag="x"),
+                  await _token(client, admin_headers, tag="y"),
+                  await _token(client, admin_headers, tag="z")])
+    tagged = await _listed(client, admin_headers, "/tokens/", {"metadata.tag": "y"})
+    by_tag = await _listed(client, admin_headers, "/tokens", {"metadata.tag": "y"})
+    assert [t["id"] for t in tagged["data"]] == [t["id"] for t in by_tag["data"]]
+    assert len(tagged["data"]) == 1 and tagged["data"][0]["metadata"] == {"tag": "y"}
+    two = await _listed(client, admin_headers, "/tokens/", [("id", ids[0]), ("id", ids[2])])
+    assert sorted(t["id"] for t in two["data"]) == [ids[0], ids[2]]
+    first = await _listed(client, admin_headers, "/tokens/", {"size": "1"})
+    assert first["pagination"]["page_size"] == 1 and len(first["data"]) == 1
+    assert first["pagination"]["next"] is not None
+    second = await _listed(client, admin_headers, "/tokens/",
+                           {"size": "1", "start": first["pagination"]["next"]})
+    assert len(second["data"]) == 1
+    assert second["data"][0]["id"] not in {first["data"][0]["id"]}
+    assert {first["data"][0]["id"], second["data"][0]["id"]} < set(ids)
+
+
+# A value each query schema refuses, by the field it names: a route that reads its query
+# answers 400 naming the field; one that lost its query string answers 200.
+_REFUSED = {"PageQuery": ("size", "0"), "GraphQuery": ("depth", "999"),
+            "LogQuery": ("outcome", "nonsense"), "TokenFilterQuery": None}
+
+
+async def test_every_route_with_a_query_reads_it_after_a_trailing_slash(client, admin_headers):
+    from vaultgraph.api.routes import ENDPOINTS
+
+    token = await _token(client, admin_headers)
+    checked = []
+    for table in ENDPOINTS:
+        for endpoint, _ in table:
+            refused = [_REFUSED[schema.__name__] for schema in endpoint.query]
+            refused = [r for r in refused if r is not None]
+            if not endpoint.query:
+                continue
+            assert refused, f"{endpoint.operation_id}: add its query schema to _REFUSED"
+            path = re.sub(r"\{[a-z_]+\}", token, endpoint.path)
+            for name, value in refused:
+                for url in (path, path + "/"):
+                    resp = await client.request(endpoint.method, url, params={name: value},
+                                                headers=admin_headers, allow_redirects=False)
+                    assert resp.status == 400, (url, name, await resp.text())
+                    assert name in (await resp.json())["errors"], url
+            checked.append(endpoint.operation_id)
+    assert {"listTokens", "listChildTokens", "listParentTokens", "getTokenGraph",
+            "listApplications", "listLogs"} <= set(checked)

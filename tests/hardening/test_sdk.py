@@ -1,5 +1,6 @@
 """Issue #18.1: the public Basis Theory JS SDK (npm, 1.79.3) drives the service unmodified —
-create, retrieve, update, list, associations, children, delete (`tests/sdk/sdk_check.mjs`).
+create, retrieve, update, list (by metadata, by ids, page by page: each answer exact),
+associations, children, delete (`tests/sdk/sdk_check.mjs`).
 `make test` installs its locked dependencies (`npm ci`); Node comes from Debian's packages."""
 
 from __future__ import annotations

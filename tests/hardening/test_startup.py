@@ -14,7 +14,7 @@ import time
 import aiohttp
 
 from vaultgraph.crypto import KeyRing
-from vaultgraph.logs import CoalescingFilter
+from vaultgraph.logging_setup import CoalescingFilter
 from vaultgraph.wiring import open_services
 
 from .conftest import BoltProxy, neo4j_address, wait_ready

@@ -43,8 +43,9 @@ async def test_wrong_method_is_a_405_problem_with_allow(client):
 
 
 async def test_trace_id_is_echoed(client):
-    resp = await client.get("/health", headers={"SVC-TRACE-ID": "abc-123"})
-    assert resp.headers["SVC-TRACE-ID"] == "abc-123"
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"  # a W3C trace id: the one form taken
+    resp = await client.get("/health", headers={"SVC-TRACE-ID": trace})
+    assert resp.headers["SVC-TRACE-ID"] == trace
 
 
 async def test_trace_id_is_generated_when_absent_or_malformed(client):

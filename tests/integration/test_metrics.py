@@ -153,7 +153,7 @@ def _driver(samples):
 
 async def test_the_service_times_its_event_loop_collections_and_audit_commits(
         client, admin_headers, scrape):
-    """The app runs the stall monitor (vaultgraph/stalls.py) from start-up to shutdown; every
+    """The app runs the stall monitor (vaultgraph/stall_monitor.py) from start-up to shutdown; every
     audit group commit is timed."""
     _, before = await scrape()
     assert (await client.get("/tokens?size=1", headers=admin_headers)).status == 200

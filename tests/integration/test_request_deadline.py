@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from factories import database
 
-from vaultgraph.repository import database as db_module
+from vaultgraph import deadline as deadline_module
 
 
 async def test_a_request_s_statements_draw_on_one_budget(client, admin_headers, monkeypatch):
@@ -16,7 +16,7 @@ async def test_a_request_s_statements_draw_on_one_budget(client, admin_headers, 
     own = db._deadline
 
     def spy(budgeted: bool = True) -> float:
-        budget = db_module.deadline.get() if budgeted else None
+        budget = deadline_module.deadline.get() if budgeted else None
         remaining = budget.remaining if budget is not None else -1.0
         seen.append((budget, remaining, own(budgeted)))
         return seen[-1][2]

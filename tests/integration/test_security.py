@@ -10,11 +10,13 @@ import uuid
 import pytest
 from factories import key_headers, make_application, new_tenant
 
-from vaultgraph.logs import JsonFormatter, TextFormatter
+from vaultgraph.logging_setup import JsonFormatter, TextFormatter
 
 MERGE_PATCH = "application/merge-patch+json"
 VISA = "4242424242424242"
 ALL_TOKEN = ["token:create", "token:read", "token:update", "token:delete"]
+# One trace id for calls whose answers are compared (problem bodies carry it).
+COMPARE = "c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0"
 
 
 def rule(container: str, transform: str, permissions=ALL_TOKEN) -> dict:
@@ -168,7 +170,7 @@ async def test_another_tenants_token_answers_exactly_like_an_unknown_id_on_every
     async def answer(method: str, path: str, **kwargs):
         # One trace id for both calls: the problem bodies carry it, all else must be equal.
         resp = await client.request(method, path, headers={**admin_headers,
-                                                           "SVC-TRACE-ID": "compare",
+                                                           "SVC-TRACE-ID": COMPARE,
                                                            **kwargs.pop("headers", {})},
                                     **kwargs)
         return resp.status, await resp.text()

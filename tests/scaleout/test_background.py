@@ -112,7 +112,7 @@ async def test_expiry_sweeps_of_two_replicas_at_once_delete_and_count_each_token
 async def aged(a, chains: set[str]) -> tuple[int, dict[str, int]]:
     """The chains' events made older than the retention (and signed so): their number, each
     chain's top. Old events other tests left are pruned first, so a prune's count is these."""
-    await a.audit_log.prune_before(ANCIENT)
+    await a.audit_pruner.prune_before(ANCIENT)
     for chain in chains:
         await retime_chain(a, chain, lambda e: OLD + timedelta(seconds=e["seq"]))
     tops = {r["chain"]: (r["seq"], r["n"]) for r in await cypher(a, """
@@ -126,8 +126,8 @@ async def test_audit_prunes_of_two_replicas_at_once_leave_one_checkpoint_per_cha
             open_services(replica_settings(settings)) as b:
         chains = await sweep_at_once(settings, a, b)
         total, tops = await aged(a, chains)
-        pruned = await asyncio.gather(a.audit_log.prune_before(ANCIENT, batch=BATCH),
-                                      b.audit_log.prune_before(ANCIENT, batch=BATCH))
+        pruned = await asyncio.gather(a.audit_pruner.prune_before(ANCIENT, batch=BATCH),
+                                      b.audit_pruner.prune_before(ANCIENT, batch=BATCH))
         assert sum(pruned) == total  # each event counted by the prune that deleted it
         [left] = await cypher(a, "MATCH (e:AuditEvent) WHERE e.chain IN $chains "
                                  "RETURN count(e) AS n", chains=list(chains))

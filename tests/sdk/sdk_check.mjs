@@ -1,7 +1,8 @@
 // Drives vaultgraph with the public Basis Theory JS SDK (1.79.3, the last with association calls):
-// create, retrieve, update, list, associations, children, delete. The SDK sends its key in
-// BT-API-KEY; a small relay here renames it to SVC-API-KEY (vaultgraph's only key header) and
-// changes nothing else, so every path, method and body is the SDK's own (POST /tokens/, …).
+// create, retrieve, update, list (filters and pages, exact answers), associations, children,
+// delete. The SDK sends its key in BT-API-KEY; a small relay here renames it to SVC-API-KEY
+// (vaultgraph's only key header) and changes nothing else, so every path, method and body is the
+// SDK's own (POST /tokens/, …).
 // Usage: VAULTGRAPH_URL=http://127.0.0.1:8080 VAULTGRAPH_KEY=vg_… node sdk_check.mjs
 // Prints one JSON line of what it checked; exit 1 with the failing step otherwise.
 import assert from 'node:assert/strict';
@@ -60,12 +61,35 @@ const updated = await step('update', () => bt.tokens.update(parent.id, {
 }));
 assert.deepEqual(updated.metadata, { source: 'sdk', tier: 'gold' });
 
-const listed = await step('list', () => bt.tokens.list({ type: 'token', size: 100 }));
-assert.ok(listed.data.some((t) => t.id === parent.id), 'the created token is listed');
-
 const other = await step('create second', () => bt.tokens.create({
-  type: 'token', data: 'sdk other secret',
+  type: 'token', data: 'sdk other secret', metadata: { source: 'sdk' },
 }));
+const third = await step('create third', () => bt.tokens.create({
+  type: 'token', data: 'sdk third secret',
+}));
+// The SDK lists at GET /tokens/?…: every filter must reach the service (the tenant is the
+// test's own, so these three are all its tokens and each answer is exact).
+const ids = (page) => page.data.map((t) => t.id).sort();
+const all = await step('list', () => bt.tokens.list({ type: 'token', size: 100 }));
+assert.deepEqual(ids(all), [parent.id, other.id, third.id].sort());
+const gold = await step('list by metadata', () => bt.tokens.list({ metadata: { tier: 'gold' } }));
+assert.deepEqual(ids(gold), [parent.id], 'metadata.tier=gold lists the one gold token');
+const sdkTagged = await step('list by metadata', () => bt.tokens.list({
+  metadata: { source: 'sdk' },
+}));
+assert.deepEqual(ids(sdkTagged), [parent.id, other.id].sort());
+const byId = await step('list by id', () => bt.tokens.list({ id: [parent.id, third.id] }));
+assert.deepEqual(ids(byId), [parent.id, third.id].sort(), 'id=… lists just those tokens');
+const first = await step('list a page', () => bt.tokens.list({ size: 2 }));
+assert.equal(first.data.length, 2);
+assert.equal(first.pagination.pageSize, 2);
+assert.ok(first.pagination.next, 'a second page follows');
+const rest = await step('list the next page', () => bt.tokens.list({
+  size: 2, start: first.pagination.next,
+}));
+assert.deepEqual([...ids(first), ...ids(rest)].sort(), ids(all), 'two pages hold each once');
+await step('delete third', () => bt.tokens.delete(third.id));
+
 await step('createAssociation', () => bt.tokens.createAssociation(parent.id, other.id));
 const child = await step('createChild', () => bt.tokens.createChild(parent.id, {
   type: 'token', data: 'sdk child secret',

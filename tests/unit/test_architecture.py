@@ -29,3 +29,15 @@ def test_contracts_cover_every_layer_and_domain_module():
     named = {m.split(".")[1] for c in config["contracts"]
              for m in c.get("layers", []) + c.get("source_modules", [])}
     assert packages - {"static"} <= named, packages - named
+
+
+def test_the_middleware_chain_is_described_in_its_order():
+    """`app.MIDDLEWARES` is the one list of the chain; docs/architecture.md names each, in order."""
+    import re
+
+    from vaultgraph.app import MIDDLEWARES
+
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    section = doc.split("## The middleware chain", 1)[1].split("\n## ", 1)[0]
+    described = re.findall(r"^\d+\. `(\w+)`", section, flags=re.MULTILINE)
+    assert described == [m.__name__ for m in MIDDLEWARES]

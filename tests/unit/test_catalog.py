@@ -115,3 +115,13 @@ def test_fragments_expand_to_static_text_with_the_statements_names(catalog):
 def test_an_unknown_fragment_fails_at_load():
     with pytest.raises(KeyError, match="no_such"):
         expand("MATCH (t) WHERE @no_such(t) RETURN t", {})
+
+
+def test_the_fragment_marker_is_the_only_template_syntax(catalog):
+    # Loaded, no statement holds a marker or a placeholder of any template syntax: neither the
+    # catalog's own (expanded) nor a `{{ }}` one (Cypher's map literals are `{key: ...}`).
+    leftovers = re.compile(r"@\w+\(|\{\{|\}\}|\{(node|param|prefixes)\}")
+    assert [n for n in catalog.names() if leftovers.search(code_lines(catalog.text(n)))] == []
+    # In the files, the placeholders appear only in fragments, the markers only as markers.
+    assert [n for n, text in RAW.items() if not n.startswith("fragments/")
+            and re.search(r"\{(node|param|prefixes)\}", code_lines(text))] == []

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
-from vaultgraph.api.bodies import TokenGraphSchema, TokenPageSchema
 from vaultgraph.api.endpoints import Endpoints, Reply, compile_dumper, endpoint_of
 from vaultgraph.api.problems import ProblemSchema
+from vaultgraph.api.schemas import TokenGraphSchema, TokenPageSchema
 from vaultgraph.applications.schemas import ApplicationBodySchema, NewApplicationSchema
 from vaultgraph.auth.permissions import PUBLIC, TOKEN_READ, declared
 from vaultgraph.tokens.schemas import ChildTokenSchema, TokenSchema

@@ -153,3 +153,15 @@ def test_bad_settings_are_named():
         Settings.from_env({"VAULTGRAPH_WEBHOOK_ALLOWED_NETWORKS": "10.0.0.0/8,10.0.0.0/33"})
     assert caught.value.cause == ("VAULTGRAPH_WEBHOOK_ALLOWED_NETWORKS holds '10.0.0.0/33', "
                                   "not a network")
+
+
+def test_each_call_checks_the_scheme_and_an_ip_literal():
+    policy = AddressPolicy(allowed_networks=parse_networks("127.0.0.1/32"))
+    assert policy.allows_target("https", "example.com")
+    assert policy.allows_target("https", "127.0.0.1")
+    assert policy.allows_target("HTTPS", "8.8.8.8")
+    assert not policy.allows_target("http", "example.com")
+    assert not policy.allows_target("https", "127.0.0.2")
+    assert not policy.allows_target("https", "::ffff:169.254.169.254")
+    assert not policy.allows_target("https", "")
+    assert AddressPolicy(allow_http=True).allows_target("http", "example.com")

@@ -6,7 +6,7 @@ import pytest
 from multidict import MultiDict
 
 from vaultgraph import errors
-from vaultgraph.api.paging import page_body, page_from_query
+from vaultgraph.api.paging import page_body, page_from_query, page_size
 from vaultgraph.pagination import decode_cursor, encode_cursor
 from vaultgraph.settings import Settings
 
@@ -15,6 +15,19 @@ SETTINGS = Settings()
 
 def test_default_size_when_absent():
     assert page_from_query(MultiDict(), SETTINGS).size == SETTINGS.page_size_default
+
+
+@pytest.mark.parametrize("value", ["0", "101", "-1", "abc", "²", "1.5", "", 0, 101, -1, True,
+                                   1.5, "\uff17"])  # a full-width 7
+def test_one_check_of_a_page_size_for_query_strings_and_bodies(value):
+    with pytest.raises(errors.Invalid) as err:
+        page_size(value, SETTINGS)
+    assert err.value.errors == {"size": ["must be a whole number from 1 to 100"]}
+
+
+def test_a_page_size_is_taken_from_digits_or_a_whole_number():
+    assert [page_size(v, SETTINGS) for v in ("1", "100", 1, 100, None)] == [
+        1, 100, 1, 100, SETTINGS.page_size_default]
 
 
 @pytest.mark.parametrize("raw", ["0", "101", "-1", "abc", "²", "1.5", ""])

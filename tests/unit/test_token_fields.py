@@ -4,6 +4,7 @@ import pytest
 
 from vaultgraph.tokens.fields import (
     format_datetime,
+    metadata_filter_key,
     normalize_container,
     parse_expires_at,
     validate_token_id,
@@ -316,3 +317,14 @@ def test_expires_at_of_exactly_64_characters_is_parsed_and_65_refused():
         expires(longer)
     assert str(info.value) == (
         "must be a date-time as 'M/D/YYYY h:mm:ss AM|PM +hh:mm', 'M/D/YYYY' or ISO 8601")
+
+
+# --- metadata filter names ---------------------------------------------------------------------
+
+def test_a_metadata_filter_names_its_key_case_insensitively():
+    assert metadata_filter_key("metadata.Tier") == "tier"
+    assert metadata_filter_key("metadata.a.b") == "a.b"
+    assert metadata_filter_key("metadata.") == ""
+    assert metadata_filter_key("metadatatier") is None
+    assert metadata_filter_key("Metadata.tier") is None
+    assert metadata_filter_key("type") is None

@@ -24,10 +24,10 @@ from ..auth.permissions import (
     AUTHENTICATED,
 )
 from ..services.applications import ApplicationService, parse_draft
-from .bodies import APPLICATION_PATH, KEY_PATH, ApplicationPageSchema, PageQuery
 from .endpoints import Body, Endpoints, Reply
-from .http import principal, read_object
 from .paging import page_body, page_from_query
+from .request_io import principal, read_object
+from .schemas import APPLICATION_PATH, KEY_PATH, ApplicationPageSchema, PageQuery
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()

@@ -12,8 +12,8 @@ from ..services.bulk import BulkService
 from ..tokens.schemas import CREATE_TOKEN
 from . import problems
 from .endpoints import JSON, Body, Endpoints, Reply
-from .http import principal, read_json
 from .middleware import _flatten
+from .request_io import principal, read_json
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()

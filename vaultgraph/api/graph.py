@@ -17,7 +17,10 @@ from ..services.graph import (
 )
 from ..tokens.schemas import ChildTokenSchema, CreateTokenSchema, DeduplicatedChildTokenSchema
 from . import problems
-from .bodies import (
+from .endpoints import Body, Endpoints, Reply
+from .paging import page_body, page_from_query
+from .request_io import principal
+from .schemas import (
     LINK_PATH,
     PARENT_PATH,
     TOKEN_PATH,
@@ -28,9 +31,6 @@ from .bodies import (
     TokenGraphSchema,
     TokenPageSchema,
 )
-from .endpoints import Body, Endpoints, Reply
-from .http import principal
-from .paging import page_body, page_from_query
 from .tokens import create_body
 from .typedefs import services_key, settings_key
 

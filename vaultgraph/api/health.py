@@ -5,8 +5,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from ..auth.permissions import PUBLIC
-from .bodies import StatusSchema
 from .endpoints import Endpoints, Reply
+from .schemas import StatusSchema
 from .typedefs import services_key
 
 endpoints = Endpoints()

@@ -18,7 +18,7 @@ from ..errors import VaultError
 from ..services.idempotency import HEADER, Replay, check_key
 from . import problems
 from .endpoints import ATTR, Endpoint
-from .http import read_body
+from .request_io import read_body
 from .typedefs import PRINCIPAL, services_key
 
 log = logging.getLogger(__name__)

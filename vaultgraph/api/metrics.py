@@ -1,10 +1,11 @@
 """Request metrics, and `GET /metrics` on its own listener (README "Observability").
 
-`middleware` (outermost in `app.py`) counts every request by route template, method and status
-and times it; the concrete path is never a label (paths carry token ids). `/metrics` is served
-by a second, tiny application on `VAULTGRAPH_METRICS_HOST:VAULTGRAPH_METRICS_PORT`, off unless
-a port is set: the figures are the whole service's, across tenants, so no tenant's API key may
-read them, and Prometheus scrapes them on an address API clients never reach.
+`count_requests` (a middleware, near the outside of `app.MIDDLEWARES`) counts every request by
+route template, method and status and times it; the concrete path is never a label (paths
+carry token ids). `/metrics` is served by a second, tiny application on
+`VAULTGRAPH_METRICS_HOST:VAULTGRAPH_METRICS_PORT`, off unless a port is set: the figures are
+the whole service's, across tenants, so no tenant's API key may read them, and Prometheus
+scrapes them on an address API clients never reach.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from aiohttp import web
 from .. import metrics
 from ..auth.permissions import PUBLIC
 from ..settings import ConfigError
-from ..stalls import StallMonitor
+from ..stall_monitor import StallMonitor
 from .endpoints import Endpoints, Reply
 from .typedefs import settings_key
 
@@ -34,7 +35,7 @@ INHERITED_FD = "_VAULTGRAPH_METRICS_LISTENER_FD"
 
 
 @web.middleware
-async def middleware(request: web.Request, handler) -> web.StreamResponse:
+async def count_requests(request: web.Request, handler) -> web.StreamResponse:
     match = request.match_info
     resource = match.route.resource if match.http_exception is None else None
     route = resource.canonical if resource is not None else metrics.UNMATCHED_ROUTE
@@ -79,7 +80,7 @@ def metrics_app() -> web.Application:
 
 
 def install(app: web.Application) -> None:
-    """Count the app's requests and time its process's stalls (`vaultgraph/stalls.py`); serve
+    """Count the app's requests and time its process's stalls (`vaultgraph/stall_monitor.py`); serve
     /metrics on its own listener when a port is set."""
     if app[settings_key].metrics_dir and not metrics.multiprocess_mode():
         raise ValueError("VAULTGRAPH_METRICS_DIR must be in the environment when the process "

@@ -1,5 +1,6 @@
-"""Request middlewares, outermost first: trailing slash → trace id → audit → errors (RFC 9457)
-→ authentication.
+"""Request middlewares: the trailing slash, the trace id, the audit event, errors (RFC 9457),
+authentication and authorisation. Their order, with those of the other api modules, is
+`app.MIDDLEWARES` (the one list; docs/architecture.md "The middleware chain" describes it).
 
 The error middleware is the one place where domain errors (`vaultgraph/errors.py`) become
 problem+json answers."""
@@ -18,23 +19,29 @@ from aiohttp import web
 from marshmallow import ValidationError
 
 from ..audit import context as audit_context
-from ..audit.event import MAX_USER_AGENT, bounded_text, outcome_of
+from ..audit.event import MAX_TOKEN_IDS, MAX_USER_AGENT, bounded_text, outcome_of
 from ..auth.apikeys import HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
+from ..deadline import request_deadline
 from ..errors import MAX_LISTED_ERRORS, VaultError, add_error, field_name
-from ..logs import trace_id_var
-from ..services.deadline import request_deadline
+from ..logging_setup import trace_id_var
 from . import problems, ratelimit
-from .http import problem_response
+from .request_io import problem_response
 from .typedefs import PRINCIPAL, TRACE_ID, services_key, settings_key
 
 log = logging.getLogger("vaultgraph.http")
 TRACE_HEADER = "SVC-TRACE-ID"
 TRACEPARENT = "traceparent"
-_TRACE_SHAPE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # W3C Trace Context: version-traceid-parentid-flags, lower-case hex; all-zero ids are invalid.
 _TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$")
 _W3C_TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def well_formed_trace_id(value: str) -> bool:
+    """A W3C trace id: 32 lower-case hex digits, not all zero. The only form a caller's trace
+    id is taken in (in `SVC-TRACE-ID` as in `traceparent`), so the audit trail's correlation
+    field never holds text of the caller's choosing."""
+    return _W3C_TRACE_ID.fullmatch(value) is not None and value != "0" * 32
 
 
 def _from_traceparent(value: str) -> tuple[str, str] | None:
@@ -43,7 +50,7 @@ def _from_traceparent(value: str) -> tuple[str, str] | None:
     if match is None:
         return None
     version, trace_id, parent_id, flags, rest = match.groups()
-    if version == "ff" or (version == "00" and rest) or set(trace_id) == {"0"} \
+    if version == "ff" or (version == "00" and rest) or not well_formed_trace_id(trace_id) \
             or set(parent_id) == {"0"}:
         return None
     return trace_id, flags
@@ -53,13 +60,17 @@ def _from_traceparent(value: str) -> tuple[str, str] | None:
 async def trailing_slash(request: web.Request, handler) -> web.StreamResponse:
     """`/tokens/` is `/tokens`: a path that matches no route only because of its trailing slash
     is served by the route without it, for every method and with no redirect (clients such as
-    the Basis Theory SDK add the slash; a redirect would turn their POST into a GET)."""
+    the Basis Theory SDK add the slash; a redirect would turn their POST into a GET). Only the
+    path changes: the query string (filters, `size`, `start`) is kept as it came, and the path
+    stays as it was encoded."""
     match = request.match_info
-    path = request.rel_url.path
+    url = request.rel_url
+    path = url.raw_path
     if (match.http_exception is None or match.http_exception.status != 404
             or len(path) < 2 or not path.endswith("/")):
         return await handler(request)
-    stripped = request.clone(rel_url=request.rel_url.with_path(path.rstrip("/") or "/"))
+    stripped = request.clone(rel_url=url.with_path(path.rstrip("/") or "/", encoded=True,
+                                                   keep_query=True))
     resolved = await request.app.router.resolve(stripped)
     if resolved.http_exception is not None and resolved.http_exception.status == 404:
         return await handler(request)
@@ -68,15 +79,17 @@ async def trailing_slash(request: web.Request, handler) -> web.StreamResponse:
 
 @web.middleware
 async def trace(request: web.Request, handler) -> web.StreamResponse:
-    """The request's trace id: a valid W3C `traceparent`'s, else a well-formed `SVC-TRACE-ID`,
-    else a new one. It is answered in `SVC-TRACE-ID` and `traceparent` (a new span id of ours,
-    the caller's flags), written in every log line and audit event and in problem bodies."""
+    """The request's trace id: a valid W3C `traceparent`'s, else an `SVC-TRACE-ID` that is a
+    well-formed W3C trace id (`well_formed_trace_id`: anything else is ignored), else a new
+    one. It is answered in `SVC-TRACE-ID` and `traceparent` (a new span id of ours, the
+    caller's flags), written in every log line and audit event and in problem bodies."""
     parent = _from_traceparent(request.headers.get(TRACEPARENT, ""))
     incoming = request.headers.get(TRACE_HEADER, "")
     if parent is not None:
         trace_id, flags = parent
     else:
-        trace_id = incoming if _TRACE_SHAPE.match(incoming) else uuid.uuid4().hex
+        # A new one is a UUID4's hex: random, and never all zero (its version digit is 4).
+        trace_id = incoming if well_formed_trace_id(incoming) else uuid.uuid4().hex
         flags = "00"
     request[TRACE_ID] = trace_id
     token = trace_id_var.set(trace_id)
@@ -86,8 +99,7 @@ async def trace(request: web.Request, handler) -> web.StreamResponse:
         response = await handler(request)
         status = response.status
         response.headers[TRACE_HEADER] = trace_id
-        if _W3C_TRACE_ID.match(trace_id):
-            response.headers[TRACEPARENT] = f"00-{trace_id}-{secrets.token_hex(8)}-{flags}"
+        response.headers[TRACEPARENT] = f"00-{trace_id}-{secrets.token_hex(8)}-{flags}"
         if draining(request):
             # Shutting down: this connection's next request must go to another process.
             response.force_close()
@@ -145,7 +157,7 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
         try:
             # One deadline for all the request's database work (authentication, idempotency
             # bookkeeping, the change), not one per statement.
-            with request_deadline(request.app[settings_key].request_timeout):
+            with request_deadline(request.app[settings_key].request_timeout) as budget:
                 response = await handler(request)
         finally:
             audit_context.current.reset(token)
@@ -153,8 +165,9 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
         try:
             if note.persisted:
                 writer.record_later(event, arrival, stored=note.stored)
-            else:
-                await writer.record(event, arrival, stored=note.stored)
+            else:  # within the request's budget too: its database time in all
+                await writer.record(event, arrival, stored=note.stored,
+                                    within=budget.remaining)
         except VaultError as exc:
             return problem_response(problems.from_error(exc))
     return response
@@ -170,7 +183,8 @@ def _event(request: web.Request, note: audit_context.AuditNote, status: int) -> 
         "application_id": principal.application_id if principal else None,
         "key_id": principal.key_id if principal else None,
         "operation": note.operation, "route": note.route,
-        "token_ids": note.token_ids[:1000], "outcome": outcome_of(status), "status": status,
+        "token_ids": note.token_ids[:MAX_TOKEN_IDS], "outcome": outcome_of(status),
+        "status": status,
         "transform": single,
         "transform_counts": orjson.dumps(transforms).decode() if len(transforms) > 1 else None,
         "trace_id": note.trace_id, "client_ip": note.client_ip, "user_agent": note.user_agent,
@@ -255,11 +269,22 @@ async def authenticate(request: web.Request, handler) -> web.StreamResponse:
     note = audit_context.current.get()
     if note is not None:
         note.principal = principal
-    if needed != AUTHENTICATED and (
-            not needed or not all(principal.granted_anywhere(p) for p in needed)):
-        # No declaration means no access: routes are protected by default.
-        raise problems.Forbidden("The application lacks the permission for this operation.")
     response = await handler(request)
     # Answers to a key may hold plaintext or a new API key: no browser or proxy may keep them.
     response.headers.setdefault("Cache-Control", "no-store")
     return response
+
+
+@web.middleware
+async def authorize(request: web.Request, handler) -> web.StreamResponse:
+    """The route's declared permission, checked once the request has been authenticated and
+    charged to its application's rate limit (a refusal is paid for like an answer)."""
+    principal = request.get(PRINCIPAL)
+    if principal is None:
+        return await handler(request)  # a public route, or no route: nothing to authorise
+    needed = declared(request.match_info.handler)
+    if needed != AUTHENTICATED and (
+            not needed or not all(principal.granted_anywhere(p) for p in needed)):
+        # No declaration means no access: routes are protected by default.
+        raise problems.Forbidden("The application lacks the permission for this operation.")
+    return await handler(request)

@@ -27,7 +27,7 @@ from ..auth.apikeys import HEADER as API_KEY_HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC
 from ..settings import Settings
 from ..tokens import schemas as tokens
-from . import bodies
+from . import proxies, schemas
 from .endpoints import JSON, PROBLEM_JSON, Endpoint, endpoint_of
 from .problems import ProblemSchema
 
@@ -51,8 +51,9 @@ A token vault whose tokens are nodes in Neo4j.
 
 Every operation except the public ones takes an application's API key in the `SVC-API-KEY`
 header; `x-permission` on each operation names the permissions it needs. Errors are
-`application/problem+json`. Every response carries `SVC-TRACE-ID` (echoed when the request sends
-a well-formed one).
+`application/problem+json`. Every response carries `SVC-TRACE-ID`: the trace id of the request's
+W3C `traceparent`, else its `SVC-TRACE-ID` when that is a W3C trace id (32 lower-case hex
+digits, not all zero), else a new one.
 
 Lists are paged by cursor: `size` (items per page) and `start` (the `pagination.next` of the
 previous page, opaque).
@@ -63,14 +64,16 @@ TAGS = (
     {"name": "Associations", "description": "Parent → child links between tokens."},
     {"name": "Applications", "description": "Applications, their access rules and their API "
                                             "keys."},
+    {"name": "Proxies", "description": "Outbound proxies: use tokens in requests to a third "
+                                       "party without seeing their data."},
     {"name": "Operations", "description": "Health, readiness and this documentation."},
 )
 
 # Named components: every schema an endpoint names, and those they nest.
 SCHEMAS: dict[str, type[Schema]] = {
     "Problem": ProblemSchema,
-    "Status": bodies.StatusSchema,
-    "Pagination": bodies.PaginationSchema,
+    "Status": schemas.StatusSchema,
+    "Pagination": schemas.PaginationSchema,
     "Extras": tokens.ExtrasSchema,
     "Token": tokens.TokenSchema,
     "DeduplicatedToken": tokens.DeduplicatedTokenSchema,
@@ -78,20 +81,24 @@ SCHEMAS: dict[str, type[Schema]] = {
     "DeduplicatedChildToken": tokens.DeduplicatedChildTokenSchema,
     "CreateToken": tokens.CreateTokenSchema,
     "UpdateToken": tokens.UpdateTokenSchema,
-    "TokenPage": bodies.TokenPageSchema,
-    "Association": bodies.AssociationSchema,
-    "Edge": bodies.EdgeSchema,
-    "TokenGraph": bodies.TokenGraphSchema,
+    "TokenPage": schemas.TokenPageSchema,
+    "Association": schemas.AssociationSchema,
+    "Edge": schemas.EdgeSchema,
+    "TokenGraph": schemas.TokenGraphSchema,
     "AccessRuleInput": applications.RuleSchema,
     "ApplicationInput": applications.ApplicationSchema,
     "AccessRule": applications.AccessRuleSchema,
     "Application": applications.ApplicationBodySchema,
     "NewApplication": applications.NewApplicationSchema,
     "OwnApplication": applications.OwnApplicationSchema,
-    "ApplicationPage": bodies.ApplicationPageSchema,
+    "ApplicationPage": schemas.ApplicationPageSchema,
     "ApiKey": applications.ApiKeySchema,
     "IssuedApiKey": applications.IssuedApiKeySchema,
     "ApiKeyList": applications.ApiKeyListSchema,
+    "ProxyInput": proxies.ProxySchema,
+    "ProxyPatch": proxies.ProxyPatchSchema,
+    "Proxy": proxies.ProxyBodySchema,
+    "ProxyPage": proxies.ProxyPageSchema,
 }
 EXAMPLES = {"CreateToken": [tokens.CARD_EXAMPLE]}
 
@@ -112,6 +119,9 @@ PROBLEM_RESPONSES = {
     429: ("TooManyRequests", "The application is over its rate limit, or this address has "
                              "failed authentication too often; retry after `Retry-After` "
                              "seconds."),
+    502: ("BadGateway", "The proxy's destination could not be reached, refused by the "
+                        "address policy, too slow or answering too much (`detail` names the "
+                        "proxy)."),
     503: ("Unavailable", "Neo4j is unavailable; retry after `Retry-After` seconds."),
 }
 IDEMPOTENCY_KEY = {

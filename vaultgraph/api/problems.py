@@ -73,6 +73,7 @@ PayloadTooLarge = _problem(413, "payload-too-large")
 UnsupportedMediaType = _problem(415, "unsupported-media-type")
 UnprocessableContent = _problem(422, "idempotency-key-reused")
 TooManyRequests = _problem(429, "rate-limited")
+BadGateway = _problem(502, "bad-gateway")
 ServiceUnavailable = _problem(503, "unavailable")
 Integrity = _problem(500, "integrity")
 InternalError = Problem
@@ -90,6 +91,7 @@ _BY_ERROR: dict[type[errors.VaultError], type[Problem]] = {
     errors.IntegrityFailure: Integrity,
     errors.KeyReused: UnprocessableContent,
     errors.RateLimited: TooManyRequests,
+    errors.DestinationFailed: BadGateway,
 }
 
 

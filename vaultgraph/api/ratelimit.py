@@ -6,9 +6,13 @@ address for failed authentications. The buckets are in `services/ratelimits.py`.
 at once must not all pass a check made before any of them failed) and `authenticate` gives it
 back once the key is good (`authenticated`); a 401 keeps it spent (the 401 itself is
 unchanged). See services/ratelimits.py FailedAuthentications.
-`rate_limit` sits inside it: each authenticated request spends one of its application's tokens.
-Every answer to an authenticated request carries `RateLimit-Limit`, `RateLimit-Remaining` and
-`RateLimit-Reset` (added as the response is prepared, so problem answers carry them too)."""
+`rate_limit` sits right after authentication and before any decision about the request (its
+permission, its body, the token it names): each authenticated request spends one of its
+application's tokens, so a refusal (403, 404, 400…), which still writes an audit event, is paid
+for like an answer. A handler whose request weighs more (a search of many terms) spends the rest
+with `charge(request, cost)`. Every answer to an authenticated request carries
+`RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (added as the response is
+prepared, so problem answers and 429s carry them too)."""
 
 from __future__ import annotations
 
@@ -59,16 +63,27 @@ def authenticated(request: web.Request) -> None:
 
 @web.middleware
 async def rate_limit(request: web.Request, handler) -> web.StreamResponse:
+    """One unit of the application's bucket for every authenticated request."""
+    charge(request)
+    return await handler(request)
+
+
+def charge(request: web.Request, cost: int = 1) -> None:
+    """Spend `cost` units of the authenticated application's bucket, or raise `RateLimited`
+    (429) spending none. The middleware charges each request one unit before anything is
+    decided; a handler charges what its request weighs beyond that. The RateLimit-* headers
+    show the bucket after the last charge. A request's whole weight is at most a full bucket (or
+    it could never pass). Nothing to do on a public route or with limits off."""
     principal = request.get(PRINCIPAL)
     buckets = request.app[services_key].rate_limits.applications
-    if principal is None or not buckets.enabled:
-        return await handler(request)
-    verdict = buckets.take(principal.application_id)
+    cost = min(cost, buckets.burst - 1)  # with the unit the middleware took: a full bucket
+    if principal is None or not buckets.enabled or cost <= 0:
+        return
+    verdict = buckets.take(principal.application_id, cost)
     request[RATE_LIMIT] = verdict
     if not verdict.allowed:
         metrics.RATE_LIMITED.labels(limit="application").inc()
         raise RateLimited(OVER_LIMIT, retry_after=verdict.retry_after)
-    return await handler(request)
 
 
 async def add_headers(request: web.Request, response: web.StreamResponse) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from . import applications, bulk, docs, graph, health, logs, search, tokens
+from . import applications, audit_log, bulk, docs, graph, health, proxies, search, tokens
 
 ENDPOINTS = (health.endpoints, search.endpoints, tokens.endpoints, bulk.endpoints,
-             graph.endpoints, applications.endpoints, logs.endpoints, docs.endpoints)
+             graph.endpoints, applications.endpoints, audit_log.endpoints, proxies.endpoints,
+             docs.endpoints)
 
 
 def add_routes(app: web.Application) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from aiohttp import web
 
 from ..auth.permissions import TOKEN_SEARCH
-from ..errors import invalid
 from ..pagination import Page, decode_cursor
 from ..search.schemas import SEARCH_BODY, SearchBodySchema, search_cursor
-from .bodies import TokenPageSchema
+from . import ratelimit
 from .endpoints import Body, Endpoints, Reply
-from .http import principal, read_object
-from .paging import page_body
+from .paging import page_body, page_size
+from .request_io import principal, read_object
+from .schemas import TokenPageSchema
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()
@@ -27,17 +27,19 @@ endpoints = Endpoints()
                 "case-insensitive), `created_at`, `expires_at` (dates and ranges), `data` "
                 "(the token's search index values, blind-indexed), and the graph's `parent`, "
                 "`child`, `ancestor`, `descendant` (up to 5 links). A malformed query is a 400 "
-                "naming the position; a query no index can answer is a 400 too.",
+                "naming the position; a query no index can answer is a 400 too. A search "
+                "weighs its number of terms in the application's rate limit.",
     body=Body(SearchBodySchema, "The query and the page wanted."),
     replies=(Reply(200, "A page of tokens, newest first.", TokenPageSchema),), reads_only=True)
 async def search_tokens(request: web.Request):
     body = SEARCH_BODY.load(await read_object(request))
-    settings = request.app[settings_key]
-    size = body.get("size", settings.page_size_default)
-    if isinstance(size, bool) or not 1 <= size <= settings.page_size_max:
-        raise invalid("size", f"must be a whole number from 1 to {settings.page_size_max}")
+    size = page_size(body.get("size"), request.app[settings_key])
     start = body.get("start")
     page = Page(size=size, after=search_cursor(decode_cursor(start)) if start else None)
-    results = await request.app[services_key].search.search(principal(request), body["query"],
-                                                             page)
+    search, caller = request.app[services_key].search, principal(request)
+    plan = search.plan(caller, body["query"])
+    # A search weighs its number of terms: the request paid for one, the rest is paid here,
+    # before the database is asked.
+    ratelimit.charge(request, plan.terms - 1)
+    results = await search.search(caller, plan, page)
     return page_body(results.items, page, results.next_after)

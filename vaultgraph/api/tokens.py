@@ -7,6 +7,7 @@ from aiohttp import web
 
 from ..auth.permissions import TOKEN_CREATE, TOKEN_DELETE, TOKEN_READ, TOKEN_UPDATE
 from ..services.tokens import TokenService
+from ..tokens.fields import metadata_filter_key
 from ..tokens.schemas import (
     CREATE_TOKEN,
     UPDATE_TOKEN,
@@ -15,15 +16,14 @@ from ..tokens.schemas import (
     TokenSchema,
     UpdateTokenSchema,
 )
-from .bodies import TOKEN_PATH, PageQuery, TokenFilterQuery, TokenPageSchema
 from .endpoints import MERGE_PATCH_JSON, Body, Endpoints, Reply
-from .http import principal, read_object
 from .paging import page_body, page_from_query
+from .request_io import principal, read_object
+from .schemas import TOKEN_PATH, PageQuery, TokenFilterQuery, TokenPageSchema
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()
 MERGE_PATCH = MERGE_PATCH_JSON
-METADATA_PREFIX = "metadata."
 TAG = "Tokens"
 
 
@@ -62,11 +62,12 @@ async def list_tokens(request: web.Request):
     # Token cursors are the last id seen; any other JSON was not issued by this route.
     page = page_from_query(query, request.app[settings_key], cursor_type=str)
     metadata: dict[str, str] = {}
-    for key, value in query.items():
-        if key.startswith(METADATA_PREFIX):
+    for name, value in query.items():
+        key = metadata_filter_key(name)
+        if key is not None:
             # A repeated key is ignored: the first value counts. Keys match case-insensitively,
             # so `metadata.a` and `metadata.A` are the same key.
-            metadata.setdefault(key[len(METADATA_PREFIX):].lower(), value)
+            metadata.setdefault(key, value)
     listing = await service(request).list(
         principal(request), page, ids=query.getall("id", []), types=query.getall("type", []),
         metadata=metadata)

@@ -34,7 +34,7 @@ class AuditNote:
     stored: dict[str, Any] | None = None
     principal: Any = None
     # The Idempotency-Key entry this request claimed ({application_id, key, claim}): a write's
-    # own transaction marks it written (repository/database.py AUDIT_PREFIX), so a retry can
+    # own transaction marks it written (repository/audit_prefix.py AUDIT_PREFIX), so a retry can
     # tell a write that committed from one that did not.
     idempotency: dict[str, str] | None = None
 
@@ -84,6 +84,14 @@ def note_reason(reason: str) -> None:
     note = current.get()
     if note is not None and note.reason is None:
         note.reason = reason
+
+
+def note_route(route: str) -> None:
+    """Name the request's route more precisely than its template (a proxy call names its
+    proxy); never with anything a caller could put a secret in."""
+    note = current.get()
+    if note is not None:
+        note.route = route
 
 
 def write_event() -> dict[str, Any] | None:

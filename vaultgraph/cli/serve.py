@@ -49,7 +49,7 @@ def bootstrap(settings: Settings) -> None:
 
 
 def serve(settings: Settings, *, local: bool, workers: int | None = None) -> int:
-    from ..logs import configure
+    from ..logging_setup import configure
     from ..neo4j_local import port_in_use
     from ..server import run
 

@@ -3,7 +3,9 @@
 Covers every token route of the service (README "Python client"), with the same methods on
 `Client` and `AsyncClient`: create_token, get_token, list_tokens, iter_tokens, update_token,
 delete_token, create_child, children, parents, link, unlink, graph, search, tokenize,
-detokenize and logs (the audit trail).
+detokenize and logs (the audit trail); and the outbound proxies (docs/proxy.md):
+create_proxy, get_proxy, list_proxies, update_proxy, delete_proxy and proxy (a call through
+one: its answer is the destination's `ProxyResponse`).
 """
 
 try:
@@ -30,12 +32,23 @@ from .errors import (
     UnsupportedMediaType,
     VaultgraphError,
 )
-from .types import AuditEvent, AuditPage, Graph, Link, Token, TokenPage
+from .types import (
+    AuditEvent,
+    AuditPage,
+    Graph,
+    Link,
+    Proxy,
+    ProxyPage,
+    ProxyResponse,
+    Token,
+    TokenPage,
+)
 
 __all__ = [
     "NO_RETRIES", "ApiError", "AsyncClient", "AuditEvent", "AuditPage", "BadRequest", "Client",
     "Conflict", "Forbidden",
-    "Graph", "Link", "NotFound", "PayloadTooLarge", "RateLimited", "RetryPolicy", "ServerError",
+    "Graph", "Link", "NotFound", "PayloadTooLarge", "Proxy", "ProxyPage", "ProxyResponse",
+    "RateLimited", "RetryPolicy", "ServerError",
     "Token", "TokenPage", "TransportError", "Unauthorized", "UnsupportedMediaType",
     "VaultgraphError",
 ]

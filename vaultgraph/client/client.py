@@ -23,7 +23,17 @@ import httpx
 from . import _core
 from ._core import MERGE_PATCH, RetryPolicy
 from .errors import TransportError
-from .types import AuditPage, Direction, Graph, Link, Token, TokenPage
+from .types import (
+    AuditPage,
+    Direction,
+    Graph,
+    Link,
+    Proxy,
+    ProxyPage,
+    ProxyResponse,
+    Token,
+    TokenPage,
+)
 
 DEFAULT_TIMEOUT = 10.0
 
@@ -108,6 +118,53 @@ class _Routes:
     @staticmethod
     def logs(size, start, filters):
         return "GET", "/logs", {"params": _core.page_params(size=size, start=start, **filters)}
+
+    @staticmethod
+    def create_proxy(name, destination_url, fields):
+        return "POST", "/proxies", {"json": {"name": name, "destination_url": destination_url,
+                                             **fields}}
+
+    @staticmethod
+    def get_proxy(proxy_id):
+        return "GET", f"/proxies/{_p(proxy_id)}", {}
+
+    @staticmethod
+    def list_proxies(size, start):
+        return "GET", "/proxies", {"params": _core.page_params(size=size, start=start)}
+
+    @staticmethod
+    def update_proxy(proxy_id, patch):
+        return "PATCH", f"/proxies/{_p(proxy_id)}", {"json": patch, "content_type": MERGE_PATCH}
+
+    @staticmethod
+    def delete_proxy(proxy_id):
+        return "DELETE", f"/proxies/{_p(proxy_id)}", {}
+
+
+def _proxy_request(http: httpx.Client | httpx.AsyncClient, proxy_id: str, method: str,
+                   path: str, json: Any, content: bytes | str | None,
+                   headers: dict[str, str] | None, params: Any) -> httpx.Request:
+    """A call through a proxy: no Idempotency-Key of the client's own (the caller's, if any,
+    goes to the destination) and a body sent as given, JSON or not."""
+    kwargs: dict[str, Any] = {"params": params, "headers": dict(headers or {})}
+    if json is not None:
+        import orjson
+        kwargs["content"] = orjson.dumps(json)
+        kwargs["headers"].setdefault("Content-Type", "application/json")
+    elif content is not None:
+        kwargs["content"] = content
+    target = f"/proxy/{_p(proxy_id)}/{quote(path.lstrip('/'), safe='/')}"
+    return http.build_request(method.upper(), target, **kwargs)
+
+
+def _proxy_answer(response: httpx.Response) -> ProxyResponse:
+    if response.headers.get(PROXY_STATUS) != "forwarded":
+        _core.raise_for(response)   # the vault's own answer: a refusal or a 502
+    return ProxyResponse(response.status_code, response.headers.get("Content-Type"),
+                         response.content)
+
+
+PROXY_STATUS = "SVC-PROXY-STATUS"
 
 
 def _headers(api_key: str) -> dict[str, str]:
@@ -264,6 +321,52 @@ class Client:
         m, p, o = _Routes.logs(size, start, filters)
         return self._send(m, p, **o)
 
+    # -- outbound proxies -------------------------------------------------------------------
+
+    def create_proxy(self, name: str, destination_url: str, *,
+                     idempotency_key: str | None = None, **fields: Any) -> Proxy:
+        """POST /proxies. `fields`: description, header_allowlist (docs/proxy.md)."""
+        m, p, o = _Routes.create_proxy(name, destination_url, fields)
+        return self._send(m, p, idempotency_key=idempotency_key, **o)
+
+    def get_proxy(self, proxy_id: str) -> Proxy:
+        m, p, o = _Routes.get_proxy(proxy_id)
+        return self._send(m, p, **o)
+
+    def list_proxies(self, *, size: int | None = None, start: str | None = None) -> ProxyPage:
+        m, p, o = _Routes.list_proxies(size, start)
+        return self._send(m, p, **o)
+
+    def update_proxy(self, proxy_id: str, patch: dict[str, Any]) -> Proxy:
+        """PATCH /proxies/{id} with a JSON merge patch."""
+        m, p, o = _Routes.update_proxy(proxy_id, patch)
+        return self._send(m, p, **o)
+
+    def delete_proxy(self, proxy_id: str) -> None:
+        m, p, o = _Routes.delete_proxy(proxy_id)
+        return self._send(m, p, **o)
+
+    def proxy(self, proxy_id: str, method: str, path: str = "", *, json: Any = None,
+              content: bytes | str | None = None, headers: dict[str, str] | None = None,
+              params: Any = None) -> ProxyResponse:
+        """Call the proxy's destination: `method` on destination_url + `/path`, the body's
+        `{{ token_id }}` expressions replaced by the vault (never seen here). The destination's
+        answer whatever its status; the vault's refusals raise. Sent once: a call may have
+        reached the destination, so it is retried only when the vault refused it (429)."""
+        request = _proxy_request(self._http, proxy_id, method, path, json, content, headers,
+                                 params)
+        for attempt in range(self.retry.attempts):
+            try:
+                response = self._http.send(request)
+            except httpx.TransportError as exc:
+                raise TransportError(f"{method} proxy {proxy_id}: {type(exc).__name__}") from exc
+            if response.status_code == 429 and attempt < self.retry.attempts - 1:
+                self._sleep(self.retry.wait(
+                    attempt, _core.parse_retry_after(response.headers.get("Retry-After"))))
+                continue
+            return _proxy_answer(response)
+        raise AssertionError("unreachable")  # pragma: no cover
+
 
 class AsyncClient:
     """The asynchronous client (httpx.AsyncClient underneath); the same methods, awaited."""
@@ -395,3 +498,42 @@ class AsyncClient:
                    **filters: str) -> AuditPage:
         m, p, o = _Routes.logs(size, start, filters)
         return await self._send(m, p, **o)
+
+    async def create_proxy(self, name: str, destination_url: str, *,
+                           idempotency_key: str | None = None, **fields: Any) -> Proxy:
+        m, p, o = _Routes.create_proxy(name, destination_url, fields)
+        return await self._send(m, p, idempotency_key=idempotency_key, **o)
+
+    async def get_proxy(self, proxy_id: str) -> Proxy:
+        m, p, o = _Routes.get_proxy(proxy_id)
+        return await self._send(m, p, **o)
+
+    async def list_proxies(self, *, size: int | None = None,
+                           start: str | None = None) -> ProxyPage:
+        m, p, o = _Routes.list_proxies(size, start)
+        return await self._send(m, p, **o)
+
+    async def update_proxy(self, proxy_id: str, patch: dict[str, Any]) -> Proxy:
+        m, p, o = _Routes.update_proxy(proxy_id, patch)
+        return await self._send(m, p, **o)
+
+    async def delete_proxy(self, proxy_id: str) -> None:
+        m, p, o = _Routes.delete_proxy(proxy_id)
+        return await self._send(m, p, **o)
+
+    async def proxy(self, proxy_id: str, method: str, path: str = "", *, json: Any = None,
+                    content: bytes | str | None = None, headers: dict[str, str] | None = None,
+                    params: Any = None) -> ProxyResponse:
+        request = _proxy_request(self._http, proxy_id, method, path, json, content, headers,
+                                 params)
+        for attempt in range(self.retry.attempts):
+            try:
+                response = await self._http.send(request)
+            except httpx.TransportError as exc:
+                raise TransportError(f"{method} proxy {proxy_id}: {type(exc).__name__}") from exc
+            if response.status_code == 429 and attempt < self.retry.attempts - 1:
+                await self._sleep(self.retry.wait(
+                    attempt, _core.parse_retry_after(response.headers.get("Retry-After"))))
+                continue
+            return _proxy_answer(response)
+        raise AssertionError("unreachable")  # pragma: no cover

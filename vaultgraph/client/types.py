@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
+
+import orjson
 
 Direction = Literal["children", "parents", "both"]
 
@@ -68,3 +71,36 @@ class AuditEvent(TypedDict):
 class AuditPage(TypedDict):
     pagination: Pagination
     data: list[AuditEvent]
+
+
+class Proxy(TypedDict, total=False):
+    id: str
+    name: str
+    destination_url: str
+    description: str | None
+    header_allowlist: list[str]
+    created_at: str
+    created_by: str | None
+    modified_at: str
+
+
+class ProxyPage(TypedDict):
+    pagination: Pagination
+    data: list[Proxy]
+
+
+@dataclass(frozen=True)
+class ProxyResponse:
+    """The destination's answer to a call through a proxy: whatever its status (a 4xx or 5xx
+    of the destination is not raised; the vault's own refusals are)."""
+
+    status: int
+    content_type: str | None
+    content: bytes = field(repr=False)
+
+    def json(self) -> Any:
+        return orjson.loads(self.content)
+
+    @property
+    def text(self) -> str:
+        return self.content.decode()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -140,10 +140,12 @@ class OutboundClient:
         await self.close()
 
     async def request(self, method: str, url: str | URL, *,
-                      headers: Mapping[str, str] | None = None, body: bytes | None = None,
+                      headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+                      body: bytes | None = None,
                       time_limit: float = 10.0, max_request_bytes: int = 1_048_576,
                       max_answer_bytes: int = 1_048_576, truncate: bool = False) -> Answer:
-        """Send `method url` with `headers` and `body`; the destination's answer, whatever its
+        """Send `method url` with `headers` (a mapping or (name, value) pairs, repeats kept)
+        and `body`; the destination's answer, whatever its
         status (3xx included: a redirect is answered, never followed).
 
         Raises DestinationRefused (the policy refuses the URL, or an address its host resolves
@@ -153,7 +155,7 @@ class OutboundClient:
         body exceeds `max_answer_bytes` and `truncate` is False; with `truncate`, the first
         `max_answer_bytes` bytes are kept instead)."""
         target = url if isinstance(url, URL) else URL(url, encoded=True)
-        if self.policy.check_url(str(target)) is not None:
+        if not self.policy.allows_target(target.scheme, target.host):
             raise DestinationRefused()
         if body is not None and len(body) > max_request_bytes:
             raise RequestTooLarge()

@@ -146,6 +146,15 @@ class AddressPolicy:
         addresses = list(addresses)
         return bool(addresses) and all(self.allows_address(a) for a in addresses)
 
+    def allows_target(self, scheme: str, host: str | None) -> bool:
+        """The checks a URL is put to on every call, before any name is resolved: its scheme,
+        and its host when it is an IP literal (a name's addresses are checked as resolved)."""
+        schemes = ("http", "https") if self.allow_http else ("https",)
+        if scheme.lower() not in schemes or not host:
+            return False
+        address = ip_literal(host)
+        return address is None or self.allows_address(address)
+
     def check_url(self, url: str) -> str | None:
         """None when `url` may be a destination, else the message for the field that holds it
         (a 400). A host name is not resolved here: its addresses are checked on each call."""

@@ -11,7 +11,8 @@ from typing import Any
 
 from ..audit.event import FIELDS
 from ..audit.query import LogFilter
-from .database import Database, datetime_text, one_list
+from .database import Database
+from .records import datetime_text, one_list
 
 BEGINNING = datetime(1, 1, 1, tzinfo=UTC)
 END = datetime(9999, 12, 31, tzinfo=UTC)

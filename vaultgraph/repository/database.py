@@ -31,81 +31,39 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import neo4j
 from neo4j import AsyncDriver, AsyncManagedTransaction
-from neo4j.exceptions import (
-    AuthError,
-    ClientError,
-    ConstraintError,
-    DriverError,
-    Neo4jError,
-    ServiceUnavailable,
-    SessionExpired,
-    TransientError,
-)
+from neo4j.exceptions import ClientError, TransientError
 
 from .. import metrics
 from ..audit import context as audit_context
 from ..catalog import Catalog
-from ..errors import Misconfigured, Unavailable, UniquenessViolation
+from ..deadline import deadline, spending
+from .audit_prefix import audited_params, audited_text
+from .neo4j_errors import map_errors, timed_out
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-UNAVAILABLE = (ServiceUnavailable, SessionExpired)
 DEFAULT_TIMEOUT = 10.0
 # VAULTGRAPH_NEO4J_READ_ROUTING: where reads go on a cluster (the driver's access modes).
 READ_ROUTINGS = {"read": neo4j.READ_ACCESS, "write": neo4j.WRITE_ACCESS}
 
 
-class Budget:
-    """What is left of a request's database time (`VAULTGRAPH_REQUEST_TIMEOUT` in all): each
-    statement or transaction may take what remains, and what it took is spent. Time the request
-    spends elsewhere (its body arriving, rendering) is not database time."""
-
-    __slots__ = ("remaining",)
-
-    def __init__(self, seconds: float):
-        self.remaining = seconds
+def _server_timeout(seconds: float) -> float:
+    """Neo4j's own timeout for a transaction given `seconds` of the budget: it ends the
+    transaction server-side when the caller has stopped waiting (at least 1 ms, its unit)."""
+    return max(seconds, 0.001)
 
 
-# The current request's database time; None (outside a request): `timeout` per statement.
-deadline: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("deadline", default=None)
-
-
-@contextlib.contextmanager
-def request_deadline(seconds: float) -> Iterator[None]:
-    """All the database work inside (statements, transactions, their retries) shares one
-    budget of `seconds`: a request's `VAULTGRAPH_REQUEST_TIMEOUT` in all."""
-    token = deadline.set(Budget(seconds))
-    try:
-        yield
-    finally:
-        deadline.reset(token)
-
-
-@contextlib.contextmanager
-def _spending() -> Iterator[None]:
-    """Charge the time inside to the current request's database budget, if any."""
-    budget = deadline.get()
-    if budget is None:
-        yield
-        return
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    try:
-        yield
-    finally:
-        budget.remaining -= loop.time() - started
-
-
-def _timed_out() -> Unavailable:
-    return Unavailable("The database did not answer in time; try again shortly.", retry_after=1)
+def _bounded(query: neo4j.Query, seconds: float) -> neo4j.Query:
+    """`query` with Neo4j's transaction timeout set to what is left of the budget: work the
+    service no longer waits for does not go on (or commit) after its answer was a 503."""
+    return neo4j.Query(query.text, timeout=_server_timeout(seconds))
 
 
 class Database:
@@ -160,10 +118,6 @@ class Database:
     async def read(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         return await self._statement(name, params, self.read_access)
 
-    async def read_composed(self, query: neo4j.Query, /, **params: Any) -> list[neo4j.Record]:
-        """A read whose text repository/search.py composed from catalog fragments."""
-        return await self._statement("search", params, self.read_access, query=query)
-
     async def write(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         """One write statement; inside a request it also creates the request's audit event in
         the same transaction (audited_text), so the change and its event commit together."""
@@ -198,16 +152,17 @@ class Database:
         loop = asyncio.get_running_loop()
         until = self._deadline(budgeted)
         attempt = 0
-        with _spending() if budgeted else contextlib.nullcontext():
+        with spending() if budgeted else contextlib.nullcontext():
             async with map_errors():
                 while True:
                     try:
                         async with asyncio.timeout_at(until):
                             async with _in_use(), self.session(mode) as session:
-                                result = await session.run(query, params)
+                                result = await session.run(
+                                    _bounded(query, until - loop.time()), params)
                                 return [record async for record in result]
                     except TimeoutError:
-                        raise _timed_out() from None
+                        raise timed_out() from None
                     except TransientError:
                         pause = min(0.01 * 2**attempt, 0.5)
                         attempt += 1
@@ -229,13 +184,16 @@ class Database:
                 metrics.NEO4J_RETRIES.labels("transaction").inc()
             return await work(Transaction(tx, self.catalog, event))
 
+        until = self._deadline()
         try:
-            with _spending():
-                async with (asyncio.timeout_at(self._deadline()), map_errors(), _in_use(),
+            with spending():
+                async with (asyncio.timeout_at(until), map_errors(), _in_use(),
                             self.session() as session):
-                    result = await session.execute_write(run)
+                    left = until - asyncio.get_running_loop().time()
+                    result = await session.execute_write(
+                        neo4j.unit_of_work(timeout=_server_timeout(left))(run))
         except TimeoutError:
-            raise _timed_out() from None
+            raise timed_out() from None
         if event is not None:
             audit_context.written()
         return result
@@ -276,7 +234,7 @@ class Database:
                 result = await session.run(self.catalog["health/ping"])
                 await result.consume()
         except TimeoutError:
-            raise _timed_out() from None
+            raise timed_out() from None
 
     async def warm(self, connections: int) -> None:
         """Open up to `connections` pooled connections at once, so the first burst of requests
@@ -294,54 +252,6 @@ class Database:
             if not self.schema_applied:  # the first time only
                 await self._learn_edition()
         self.schema_applied = True
-
-
-# A write's audit event is created by the write's own statement: this unit subquery runs first,
-# once, and commits or rolls back with the change. The event is completed and linked into its
-# chain by the audit writer (services/audit.py) when the request's outcome is known. Its `at`
-# arrives apart from the rest, as text (`audited_params`), and is stored once, as a DateTime
-# (inside the map it would be stored as text first and then replaced, in every index holding it).
-# When the request holds an Idempotency-Key entry ($idem), the same transaction marks it
-# `written`: committed with the change, rolled back with it, so a retry after an answer that
-# never came knows whether the first request changed anything (cypher/idempotency/claim). A
-# unit subquery: it never changes the statement's rows; a seek on the entry's key, which
-# finds nothing when the request holds no entry (null parameters).
-AUDIT_PREFIX = ("CALL () { CREATE (audit_event:AuditEvent:PendingAuditEvent) "
-                "SET audit_event = $audit, audit_event.at = datetime($audit_at) }\n"
-                "CALL () { MATCH (idem_key:IdempotencyKey {application_id: $idem_application, "
-                "key: $idem_key}) WHERE idem_key.claim = $idem_claim "
-                "SET idem_key.written = true, idem_key.token_ids = $audit.token_ids }\n")
-
-
-def audited_text(text: str) -> str:
-    return AUDIT_PREFIX + text
-
-
-def audited_params(params: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
-    """A write statement's parameters with the request's event for `AUDIT_PREFIX`: its `at` as
-    text (`datetime_text`) in a parameter of its own, the rest as a map."""
-    fields = dict(event)
-    idem = audit_context.claimed_key() or {}
-    return {**params, "audit": fields, "audit_at": datetime_text(fields.pop("at", None)),
-            "idem_application": idem.get("application_id"), "idem_key": idem.get("key"),
-            "idem_claim": idem.get("claim")}
-
-
-def datetime_text(value: Any) -> Any:
-    """A datetime as the ISO-8601 text a statement turns back into the same DateTime with
-    Cypher's `datetime()` (which also takes null). The driver packs a Python datetime through
-    pure-Python time arithmetic, about 0.23 ms a value here; the text costs microseconds
-    (README "Audit", Cost and growth). Anything else passes through unchanged."""
-    return value.isoformat() if hasattr(value, "isoformat") else value
-
-
-def one_list(records: list[neo4j.Record], key: str) -> list[Any]:
-    """The list a page statement collects into its one record (`RETURN collect(...) AS key`).
-
-    A page comes back as one record rather than a record per row: the driver's cost is per
-    message (a socket read, a Record, a hydration pass each), so one message of 50 maps costs a
-    fraction of 50 messages (README, Performance)."""
-    return records[0][key] if records else []
 
 
 class Transaction:
@@ -363,47 +273,6 @@ class Transaction:
             self._event = None
         result = await self._tx.run(text, params)
         return [record async for record in result]
-
-
-class map_errors:
-    """Translate driver failures into domain errors at the repository edge."""
-
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, exc_type, exc, tb):
-        if exc is None:
-            return False
-        kind = _error_kind(exc)
-        if kind is not None:
-            metrics.NEO4J_ERRORS.labels(kind).inc()
-        if isinstance(exc, ConstraintError):
-            raise UniquenessViolation() from exc
-        if isinstance(exc, AuthError):
-            # Configuration, not an outage: the operator must fix the credentials.
-            log.error("neo4j refused the service's credentials: check VAULTGRAPH_NEO4J_USER "
-                      "and VAULTGRAPH_NEO4J_PASSWORD")
-            raise Misconfigured() from exc
-        if isinstance(exc, (*UNAVAILABLE, TransientError)) or (
-                isinstance(exc, DriverError) and not isinstance(exc, Neo4jError)):
-            log.warning("neo4j unavailable", extra={"error": type(exc).__name__})
-            raise Unavailable() from exc
-        return False
-
-
-def _error_kind(exc: BaseException) -> str | None:
-    """The metrics label of a driver failure (metrics.NEO4J_ERROR_KINDS); None: not Neo4j's."""
-    if isinstance(exc, UNAVAILABLE):
-        return "unavailable"
-    if isinstance(exc, TransientError):
-        return "transient"
-    if isinstance(exc, ConstraintError):
-        return "constraint"
-    if isinstance(exc, Neo4jError):
-        return "database"
-    if isinstance(exc, DriverError):
-        return "driver"
-    return None
 
 
 class _in_use:

@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 from ..errors import UniquenessViolation
 from ..tokens.stored import StoredToken
-from .database import Database, Transaction, datetime_text, one_list
+from .database import Database, Transaction
+from .records import datetime_text, one_list
 
 T = TypeVar("T")
 

@@ -1,15 +1,23 @@
-"""Which terms of a query drive it: the index seeks whose union holds every match.
+"""How a query runs: which of its terms drive it from an index, and the data the one search
+statement (`cypher/search/page.cypher`) takes in place of query text.
 
 A term on `id`, `type`, `fingerprint`, `metadata.<key>`, `data`, a date or a graph field is a
 seek in an index; `container` and anything under `NOT` is only a check on tokens found by
 seeks. An `AND` is driven by its most selective child that can drive, an `OR` by the union of
 all its children (each must be able to drive). A query that no seek can answer is refused:
 it would read every token of the tenant.
+
+`compile` turns a tree into a `Plan`: per field, its seeking and its checked terms, and its
+boolean tree in postfix (`program`). The statement's text is the same for every query; only
+this one map parameter changes, so a new query shape costs Neo4j no planning.
 """
 
 from __future__ import annotations
 
-from .query import And, Leaf, Node, Not, Or, Range, Term
+from dataclasses import dataclass
+from typing import Any
+
+from .query import And, Leaf, Node, Not, Range, Term, leaves
 
 # Most selective first: a lookup by id finds one token, a type finds a share of the tenant.
 _RANK = {"id": 0, "fingerprint": 1, "data": 2, "parent": 3, "child": 4, "metadata": 5,
@@ -18,6 +26,15 @@ UNINDEXED = ("The query cannot be answered from an index: it needs at least one 
              "type, fingerprint, data, metadata.<key>, created_at, expires_at, parent, child, "
              "ancestor or descendant that every match must satisfy (`container:` and `NOT` "
              "terms only narrow what those find).")
+# The one statement every search runs.
+STATEMENT = "search/page"
+# The fields that can drive a query, and those that can be checked on what they find.
+SEEK_FIELDS = tuple(_RANK)
+CHECK_FIELDS = (*SEEK_FIELDS, "container")
+# The checks the statement makes on a candidate's own properties.
+PROPERTY_CHECKS = ("id", "type", "container", "fingerprint", "created_at", "expires_at")
+# The program's operators (a term is its place in the query, 0 and up).
+AND, OR, NOT = -1, -2, -3
 
 
 def _cost(leaves_: tuple[Leaf, ...]) -> tuple[int, int]:
@@ -48,15 +65,63 @@ def _among(node: Node, seeks) -> bool:
     return any(node is seek for seek in seeks)
 
 
-def residual(node: Node, seeks: tuple[Leaf, ...]) -> Node | None:
-    """What remains to check on each token the seeks found (None: nothing)."""
-    if len(seeks) == 1 and node is seeks[0]:
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The search statement's `$query` for one query: per field, the terms that seek and the
+    terms checked on what they find (every field present, most lists empty), and the boolean
+    tree in postfix."""
+
+    seeks: dict[str, list[dict[str, Any]]]
+    checks: dict[str, list[dict[str, Any]]]
+    program: list[int]
+
+    @property
+    def terms(self) -> int:
+        """The query's number of terms: its weight in the rate limit."""
+        return sum(map(len, self.seeks.values())) + sum(map(len, self.checks.values()))
+
+    def parameter(self) -> dict[str, Any]:
+        """The statement's `$query`: one map, whatever the query (Neo4j keys its plan cache by
+        each parameter's type, and a list's or a string's size class; a map is only a map)."""
+        seeking = sorted(t["i"] for terms in self.seeks.values() for t in terms)
+        properties = any(self.checks[f] for f in PROPERTY_CHECKS)
+        return {"seeks": self.seeks, "checks": self.checks, "seeking": seeking,
+                "properties": properties, "program": self.program}
+
+
+def _term(place: int, leaf: Leaf) -> dict[str, Any]:
+    if isinstance(leaf, Term):
+        return {"i": place, "value": leaf.value}
+    return {"i": place, "low": leaf.low, "high": leaf.high, "low_inclusive": leaf.low_inclusive,
+            "high_inclusive": leaf.high_inclusive}
+
+
+def _postfix(node: Node, places: dict[int, int], out: list[int]) -> None:
+    # Recursive: the parse has bounded the depth (Limits.max_depth).
+    if isinstance(node, (Term, Range)):
+        out.append(places[id(node)])
+    elif isinstance(node, Not):
+        _postfix(node.child, places, out)
+        out.append(NOT)
+    else:
+        op = AND if isinstance(node, And) else OR
+        for n, child in enumerate(node.children):
+            _postfix(child, places, out)
+            if n:
+                out.append(op)
+
+
+def compile(tree: Node) -> Plan | None:
+    """The plan of a query, or None when no index can answer it (`UNINDEXED`)."""
+    seeks = drivers(tree)
+    if seeks is None:
         return None
-    if isinstance(node, Or) and all(_among(child, seeks) for child in node.children):
-        return None  # the union of the seeks is the OR itself
-    if isinstance(node, And) and len(seeks) == 1:
-        rest = tuple(child for child in node.children if child is not seeks[0])
-        if len(rest) == 1:
-            return rest[0]
-        return And(rest, node.depth) if rest != node.children else node
-    return node
+    terms = list(leaves(tree))
+    places = {id(leaf): i for i, leaf in enumerate(terms)}
+    program: list[int] = []
+    _postfix(tree, places, program)
+    seeking: dict[str, list[dict[str, Any]]] = {name: [] for name in SEEK_FIELDS}
+    checked: dict[str, list[dict[str, Any]]] = {name: [] for name in CHECK_FIELDS}
+    for place, leaf in enumerate(terms):
+        (seeking if _among(leaf, seeks) else checked)[leaf.field].append(_term(place, leaf))
+    return Plan(seeking, checked, program)

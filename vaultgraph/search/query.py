@@ -30,9 +30,9 @@ from lark.exceptions import (
 )
 
 from ..errors import invalid
+from ..tokens.fields import metadata_filter_key
 
 QUERY_FIELD = "query"
-METADATA_PREFIX = "metadata."
 # Fields that match one exact value (metadata: case-insensitively; container: a path prefix).
 EXACT_FIELDS = ("id", "type", "container", "fingerprint", "data")
 DATE_FIELDS = ("created_at", "expires_at")
@@ -210,9 +210,9 @@ class _Build(Transformer_NonRecursive):
         value = items[1]
         name = str(name_token)
         position = name_token.start_pos + 1
-        if name.startswith(METADATA_PREFIX):
-            return Term("metadata", self._text(value, name, position),
-                        key=name[len(METADATA_PREFIX):].lower())
+        key = metadata_filter_key(name)
+        if key is not None:
+            return Term("metadata", self._text(value, name, position), key=key)
         if name in DATE_FIELDS:
             if isinstance(value, _RawRange):
                 return value.build(name)

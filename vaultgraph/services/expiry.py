@@ -20,9 +20,9 @@ import uuid
 
 from .. import metrics
 from ..audit.event import SYSTEM
-from ..logs import trace_id_var
+from ..logging_setup import trace_id_var
 from ..repository.expiry import ExpiryRepository
-from .audit import AuditWriter
+from .audit_writer import AuditWriter
 
 log = logging.getLogger(__name__)
 

@@ -53,21 +53,24 @@ class TokenBuckets:
         while len(self._buckets) > MAX_BUCKETS:
             self._buckets.popitem(last=False)
 
-    def _verdict(self, allowed: bool, tokens: float) -> Verdict:
+    def _verdict(self, allowed: bool, tokens: float, cost: float = 1) -> Verdict:
         return Verdict(
             allowed=allowed, limit=self.burst, remaining=max(0, math.floor(tokens)),
             reset=max(0, math.ceil((self.burst - tokens) / self.rate)),
-            retry_after=0 if allowed else max(1, math.ceil((1 - tokens) / self.rate)))
+            retry_after=0 if allowed else max(1, math.ceil((cost - tokens) / self.rate)))
 
-    def take(self, key: str) -> Verdict:
-        """Spend one token when there is one."""
+    def take(self, key: str, cost: float = 1) -> Verdict:
+        """Spend `cost` tokens when the bucket holds them, else none (a refused request costs
+        nothing more). A cost above the burst is charged as the burst: such a request passes
+        when the bucket is full, rather than never."""
+        cost = min(max(0, cost), self.burst)
         now = self._clock()
         tokens = self._level(key, now)
-        allowed = tokens >= 1
+        allowed = tokens >= cost
         if allowed:
-            tokens -= 1
+            tokens -= cost
         self._store(key, tokens, now)
-        return self._verdict(allowed, tokens)
+        return self._verdict(allowed, tokens, cost)
 
     def peek(self, key: str) -> Verdict:
         """Whether a token is there, spending none."""

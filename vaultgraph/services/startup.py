@@ -1,14 +1,19 @@
 """Start-up work that needs Neo4j, in the background so the process listens at once: apply the
-schema, check the key-encryption key against the stored tenant keys, warm the pool. Until it is
-done `/ready` answers 503; while Neo4j is down it retries with backoff."""
+schema, check the key-encryption key against the stored tenant keys, open the pool's
+connections and have Neo4j plan every catalog statement (repository/warmup.py), so the first
+requests after a (re)start cost what later ones do. Until it is done `/ready` answers 503;
+while Neo4j is down it retries with backoff. The log's "ready" line says how long it took."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Awaitable, Callable
 
 from ..errors import Unavailable, WrongKey
 from ..repository.database import Database
+from ..repository.warmup import Prepared, prepare
 from .health import Readiness
 from .tenants import TenantService
 
@@ -17,22 +22,29 @@ log = logging.getLogger("vaultgraph.startup")
 
 class Startup:
     def __init__(self, db: Database, readiness: Readiness, tenants: TenantService | None,
-                 warm: int, max_pause: float = 0.5):
+                 warm: int, max_pause: float = 0.5,
+                 prepare: Callable[[], Awaitable[None]] | None = None):
         self._db = db
+        self._prepare = prepare
         self._readiness = readiness
         self._tenants = tenants
         self._warm = warm
         self._max_pause = max_pause
+        self.prepared: Prepared | None = None  # what the warm-up planned, once ready
 
     async def run(self) -> None:
         """Returns once ready; raises `WrongKey` (the process must not serve)."""
         pause = 0.1
+        started = time.perf_counter()
         while True:
             try:
                 await self._db.apply_schema()
                 if self._tenants is not None:
                     await self._tenants.verify_key_ring()
                 await self._db.warm(self._warm)
+                planned = time.perf_counter()
+                self.prepared = prepared = await prepare(
+                    self._db, concurrency=max(1, min(self._warm, 4)))
             except WrongKey:
                 raise
             except Unavailable:
@@ -40,5 +52,23 @@ class Startup:
                 pause = min(pause * 2, self._max_pause)
                 continue
             self._readiness.started = True
-            log.info("ready")
+            now = time.perf_counter()
+            log.info("ready", extra={
+                "ms": round((now - started) * 1000, 1),
+                "statements_prepared": prepared.statements,
+                "prepare_ms": round((now - planned) * 1000, 1)})
+            await self._prepared()
             return
+
+    async def _prepared(self) -> None:
+        """Statements planned ahead, once the service is ready (the search statement: seconds
+        of Neo4j's planning, longer on a cold or busy server, which the first search would
+        wait for otherwise; readiness does not wait for it). A failure costs only that wait:
+        logged."""
+        if self._prepare is None:
+            return
+        try:
+            await self._prepare()
+        except Exception as exc:
+            log.warning("search statement not planned ahead",
+                        extra={"error": type(exc).__name__})

@@ -17,7 +17,8 @@ import orjson
 from ..audit.context import note_tokens
 from ..auth.permissions import TOKEN_CREATE, TOKEN_DELETE, TOKEN_READ, TOKEN_UPDATE
 from ..auth.principal import Principal
-from ..auth.rules import MASK, REVEAL, TRANSFORMS
+from ..auth.rules import MASK
+from ..auth.token_access import VIEW_FIELDS, match_transform, may_merge, update_refusal
 from ..errors import Conflict, Forbidden, Invalid, NotFound, TooLarge, UniquenessViolation, invalid
 from ..expressions import (
     DEFAULT_FINGERPRINT_EXPRESSION,
@@ -39,10 +40,6 @@ from .rendering import Renderer
 
 NOT_FOUND = "No token with that id."
 META_SEPARATOR = "\u001f"
-NEEDS_REVEAL = ("Changing a token's mask, fingerprint expression or search indexes needs a rule "
-                "that reveals the token to the application.")
-MOVE_REVEALS = ("The application may not move a token into containers where it would read more "
-                "of the token's data.")
 
 
 @dataclass
@@ -283,7 +280,7 @@ class TokenService:
         """What the caller is shown of a create's result: the new token under its transform
         (plaintext in hand), or the dedup match as the caller may see it."""
         if deduplicated:
-            return self._dedup_answer(principal, token)
+            return dedup_answer(principal, token)
         draft = prepared.draft
         transform = principal.decide(draft.containers, TOKEN_READ).transform
         return Shown(token, transform, data=draft.data, mask=draft.mask, plaintext_known=True)
@@ -307,16 +304,6 @@ class TokenService:
         [body] = await self.render(principal, [self.created_answer(
             principal, prepared, result.token, result.deduplicated)])
         return body, result.deduplicated
-
-    @staticmethod
-    def _dedup_answer(principal: Principal, match: StoredToken,
-                      extras: dict | None = None) -> Shown | Summary:
-        """A dedup match as the caller may see it: in full under its transform, or cut down."""
-        extras = extras or {"deduplicated": True}
-        decision = principal.decide(match.containers, TOKEN_READ)
-        if not decision.allowed:
-            return Summary(match, extras)
-        return Shown(match, decision.transform, extras=extras)
 
     async def get(self, principal: Principal, token_id: str) -> dict:
         node = await self.repo.get(tenant_id=principal.tenant_id, id=token_id,
@@ -368,34 +355,6 @@ class TokenService:
         [body] = await self.render(principal, [await self.repo.unit_of_work(work)])
         return body
 
-    @staticmethod
-    def _check_no_new_view(principal: Principal, node: StoredToken, current: dict,
-                           draft: Draft) -> None:
-        """An update may not show the caller more of the data than its read rule does.
-
-        Plaintext always takes a reveal rule: without one, a mask of `{{ data }}` would show the
-        caller the data through its mask rule, and a fingerprint or search index over one digit,
-        compared with keyed HMACs of guesses, would spell it out. Moving a token to containers
-        where the caller's read transform is stronger would reveal it as plainly.
-        """
-        shown = principal.decide(node.containers, TOKEN_READ).transform
-        if shown != REVEAL and (
-                draft.mask != current["mask"]
-                or draft.fingerprint_expression != current["fingerprint_expression"]
-                or draft.search_indexes != current["search_indexes"]):
-            raise Forbidden(NEEDS_REVEAL)
-        moved = principal.decide(draft.containers, TOKEN_READ).transform
-        if TRANSFORMS.index(moved) > TRANSFORMS.index(shown):
-            raise Forbidden(MOVE_REVEALS)
-
-    @staticmethod
-    def _may_merge(principal: Principal, node: StoredToken, match: StoredToken) -> bool:
-        """Update-dedup merges only into a token the caller may read and update, and only when
-        it may delete the token merged away; otherwise the update is a plain one."""
-        return (principal.decide(match.containers, TOKEN_READ).allowed
-                and principal.decide(match.containers, TOKEN_UPDATE).allowed
-                and principal.decide(node.containers, TOKEN_DELETE).allowed)
-
     async def _apply_update(self, uow: TokenUnitOfWork, principal: Principal,
                             node: StoredToken, patch: dict) -> Shown | Summary:
         keys = principal.keys
@@ -431,7 +390,11 @@ class TokenService:
             # Every container added and every one removed needs the permission on its own.
             raise Forbidden("The application may not move tokens into or out of these "
                             "containers.")
-        self._check_no_new_view(principal, node, current, draft)
+        refusal = update_refusal(
+            principal, node.containers, draft.containers,
+            changed=[name for name in VIEW_FIELDS if getattr(draft, name) != current[name]])
+        if refusal is not None:
+            raise Forbidden(refusal)
         props, digests = self._props(principal, node.id, draft)
         props["modified_by"] = principal.application_id
         match = None
@@ -443,17 +406,28 @@ class TokenService:
             match = await uow.find_duplicate(
                 tenant_id=principal.tenant_id, id=node.id, type=node.type,
                 fingerprint=props["fingerprint"])
-            if match is not None and self._may_merge(principal, node, match):
+            if match is not None and may_merge(principal, node.containers, match.containers):
                 await uow.merge_into(tenant_id=principal.tenant_id, id=node.id,
                                      into=match.id, actor=principal.application_id)
-                return self._dedup_answer(principal, match)
+                return dedup_answer(principal, match)
         updated = await uow.update(
             tenant_id=principal.tenant_id, id=node.id, props=props,
             expires_at=draft.expires_at, meta_kvs=meta_kvs(draft.metadata),
             index_digests=digests)
-        if match is not None and not principal.decide(match.containers, TOKEN_READ).allowed:
+        if match is not None and match_transform(principal, match.containers) is None:
             # A duplicate the caller cannot read: updated, not merged, and answered with the
             # same cut-down summary as on create (spec §4.4: its contents stay hidden).
             return Summary(match, {"deduplicated": True, "merged": False})
         transform = principal.decide(draft.containers, TOKEN_READ).transform
         return Shown(updated, transform, data=draft.data, mask=draft.mask, plaintext_known=True)
+
+
+def dedup_answer(principal: Principal, match: StoredToken,
+                 extras: dict | None = None) -> Shown | Summary:
+    """A dedup match as the caller may see it (`auth/token_access.py` `match_transform`): in
+    full under its transform, or cut down to a summary."""
+    extras = extras or {"deduplicated": True}
+    transform = match_transform(principal, match.containers)
+    if transform is None:
+        return Summary(match, extras)
+    return Shown(match, transform, extras=extras)

@@ -34,6 +34,19 @@ _MAX_OFFSET = timedelta(hours=14)
 # ISO 8601 through dateutil, with 'T' between date and time (any other character is refused).
 _ISO = isoparser(sep="T")
 
+# A filter on a metadata entry names it `metadata.<key>` (the list routes' query strings, the
+# search language's fields); keys match case-insensitively.
+METADATA_PREFIX = "metadata."
+
+
+def metadata_filter_key(name: str) -> str | None:
+    """The metadata key the filter name `metadata.<key>` stands for (lower-cased), or None when
+    `name` is not a metadata filter."""
+    if not name.startswith(METADATA_PREFIX):
+        return None
+    return name[len(METADATA_PREFIX):].lower()
+
+
 def validate_token_id(value: object) -> str:
     if not isinstance(value, str):
         raise ValueError("must be a string")

@@ -17,7 +17,7 @@ from vaultgraph.audit import context as audit_context
 from vaultgraph.errors import Unavailable
 from vaultgraph.repository.audit import BEGINNING, END, AuditRepository, native
 from vaultgraph.repository.database import Database
-from vaultgraph.services.audit import AuditWriter
+from vaultgraph.services.audit_writer import AuditWriter
 
 CANARY = "4111111111111111"  # a Luhn-valid card number that must never reach an event
 EVENT_FIELDS = {"id", "at", "tenant_id", "application_id", "key_id", "operation", "route",
@@ -113,13 +113,15 @@ async def test_refusals_are_recorded(client, admin_headers, tenant, reader, audi
 
 
 async def test_a_401_is_recorded_without_a_tenant_and_shown_to_none(client, auditor):
+    trace = uuid.uuid4().hex
     resp = await client.get("/tokens/some-id", headers={"SVC-API-KEY": "vg_nope",
-                                                        "SVC-TRACE-ID": "trace-401-test"})
+                                                        "SVC-TRACE-ID": trace})
     assert resp.status == 401
-    rows = await cypher(client, "MATCH (e:AuditEvent {trace_id: 'trace-401-test'}) "
-                                "RETURN e.tenant_id AS t, e.outcome AS o, e.status AS s")
-    assert rows[-1] == {"t": None, "o": "denied", "s": 401}
-    assert all(e["trace_id"] != "trace-401-test" for e in await logs(client, auditor))
+    rows = await cypher(client, "MATCH (e:AuditEvent {trace_id: $trace}) "
+                                "RETURN e.tenant_id AS t, e.outcome AS o, e.status AS s",
+                        trace=trace)
+    assert rows == [{"t": None, "o": "denied", "s": 401}]
+    assert all(e["trace_id"] != trace for e in await logs(client, auditor))
 
 
 async def test_events_hold_no_data_masks_metadata_values_or_fingerprints(
@@ -157,8 +159,11 @@ async def test_list_events_name_the_returned_tokens_and_count_transforms(
 async def test_a_write_and_its_event_commit_together(client, admin_headers, tenant):
     card = await create_card(client, admin_headers, id="tok-audit-1")
     # At the answer, the write's event is already there (written with the token).
-    rows = await cypher(client, "MATCH (e:AuditEvent) WHERE $id IN e.token_ids AND "
-                                "e.route = 'POST /tokens' RETURN e.outcome AS o", id=card["id"])
+    # (The tenant is the test's own: the shared test database keeps other runs' events, and
+    # the id is fixed.)
+    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) WHERE $id IN e.token_ids "
+                                "AND e.route = 'POST /tokens' RETURN e.outcome AS o",
+                        id=card["id"], t=tenant.tenant_id)
     assert rows == [{"o": "success"}]
     # A refused write (the id is taken) rolls back, event and all; its own event says so.
     resp = await client.post("/tokens", json={"type": "card", "id": "tok-audit-1",
@@ -243,7 +248,7 @@ async def test_a_write_whose_commit_went_unconfirmed_has_its_event_linked_once(
 
 async def test_every_event_time_is_stored_as_the_datetime_it_was_taken(client, admin_headers,
                                                                       tenant, reader):
-    """`at` travels to Neo4j as text (repository/database.py audited_params) and is stored as a
+    """`at` travels to Neo4j as text (repository/audit_prefix.py audited_params) and is stored as a
     zoned DateTime: a write's event (its own statement, completed by the batch) and a read's
     (the batch alone) alike, in the order taken, and the chain over them still verifies."""
     before = datetime.now(UTC)
@@ -383,12 +388,12 @@ def held_back(caplog, chain: str) -> list[str]:
 
 
 async def test_a_pruned_chain_still_verifies_from_its_checkpoint(client, six_events):
-    audit_log = client.server.app[services_key].audit_log
+    pruner = client.server.app[services_key].audit_pruner
     ats = {r["seq"]: r["at"] for r in await cypher(
         client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.seq AS seq, e.at AS at",
         c=chain_of(client))}
     cutoff = ats[4]  # the driver's own DateTime: exact to the nanosecond
-    await audit_log.prune_before(cutoff)  # (other tests' chains are pruned as well)
+    await pruner.prune_before(cutoff)  # (other tests' chains are pruned as well)
     left = [e["seq"] for e in await chain_events(client)]
     # Only the chain's prefix older than the cutoff goes: the survivors run on from the
     # checkpoint to the tail (a write's event may be linked after a later read's, so the
@@ -410,15 +415,15 @@ async def test_a_prune_leaves_nothing_of_a_chain_below_its_checkpoint(client, si
     a later deletion of seq 2 is named; and a prune never goes past a gap."""
     old, new = datetime(1990, 1, 1, tzinfo=UTC), datetime.now(UTC)
     await retimed(client, {1: old, 2: new, 3: old})
-    audit_log = client.server.app[services_key].audit_log
+    pruner = client.server.app[services_key].audit_pruner
     cutoff = datetime(2000, 1, 1, tzinfo=UTC)
-    assert await audit_log.prune_before(cutoff) >= 1
+    assert await pruner.prune_before(cutoff) >= 1
     assert [e["seq"] for e in await chain_events(client)] == [2, 3, 4, 5, 6]
     assert await checkpoint_of(client) == 1
     await cypher(client, "MATCH (e:AuditEvent {chain: $c, seq: 2}) DETACH DELETE e",
                  c=chain_of(client))
     assert await verify_own_chain(client) == [f"deleted: chain {chain_of(client)} seq 2"]
-    await audit_log.prune_before(cutoff)  # seq 3 is old, but past the gap
+    await pruner.prune_before(cutoff)  # seq 3 is old, but past the gap
     assert [e["seq"] for e in await chain_events(client)] == [3, 4, 5, 6]
     assert held_back(caplog, chain_of(client)) == ["gap"]
     assert await verify_own_chain(client) == [f"deleted: chain {chain_of(client)} seq 2"]
@@ -440,7 +445,8 @@ async def test_a_prune_stops_before_a_tampered_event_and_signs_no_forged_mac(
     chain = chain_of(client)
     await cypher(client, tamper, c=chain)
     audit_log = client.server.app[services_key].audit_log
-    await audit_log.prune_before(datetime(2000, 1, 1, tzinfo=UTC), batch=2)
+    pruner = client.server.app[services_key].audit_pruner
+    await pruner.prune_before(datetime(2000, 1, 1, tzinfo=UTC), batch=2)
     assert await checkpoint_of(client) == 2
     assert sorted({e["seq"] for e in await chain_events(client)}) == [3, 4, 5, 6]
     assert held_back(caplog, chain) == [defect]
@@ -467,6 +473,7 @@ async def test_a_prune_deletes_old_events_out_of_every_chain_s_order(client, six
     process died), and one in a chain no writer started: `verify` names the two that are in no
     chain's order, and they go by time alone."""
     audit_log = client.server.app[services_key].audit_log
+    pruner = client.server.app[services_key].audit_pruner
     await retimed(client, {2: datetime(1990, 1, 1, tzinfo=UTC)})
     await pruned_by_time_alone(client, six_events)
     strays = [f"orphan-{uuid.uuid4()}", f"stray-{uuid.uuid4()}"]
@@ -476,7 +483,7 @@ async def test_a_prune_deletes_old_events_out_of_every_chain_s_order(client, six
                          "at: datetime('1990-01-01T00:00:00Z')})", ids=strays)
     found = {f.event_id: f.kind for f in await audit_log.verify() if f.event_id in strays}
     assert found == dict.fromkeys(strays, "unlinked")
-    assert await audit_log.prune_before(datetime(2000, 1, 1, tzinfo=UTC), batch=1) >= 3
+    assert await pruner.prune_before(datetime(2000, 1, 1, tzinfo=UTC), batch=1) >= 3
     assert [e["seq"] for e in await chain_events(client)] == [4, 5, 6]
     assert not await cypher(client, "MATCH (e:AuditEvent) WHERE e.id IN $ids RETURN e",
                             ids=strays)

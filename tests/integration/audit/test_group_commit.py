@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.errors import Unavailable
 from vaultgraph.repository.audit import AuditRepository
-from vaultgraph.services.audit import AuditWriter
+from vaultgraph.services.audit_writer import AuditWriter
 
 # Far longer than any test may take: a batch that waited for it would hang the test, which the
 # guard below turns into a failure instead.

@@ -108,3 +108,36 @@ async def test_concurrent_requests_with_a_valid_key_spend_no_failure_budget(
         assert {r.status for r in answers} == {200}
         app[services_key].authenticator.invalidate()  # the next burst looks the key up again
     await call(client, "GET", "/tokens", {"SVC-API-KEY": apikeys.generate()}, expect=401)
+
+
+async def test_refusals_after_authentication_spend_the_bucket_and_carry_its_headers(
+        client, admin_headers):
+    """Issue #36: a 403 took nothing from the bucket and had no RateLimit-* headers, though
+    each refusal writes an audit event (an application could fill the trail for free)."""
+    reader = await application(client, admin_headers, permissions=["token:read"])
+    seen = []
+    for _ in range(BURST):
+        resp, problem = await call(client, "POST", "/tokens", reader, json=card(), expect=403)
+        assert problem["type"].endswith("/forbidden")
+        seen.append((resp.headers["RateLimit-Limit"], resp.headers["RateLimit-Remaining"]))
+    assert seen == [(str(BURST), str(BURST - n)) for n in range(1, BURST + 1)]
+    # Over the limit, the next request is refused as such before its permission is looked at.
+    resp, problem = await call(client, "POST", "/tokens", reader, json=card(), expect=429)
+    assert problem["type"].endswith("/rate-limited")
+    assert resp.headers["RateLimit-Remaining"] == "0" and int(resp.headers["Retry-After"]) >= 1
+    await call(client, "GET", "/tokens", reader, expect=429)
+
+
+async def test_every_refusal_of_an_authenticated_request_carries_the_headers(
+        client, admin_headers):
+    # A 404, a 400 and a 415: each spends one and says so.
+    answers = [
+        (await call(client, "GET", "/tokens/none", admin_headers, expect=404))[0],
+        (await call(client, "POST", "/tokens", admin_headers, json={"type": "nope"},
+                    expect=400))[0],
+        await client.post("/tokens", data=b"x", headers={**admin_headers,
+                                                         "Content-Type": "text/plain"}),
+    ]
+    assert answers[2].status == 415
+    assert [r.headers["RateLimit-Remaining"] for r in answers] == \
+        [str(BURST - 1), str(BURST - 2), str(BURST - 3)]

@@ -101,7 +101,7 @@ async def test_list_by_ids_seeks_each_id(client):
 async def test_a_write_with_its_audit_event_and_idempotency_mark_is_index_backed(client, name):
     # Inside a request every write carries the audit prefix: the event, and the mark on the
     # request's Idempotency-Key entry (a seek on the entry's key, never a scan of the entries).
-    from vaultgraph.repository.database import audited_text
+    from vaultgraph.repository.audit_prefix import audited_text
 
     db = database(client.server.app)
     params = {**PARAMS, "parent_id": "p", "child_id": "c", "audit": {"token_ids": ["x"]},

@@ -139,7 +139,7 @@ async def test_a_service_with_key_ring_k1_k2_reads_what_was_written_under_k1(
 
 
 async def test_an_expiry_is_stored_as_the_datetime_given_on_create_and_on_update(api, client):
-    """Expiries travel to Neo4j as text (repository/database.py datetime_text) and are stored
+    """Expiries travel to Neo4j as text (repository/records.py datetime_text) and are stored
     as the zoned DateTime they name, to the microsecond, in UTC: the expiry index and the
     sweeper compare DateTimes, never text."""
     created = await api.create({"type": "token", "data": {"n": "1"}, "id": "exp-1",

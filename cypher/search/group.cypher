@@ -1,2 +1,0 @@
-// Brackets one check of search/frame ({{inner}}), so AND, OR and NOT keep the query's grouping.
-({{inner}})

@@ -1,2 +1,0 @@
-// Check for `id:X` on a candidate `t` of search/frame.
-t.id = $value

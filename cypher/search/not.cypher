@@ -1,2 +1,0 @@
-// Precedes a check of search/frame: it does not hold.
-NOT

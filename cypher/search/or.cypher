@@ -1,2 +1,0 @@
-// Joins two checks of search/frame: either holds.
-OR

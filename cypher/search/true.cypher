@@ -1,2 +1,0 @@
-// The check of search/frame when the seeks alone answer the query.
-true

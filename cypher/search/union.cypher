@@ -1,2 +1,0 @@
-// Joins two seeks of search/frame: the candidates of either (duplicates dropped).
-UNION

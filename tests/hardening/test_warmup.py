@@ -1,0 +1,111 @@
+"""Issue #36.6 (ready is not ready): before `/ready` turns 200, start-up has Neo4j plan every
+statement in the form the requests send it (its text, the audit prefix included where a write
+carries it, and its parameters' types: Neo4j caches a plan under both), so the first requests
+after a (re)start do not pay for planning; until then `/ready` is 503."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import orjson
+from support.statements import recording
+
+from vaultgraph.api.typedefs import services_key
+from vaultgraph.repository.warmup import NOT_HERE, parameters
+from vaultgraph.services import startup as startup_module
+
+from .conftest import wait_ready
+
+CARD = {"type": "card", "data": {"number": "4242424242424242"}}
+EXPLAIN = "EXPLAIN "
+
+
+async def _use_cases(http: aiohttp.ClientSession, key: str) -> None:
+    """What a client does first: create, read, list, change, link, delete, read the trail."""
+    headers = {"SVC-API-KEY": key}
+
+    async def call(method: str, path: str, status: int, *, json=None,
+                   content_type: str | None = None) -> dict | None:
+        sent = {**headers, **({"Content-Type": content_type} if content_type else {})}
+        body = {"data": orjson.dumps(json)} if json is not None else {}
+        async with http.request(method, path, headers=sent, **body) as resp:
+            assert resp.status == status, (method, path, await resp.text())
+            return await resp.json() if resp.status != 204 else None
+
+    parent = await call("POST", "/tokens", 201, json=CARD, content_type="application/json")
+    child = await call("POST", "/tokens", 201, json={"type": "token", "data": "x"},
+                       content_type="application/json")
+    await call("GET", f"/tokens/{parent['id']}", 200)
+    await call("GET", "/tokens", 200)
+    await call("PATCH", f"/tokens/{child['id']}", 200, json={"metadata": {"k": "v"}},
+               content_type="application/merge-patch+json")
+    await call("POST", f"/tokens/{parent['id']}/children/{child['id']}", 201)
+    await call("GET", f"/tokens/{parent['id']}/children", 200)
+    await call("DELETE", f"/tokens/{parent['id']}/children/{child['id']}", 204)
+    await call("DELETE", f"/tokens/{child['id']}", 204)
+    await call("GET", "/applications", 200)
+    await call("GET", "/logs", 200)
+
+
+async def test_every_statement_the_first_requests_send_was_planned_before_ready(
+        serve, tenant):
+    with recording() as sent:
+        served = await serve()
+        await wait_ready(served)
+        ready = sent.mark()
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{served.port}") as http:
+            await _use_cases(http, tenant.key)
+        services = served.app[services_key]
+        await services.audit_writer.settle()
+        after = [(s.text, s.types) for s in sent.since(ready)
+                 if not s.text.startswith(EXPLAIN)]
+
+    db = services.database
+    prepared = services.startup.prepared
+    catalog = {db.catalog.text(n) for n in db.catalog.names()}
+    explained = {(s.text.removeprefix(EXPLAIN), s.types) for s in sent.since(0)[:ready]
+                 if s.text.startswith(EXPLAIN)}
+    planned = prepared.forms
+    assert planned <= explained  # sent before /ready turned 200
+    # Every catalog statement outside the schema and search was planned (search is planned once
+    # ready), and writes with the audit prefix too; nothing was refused as not a statement.
+    planned_texts = {text for text, _ in planned}
+    assert [n for n in db.catalog.names() if db.catalog.text(n) not in planned_texts] == [
+        n for n in db.catalog.names() if n.startswith(NOT_HERE)]
+    assert prepared.skipped == []
+    assert any(t.startswith("CALL () { CREATE (audit_event") for t in planned_texts)
+    # What the requests sent is a form the warm-up planned: its text and the types of the
+    # parameters it uses (a call may pass more, which the statement ignores).
+    sent_by_requests = [(text, _used(text, types)) for text, types in after
+                        if text in catalog or text.startswith("CALL () { CREATE (audit_event")]
+    assert len(sent_by_requests) >= 10
+    missing = [(text[:80], types) for text, types in sent_by_requests
+               if (text, types) not in planned]
+    assert missing == []
+
+
+def _used(text: str, types: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    names = set(parameters(text))
+    return tuple((name, kind) for name, kind in types if name in names)
+
+
+async def test_ready_is_503_until_the_statements_are_planned(serve, monkeypatch):
+    entered, release = asyncio.Event(), asyncio.Event()
+    real = startup_module.prepare
+
+    async def held(*args, **kwargs):
+        entered.set()
+        await release.wait()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(startup_module, "prepare", held)
+    served = await serve()
+    async with asyncio.timeout(60):
+        await entered.wait()  # schema applied, key ring checked, pool opened: planning next
+    async with aiohttp.ClientSession(f"http://127.0.0.1:{served.port}") as http:
+        async with http.get("/ready") as resp:
+            assert resp.status == 503
+            assert (await resp.json())["detail"] == "The service is starting."
+        release.set()
+        await wait_ready(served)

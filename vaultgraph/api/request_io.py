@@ -1,0 +1,81 @@
+"""A request's way in and out, shared by every handler: its body (bounded in time, as JSON of
+its declared type), its principal, and a problem+json answer."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+
+from ..logging_setup import trace_id_var
+from . import problems
+from .endpoints import PROBLEM_JSON, compile_dumper
+from .typedefs import PRINCIPAL, settings_key
+
+_PROBLEM = compile_dumper(problems.ProblemSchema)
+
+
+def problem_body(problem: problems.Problem, trace_id: str | None = None) -> bytes:
+    """The problem's JSON, with the request's trace id (`trace_id`) when there is one."""
+    body = problem.body()
+    trace_id = trace_id or trace_id_var.get()
+    if trace_id:
+        body["trace_id"] = trace_id
+    return orjson.dumps(_PROBLEM(body))
+
+
+def problem_response(problem: problems.Problem) -> web.Response:
+    response = web.Response(body=problem_body(problem), status=problem.status,
+                            headers=problem.headers, content_type=PROBLEM_JSON)
+    if problem.close:
+        response.force_close()
+    return response
+
+
+def _cut_short(problem: problems.Problem) -> problems.Problem:
+    """The body was not read whole: the connection closes after the answer."""
+    problem.close = True
+    return problem
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The body's bytes. A body must arrive in time (a client promising bytes it never sends
+    holds a connection otherwise): 408 past `VAULTGRAPH_BODY_READ_TIMEOUT`; one the parser
+    refuses (a malformed chunk) is a 400 that quotes none of it. Either closes the connection."""
+    try:
+        async with asyncio.timeout(request.app[settings_key].body_read_timeout or None):
+            return await request.read()
+    except TimeoutError:
+        raise _cut_short(problems.RequestTimeout(
+            "The request body was not received in time.")) from None
+    except HttpProcessingError:
+        raise _cut_short(problems.BadRequest("The request body is not valid HTTP.")) from None
+
+
+async def read_json(request: web.Request, content_type: str = "application/json") -> Any:
+    """The body as JSON of the given media type: 415 for another type, 400 for bad JSON."""
+    if request.content_type != content_type:
+        raise problems.UnsupportedMediaType(f"Content-Type must be {content_type}.")
+    raw = await read_body(request)
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise problems.BadRequest("The request body is not valid JSON.") from None
+
+
+async def read_object(request: web.Request, content_type: str = "application/json") -> dict:
+    """The body as a JSON object (read_json); another JSON value is a 400 saying so."""
+    body = await read_json(request, content_type)
+    if not isinstance(body, dict):
+        raise problems.BadRequest(NOT_AN_OBJECT)
+    return body
+
+
+NOT_AN_OBJECT = "The request body must be a JSON object."
+
+
+def principal(request: web.Request):
+    return request[PRINCIPAL]

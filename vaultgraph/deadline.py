@@ -1,0 +1,56 @@
+"""A request's database time: one budget (`VAULTGRAPH_REQUEST_TIMEOUT` in all, retries
+included) set once when a protected request starts (api/middleware.py `audit`) and drawn on by
+every statement and transaction the request runs (repository/database.py), and by the wait
+for its audit event. Here, outside the layers, so every layer may read it: the HTTP layer sets
+it, storage spends it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+from collections.abc import Iterator
+
+
+class Budget:
+    """What is left of a request's database time (`VAULTGRAPH_REQUEST_TIMEOUT` in all): each
+    statement or transaction may take what remains, and what it took is spent. Time the request
+    spends elsewhere (its body arriving, rendering) is not database time."""
+
+    __slots__ = ("remaining",)
+
+    def __init__(self, seconds: float):
+        self.remaining = seconds
+
+
+# The current request's database time; None (outside a request): `timeout` per statement.
+deadline: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("deadline", default=None)
+
+
+@contextlib.contextmanager
+def request_deadline(seconds: float) -> Iterator[Budget]:
+    """All the database work inside (statements, transactions, their retries) shares one
+    budget of `seconds`: a request's `VAULTGRAPH_REQUEST_TIMEOUT` in all. The budget is
+    yielded: what is left of it after the block bounds the wait for the request's audit
+    event (api/middleware.py)."""
+    budget = Budget(seconds)
+    token = deadline.set(budget)
+    try:
+        yield budget
+    finally:
+        deadline.reset(token)
+
+
+@contextlib.contextmanager
+def spending() -> Iterator[None]:
+    """Charge the time inside to the current request's database budget, if any."""
+    budget = deadline.get()
+    if budget is None:
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        yield
+    finally:
+        budget.remaining -= loop.time() - started

@@ -1,0 +1,138 @@
+"""Pruning the audit trail past its retention, leaving each chain verifiable (README "Audit"):
+`AuditPruner.prune_before` and the pass it runs every interval."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..audit.chain import valid
+from ..crypto import KeyRing
+from ..repository.audit import BEGINNING, AuditRepository, native
+from .audit_log import checkpoint_sig
+
+log = logging.getLogger("vaultgraph.services.audit")
+
+
+class AuditPruner:
+    """Prunes past `VAULTGRAPH_AUDIT_RETENTION_DAYS` every `interval` seconds (like the expiry
+    sweeper: one guarded pass at a time; every replica may run one): events older than the
+    retention go, a batch per transaction, leaving a signed checkpoint per chain so what
+    remains still verifies."""
+
+    def __init__(self, repo: AuditRepository, ring: KeyRing | None, *, retention_days: float,
+                 interval: float):
+        self._repo = repo
+        self._ring = ring
+        self._days = retention_days
+        self._interval = interval
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task | None = None
+
+    async def prune(self) -> int:
+        async with self._lock:
+            started = time.perf_counter()
+            pruned = await self.prune_before(datetime.now(UTC) - timedelta(days=self._days))
+        log.info("audit prune", extra={"pruned": pruned,
+                                       "ms": round((time.perf_counter() - started) * 1000, 2)})
+        return pruned
+
+    async def prune_before(self, cutoff: datetime, batch: int = 1000) -> int:
+        """Delete events older than `cutoff`. Each chain loses only what continues it from its
+        checkpoint, lowest `seq` first, up to its first event at or after the cutoff (a chain
+        runs in link order, which differs from time order by the requests in flight together),
+        and its checkpoint moves to the last one deleted: nothing of a chain stays below its
+        checkpoint, so a deletion anywhere is named by `verify`. A chain is pruned up to an event
+        that does not continue it (a number missing or taken twice, a link or MAC that does
+        not hold: tampering), never past it. Then events out of every chain's order (below a
+        checkpoint, never linked, in no known chain) go by time alone."""
+        pruned, cutoff, batch = 0, native(cutoff), max(1, batch)
+        for info in await self._repo.chains():
+            done = info.checkpoint[0] if info.checkpoint else 0
+            if info.head is not None and info.head > done:
+                pruned += await self._prune_chain(info.chain, cutoff, batch)
+        return pruned + await self._prune_leftovers(cutoff, batch)
+
+    async def _prune_chain(self, chain: str, cutoff: datetime, batch: int) -> int:
+        pruned, reread = 0, False
+        while True:
+            # One event more than a batch: a second event at the batch's last number shows.
+            (done, prev), rows = await self._repo.prune_prefix(chain, batch + 1)
+            prefix: list[dict[str, Any]] = []
+            defect = None
+            for i, row in enumerate(rows[:batch]):
+                if row.get("id") is None:  # deleted by another prune while read: it goes on
+                    break
+                following = rows[i + 1] if i + 1 < len(rows) else None
+                defect = self._out_of_chain(row, done + len(prefix) + 1, prev, following)
+                if defect is not None or row["at"] >= cutoff:
+                    break
+                prefix.append(row)
+                prev = row["mac"]
+            if prefix:
+                top = prefix[-1]
+                checkpoint = {"chain": chain, "seq": top["seq"], "mac": top["mac"],
+                              "sig": checkpoint_sig(self._ring, chain, top["seq"], top["mac"])}
+                pruned += await self._repo.prune([r["id"] for r in prefix], [checkpoint])
+                reread = False
+                if defect is None and len(prefix) < batch:
+                    return pruned
+            elif defect is None:
+                return pruned
+            elif reread:
+                log.warning("audit chain not pruned past an event that does not continue it "
+                            "(run `vaultgraph audit verify`)",
+                            extra={"chain": chain, "seq": done + 1, "defect": defect})
+                return pruned
+            else:  # another prune may have moved the checkpoint meanwhile: look once more
+                reread = True
+
+    def _out_of_chain(self, row: Mapping[str, Any], seq: int, prev: str,
+                      following: Mapping[str, Any] | None) -> str | None:
+        """Why an event does not continue its chain at `seq` after the MAC `prev`, or None."""
+        if row.get("seq") != seq:
+            return "gap"
+        if following is not None and following.get("seq") == seq:
+            return "two events at one number"
+        if not isinstance(row.get("at"), datetime) or row.get("prev") != prev:
+            return "not linked to the event before"
+        if not valid(self._ring, row):
+            return "MAC does not hold"
+        return None
+
+    async def _prune_leftovers(self, cutoff: datetime, batch: int) -> int:
+        pruned, after = 0, (BEGINNING, "")
+        while True:
+            rows = await self._repo.prune_leftovers(cutoff, after, batch)
+            ids = [r["id"] for r in rows if r["out_of_order"] and r["id"] is not None]
+            if ids:
+                pruned += await self._repo.prune(ids, [])
+            # The page's last event still there (one another prune deleted reads as nulls).
+            last = next((r for r in reversed(rows) if r["id"] is not None), None)
+            if len(rows) < batch or last is None:
+                return pruned
+            after = (last["at"], last["id"])
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            try:
+                await self.prune()
+            except Exception as exc:
+                log.warning("audit prune failed; trying again at the next interval",
+                            extra={"error": type(exc).__name__})
+
+    def start(self) -> None:
+        if self._interval > 0 and self._task is None:
+            self._task = asyncio.create_task(self._run(), name="audit-pruner")
+
+    async def stop(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

@@ -1,0 +1,435 @@
+"""The outbound proxy: an application uses tokens in a request to a fixed third party without
+ever seeing their values (docs/proxy.md).
+
+Management keeps each tenant's proxies (a name and a destination URL the address policy
+accepts). A call names a proxy and a path under its destination; every token expression
+`{{ <token id> }}` / `{{ <token id> | <filters> }}` in the body (JSON, form-encoded or text) and
+in the headers the proxy allows is replaced by the token's revealed data, under `token:use` on
+the token's containers (the caller's read transform does not matter: `token:use` reveals to the
+destination, never to the caller). Expressions are the detokenize ones, with the same filters
+and the same render budget; an unknown, foreign or unusable token is one 400 with the same text
+for each, and then nothing is sent.
+
+Nothing here keeps or logs a body, a header value or the destination's answer.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+
+import orjson
+
+from ..audit.context import note_reason, note_tokens
+from ..auth.permissions import TOKEN_USE
+from ..auth.principal import Principal
+from ..errors import DestinationFailed, Invalid, NotFound, add_error, invalid
+from ..expressions import ExpressionError, compile_expression, render
+from ..outbound import AddressPolicy, OutboundClient, OutboundError
+from ..repository.proxies import Proxy, ProxyRepository
+from ..repository.tokens import TokenFilter, TokenRepository
+from ..tokens.view import decrypt_field
+from .applications import parse_id, parse_position
+from .bulk import BAD_FILTERS, EXPRESSION, NOT_AN_EXPRESSION
+from .rendering import Renderer
+
+__all__ = ["Call", "Forwarded", "Proxy", "ProxyService", "check_tail"]
+
+NO_SUCH_PROXY = "No proxy with this id."
+MAX_EXPRESSIONS = 100  # per call, body and headers together
+MAX_BYTES = 1_048_576  # each way
+CALL_TIME_LIMIT = 30.0  # seconds, from the call's start to the answer's last byte
+MAX_HEADER_ALLOWLIST = 20
+UNUSABLE = "names no token the application may use"
+UNRENDERED = "could not be rendered"
+TOO_MANY = f"must hold at most {MAX_EXPRESSIONS} token expressions"
+HAS_QUERY = "must not hold a query (the call's query is appended)"
+NOT_A_HEADER = "must be header names"
+DROPPED_HEADER = "must not name a header the proxy drops or sets itself"
+PATH_ESCAPES = "must stay under the proxy's destination: no `.` or `..` segments, encoded " \
+               "slashes or dots, empty segments or absolute URLs"
+NOT_TEXT = ("holds token expressions, which are replaced only in JSON, form-encoded and text "
+            "bodies")
+NOT_ENCODED = "is not valid in its declared character set"
+FORWARDED = "forwarded"  # the audit event's reason of a call the destination answered
+
+# Never forwarded: the caller's vault credentials, its cookies, hop-by-hop headers (RFC 9110
+# §7.6.1), and what the vault sets itself for the destination (Host, the body's length and
+# coding). Headers named in `Connection` are hop-by-hop too.
+DROPPED_HEADERS = frozenset({
+    "svc-api-key", "cookie", "cookie2", "host", "content-length", "content-encoding",
+    "accept-encoding", "connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
+    "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "expect",
+})
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
+# A path segment's characters (RFC 3986 pchar); `%` only as the start of an escape.
+_SEGMENT = re.compile(r"^(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})+$")
+_JSON_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
+_TEXT_TYPE = re.compile(r"^(?:text/[\w.+-]+|application/(?:[\w.+-]+\+)?xml)$")
+FORM = "application/x-www-form-urlencoded"
+
+
+@dataclass(frozen=True)
+class Call:
+    """A proxy call as the HTTP layer read it: nothing of aiohttp."""
+
+    method: str
+    path: str  # the raw (percent-encoded) path after /proxy/{proxy_id}/
+    query: str  # the raw query string, without `?`
+    headers: list[tuple[str, str]]
+    body: bytes
+    media_type: str | None  # the Content-Type's media type, lower-case, no parameters
+    charset: str | None
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    """The destination's answer, as the caller receives it."""
+
+    status: int
+    content_type: str | None
+    body: bytes = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Expression:
+    place: str
+    token_id: str
+    filters: str | None
+
+
+# -- management -------------------------------------------------------------------------------
+
+def check_tail(path: str) -> str:
+    """The call's path under the destination, unchanged when it cannot climb out of it."""
+    if path == "":
+        return path
+    for segment in path.split("/"):
+        if not segment or not _SEGMENT.match(segment):
+            raise invalid("path", PATH_ESCAPES)
+        decoded = segment
+        for _ in range(3):  # %252e%252e: decoded as often as anyone downstream might
+            decoded = unquote(decoded)
+        if decoded in (".", "..") or "/" in decoded or "\\" in decoded or "%" in decoded:
+            raise invalid("path", PATH_ESCAPES)
+    first = unquote(path.split("/", 1)[0])
+    if ":" in first:  # `https:` then `//host`: an absolute URL, however the path is joined
+        raise invalid("path", PATH_ESCAPES)
+    return path
+
+
+class ProxyService:
+    def __init__(self, repo: ProxyRepository, tokens: TokenRepository, renderer: Renderer,
+                 outbound: OutboundClient):
+        self._repo = repo
+        self._tokens = tokens
+        self._renderer = renderer
+        self._outbound = outbound
+
+    @property
+    def policy(self) -> AddressPolicy:
+        return self._outbound.policy
+
+    def _check_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """`fields` (of a create or a patch) once the rules on their values hold."""
+        out = dict(fields)
+        if "destination_url" in fields:
+            url = fields["destination_url"]
+            message = self.policy.check_url(url)
+            if message is None and urlsplit(url).query:
+                message = HAS_QUERY
+            if message is not None:
+                raise invalid("destination_url", message)
+        if "header_allowlist" in fields:
+            names = [n.lower() for n in fields["header_allowlist"] or ()]
+            if any(not _HEADER_NAME.match(n) for n in names):
+                raise invalid("header_allowlist", NOT_A_HEADER)
+            if any(n in DROPPED_HEADERS or n.startswith("svc-") for n in names):
+                raise invalid("header_allowlist", DROPPED_HEADER)
+            out["header_allowlist"] = list(dict.fromkeys(names))
+        return out
+
+    async def create(self, caller: Principal, fields: dict[str, Any]) -> Proxy:
+        fields = self._check_fields(fields)
+        return await self._repo.create(
+            caller.tenant_id, str(uuid.uuid4()), name=fields["name"],
+            destination_url=fields["destination_url"], description=fields.get("description"),
+            header_allowlist=fields.get("header_allowlist") or [],
+            created_by=caller.application_id)
+
+    async def get(self, caller: Principal, proxy_id: str) -> Proxy:
+        found = await self._repo.get(caller.tenant_id, parse_id(proxy_id, NO_SUCH_PROXY))
+        if found is None:
+            raise NotFound(NO_SUCH_PROXY)
+        return found
+
+    async def page(self, caller: Principal, size: int, cursor: object | None
+                   ) -> tuple[list[Proxy], tuple[str, str] | None]:
+        after = parse_position(cursor) if cursor is not None else None
+        rows = await self._repo.page(caller.tenant_id, after, size + 1)
+        page = rows[:size]
+        return [proxy for proxy, _ in page], (page[-1][1] if len(rows) > size else None)
+
+    async def update(self, caller: Principal, proxy_id: str, patch: dict[str, Any]) -> Proxy:
+        proxy_id = parse_id(proxy_id, NO_SUCH_PROXY)
+        changes = self._check_fields(patch)  # a null allowlist becomes []
+        updated = await self._repo.update(caller.tenant_id, proxy_id, changes,
+                                          modified_by=caller.application_id)
+        if updated is None:
+            raise NotFound(NO_SUCH_PROXY)
+        return updated
+
+    async def delete(self, caller: Principal, proxy_id: str) -> None:
+        if not await self._repo.delete(caller.tenant_id, parse_id(proxy_id, NO_SUCH_PROXY)):
+            raise NotFound(NO_SUCH_PROXY)
+
+    # -- calls ----------------------------------------------------------------------------------
+
+    async def call(self, caller: Principal, proxy_id: str, call: Call) -> Forwarded:
+        """Send `call` to the proxy's destination with its token expressions replaced; the
+        destination's answer. Nothing is sent when any expression fails (400)."""
+        proxy = await self.get(caller, proxy_id)
+        tail = check_tail(call.path)
+        allowlist = set(proxy.header_allowlist)
+        headers = _forwarded_headers(call.headers)
+        body_kind, found, errors = _body_expressions(call)
+        header_places: list[tuple[int, list[tuple[re.Match, str | None]]]] = []
+        for index, (name, value) in enumerate(headers):
+            if name.lower() in allowlist:
+                matches = _scan(value, f"headers.{name}", found, errors)
+                if matches:
+                    header_places.append((index, matches))
+        if len(found) > MAX_EXPRESSIONS:
+            raise Invalid(errors={"body": [TOO_MANY]})
+        for expression in found:
+            if expression.filters is not None:
+                try:
+                    compile_expression(_source(expression.filters))
+                except ExpressionError:
+                    _error(errors, expression.place, BAD_FILTERS)
+        if errors:
+            raise Invalid("The request holds invalid token expressions.", errors=errors)
+        values = await self._values(caller, found) if found else {}
+        rendered = await self._rendered(found, values)
+        body = call.body
+        if found:
+            body = _substitute_body(call, body_kind, rendered)
+            for index, matches in header_places:
+                name, value = headers[index]
+                headers[index] = (name, _interpolate(value, matches, rendered))
+        url = proxy.destination_url.rstrip("/") + "/" + tail if tail else proxy.destination_url
+        if call.query:
+            url += "?" + call.query
+        try:
+            answer = await self._outbound.request(
+                call.method, url, headers=headers, body=body or None,
+                time_limit=CALL_TIME_LIMIT, max_request_bytes=MAX_BYTES,
+                max_answer_bytes=MAX_BYTES)
+        except OutboundError as exc:
+            note_reason(f"destination_{exc.reason}")
+            raise DestinationFailed(_failure(proxy, exc)) from None
+        note_reason(FORWARDED)
+        return Forwarded(answer.status, answer.content_type, answer.body)
+
+    async def _values(self, caller: Principal, found: list[_Expression]) -> dict[str, Any]:
+        """The revealed data of each token named, by id; one 400 naming every expression whose
+        token the caller may not use (unknown, foreign, expired and unusable alike)."""
+        ids = list(dict.fromkeys(e.token_id for e in found))
+        note_tokens(ids)  # every id asked for is in the event, usable or not
+        nodes = await self._tokens.page(
+            tenant_id=caller.tenant_id, prefixes=caller.prefixes(TOKEN_USE), after="",
+            limit=len(ids), where=TokenFilter(ids=tuple(ids)))
+        usable = {n.id: n for n in nodes if caller.decide(n.containers, TOKEN_USE).allowed}
+        missing: dict[str, list[str]] = {}
+        for e in found:
+            if e.token_id not in usable and e.place not in missing:
+                add_error(missing, e.place, [UNUSABLE])
+        if missing:
+            raise Invalid("Some token expressions name no token the application may use.",
+                          errors=missing)
+        return {token_id: decrypt_field(caller.keys, node, "data")
+                for token_id, node in usable.items()}
+
+    async def _rendered(self, found: list[_Expression],
+                        values: dict[str, Any]) -> dict[tuple[str, str | None], Any]:
+        """Each (token id, filters) pair's value: the data itself without filters, else the
+        filters' text output, rendered off the event loop within the request's budget."""
+        errors: dict[str, list[str]] = {}
+
+        def work() -> dict[tuple[str, str | None], Any]:
+            out: dict[tuple[str, str | None], Any] = {}
+            for e in found:
+                key = (e.token_id, e.filters)
+                if key in out:
+                    continue
+                value = values[e.token_id]
+                if e.filters is not None:
+                    try:
+                        value = render(_source(e.filters), data=value)
+                    except ExpressionError:
+                        _error(errors, e.place, UNRENDERED)
+                        continue
+                out[key] = value
+            return out
+
+        if any(e.filters is not None for e in found):
+            out = await self._renderer.run(work)
+        else:
+            out = work()
+        if errors:
+            raise Invalid("Some token expressions could not be rendered.", errors=errors)
+        return out
+
+
+def _failure(proxy: Proxy, exc: OutboundError) -> str:
+    what = {"refused": "its destination is an address the vault may not connect to",
+            "timeout": "its destination did not answer in time",
+            "answer_too_large": f"its destination's answer is larger than {MAX_BYTES} bytes",
+            "request_too_large": f"the request is larger than {MAX_BYTES} bytes"}.get(
+        exc.reason, "its destination could not be reached")
+    return f"Proxy {proxy.id}: {what}."
+
+
+def _source(filters: str) -> str:
+    """The Liquid source of an expression's filters applied to the token's data (as detokenize
+    renders them)."""
+    return "{{ data | " + filters.strip() + " }}"
+
+
+def _text(value: Any) -> str:
+    """A value put into text: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def _forwarded_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    connection = {name.strip().lower() for n, v in headers if n.lower() == "connection"
+                  for name in v.split(",")}
+    return [(n, v) for n, v in headers
+            if (low := n.lower()) not in DROPPED_HEADERS and low not in connection
+            and not low.startswith("svc-")]
+
+
+def _scan(text: str, place: str, found: list[_Expression],
+          errors: dict[str, list[str]]) -> list[tuple[re.Match, str | None]]:
+    """The expressions in `text` (added to `found`); a `{{` that starts none is an error."""
+    matches = []
+    position = 0
+    for match in EXPRESSION.finditer(text):
+        filters = match["filters"]
+        if "{{" in text[position:match.start()]:
+            _error(errors, place, NOT_AN_EXPRESSION)
+            return []
+        if filters is not None and not filters.strip():
+            _error(errors, place, BAD_FILTERS)
+            return []
+        found.append(_Expression(place, match["id"], filters))
+        matches.append((match, filters))
+        position = match.end()
+    if "{{" in text[position:]:
+        _error(errors, place, NOT_AN_EXPRESSION)
+        return []
+    return matches
+
+
+def _error(errors: dict[str, list[str]], place: str, message: str) -> None:
+    """One message more for `place` (the list stays bounded: errors.add_error)."""
+    if place in errors:
+        errors[place].append(message)
+    else:
+        add_error(errors, place, [message])
+
+
+def _interpolate(text: str, matches: list[tuple[re.Match, str | None]],
+                 rendered: dict[tuple[str, str | None], Any]) -> str:
+    out, position = [], 0
+    for match, filters in matches:
+        out.append(text[position:match.start()])
+        out.append(_text(rendered[(match["id"], filters)]))
+        position = match.end()
+    out.append(text[position:])
+    return "".join(out)
+
+
+def _body_expressions(call: Call) -> tuple[str, list[_Expression], dict[str, list[str]]]:
+    """The body's kind (json, form, text, other or empty) and its expressions."""
+    found: list[_Expression] = []
+    errors: dict[str, list[str]] = {}
+    if not call.body:
+        return "empty", found, errors
+    media = call.media_type or ""
+    if _JSON_TYPE.match(media):
+        try:
+            payload = orjson.loads(call.body)
+        except orjson.JSONDecodeError:
+            raise invalid("body", "is not valid JSON") from None
+        _walk_json(payload, (), found, errors)
+        return "json", found, errors
+    if media == FORM or _TEXT_TYPE.match(media):
+        text = _decode(call)
+        if media == FORM:
+            for name, value in parse_qsl(text, keep_blank_values=True):
+                _scan(value, f"body.{name}", found, errors)
+            return "form", found, errors
+        _scan(text, "body", found, errors)
+        return "text", found, errors
+    if b"{{" in call.body:
+        raise invalid("body", NOT_TEXT)
+    return "other", found, errors
+
+
+def _decode(call: Call) -> str:
+    try:
+        return call.body.decode(call.charset or "utf-8")
+    except (LookupError, UnicodeDecodeError):
+        raise invalid("body", NOT_ENCODED) from None
+
+
+def _walk_json(value: Any, path: tuple, found: list[_Expression],
+               errors: dict[str, list[str]]) -> None:
+    stack = [(path, value)]
+    while stack:
+        path, value = stack.pop()
+        if len(path) > 64:
+            raise invalid("body", "must be nested at most 64 levels deep")
+        if isinstance(value, str):
+            if "{{" in value:
+                _scan(value, ".".join(str(p) for p in path) or "body", found, errors)
+        elif isinstance(value, dict):  # pushed in reverse: popped in document order
+            stack.extend(reversed([((*path, k), v) for k, v in value.items()]))
+        elif isinstance(value, list):
+            stack.extend(reversed([((*path, i), v) for i, v in enumerate(value)]))
+
+
+def _substitute_body(call: Call, kind: str,
+                     rendered: dict[tuple[str, str | None], Any]) -> bytes:
+    def replace_text(text: str) -> str:
+        matches = [(m, m["filters"]) for m in EXPRESSION.finditer(text)]
+        return _interpolate(text, matches, rendered) if matches else text
+
+    if kind == "json":
+        def rebuild(value: Any) -> Any:
+            if isinstance(value, str):
+                if "{{" not in value:
+                    return value
+                whole = EXPRESSION.fullmatch(value.strip())
+                if whole is not None:  # the value itself, of any JSON type (as detokenize)
+                    return rendered[(whole["id"], whole["filters"])]
+                return replace_text(value)
+            if isinstance(value, dict):
+                return {k: rebuild(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [rebuild(v) for v in value]
+            return value
+
+        return orjson.dumps(rebuild(orjson.loads(call.body)))
+    text = _decode(call)
+    charset = call.charset or "utf-8"
+    if kind == "form":
+        pairs = [(name, replace_text(value))
+                 for name, value in parse_qsl(text, keep_blank_values=True)]
+        return urlencode(pairs, encoding=charset).encode(charset)
+    return replace_text(text).encode(charset)
+
