@@ -23,6 +23,7 @@ from .repository.idempotency import IdempotencyRepository
 from .repository.search import SearchRepository
 from .repository.tenants import TenantRepository
 from .repository.tokens import TokenRepository
+from .repository.webhooks import WebhookRepository
 from .services.applications import ApplicationService
 from .services.audit import AuditLog, AuditPruner, AuditWriter
 from .services.authentication import Authenticator
@@ -37,6 +38,7 @@ from .services.search import SearchService
 from .services.startup import Startup
 from .services.tenants import TenantService
 from .services.tokens import TokenService
+from .services.webhooks import WebhookService
 from .settings import Settings
 
 log = logging.getLogger("vaultgraph")
@@ -62,6 +64,7 @@ class Services:
     bulk: BulkService
     idempotency: IdempotencyService
     rate_limits: RateLimits
+    webhooks: WebhookService
 
 
 def connect(settings: Settings) -> Database:
@@ -142,6 +145,7 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
             rate_limits=RateLimits(rate=settings.rate_limit, burst=settings.rate_burst,
                                    auth_failures=settings.auth_failure_limit,
                                    auth_failure_window=settings.auth_failure_window),
+            webhooks=WebhookService(WebhookRepository(db)),
         )
         if writer is not None:
             await writer.stop()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from . import applications, bulk, docs, graph, health, logs, search, tokens
+from . import applications, bulk, docs, graph, health, logs, search, tokens, webhooks
 
 ENDPOINTS = (health.endpoints, search.endpoints, tokens.endpoints, bulk.endpoints,
-             graph.endpoints, applications.endpoints, logs.endpoints, docs.endpoints)
+             graph.endpoints, applications.endpoints, logs.endpoints, webhooks.endpoints,
+             docs.endpoints)
 
 
 def add_routes(app: web.Application) -> None:
