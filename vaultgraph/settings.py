@@ -5,6 +5,7 @@ Every field is documented in README.md (a test keeps the two in step).
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 from collections.abc import Mapping
@@ -73,7 +74,16 @@ def _cgroup_quota(v2: Path, v1: Path) -> int | None:
     return max(1, -(-q // p))
 
 
-_KINDS = {int: "a whole number", float: "a number"}  # how a wrong value's type is named
+_KINDS = {int: "a whole number", float: "a number", bool: "true or false"}  # a wrong type, named
+_BOOLEANS = {"true": True, "1": True, "yes": True, "on": True,
+             "false": False, "0": False, "no": False, "off": False}
+
+
+def _boolean(raw: str) -> bool:
+    try:
+        return _BOOLEANS[raw.strip().lower()]
+    except KeyError:
+        raise ValueError(raw) from None
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,9 @@ class Settings:
     rate_burst: int = 400
     auth_failure_limit: int = 20
     auth_failure_window: float = 60.0
+    # The outbound address policy (vaultgraph/outbound), for webhooks and the proxy alike.
+    webhook_allow_http: bool = False
+    webhook_allowed_networks: str = ""  # comma-separated CIDRs exempt from the SSRF guard
     # Webhooks (docs/webhooks.md): waits in seconds between attempts after the first
     # (comma-separated; the Standard Webhooks schedule), a claim's lease, an attempt's deadline,
     # how long an endpoint may fail every delivery before it is disabled, how often the sender
@@ -163,7 +176,7 @@ class Settings:
                 continue
             kind = type(f.default)
             try:
-                values[f.name] = kind(raw)
+                values[f.name] = _boolean(raw) if kind is bool else kind(raw)
             except ValueError:
                 name = f"{PREFIX}{f.name.upper()}"
                 what = _KINDS.get(kind, kind.__name__)
@@ -195,6 +208,7 @@ class Settings:
                               "point VAULTGRAPH_CYPHER_DIR at a directory of .cypher files (the "
                               "repository's cypher/), or unset it to use the catalog in the "
                               "package")
+        self._check_networks()
         if self.idempotency_lease < self.request_timeout:
             # A claim must outlive its request's database work, or a retry takes the key over
             # while the first write still runs and both write.
@@ -233,6 +247,17 @@ class Settings:
         """The waits before each retry, from VAULTGRAPH_WEBHOOK_RETRY_SCHEDULE ("": no retry)."""
         return tuple(float(part) for part in self.webhook_retry_schedule.split(",")
                      if part.strip())
+
+    def _check_networks(self) -> None:
+        """The networks exempt from the outbound address policy: each a CIDR or an address."""
+        setting = "VAULTGRAPH_WEBHOOK_ALLOWED_NETWORKS"
+        for item in filter(None, (p.strip() for p in self.webhook_allowed_networks.split(","))):
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise ConfigError(f"{setting} holds {item!r}, not a network",
+                                  f"set {setting} to comma-separated CIDRs such as "
+                                  "10.1.0.0/16,fd00::/8, or unset it") from None
 
     def _check_numbers(self) -> None:
         """Ports within range; no number negative, NaN or infinite; sizes and deadlines above 0

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .catalog import Catalog
 from .crypto import KeyRing, TenantKeyCache
+from .outbound import AddressPolicy, OutboundClient
 from .repository.applications import ApplicationRepository
 from .repository.audit import AuditRepository
 from .repository.auth import AuthRepository
@@ -64,6 +65,7 @@ class Services:
     bulk: BulkService
     idempotency: IdempotencyService
     rate_limits: RateLimits
+    outbound: OutboundClient  # every request the vault sends out (webhooks, the proxy)
     webhooks: WebhookService
 
 
@@ -91,6 +93,7 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
     keyring = KeyRing.from_spec(settings.resolved_kek()) if with_keys else None
     db = connect(settings)
     renderer = Renderer(workers=settings.render_workers, budget=settings.render_budget)
+    outbound = OutboundClient(AddressPolicy.from_settings(settings))  # opens on first use
     try:
         try:
             if schema_applied:
@@ -145,10 +148,12 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
             rate_limits=RateLimits(rate=settings.rate_limit, burst=settings.rate_burst,
                                    auth_failures=settings.auth_failure_limit,
                                    auth_failure_window=settings.auth_failure_window),
+            outbound=outbound,
             webhooks=WebhookService(WebhookRepository(db)),
         )
         if writer is not None:
             await writer.stop()
     finally:
         renderer.close()
+        await outbound.close()
         await db.close()
