@@ -39,6 +39,7 @@ from .services.search import SearchService
 from .services.startup import Startup
 from .services.tenants import TenantService
 from .services.tokens import TokenService
+from .services.webhook_sender import WebhookSender
 from .services.webhooks import WebhookService
 from .settings import Settings
 
@@ -67,6 +68,7 @@ class Services:
     rate_limits: RateLimits
     outbound: OutboundClient  # every request the vault sends out (webhooks, the proxy)
     webhooks: WebhookService
+    webhook_sender: WebhookSender | None  # None without a key ring (the CLI's management)
 
 
 def connect(settings: Settings) -> Database:
@@ -109,8 +111,10 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
         # (`vaultgraph keys rotate` online); a ring from VAULTGRAPH_KEK changes on restart only.
         reload = ((lambda: KeyRing.from_spec(settings.resolved_kek())) if not settings.kek
                   else None)
-        authenticator = (Authenticator(AuthRepository(db), TenantKeyCache(keyring, reload=reload),
-                                       settings.auth_cache_ttl) if keyring else None)
+        tenant_keys = TenantKeyCache(keyring, reload=reload) if keyring else None
+        authenticator = (Authenticator(AuthRepository(db), tenant_keys, settings.auth_cache_ttl)
+                         if tenant_keys is not None else None)
+        webhook_repo = WebhookRepository(db)
         token_repo = TokenRepository(db)
         tokens = TokenService(token_repo, settings, renderer)
         audit_repo = AuditRepository(db)
@@ -149,7 +153,15 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
                                    auth_failures=settings.auth_failure_limit,
                                    auth_failure_window=settings.auth_failure_window),
             outbound=outbound,
-            webhooks=WebhookService(WebhookRepository(db)),
+            webhooks=WebhookService(webhook_repo, check_url=outbound.policy.check_url),
+            webhook_sender=WebhookSender(
+                webhook_repo, outbound, tenant_keys,
+                schedule=settings.webhook_retry_schedule_seconds, lease=settings.webhook_lease,
+                timeout=settings.webhook_timeout, disable_after=settings.webhook_disable_after,
+                interval=settings.webhook_poll_interval, batch=settings.webhook_max_in_flight,
+                per_endpoint=settings.webhook_endpoint_concurrency,
+                retention=settings.webhook_retention_days * 86_400)
+            if tenant_keys is not None else None,
         )
         if writer is not None:
             await writer.stop()

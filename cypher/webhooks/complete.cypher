@@ -1,6 +1,6 @@
 // The outcome of one attempt, by the worker that holds the claim (a worker whose lease lapsed
 // and was taken over records nothing). Success: the delivery is done (its attempts stay
-// listed). Failure: tried again in $retry_ms, or failed for good when $retry_ms is null; the
+// listed, the delivery is pruned later). Failure: tried again in $retry_ms, or failed for good when $retry_ms is null; the
 // webhook's run of failures starts (failing_since) unless one is under way, and a webhook that
 // has failed every delivery for $disable_after_ms is disabled (its pending deliveries paused).
 // A success ends the run.
@@ -16,6 +16,7 @@ CREATE (a:WebhookAttempt {id: randomUUID(), tenant_id: d.tenant_id, webhook_id: 
                           duration_ms: $duration_ms, response: $response, at: datetime(),
                           next_at: next_at})
 SET d.attempts = attempt, d.claim = null, d.next_at = coalesce(next_at, d.next_at),
+    d.not_before = coalesce(next_at, d.next_at),
     d.state = CASE WHEN $success THEN "delivered" WHEN next_at IS NULL THEN "failed"
                    ELSE "pending" END
 WITH d, w
@@ -31,10 +32,5 @@ CALL (w, disable) {
   MATCH (p:WebhookDelivery {webhook_id: w.id})
   WHERE p.state = "pending"
   SET p.state = "paused"
-}
-WITH d, disable
-CALL (d) {
-  WITH d WHERE d.state = "delivered"
-  DELETE d
 }
 RETURN disable AS disabled

@@ -12,6 +12,6 @@ CALL (w, was) {
   MATCH (d:WebhookDelivery {webhook_id: w.id})
   WHERE d.state = CASE w.status WHEN "enabled" THEN "paused" ELSE "pending" END
   SET d.state = CASE w.status WHEN "enabled" THEN "pending" ELSE "paused" END,
-      d.next_at = datetime()
+      d.next_at = datetime(), d.not_before = datetime()
 }
 RETURN @webhook(w) AS webhook

@@ -103,7 +103,11 @@ class WebhookRepository:
             disable_after_ms=int(disable_after * 1000))
         return records[0]["disabled"] if records else None
 
-    async def prune(self, *, retention: float, batch: int = 1000) -> int:
-        records = await self._db.run_autocommit("webhooks/prune",
-                                                retention_ms=int(retention * 1000), batch=batch)
+    async def prune(self, *, retention: float, delivered: float = 3600.0,
+                    batch: int = 1000) -> int:
+        """Attempts and failed deliveries older than `retention` seconds, and deliveries done
+        more than `delivered` seconds ago."""
+        records = await self._db.run_autocommit(
+            "webhooks/prune", retention_ms=int(retention * 1000),
+            delivered_ms=int(delivered * 1000), batch=batch)
         return records[0]["pruned"] if records else 0
