@@ -36,10 +36,12 @@ class Receiver:
         self.open_ids: set[str] = set()
         self.overlaps: list[str] = []
         self.redirected = 0
+        self.arrived: list[str] = []  # every request's webhook-id, as it arrives
 
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.read()
         msg_id = request.headers.get("webhook-id", "")
+        self.arrived.append(msg_id)
         if msg_id in self.open_ids:
             self.overlaps.append(msg_id)
         self.open_ids.add(msg_id)
