@@ -188,7 +188,7 @@ async def test_an_unreachable_neo4j_counts_as_unavailable(settings, aiohttp_clie
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     down = await aiohttp_client(create_app(dataclasses.replace(
-        settings, neo4j_uri=f"bolt://127.0.0.1:{port}")))
+        settings, neo4j_uri=f"bolt://127.0.0.1:{port}", webhook_poll_interval=0.0)))
     _, before = await scrape()
     assert (await down.get("/ready")).status == 503
     _, after = await scrape()

@@ -110,7 +110,8 @@ def test_document_is_openapi_3_1_and_every_reference_resolves(full):
     assert len(ids) == len(set(ids))
     used = {op["tags"][0] for _, op in _operations(full)}
     assert [tag["name"] for tag in full["tags"]] == [
-        name for name in ("Tokens", "Bulk", "Associations", "Applications", "Operations")
+        name for name in ("Tokens", "Bulk", "Associations", "Applications", "Webhooks",
+                      "Operations")
         if name in used]
 
 
@@ -169,7 +170,8 @@ def test_lists_are_paged_by_size_and_start(full, settings):
             assert params["size"]["schema"]["minimum"] == 1
             assert params["start"]["schema"]["pattern"] == "^[A-Za-z0-9_-]*$"
             assert "400" in op["responses"], op["operationId"]
-    assert pages == 6  # token list, search, parents, children, application list, audit log
+    # token list, search, parents, children, application list, audit log, webhooks, attempts
+    assert pages == 8
 
 
 def test_update_token_takes_only_merge_patch(full):

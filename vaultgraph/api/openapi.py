@@ -27,6 +27,7 @@ from ..auth.apikeys import HEADER as API_KEY_HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC
 from ..settings import Settings
 from ..tokens import schemas as tokens
+from ..webhooks import schemas as webhooks
 from . import bodies
 from .endpoints import JSON, PROBLEM_JSON, Endpoint, endpoint_of
 from .problems import ProblemSchema
@@ -63,6 +64,8 @@ TAGS = (
     {"name": "Associations", "description": "Parent → child links between tokens."},
     {"name": "Applications", "description": "Applications, their access rules and their API "
                                             "keys."},
+    {"name": "Webhooks", "description": "Signed events of token changes, POSTed to your "
+                                        "endpoints (Standard Webhooks), at least once."},
     {"name": "Operations", "description": "Health, readiness and this documentation."},
 )
 
@@ -92,6 +95,13 @@ SCHEMAS: dict[str, type[Schema]] = {
     "ApiKey": applications.ApiKeySchema,
     "IssuedApiKey": applications.IssuedApiKeySchema,
     "ApiKeyList": applications.ApiKeyListSchema,
+    "WebhookInput": webhooks.CreateWebhookSchema,
+    "UpdateWebhook": webhooks.UpdateWebhookSchema,
+    "Webhook": webhooks.WebhookSchema,
+    "NewWebhook": webhooks.NewWebhookSchema,
+    "WebhookSecret": webhooks.SecretSchema,
+    "WebhookTestEvent": webhooks.TestEventSchema,
+    "WebhookAttempt": webhooks.AttemptSchema,
 }
 EXAMPLES = {"CreateToken": [tokens.CARD_EXAMPLE]}
 

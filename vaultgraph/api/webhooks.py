@@ -133,7 +133,7 @@ async def list_deliveries(request: web.Request):
     access=(WEBHOOK_UPDATE,), path_params=WEBHOOK_PATH,
     description="A `webhook.test` event, delivered like any other (held while the webhook is "
                 "disabled).",
-    replies=(Reply(202, "Queued; its attempts are listed under `/deliveries`.",
+    replies=(Reply(201, "Queued; its attempts are listed under `/deliveries`.",
                    TestEventSchema),), errors=(404,))
 async def test_webhook(request: web.Request):
     return await service(request).send_test(principal(request), request.match_info["id"])

@@ -3,7 +3,9 @@
 Covers every token route of the service (README "Python client"), with the same methods on
 `Client` and `AsyncClient`: create_token, get_token, list_tokens, iter_tokens, update_token,
 delete_token, create_child, children, parents, link, unlink, graph, search, tokenize,
-detokenize and logs (the audit trail).
+detokenize and logs (the audit trail); and webhook management (docs/webhooks.md):
+create_webhook, list_webhooks, get_webhook, update_webhook, delete_webhook,
+rotate_webhook_secret, test_webhook and webhook_deliveries.
 """
 
 try:

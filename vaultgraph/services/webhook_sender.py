@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 ANSWER_KEPT = 1024  # bytes of an endpoint's answer kept with the attempt
 PRUNE_EVERY = 3600.0  # seconds between prunes of old attempts
+MAX_BACKOFF = 10.0  # the longest wait between passes while Neo4j fails them
 
 
 def retry_in(schedule: Sequence[float], attempt: int) -> float | None:
@@ -101,19 +102,24 @@ class WebhookSender:
             await asyncio.gather(*pending, return_exceptions=True)
 
     async def run(self) -> None:
+        failures = 0
         while not self._stopping.is_set():
             claimed = 0
             try:
                 claimed = await self.pass_once()
                 await self._prune_now_and_then()
-            except Exception as exc:  # Neo4j down, say: the next interval tries again
+                failures = 0
+            except Exception as exc:  # Neo4j down, say: tried again, less often each time
+                failures += 1
                 log.warning("webhook sender pass failed; trying again shortly",
-                            extra={"error": type(exc).__name__})
+                            extra={"error": type(exc).__name__, "failures": failures})
             if claimed and not self._stopping.is_set():
                 continue  # there may be more due: claim again at once (bounded by `batch`)
             self._wake.clear()
+            wait = min(self._interval * 2 ** min(failures, 10), MAX_BACKOFF) if failures else (
+                self._interval)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._interval)
+                await asyncio.wait_for(self._wake.wait(), wait)
 
     async def pass_once(self) -> int:
         """Claim what this process may take on now and start sending it; how many claimed."""

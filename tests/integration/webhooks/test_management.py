@@ -122,7 +122,7 @@ async def test_rotation_and_test_events(client, tenant, admin_headers):
     assert rotated["secret"].startswith("whsec_") and rotated["secret"] != hook["secret"]
     resp = await client.post(f"/webhooks/{hook['id']}/test", headers=admin_headers)
     queued = await resp.json()
-    assert resp.status == 202, queued
+    assert resp.status == 201, queued
     [event] = await outbox(client, hook["id"])
     assert (event["type"], event["event_id"]) == ("webhook.test", queued["event_id"])
     listed = await (await client.get(f"/webhooks/{hook['id']}/deliveries",
