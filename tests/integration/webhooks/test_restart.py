@@ -14,8 +14,7 @@ from standardwebhooks.webhooks import Webhook
 
 from vaultgraph.testing.service import ServiceProcess
 
-from .conftest import CARD
-from .test_delivery import Receiver, until
+from .conftest import CARD, Receiver, until
 
 
 async def test_an_event_in_flight_when_the_service_is_killed_arrives_after_restart(
