@@ -29,8 +29,9 @@ CALL (w, disable) {
   SET w.status = "disabled", w.disabled_reason = "failing",
       w.disabled_at = datetime()
   WITH w
+  // `event_id IS NOT NULL` (always true): the webhook_delivery_key index seeks on its prefix.
   MATCH (p:WebhookDelivery {webhook_id: w.id})
-  WHERE p.state = "pending"
+  WHERE p.event_id IS NOT NULL AND p.state = "pending"
   SET p.state = "paused"
 }
 RETURN disable AS disabled

@@ -9,8 +9,9 @@ CALL (w, was) {
   WITH w, was WHERE was <> w.status
   SET w.failing_since = null, w.disabled_reason = null
   WITH w
+  // `event_id IS NOT NULL` (always true): the webhook_delivery_key index seeks on its prefix.
   MATCH (d:WebhookDelivery {webhook_id: w.id})
-  WHERE d.state = CASE w.status WHEN "enabled" THEN "paused" ELSE "pending" END
+  WHERE d.event_id IS NOT NULL AND d.state = CASE w.status WHEN "enabled" THEN "paused" ELSE "pending" END
   SET d.state = CASE w.status WHEN "enabled" THEN "pending" ELSE "paused" END,
       d.next_at = datetime(), d.not_before = datetime()
 }
