@@ -11,7 +11,7 @@ HOME_DIR ?= .vaultgraph
 TEST_ENV := VAULTGRAPH_HOME=$(HOME_DIR) VAULTGRAPH_NEO4J_BOLT_PORT=7688 VAULTGRAPH_NEO4J_HTTP_PORT=7475
 PYTEST_ARGS ?=
 
-.PHONY: run test lint mutation bench bench-deps bench-scale bench-soak run-deps test-deps venv \
+.PHONY: run test lint docs mutation bench bench-deps bench-scale bench-soak run-deps test-deps venv \
   test-venv sdk-deps neo4j-stop clean
 
 # What running needs: Java 17 and Maven (the launcher fetches Neo4j with them).
@@ -66,6 +66,11 @@ test: test-deps test-venv sdk-deps
 lint: test-venv
 	$(BIN)/ruff check vaultgraph tests bench
 	$(BIN)/lint-imports
+
+# The documentation site (docs/, mkdocs.yml) into site/; `make test` builds it too, with
+# --strict, in tests/docs/test_site.py.
+docs: test-venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # Mutation testing (README): mutants of the validators, access rules and dedup decisions against
 # the unit tests (no Neo4j); minutes, so not part of `make test`. `mutmut results` lists them.

@@ -97,7 +97,7 @@ def summarize(collapsed: Path, top: int = 15) -> dict:
         return [(name, round(100 * c / total, 1)) for name, c in counter.most_common(n)]
 
     app = Counter({f: c for f, c in inclusive.items()
-                   if "vaultgraph/" in f and "cli.py" not in f and "<module>" not in f})
+                   if "vaultgraph/" in f and "vaultgraph/cli/" not in f and "<module>" not in f})
     return {"samples": total, "self_by_category_pct": share(by_category),
             "vaultgraph_inclusive_pct": share(app, 25),
             "inclusive_pct": share(inclusive), "self_pct": share(own)}

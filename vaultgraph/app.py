@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from .access_generation import AccessGeneration
 from .api import metrics, middleware
 from .api.idempotency import idempotency
 from .api.ratelimit import add_headers, rate_limit, throttle_failed_auth
@@ -16,14 +17,17 @@ from .wiring import open_services
 
 background_start_key: web.AppKey[bool] = web.AppKey("background_start")
 schema_applied_key: web.AppKey[bool] = web.AppKey("schema_applied")
+access_generation_key: web.AppKey[AccessGeneration | None] = web.AppKey("access_generation")
 
 
 def create_app(settings: Settings, *, background_start: bool = False,
-               schema_applied: bool = False) -> web.Application:
+               schema_applied: bool = False,
+               access_generation: AccessGeneration | None = None) -> web.Application:
     """`background_start`: open without waiting on Neo4j (the server runs
     `services.startup` in the background and listens at once; see `vaultgraph/server.py`).
     `schema_applied`: the caller has applied the schema to this database already (the test
-    suite does it once per run, `tests/conftest.py`), so start-up does not apply it again."""
+    suite does it once per run, `tests/conftest.py`), so start-up does not apply it again.
+    `access_generation`: shared by the workers of `serve --workers N` (`vaultgraph/server.py`)."""
     app = web.Application(
         # Rate limits come after authentication (they count per application) and idempotency
         # after them (its entries are per application; a request over the limit claims no
@@ -36,6 +40,7 @@ def create_app(settings: Settings, *, background_start: bool = False,
     app[settings_key] = settings
     app[background_start_key] = background_start
     app[schema_applied_key] = schema_applied
+    app[access_generation_key] = access_generation
     add_routes(app)
     metrics.install(app)
     app.on_response_prepare.append(add_headers)
@@ -50,7 +55,8 @@ def create_app(settings: Settings, *, background_start: bool = False,
 
 async def _services(app: web.Application) -> AsyncIterator[None]:
     async with open_services(app[settings_key], background_start=app[background_start_key],
-                             schema_applied=app[schema_applied_key]) as services:
+                             schema_applied=app[schema_applied_key],
+                             access_generation=app[access_generation_key]) as services:
         app[services_key] = services
         yield
 

@@ -13,7 +13,12 @@
   `VAULTGRAPH_SHUTDOWN_GRACE` seconds, connections left idle are closed, then the background
   tasks stop, the audit batch is flushed and the driver is closed; exit status 0.
 - `--workers N` runs N such processes on one port (SO_REUSEPORT): the kernel spreads new
-  connections over them, and one that drains leaves the others taking new connections.
+  connections over them, and one that drains leaves the others taking new connections. They
+  share an access generation (`access_generation`): a key revoked, an application deleted or
+  its rules replaced through one worker is refused by all of them from the answer on.
+- "serving on …" is printed once the start-up check of the key-encryption key passed (by the
+  supervisor, once every worker passed it); a refusal or a worker's failure is printed once,
+  however many workers met it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import dataclasses
 import gc
 import logging
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -38,6 +44,8 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
+from . import access_generation
+from .access_generation import AccessGeneration
 from .api import metrics as metrics_api
 from .api import problems
 from .api.http import PROBLEM_JSON, problem_body
@@ -50,6 +58,8 @@ from .settings import PREFIX, Settings
 log = logging.getLogger("vaultgraph.server")
 IDLE_CLOSE = 0.5  # while draining, a keep-alive connection idle this long is closed
 LINGER = 2.0  # after an answer to a body not read whole, its rest is read (and dropped) this long
+SUPERVISOR_FD = "_VAULTGRAPH_SUPERVISOR_FD"  # a worker's pipe to its supervisor
+MESSAGE_MAX = 2048  # a message is one write of at most this (under PIPE_BUF: never interleaved)
 
 
 def _problem_bytes(problem: problems.Problem) -> tuple[bytes, str]:
@@ -189,9 +199,10 @@ class Served:
         log.info("stopped")
 
 
-async def start(settings: Settings, *, reuse_port: bool = False) -> Served:
+async def start(settings: Settings, *, reuse_port: bool = False,
+                access: AccessGeneration | None = None) -> Served:
     """Listen on `settings.host:port` (0: any free port) and begin the start-up work."""
-    app = create_app(settings, background_start=True)
+    app = create_app(settings, background_start=True, access_generation=access)
     runner = _Runner(app, handle_signals=False, access_log=None,
                      keepalive_timeout=settings.keepalive_timeout, lingering_time=LINGER,
                      header_timeout=settings.header_read_timeout,
@@ -204,9 +215,12 @@ async def start(settings: Settings, *, reuse_port: bool = False) -> Served:
     return served
 
 
-async def serve(settings: Settings, *, reuse_port: bool = False) -> int:
-    """One process: serve until SIGTERM/SIGINT, then drain; 1 if the key check refuses."""
-    served = await start(settings, reuse_port=reuse_port)
+async def serve(settings: Settings, *, reuse_port: bool = False, banner: str | None = None,
+                supervisor: ToSupervisor | None = None,
+                access: AccessGeneration | None = None) -> int:
+    """One process: serve until SIGTERM/SIGINT, then drain; 1 if the key check refuses.
+    `banner` is printed once start-up passed (a worker tells its `supervisor` instead)."""
+    served = await start(settings, reuse_port=reuse_port, access=access)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -217,16 +231,20 @@ async def serve(settings: Settings, *, reuse_port: bool = False) -> int:
     failed = (served.startup.done() and not served.startup.cancelled()
               and served.startup.exception())
     if isinstance(failed, WrongKey):
-        say(f"vaultgraph: {failed.detail}")
+        (supervisor.say if supervisor else say)(f"vaultgraph: {failed.detail}")
         status = 1
     elif not failed:
         if served.startup.done():
             settle_heap()
+            if supervisor:
+                supervisor.ready()
+            elif banner:
+                say(banner)
         await stopping  # started (or still starting): serve until SIGTERM
     stopping.cancel()
     await served.drain()  # a failed start-up too: the listener, the app and its driver close
     if failed and not isinstance(failed, WrongKey):
-        raise failed  # the caller explains it (cli.explain): one line, never a traceback
+        raise failed  # the caller explains it (failures.explain): one line, never a traceback
     return status
 
 
@@ -286,12 +304,13 @@ def settle_heap() -> None:
     metrics.GC_FROZEN.set(gc.get_freeze_count())
 
 
-def run(settings: Settings) -> int:
-    """`vaultgraph serve`: one process, or `settings.worker_count` of them on one port."""
+def run(settings: Settings, banner: str | None = None) -> int:
+    """`vaultgraph serve`: one process, or `settings.worker_count` of them on one port;
+    `banner` ("serving on …") is printed once start-up passed."""
     workers = settings.worker_count
     if workers <= 1:
         tune_gc(settings)
-        return run_loop(settings, serve(settings))
+        return run_loop(settings, serve(settings, banner=banner))
     from . import metrics
 
     private = None
@@ -309,7 +328,7 @@ def run(settings: Settings) -> int:
             # Opened here, once, and inherited by the workers, which all accept on it: a port
             # another process holds is refused, never shared with it (no SO_REUSEPORT).
             listener = metrics_api.listen(settings.metrics_host, settings.metrics_port)
-        return _supervise(settings, workers, listener)
+        return _supervise(settings, workers, listener, banner)
     finally:
         if listener is not None:
             listener.close()
@@ -317,13 +336,18 @@ def run(settings: Settings) -> int:
             shutil.rmtree(private, ignore_errors=True)
 
 
-def _supervise(settings: Settings, workers: int, metrics_listener=None) -> int:
+def _supervise(settings: Settings, workers: int, metrics_listener=None,
+               banner: str | None = None) -> int:
     env = worker_env(settings, os.environ)
     fds: tuple[int, ...] = ()
     if metrics_listener is not None:
         fds = (metrics_listener.fileno(),)
         env[metrics_api.INHERITED_FD] = str(fds[0])
     children: list[subprocess.Popen] = []
+    shared = access_generation.create(workers)
+    from_workers, to_supervisor = os.pipe()
+    env[SUPERVISOR_FD] = str(to_supervisor)
+    fds += (shared, to_supervisor)
     sent: set[int] = set()  # signals this supervisor passed on to its workers
 
     def forward(sig, _frame) -> None:
@@ -335,17 +359,83 @@ def _supervise(settings: Settings, workers: int, metrics_listener=None) -> int:
     # Before the workers start: a SIGTERM arriving meanwhile reaches the ones started so far.
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
-    children.extend(subprocess.Popen([sys.executable, "-m", "vaultgraph.server"], env=env,
-                                     pass_fds=fds)
-                    for _ in range(workers))
-    stopping = False
-    while any(child.poll() is None for child in children):
-        if not stopping and any(child.returncode for child in children):
-            stopping = True  # one refused to serve (a wrong key): stop the others too
-            forward(signal.SIGTERM, None)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            next(c for c in children if c.poll() is None).wait(timeout=0.2)
+    try:
+        try:
+            children.extend(subprocess.Popen(
+                [sys.executable, "-m", "vaultgraph.server"], pass_fds=fds,
+                env={**env, **access_generation.worker_env(shared, workers, slot)})
+                for slot in range(workers))
+        finally:
+            os.close(shared)  # the workers hold it now
+            os.close(to_supervisor)  # and their ends of the pipe: it ends when they are gone
+        messages = _FromWorkers(from_workers, workers, banner)
+        stopping = False
+        # Every child polled each round (`any` over poll() would stop at the first one alive,
+        # and a later worker's failure would go unseen while the first one serves).
+        while [child.poll() for child in children].count(None):
+            if not stopping and any(child.returncode for child in children):
+                stopping = True  # one refused to serve (a wrong key): stop the others too
+                messages.banner = None
+                forward(signal.SIGTERM, None)
+            messages.receive(timeout=0.2)
+        messages.receive(timeout=0)  # what the last ones wrote before they exited
+    finally:
+        os.close(from_workers)
     return max(exit_status(child.returncode, sent) for child in children)
+
+
+class ToSupervisor:
+    """A worker's messages to its supervisor: ready, or a line to print (once, whichever
+    workers send it)."""
+
+    def __init__(self, fd: int):
+        self._fd = fd
+
+    @classmethod
+    def inherited(cls) -> ToSupervisor | None:
+        fd = os.environ.get(SUPERVISOR_FD)
+        return cls(int(fd)) if fd else None
+
+    def ready(self) -> None:
+        self._send(b"ready")
+
+    def say(self, line: str) -> None:
+        self._send(b"say " + line.replace("\n", " ").encode()[:MESSAGE_MAX - 8])
+
+    def _send(self, message: bytes) -> None:
+        with contextlib.suppress(OSError):  # the supervisor is gone: nobody to tell
+            os.write(self._fd, message + b"\n")
+
+
+class _FromWorkers:
+    """The supervisor's end: prints `banner` when every worker is ready, each line once."""
+
+    def __init__(self, fd: int, workers: int, banner: str | None):
+        self._fd = fd
+        self._workers = workers
+        self.banner = banner
+        self._ready = 0
+        self._said: set[bytes] = set()
+        self._partial = b""
+
+    def receive(self, timeout: float) -> None:
+        while select.select([self._fd], [], [], timeout)[0]:
+            data = os.read(self._fd, 65536)
+            if not data:
+                return  # every worker closed its end
+            *lines, self._partial = (self._partial + data).split(b"\n")
+            for line in lines:
+                self._handle(line)
+            timeout = 0
+
+    def _handle(self, message: bytes) -> None:
+        if message == b"ready":
+            self._ready += 1
+            if self._ready == self._workers and self.banner:
+                say(self.banner)
+        elif message.startswith(b"say ") and message[4:] not in self._said:
+            self._said.add(message[4:])
+            say(message[4:].decode(errors="replace"))
 
 
 def exit_status(returncode: int, sent: set[int] = frozenset()) -> int:
@@ -359,21 +449,23 @@ def exit_status(returncode: int, sent: set[int] = frozenset()) -> int:
 
 def _worker() -> int:
     """One of `--workers N`: a failure is the one line the single-process command prints
-    (`cli.explain`), never a traceback; its status reaches the supervisor."""
-    from .cli import explain
+    (`failures.explain`), never a traceback; its status reaches the supervisor."""
+    from .failures import explain
     from .logs import configure
 
     settings = None
+    supervisor = ToSupervisor.inherited()
     try:
         settings = Settings.from_env()
         configure(settings.log_level, settings.log_format, settings.log_coalesce_interval)
         tune_gc(settings)
-        return run_loop(settings, serve(settings, reuse_port=True))
+        return run_loop(settings, serve(settings, reuse_port=True, supervisor=supervisor,
+                                        access=AccessGeneration.inherited()))
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
         cause, fix, status = explain(exc, settings)
-        say(f"vaultgraph: {cause}: {fix}")
+        (supervisor.say if supervisor else say)(f"vaultgraph: {cause}: {fix}")
         return status
 
 

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from .access_generation import AccessGeneration
 from .catalog import Catalog
 from .crypto import KeyRing, TenantKeyCache
 from .outbound import AddressPolicy, OutboundClient
@@ -84,14 +85,17 @@ def connect(settings: Settings) -> Database:
 async def open_services(settings: Settings, *, with_keys: bool = True,
                         schema_required: bool = False,
                         background_start: bool = False,
-                        schema_applied: bool = False) -> AsyncIterator[Services]:
+                        schema_applied: bool = False,
+                        access_generation: AccessGeneration | None = None
+                        ) -> AsyncIterator[Services]:
     """The service's parts over one driver. `with_keys`: load the key-encryption key ring
     (token and tenant use cases need it; managing applications does not).
     `schema_required`: fail when the schema cannot be applied now (the CLI) instead of leaving
     it for readiness to retry (the server starts and answers 503 until Neo4j is back).
     `background_start`: touch no database here; `Services.startup.run()` (the server runs it
     in the background) applies the schema, checks the key ring and warms the pool.
-    `schema_applied`: the caller applied the schema already (the test suite, once per run)."""
+    `schema_applied`: the caller applied the schema already (the test suite, once per run).
+    `access_generation`: the one the workers of `serve --workers N` share (None otherwise)."""
     keyring = KeyRing.from_spec(settings.resolved_kek()) if with_keys else None
     db = connect(settings)
     renderer = Renderer(workers=settings.render_workers, budget=settings.render_budget)
@@ -112,7 +116,8 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
         reload = ((lambda: KeyRing.from_spec(settings.resolved_kek())) if not settings.kek
                   else None)
         tenant_keys = TenantKeyCache(keyring, reload=reload) if keyring else None
-        authenticator = (Authenticator(AuthRepository(db), tenant_keys, settings.auth_cache_ttl)
+        authenticator = (Authenticator(AuthRepository(db), tenant_keys, settings.auth_cache_ttl,
+                                       access_generation)
                          if tenant_keys is not None else None)
         webhook_repo = WebhookRepository(db)
         token_repo = TokenRepository(db)

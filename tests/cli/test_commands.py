@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from vaultgraph.api.typedefs import services_key
-from vaultgraph.cli import bootstrap
+from vaultgraph.cli.serve import bootstrap
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 

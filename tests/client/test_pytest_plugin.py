@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import neo4j
 
-from vaultgraph.cli import local_neo4j
+from vaultgraph.cli.common import local_neo4j
 from vaultgraph.settings import PROJECT_ROOT
 
 DOWNSTREAM = PROJECT_ROOT / "examples" / "downstream"

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from vaultgraph import cli
+from vaultgraph.cli import common, keys
 from vaultgraph.crypto import KeyRing
 from vaultgraph.settings import Settings
 
@@ -27,12 +27,12 @@ def versions(settings: Settings) -> list[str]:
 def test_a_version_added_meanwhile_is_read_under_the_lock(settings):
     # Another rotation added k2 after this one started (it read k1 alone): the version this
     # one adds is read from the file under the lock, so it is k3, not a second k2.
-    started_with = cli.check_kek(settings)
+    started_with = common.check_kek(settings)
     extra = KeyRing.generate_spec().replace("k1:", "k2:", 1)
     settings.kek_path.write_text(f"{settings.kek_path.read_text().strip()},{extra}\n")
     assert list(started_with.versions) == ["k1"]
-    with cli.rotation_lock(settings):
-        assert cli.add_kek_version(settings) == "k3"
+    with keys.rotation_lock(settings):
+        assert keys.add_kek_version(settings) == "k3"
     assert versions(settings) == ["k1", "k2", "k3"]
     assert KeyRing.from_spec(settings.kek_path.read_text().strip()).active == "k3"
     assert oct(settings.kek_path.stat().st_mode & 0o777) == "0o600"
@@ -41,7 +41,7 @@ def test_a_version_added_meanwhile_is_read_under_the_lock(settings):
 
 def test_the_rotation_lock_is_exclusive_while_held(settings):
     lock_path = settings.kek_path.with_name("kek.lock")
-    with cli.rotation_lock(settings):
+    with keys.rotation_lock(settings):
         fd = os.open(lock_path, os.O_WRONLY)
         try:
             with pytest.raises(BlockingIOError):

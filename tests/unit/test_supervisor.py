@@ -64,3 +64,26 @@ def test_prepare_dir_refuses_a_directory_holding_anything_else(tmp_path):
         f"VAULTGRAPH_METRICS_DIR {tmp_path} holds other files than metrics (kek, neo4j)",
         "set VAULTGRAPH_METRICS_DIR to a directory of its own (new or empty)")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["counter_1.db", "kek", "neo4j"]
+
+
+def tell(message: str) -> str:
+    """A worker script's line to its supervisor (on the pipe it inherited)."""
+    return f"printf '{message}\\n' > /dev/fd/${server.SUPERVISOR_FD}"
+
+
+def test_the_banner_waits_for_every_worker_and_a_line_is_printed_once(workers, capfd):
+    workers.extend([f"{tell('say vaultgraph: refused')}; exit 1",
+                    f"{tell('ready')}; {tell('say vaultgraph: refused')}; {DRAINS}"])
+    assert server._supervise(Settings(workers=2), 2, banner="serving on here") == 1
+    assert capfd.readouterr().err == "vaultgraph: refused\n"
+    workers.extend([f"{tell('ready')}; exit 0", f"{tell('ready')}; exit 0"])
+    assert server._supervise(Settings(workers=2), 2, banner="serving on here") == 0
+    assert capfd.readouterr().err == "serving on here\n"
+    workers.extend([f"{tell('ready')}; exit 0", "exit 0"])  # one never started: no banner
+    assert server._supervise(Settings(workers=2), 2, banner="serving on here") == 0
+    assert capfd.readouterr().err == ""
+
+
+def test_a_later_worker_failing_stops_the_first(workers):
+    workers.extend([DRAINS, "exit 1"])
+    assert server._supervise(Settings(workers=2), 2) == 1

@@ -2,7 +2,9 @@
 
 The cache holds a principal for `auth_cache_ttl` seconds (default 1 s), so a revoked key or a
 deleted application stops working within that time on every replica, and at once on the
-replica that handled the revocation (it clears its cache).
+replica that handled the revocation: its process clears its cache and, when it is one of the
+workers of `serve --workers N`, bumps the access generation they share (`access_generation`)
+before it answers, so each of the others drops its cache on its next authentication.
 
 A look-up that started before a revocation committed may finish after `invalidate` ran: it must
 not put the old principal back. Each `invalidate` bumps a generation, and a look-up caches its
@@ -21,6 +23,7 @@ import time
 
 import orjson
 
+from ..access_generation import AccessGeneration
 from ..auth import apikeys
 from ..auth.principal import Principal
 from ..auth.rules import Rule
@@ -33,22 +36,38 @@ CACHE_LIMIT = 10_000
 
 
 class Authenticator:
-    def __init__(self, repo: AuthRepository, tenant_keys: TenantKeyCache, ttl: float):
+    def __init__(self, repo: AuthRepository, tenant_keys: TenantKeyCache, ttl: float,
+                 shared: AccessGeneration | None = None):
         self._repo = repo
         self._tenant_keys = tenant_keys
         self._ttl = ttl
         self._cache: dict[str, tuple[float, Principal]] = {}
         self._generation = 0
         self._flights: dict[tuple[str, int], asyncio.Task[Principal]] = {}
+        self._shared = shared
+        self._seen = shared.read() if shared is not None else b""
 
     def invalidate(self) -> None:
+        """Access changed (committed) through this process: called before the answer."""
         self._generation += 1
         self._cache.clear()
+        if self._shared is not None:
+            self._shared.bump()
+            self._seen = self._shared.read()
+
+    def _follow_other_workers(self) -> None:
+        """Another worker changed access since this one last looked: what this one cached, and
+        the look-ups under way, may predate the change."""
+        if self._shared is not None and (now := self._shared.read()) != self._seen:
+            self._seen = now
+            self._generation += 1
+            self._cache.clear()
 
     async def authenticate(self, key: str | None) -> Principal:
         if not key or not apikeys.well_formed(key):
             raise Unauthenticated(UNAUTHORIZED_DETAIL)
         digest = apikeys.digest(key)
+        self._follow_other_workers()
         now = time.monotonic()
         hit = self._cache.get(digest)
         if hit is not None and hit[0] > now:

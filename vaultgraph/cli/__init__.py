@@ -1,0 +1,71 @@
+"""The `vaultgraph` command: serve, run a local Neo4j, manage tenants, applications, keys and the
+audit trail (README "Command line").
+
+Every runtime failure is one line on stderr, `vaultgraph: <cause>: <what to do>`, with exit status
+1 (2 for usage errors); `--debug` shows the traceback instead. Commands that create or list print
+JSON on stdout (lists: one JSON object per line); progress goes to stderr. Secrets (API keys) are
+printed once on stdout or written to a 0600 file (`--key-file`), never to a log.
+
+One module per command group, each with its `add_parser(sub)` and `command(settings, args)`;
+what they share is in `common`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+from ..failures import explain
+from ..settings import Settings
+from . import applications, audit, keys, neo4j, serve, tenants
+
+COMMANDS = {"serve": serve, "neo4j": neo4j, "tenants": tenants, "applications": applications,
+            "keys": keys, "audit": audit}
+
+
+def package_version() -> str:
+    try:
+        return version("vaultgraph")
+    except PackageNotFoundError:  # pragma: no cover - run from a checkout without install
+        return "unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vaultgraph", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"vaultgraph {package_version()}")
+    parser.add_argument("--debug", action="store_true",
+                        help="on failure, show the traceback instead of one line")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module in COMMANDS.values():
+        module.add_parser(sub)
+    return parser
+
+
+def dispatch(settings: Settings, args: argparse.Namespace) -> int:
+    return COMMANDS[args.command].command(settings, args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not args.debug and args.command != "serve":
+        # The driver and the repositories log each failed attempt; the one line below says it.
+        logging.disable(logging.ERROR)
+    settings = None
+    try:
+        settings = Settings.from_env()
+        return dispatch(settings, args)
+    except KeyboardInterrupt:
+        print("vaultgraph: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.debug:
+            raise
+        cause, fix, status = explain(exc, settings)
+        print(f"vaultgraph: {cause}: {fix}", file=sys.stderr)
+        return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

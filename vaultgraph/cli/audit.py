@@ -1,0 +1,116 @@
+"""`vaultgraph audit`: verify the chains, export events as JSON lines."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+
+from ..failures import Failure
+from ..settings import Settings
+from .common import Progress, emit, run_async, services
+
+
+def add_parser(sub) -> None:
+    p_audit = sub.add_parser("audit", help="the audit trail")
+    audit = p_audit.add_subparsers(dest="action", required=True)
+    p = audit.add_parser("verify", help="check every chain; findings as JSON lines, exit 1 if "
+                         "any")
+    p.add_argument("--chain", action="append", metavar="ID",
+                   help="only this chain (repeat for more); default: every chain")
+    p = audit.add_parser("export", help="events as JSON lines, oldest first")
+    p.add_argument("--since", help="ISO 8601 date or time (inclusive); default: the beginning")
+    p.add_argument("--until", help="ISO 8601 date or time (exclusive); default: now")
+    p.add_argument("--out", metavar="FILE", help="write to FILE (mode 0600) instead of stdout")
+
+
+def _moment(value: str, name: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise Failure(f"{name} is not an ISO 8601 date or time",
+                      "use e.g. 2026-01-31 or 2026-01-31T12:00:00Z", status=2) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def command(settings: Settings, args: argparse.Namespace) -> int:
+    if args.action == "verify":
+        progress = Progress("verified events")
+        count = 0
+
+        def step(n: int) -> None:
+            nonlocal count
+            count += n
+            progress(count)
+
+        async def verify():
+            from ..errors import NotFound
+
+            async with services(settings) as svc:
+                try:
+                    return await svc.audit_log.verify(
+                        step, chains=set(args.chain) if args.chain else None)
+                except NotFound as exc:
+                    raise Failure(exc.detail.rstrip("."), "the chain ids are the \"chain\" "
+                                  "of the events vaultgraph audit export writes") from None
+
+        findings = run_async(verify)
+        progress.done(f"{count} checked, {len(findings)} finding(s)")
+        for finding in findings:
+            emit({"kind": finding.kind, "chain": finding.chain, "seq": finding.seq,
+                  "event_id": finding.event_id})
+        if findings:
+            raise Failure(f"the audit trail fails verification ({len(findings)} finding(s), "
+                          "listed on stdout)", "investigate the named events; the trail was "
+                          "changed outside the service")
+        return 0
+
+    since = _moment(args.since, "--since") if args.since else datetime(1970, 1, 1, tzinfo=UTC)
+    until = _moment(args.until, "--until") if args.until else datetime.now(UTC)
+    progress = Progress("exported events")
+
+    async def export(out):
+        n = 0
+        async with services(settings) as svc:
+            async for event in svc.audit_log.export(since, until):
+                out.write(orjson.dumps(event, default=str) + b"\n")
+                n += 1
+                if n % 1000 == 0:
+                    progress(n)
+        return n
+
+    if args.out:
+        # A new file beside the named one, renamed over it at the end: an export that cannot
+        # start or stops half-way leaves the previous file as it was; mode 0600 either way.
+        path = Path(args.out).expanduser().absolute()
+        try:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+        except OSError as exc:
+            raise Failure(f"cannot write in {path.parent} ({exc.strerror})",
+                          "name a file in a writable directory for --out") from None
+        try:
+            with os.fdopen(fd, "wb") as out:
+                n = run_async(lambda: export(out))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    else:
+        try:
+            n = run_async(lambda: export(sys.stdout.buffer))
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # The reader stopped reading (`| head`): stop quietly, with the status of a writer
+            # ended by SIGPIPE; stdout goes to /dev/null so the exit's flush says nothing.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 128 + signal.SIGPIPE
+    progress.done(f"{n} written" + (f" to {args.out}" if args.out else ""))
+    return 0

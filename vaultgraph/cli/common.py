@@ -1,0 +1,174 @@
+"""What the commands share: output (JSON lines, keys delivered once), progress on stderr, the
+settings' resources (the local Neo4j, the key ring, the services over one driver)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+import orjson
+
+from ..failures import Failure
+from ..settings import Settings
+
+PAGE = 100
+
+# -- output -------------------------------------------------------------------------------------
+
+def emit(value) -> None:
+    with contextlib.suppress(BrokenPipeError):
+        sys.stdout.write(orjson.dumps(value, default=str).decode() + "\n")
+        sys.stdout.flush()
+
+
+def write_secret(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text + "\n")
+
+
+class KeyOutput:
+    """Where a new key goes: stdout with the ids, or only a new 0600 file (`--key-file`).
+
+    The file is created (O_EXCL) before anything is committed, so a name that exists or a
+    directory that cannot be written is refused while nothing has changed yet; `deliver` puts
+    the key in it before anything else is done with the key (rotate-key revokes the old keys
+    only after)."""
+
+    def __init__(self, path: Path | None = None, fd: int | None = None):
+        self.path = path
+        self._fd = fd
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, key_file: str | None):
+        if not key_file:
+            yield cls()
+            return
+        path = Path(key_file).expanduser().absolute()
+        fix = "name a new file in a writable directory for --key-file"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise Failure(f"cannot create the directory {path.parent} ({exc.strerror})",
+                          fix) from None
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise Failure(f"{path} exists", "name a new file for --key-file (it is never "
+                          "overwritten)") from None
+        except OSError as exc:
+            raise Failure(f"cannot create {path} ({exc.strerror})", fix) from None
+        out = cls(path, fd)
+        try:
+            yield out
+        finally:
+            if out._fd is not None:  # nothing was delivered: the command failed before
+                os.close(out._fd)
+                path.unlink(missing_ok=True)
+
+    def deliver(self, created: dict) -> dict:
+        """The answer to print: `created` as is, or with its key written to the file and
+        replaced by the file's name."""
+        if self.path is None:
+            return created
+        with os.fdopen(self._fd, "w") as f:
+            self._fd = None
+            f.write(created["key"] + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        return {**{k: v for k, v in created.items() if k != "key"}, "key_file": str(self.path)}
+
+
+class Progress:
+    """`label done/total` on stderr: redrawn in place on a terminal, every 10% otherwise."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.tty = sys.stderr.isatty()
+        self.last_decile = -1
+
+    def __call__(self, done: int, total: int | None = None) -> None:
+        text = f"{self.label} {done}" + (f"/{total}" if total else "")
+        if self.tty:
+            print(f"\r{text}", end="", file=sys.stderr, flush=True)
+            return
+        decile = (done * 10 // total) if total else done // 1000
+        if decile != self.last_decile:
+            self.last_decile = decile
+            print(text, file=sys.stderr, flush=True)
+
+    def done(self, text: str) -> None:
+        print(("\r" if self.tty else "") + f"{self.label} {text}", file=sys.stderr, flush=True)
+
+# -- settings and resources ---------------------------------------------------------------------
+
+def local_neo4j(settings: Settings):
+    from ..neo4j_local import LocalNeo4j
+
+    return LocalNeo4j(
+        home=settings.local_neo4j_home(),
+        lib_dir=settings.home_path / "neo4j-lib",
+        bolt_port=settings.neo4j_bolt_port,
+        http_port=settings.neo4j_http_port,
+        password=settings.neo4j_password or None,
+        heap=settings.neo4j_heap,
+        pagecache=settings.neo4j_pagecache,
+    )
+
+
+def ensure_dev_kek(settings: Settings) -> None:
+    """Development only: generate a key-encryption key once, if none is configured."""
+    from ..crypto import KeyRing
+
+    if settings.kek or settings.kek_path.exists():
+        return
+    write_secret(settings.kek_path, KeyRing.generate_spec())
+    print(f"generated a development key-encryption key into {settings.kek_path} (mode 0600); "
+          "production sets VAULTGRAPH_KEK or VAULTGRAPH_KEK_FILE", file=sys.stderr)
+
+
+def check_kek(settings: Settings):
+    """The key ring, parsed now so a malformed one is named before anything starts."""
+    from ..crypto import KeyRing
+
+    spec = settings.resolved_kek()
+    try:
+        return KeyRing.from_spec(spec)
+    except ValueError as exc:  # the message names an entry by position, never key bytes
+        raise Failure(f"the key-encryption key in {settings.kek_source} is malformed ({exc})",
+                      "expected '<version>:<base64url of 32 bytes>[,...]', e.g. "
+                      "k1:$(head -c32 /dev/urandom | basenc --base64url)") from None
+
+
+def local_settings(settings: Settings, neo) -> Settings:
+    """Point the service at the local server's password file when none is configured."""
+    if settings.neo4j_password:
+        return settings
+    return dataclasses.replace(settings, neo4j_password=neo.resolve_password())
+
+
+def services(settings: Settings, *, with_keys: bool = True):
+    from ..wiring import open_services
+
+    if with_keys:
+        check_kek(settings)
+    settings.resolved_neo4j_password()  # a missing password is named before connecting
+    return open_services(settings, with_keys=with_keys, schema_required=True)
+
+
+def run_async(work):
+    return asyncio.run(work())
+
+
+def create_tenant(settings: Settings, name: str) -> dict:
+    async def work():
+        async with services(settings) as svc:
+            return (await svc.tenants.create(name)).to_dict()
+
+    return run_async(work)

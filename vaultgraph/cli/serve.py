@@ -1,0 +1,81 @@
+"""`vaultgraph serve`: the API, with the local Neo4j (`--local-neo4j`) and a first run's
+bootstrap."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+import orjson
+
+from ..failures import Failure
+from ..settings import Settings
+from . import common
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("serve", help="serve the API")
+    p.add_argument("--local-neo4j", action="store_true",
+                   help="start the local Neo4j (and stop it on exit), bootstrap on first run")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="serve with N processes on one port (SO_REUSEPORT); 0: one per CPU "
+                        "this process may use; default VAULTGRAPH_WORKERS or 1")
+
+
+def command(settings: Settings, args: argparse.Namespace) -> int:
+    return serve(settings, local=args.local_neo4j, workers=args.workers)
+
+
+def bootstrap(settings: Settings) -> None:
+    """First run only: a tenant whose management key goes to a 0600 file, and to the terminal
+    once if stderr is one (never into a log: a redirected stderr gets the file name only)."""
+    key_file = settings.home_path / "admin.key"
+    if key_file.exists():
+        print(f"admin key: {key_file} (created on first run)", file=sys.stderr)
+        return
+    created = common.create_tenant(settings, "default")
+    common.write_secret(key_file, created["key"])
+    (settings.home_path / "admin.json").write_text(orjson.dumps(
+        {"tenant_id": created["tenant_id"], "application_id": created["application_id"]}
+    ).decode() + "\n")
+    shown = (f"  admin key      {created['key']}\n  (shown once; also written to {key_file}, "
+             "mode 0600)") if sys.stderr.isatty() else (
+        f"  admin key      in {key_file} (mode 0600; not printed: stderr is not a terminal)")
+    print("bootstrapped tenant 'default':\n"
+          f"  tenant_id      {created['tenant_id']}\n"
+          f"  application_id {created['application_id']}\n" + shown, file=sys.stderr)
+
+
+def serve(settings: Settings, *, local: bool, workers: int | None = None) -> int:
+    from ..logs import configure
+    from ..neo4j_local import port_in_use
+    from ..server import run
+
+    if workers is not None:
+        settings = dataclasses.replace(settings, workers=workers)
+    configure(settings.log_level, settings.log_format, settings.log_coalesce_interval)
+    if port_in_use(settings.port, settings.host):
+        raise Failure(f"port {settings.port} on {settings.host} is in use by another process",
+                      "stop that process or set VAULTGRAPH_PORT to a free port")
+    neo = started = None
+    if local:
+        common.ensure_dev_kek(settings)
+    common.check_kek(settings)
+    try:
+        if local:
+            neo = common.local_neo4j(settings)
+            started = neo.start()
+            settings = common.local_settings(settings, neo)
+            bootstrap(settings)
+        # The Browser exists only where the local launcher's Neo4j serves it.
+        browser = (f", Neo4j Browser at http://127.0.0.1:{settings.neo4j_http_port}/browser/"
+                   if local else "")
+        # Printed once the key-encryption key opened the stored tenant keys (by the supervisor,
+        # once, with several workers): a wrong key is refused instead, never announced first.
+        return run(settings, f"serving on http://{settings.host}:{settings.port} (docs at "
+                             f"/docs{browser})")
+    finally:
+        # Whatever this call started, it stops: a failed bootstrap leaves no orphan server.
+        if started:
+            neo.stop()

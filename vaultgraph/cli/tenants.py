@@ -1,0 +1,42 @@
+"""`vaultgraph tenants`: create (with its management application and key), list, show."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..settings import Settings
+from .common import PAGE, KeyOutput, create_tenant, emit, run_async, services
+
+
+def add_parser(sub) -> None:
+    p_ten = sub.add_parser("tenants", help="tenants")
+    ten = p_ten.add_subparsers(dest="action", required=True)
+    p = ten.add_parser("create", help="create a tenant and its management application; prints "
+                       "tenant_id, application_id and key (once)")
+    p.add_argument("--name", required=True)
+    p.add_argument("--key-file", metavar="PATH",
+                   help="write the key to this new 0600 file instead of stdout")
+    ten.add_parser("list", help="every tenant, one JSON object per line")
+    p = ten.add_parser("show", help="one tenant")
+    p.add_argument("tenant_id")
+
+
+def command(settings: Settings, args: argparse.Namespace) -> int:
+    if args.action == "create":
+        with KeyOutput.open(args.key_file) as out:
+            emit(out.deliver(create_tenant(settings, args.name)))
+        return 0
+
+    async def work():
+        async with services(settings) as svc:
+            if args.action == "show":
+                emit(await svc.tenants.get(args.tenant_id))
+                return
+            after = ""
+            while rows := await svc.tenants.page(after, PAGE):
+                for row in rows:
+                    emit(row)
+                after = rows[-1]["id"]
+
+    run_async(work)
+    return 0
