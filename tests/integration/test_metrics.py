@@ -30,7 +30,7 @@ ALLOWED = {
     "method": metrics.METHODS | {metrics.OTHER_METHOD},
     "status": re.compile(r"^[1-5]\d\d$"),
     "kind": set(metrics.NEO4J_ERROR_KINDS) | set(metrics.NEO4J_RETRY_KINDS),
-    "outcome": set(metrics.SWEEP_OUTCOMES),
+    "outcome": set(metrics.SWEEP_OUTCOMES) | set(metrics.WEBHOOK_OUTCOMES),
     "limit": set(metrics.RATE_LIMITS),
     "le": re.compile(r"^(\+Inf|\d+(\.\d+)?(e[+-]?\d+)?)$"),
     "version": re.compile(r"^[\w.+-]+$"),
