@@ -165,7 +165,8 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
                 timeout=settings.webhook_timeout, disable_after=settings.webhook_disable_after,
                 interval=settings.webhook_poll_interval, batch=settings.webhook_max_in_flight,
                 per_endpoint=settings.webhook_endpoint_concurrency,
-                retention=settings.webhook_retention_days * 86_400)
+                retention=settings.webhook_retention_days * 86_400,
+                ready=lambda: readiness.started)
             if tenant_keys is not None else None,
         )
         if writer is not None:

@@ -25,7 +25,7 @@ import logging
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from .. import metrics
@@ -53,7 +53,10 @@ class WebhookSender:
     def __init__(self, repo: WebhookRepository, client: OutboundClient,
                  tenant_keys: TenantKeyCache, *, schedule: Sequence[float], lease: float,
                  timeout: float, disable_after: float, interval: float, batch: int,
-                 per_endpoint: int, retention: float):
+                 per_endpoint: int, retention: float, ready: Callable[[], bool] = lambda: True):
+        """`ready`: whether the process has started (schema applied, keys checked); no pass
+        runs before, so a start-up that fails says so alone."""
+        self._ready = ready
         self._repo = repo
         self._client = client
         self._keys = tenant_keys
@@ -105,6 +108,10 @@ class WebhookSender:
         failures = 0
         while not self._stopping.is_set():
             claimed = 0
+            if not self._ready():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), self._interval)
+                continue
             try:
                 claimed = await self.pass_once()
                 await self._prune_now_and_then()
