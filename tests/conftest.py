@@ -50,7 +50,10 @@ def settings() -> Settings:
     key = KeyRing.generate_spec().partition(":")[2]
     if not os.environ.get("VAULTGRAPH_TESTS_KEEP_DATA"):  # set when another run shares Neo4j
         prepare_database(base)
-    return dataclasses.replace(base, kek=f"run{secrets.token_hex(6)}:{key}", log_level="WARNING")
+    # No webhook sender unless a test asks for one (tests/integration/webhooks): a sender
+    # claims any tenant's due deliveries, so one left running would take other tests' events.
+    return dataclasses.replace(base, kek=f"run{secrets.token_hex(6)}:{key}", log_level="WARNING",
+                               webhook_poll_interval=0.0)
 
 
 @pytest.fixture

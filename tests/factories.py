@@ -147,7 +147,7 @@ def private_neo4j(home: Path) -> Iterator[LocalNeo4j]:
 
 def service_env(settings) -> dict[str, str]:
     """The environment of a `vaultgraph serve` subprocess (vaultgraph.testing.service) on this
-    run's Neo4j, with the run's key-encryption key and no background sweeps."""
+    run's Neo4j, with the run's key-encryption key, no background sweeps and no webhook sender."""
     return {
         "PATH": "/usr/bin:/bin",
         "VAULTGRAPH_NEO4J_URI": settings.neo4j_uri,
@@ -158,6 +158,8 @@ def service_env(settings) -> dict[str, str]:
         "VAULTGRAPH_CYPHER_DIR": settings.cypher_dir,
         "VAULTGRAPH_LOG_LEVEL": "WARNING",
         "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "0",
+        # No webhook sender: it would claim other tests' deliveries (any tenant's).
+        "VAULTGRAPH_WEBHOOK_POLL_INTERVAL": "0",
     }
 
 

@@ -59,6 +59,7 @@ def create_app(settings: Settings, *, background_start: bool = False,
     # writer that links them stops.
     app.cleanup_ctx.append(_audit)
     app.cleanup_ctx.append(_expiry_sweeper)
+    app.cleanup_ctx.append(_webhook_sender)
     return app
 
 
@@ -76,6 +77,17 @@ async def _expiry_sweeper(app: web.Application) -> AsyncIterator[None]:
     sweeper.start()
     yield
     await sweeper.stop()
+
+
+async def _webhook_sender(app: web.Application) -> AsyncIterator[None]:
+    """The outbox's events are delivered in the background (services/webhook_sender.py); the
+    sender stops, its attempts under way given a grace, before the driver closes."""
+    sender = app[services_key].webhook_sender
+    if sender is not None:
+        sender.start()
+    yield
+    if sender is not None:
+        await sender.stop()
 
 
 async def _audit(app: web.Application) -> AsyncIterator[None]:

@@ -53,6 +53,10 @@ NEO4J_ERROR_KINDS = ("unavailable", "transient", "constraint", "database", "driv
 NEO4J_RETRY_KINDS = ("statement", "transaction")
 SWEEP_OUTCOMES = ("ok", "error")
 RATE_LIMITS = ("application", "client_address")
+# Webhook attempts: 2xx, another status, a redirect (never followed), no answer in time, no
+# connection, an address the outbound policy refused, a request too large, the secret unreadable.
+WEBHOOK_OUTCOMES = ("success", "status", "redirect", "timeout", "unreachable", "refused",
+                    "request_too_large", "error")
 
 # Seconds; a token read answers in ~2 ms on a quiet machine, a page of masked tokens in ~10 ms.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
@@ -118,6 +122,17 @@ GC_FROZEN = Gauge("vaultgraph_python_gc_frozen_objects", "Objects start-up left 
 RATE_LIMITED = Counter("vaultgraph_rate_limited_requests", "Requests refused with 429, by the "
                        "limit that refused them: application (its token bucket) or "
                        "client_address (repeated failed authentication).", ["limit"])
+
+WEBHOOK_ATTEMPTS = Counter("vaultgraph_webhook_attempts", "Webhook delivery attempts, by "
+                           "outcome (metrics.WEBHOOK_OUTCOMES).", ["outcome"])
+WEBHOOK_FAILED = Counter("vaultgraph_webhook_failed_deliveries", "Webhook deliveries failed for "
+                         "good, after the last attempt of the retry schedule.")
+WEBHOOK_DISABLED = Counter("vaultgraph_webhook_disabled", "Webhooks disabled after failing "
+                           "every delivery for the configured time.")
+WEBHOOK_LAG = Histogram("vaultgraph_webhook_delivery_lag_seconds", "Time from a change's commit "
+                        "to its event's successful delivery (the outbox's queue lag, retries "
+                        "included).", buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+                                               60.0, 300.0, 1800.0, 7200.0, 36000.0))
 
 # One series per live process: a scrape names the replica and process that answered (a label
 # `replica`, not `instance`, which Prometheus sets itself from the scrape target).

@@ -28,7 +28,9 @@ POSITIVE = frozenset({
     "search_max_query_length", "search_max_terms", "search_max_depth", "expiry_sweep_batch",
     "render_workers", "audit_batch_max", "request_timeout",
     "neo4j_acquire_timeout", "neo4j_connect_timeout", "bulk_max_items", "idempotency_ttl",
-    "idempotency_lease", "auth_failure_window", "pkcs11_sessions"})
+    "idempotency_lease", "auth_failure_window", "pkcs11_sessions", "webhook_lease",
+    "webhook_timeout", "webhook_disable_after", "webhook_max_in_flight",
+    "webhook_endpoint_concurrency", "webhook_retention_days"})
 # Upper bounds the interface sets: an expired token is deleted within an hour of its expiry
 # (spec §2.3.3), so the sweep runs at least hourly (0 still turns this process's sweep off).
 AT_MOST = {"expiry_sweep_interval": (
@@ -159,6 +161,19 @@ class Settings:
     # The outbound address policy (vaultgraph/outbound), for webhooks and the proxy alike.
     webhook_allow_http: bool = False
     webhook_allowed_networks: str = ""  # comma-separated CIDRs exempt from the SSRF guard
+    # Webhooks (docs/webhooks.md): waits in seconds between attempts after the first
+    # (comma-separated; the Standard Webhooks schedule), a claim's lease, an attempt's deadline,
+    # how long an endpoint may fail every delivery before it is disabled, how often the sender
+    # looks for due deliveries (0: this process sends none), deliveries in flight per process
+    # and per endpoint, and how long attempts stay listed.
+    webhook_retry_schedule: str = "5,300,1800,7200,18000,36000,36000"
+    webhook_lease: float = 60.0
+    webhook_timeout: float = 10.0
+    webhook_disable_after: float = 432_000.0
+    webhook_poll_interval: float = 0.5
+    webhook_max_in_flight: int = 64
+    webhook_endpoint_concurrency: int = 4
+    webhook_retention_days: float = 30.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Settings:
@@ -215,11 +230,36 @@ class Settings:
                 f"VAULTGRAPH_REQUEST_TIMEOUT ({self.request_timeout:g})",
                 "set VAULTGRAPH_IDEMPOTENCY_LEASE to at least VAULTGRAPH_REQUEST_TIMEOUT (best: "
                 "above Neo4j's transaction timeout, 60 s by default)")
+        self._check_webhooks()
         if self.idempotency_ttl < self.idempotency_lease:
             raise ConfigError(
                 f"VAULTGRAPH_IDEMPOTENCY_TTL ({self.idempotency_ttl:g}) is shorter than "
                 f"VAULTGRAPH_IDEMPOTENCY_LEASE ({self.idempotency_lease:g})",
                 "set VAULTGRAPH_IDEMPOTENCY_TTL to at least VAULTGRAPH_IDEMPOTENCY_LEASE")
+
+    def _check_webhooks(self) -> None:
+        setting = "VAULTGRAPH_WEBHOOK_RETRY_SCHEDULE"
+        try:
+            schedule = self.webhook_retry_schedule_seconds
+        except ValueError:
+            raise ConfigError(f"{setting} is not a list of seconds",
+                              f"set {setting} to comma-separated numbers of 0 or more, such "
+                              "as 5,300,1800") from None
+        if any(not math.isfinite(s) or s < 0 for s in schedule):
+            raise ConfigError(f"{setting} holds a wait below 0",
+                              f"set {setting} to comma-separated numbers of 0 or more")
+        if self.webhook_lease <= self.webhook_timeout:
+            # A claim must outlive its attempt, or another worker sends the event meanwhile.
+            raise ConfigError(
+                f"VAULTGRAPH_WEBHOOK_LEASE ({self.webhook_lease:g}) is not longer than "
+                f"VAULTGRAPH_WEBHOOK_TIMEOUT ({self.webhook_timeout:g})",
+                "set VAULTGRAPH_WEBHOOK_LEASE above VAULTGRAPH_WEBHOOK_TIMEOUT")
+
+    @property
+    def webhook_retry_schedule_seconds(self) -> tuple[float, ...]:
+        """The waits before each retry, from VAULTGRAPH_WEBHOOK_RETRY_SCHEDULE ("": no retry)."""
+        return tuple(float(part) for part in self.webhook_retry_schedule.split(",")
+                     if part.strip())
 
     def _check_networks(self) -> None:
         """The networks exempt from the outbound address policy: each a CIDR or an address."""

@@ -28,6 +28,7 @@ from .repository.proxies import ProxyRepository
 from .repository.search import SearchRepository
 from .repository.tenants import TenantRepository
 from .repository.tokens import TokenRepository
+from .repository.webhooks import WebhookRepository
 from .services.applications import ApplicationService
 from .services.audit_log import AuditLog
 from .services.audit_pruner import AuditPruner
@@ -45,6 +46,8 @@ from .services.search import SearchService
 from .services.startup import Startup
 from .services.tenants import TenantService
 from .services.tokens import TokenService
+from .services.webhook_sender import WebhookSender
+from .services.webhooks import WebhookService
 from .settings import Settings
 
 log = logging.getLogger("vaultgraph")
@@ -72,6 +75,8 @@ class Services:
     rate_limits: RateLimits
     outbound: OutboundClient  # every request the vault sends out (webhooks, the proxy)
     proxies: ProxyService
+    webhooks: WebhookService
+    webhook_sender: WebhookSender | None  # None without a key ring (the CLI's management)
     custody: Custody | None = None
 
 
@@ -124,9 +129,11 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
         # The key file is re-read when a tenant's keys name a KEK version the ring lacks
         # (`vaultgraph keys rotate` online); a ring from VAULTGRAPH_KEK changes on restart only.
         reload = custody.reload if custody and not settings.kek else None
-        authenticator = (Authenticator(AuthRepository(db), TenantKeyCache(keyring, reload=reload),
-                                       settings.auth_cache_ttl, access_generation)
-                         if keyring else None)
+        tenant_keys = TenantKeyCache(keyring, reload=reload) if keyring else None
+        authenticator = (Authenticator(AuthRepository(db), tenant_keys, settings.auth_cache_ttl,
+                                       access_generation)
+                         if tenant_keys is not None else None)
+        webhook_repo = WebhookRepository(db)
         token_repo = TokenRepository(db)
         tokens = TokenService(token_repo, settings, renderer)
         audit_repo = AuditRepository(db)
@@ -170,6 +177,16 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
             custody=custody,
             outbound=outbound,
             proxies=ProxyService(ProxyRepository(db), token_repo, renderer, outbound),
+            webhooks=WebhookService(webhook_repo, check_url=outbound.policy.check_url),
+            webhook_sender=WebhookSender(
+                webhook_repo, outbound, tenant_keys,
+                schedule=settings.webhook_retry_schedule_seconds, lease=settings.webhook_lease,
+                timeout=settings.webhook_timeout, disable_after=settings.webhook_disable_after,
+                interval=settings.webhook_poll_interval, batch=settings.webhook_max_in_flight,
+                per_endpoint=settings.webhook_endpoint_concurrency,
+                retention=settings.webhook_retention_days * 86_400,
+                ready=lambda: readiness.started)
+            if tenant_keys is not None else None,
         )
         if writer is not None:
             await writer.stop()

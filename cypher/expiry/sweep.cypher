@@ -15,7 +15,8 @@
 // - a fingerprint no token holds any more lets its dedup lock go (@release_dedup_lock);
 // - each swept token leaves its audit event (application "system") in the same inner transaction
 //   as its deletion, pending until the sweeper links the returned events into its chain; its
-//   time is cut to the microsecond, as the event is signed (linking leaves a stored time as is).
+//   time is cut to the microsecond, as the event is signed (linking leaves a stored time as is);
+// - and its webhook event (@outbox, cypher/fragments/), in that same inner transaction.
 MATCH (t:Token)
 WHERE t.expires_at < datetime()
 WITH t LIMIT $limit
@@ -23,6 +24,9 @@ CALL (t) {
   SET t._lock = true
   REMOVE t._lock
   WITH t, t.fingerprint AS fingerprint WHERE t:Token AND t.expires_at < datetime()
+  WITH t, fingerprint, {event_id: randomUUID(), type: "token.deleted", at: datetime(),
+       tenant_id: t.tenant_id, token_id: t.id, token_type: t.type, containers: t.containers,
+       application_id: "system", reason: "expired"} AS webhook_event
   CALL (t) {
     MATCH (t)-[r]-()
     WITH DISTINCT r
@@ -33,8 +37,9 @@ CALL (t) {
   SET t = {tenant_id: t.tenant_id, id: t.id, type: t.type, created_by: t.created_by,
            created_at: t.created_at, deleted_at: datetime(), deleted_by: $actor,
            deleted_reason: $reason, merged_into: null}
-  WITH t, fingerprint
+  WITH t, fingerprint, webhook_event
   @release_dedup_lock(t, fingerprint)
+  @outbox(webhook_event)
   CREATE (e:AuditEvent:PendingAuditEvent)
   SET e = {id: randomUUID(), at: datetime.truncate('microsecond', datetime()),
            tenant_id: t.tenant_id,

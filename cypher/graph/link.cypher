@@ -22,4 +22,11 @@ WITH p, c WHERE p:Token AND c:Token AND @visible(p) AND @visible(c)
 WITH p, c, EXISTS { (p)-[:PARENT_OF]->(c) } AS existed
 MERGE (p)-[r:PARENT_OF]->(c)
   ON CREATE SET r.created_at = datetime()
+// The webhook outbox (@outbox): a new link only, for webhooks holding both ends.
+WITH p, c, r, existed, CASE WHEN NOT existed THEN {
+       event_id: randomUUID(), type: "token.linked", at: datetime(), tenant_id: p.tenant_id,
+       token_id: p.id, token_type: p.type, containers: p.containers,
+       child_containers: c.containers, application_id: $actor, parent_id: p.id,
+       child_id: c.id} END AS webhook_event
+@outbox(webhook_event)
 RETURN NOT existed AS created, r.created_at AS created_at

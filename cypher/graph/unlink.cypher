@@ -16,6 +16,13 @@ CALL (p, c) {
   REMOVE n._lock
 }
 OPTIONAL MATCH (p)-[r:PARENT_OF]->(c)
-WITH r, r IS NOT NULL AS removed
+WITH p, c, r, r IS NOT NULL AS removed
 DELETE r
+// The webhook outbox (@outbox): a link removed, for webhooks holding both ends.
+WITH removed, CASE WHEN removed THEN {
+       event_id: randomUUID(), type: "token.unlinked", at: datetime(), tenant_id: p.tenant_id,
+       token_id: p.id, token_type: p.type, containers: p.containers,
+       child_containers: c.containers, application_id: $actor, parent_id: p.id,
+       child_id: c.id} END AS webhook_event
+@outbox(webhook_event)
 RETURN removed

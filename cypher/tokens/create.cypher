@@ -14,7 +14,8 @@
 // HAS_INDEX self-loops holding their keyed HMAC (see search/seek_data).
 // $expires_at arrives as ISO-8601 text or null (repository/records.py datetime_text) and is
 // stored as the DateTime it names.
-// @visible/@live/@in_prefixes/@token/@release_dedup_lock: cypher/fragments/ (expanded when the
+// Each change writes its webhook event (@outbox) in this same statement.
+// @visible/@live/@in_prefixes/@token/@release_dedup_lock/@outbox: cypher/fragments/ (expanded when the
 // catalog loads).
 // Inside a request it is sent with the audit prefix in front (repository/audit_prefix.py;
 // docs/architecture.md, "The audit prefix").
@@ -45,7 +46,7 @@ CALL (existing) {
   WITH old WHERE old IS NOT NULL
   SET old._lock = true
   REMOVE old._lock
-  WITH old, old.fingerprint AS fingerprint
+  WITH old, old.fingerprint AS fingerprint, old.containers AS containers
   WHERE old:Token AND old.expires_at <= datetime()
   CALL (old) {
     MATCH (old)-[r]-()
@@ -57,8 +58,12 @@ CALL (existing) {
   SET old = {tenant_id: old.tenant_id, id: old.id, type: old.type, created_by: old.created_by,
              created_at: old.created_at, deleted_at: datetime(), deleted_by: $expired_actor,
              deleted_reason: $expired_reason, merged_into: null}
-  WITH old, fingerprint
+  WITH old, fingerprint, containers
   @release_dedup_lock(old, fingerprint)
+  WITH old, fingerprint, {event_id: randomUUID(), type: "token.deleted", at: datetime(),
+       tenant_id: old.tenant_id, token_id: old.id, token_type: old.type, containers: containers,
+       application_id: "system", reason: "expired"} AS webhook_event
+  @outbox(webhook_event)
 }
 FOREACH (_ IN CASE WHEN existing IS NULL THEN [1] ELSE [] END |
   CREATE (t:Token {tenant_id: $tenant_id, id: $id})
@@ -78,4 +83,10 @@ FOREACH (_ IN CASE WHEN p IS NOT NULL AND t IS NOT NULL AND p <> t AND (existing
   THEN [1] ELSE [] END |
   MERGE (p)-[r:PARENT_OF]->(t) ON CREATE SET r.created_at = datetime())
 WITH t, existing IS NOT NULL AS deduplicated
+// The webhook outbox (@outbox): a token created (not a dedup match), in this transaction.
+WITH t, deduplicated, CASE WHEN t IS NOT NULL AND NOT deduplicated THEN {
+       event_id: randomUUID(), type: "token.created", at: datetime(), tenant_id: t.tenant_id,
+       token_id: t.id, token_type: t.type, containers: t.containers,
+       application_id: t.created_by, parent_id: $parent_id} END AS webhook_event
+@outbox(webhook_event)
 RETURN @token(t) AS token, deduplicated

@@ -11,7 +11,8 @@
 // An id held by a live token answers `taken` on its row instead of failing the statement (the
 // other items still commit); a create racing this one for the same id can still fail it on the
 // uniqueness constraint, and the repository runs it again (the winner then reads as `taken`).
-// @live/@release_dedup_lock: cypher/fragments/ (expanded when the catalog loads).
+// Each change writes its webhook event (@outbox) in this same statement.
+// @live/@release_dedup_lock/@outbox: cypher/fragments/ (expanded when the catalog loads).
 // Inside a request it is sent with the audit prefix in front (repository/audit_prefix.py;
 // docs/architecture.md, "The audit prefix").
 UNWIND $rows AS row
@@ -37,7 +38,7 @@ CALL (row) {
   WITH row, existing, old, old.fingerprint AS fingerprint,
        old IS NOT NULL AND old:Token AND @live(old) AS taken
   CALL (old, taken, fingerprint) {
-    WITH old, fingerprint WHERE old IS NOT NULL AND old:Token AND NOT taken
+    WITH old, fingerprint, old.containers AS containers WHERE old IS NOT NULL AND old:Token AND NOT taken
     CALL (old) {
       MATCH (old)-[r]-()
       WITH DISTINCT r
@@ -48,8 +49,12 @@ CALL (row) {
     SET old = {tenant_id: old.tenant_id, id: old.id, type: old.type, created_by: old.created_by,
                created_at: old.created_at, deleted_at: datetime(), deleted_by: $expired_actor,
                deleted_reason: $expired_reason, merged_into: null}
-    WITH old, fingerprint
+    WITH old, fingerprint, containers
     @release_dedup_lock(old, fingerprint)
+    WITH old, fingerprint, {event_id: randomUUID(), type: "token.deleted", at: datetime(),
+         tenant_id: old.tenant_id, token_id: old.id, token_type: old.type,
+         containers: containers, application_id: "system", reason: "expired"} AS webhook_event
+    @outbox(webhook_event)
   }
   FOREACH (_ IN CASE WHEN existing IS NULL AND NOT taken THEN [1] ELSE [] END |
     CREATE (t:Token {tenant_id: $tenant_id, id: row.id})
@@ -62,6 +67,11 @@ CALL (row) {
   WITH row, existing, taken
   OPTIONAL MATCH (created:Token {tenant_id: $tenant_id, id: row.id})
     WHERE existing IS NULL AND NOT taken
+  WITH row, existing, taken, created, CASE WHEN created IS NOT NULL THEN {
+         event_id: randomUUID(), type: "token.created", at: datetime(),
+         tenant_id: created.tenant_id, token_id: created.id, token_type: created.type,
+         containers: created.containers, application_id: created.created_by} END AS webhook_event
+  @outbox(webhook_event)
   RETURN coalesce(existing, created) AS t, existing IS NOT NULL AS deduplicated, taken
 }
 RETURN row.index AS index, CASE WHEN t IS NULL THEN null ELSE @token(t) END AS token,

@@ -17,4 +17,9 @@ FOREACH (kv IN $meta_kvs |
   CREATE (t)-[:HAS_META {tenant_id: $tenant_id, kv: kv, token_id: t.id}]->(t))
 FOREACH (digest IN $index_digests |
   CREATE (t)-[:HAS_INDEX {tenant_id: $tenant_id, digest: digest, token_id: t.id}]->(t))
+// The webhook outbox (@outbox, cypher/fragments/): committed with the update.
+WITH t, {event_id: randomUUID(), type: "token.updated", at: datetime(), tenant_id: t.tenant_id,
+         token_id: t.id, token_type: t.type, containers: t.containers,
+         application_id: t.modified_by} AS webhook_event
+@outbox(webhook_event)
 RETURN @token(t) AS token

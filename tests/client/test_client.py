@@ -368,3 +368,29 @@ async def test_async_patch_is_not_retried_after_a_connection_error():
         with pytest.raises(TransportError):
             await vg.update_token("x", {"metadata": {"a": "b"}})
     assert seen == ["PATCH"]
+
+
+# -- webhooks ----------------------------------------------------------------------------------
+
+def test_webhook_management(vg):
+    hook = vg.create_webhook("https://hooks.example.com/in", events=["token.created"],
+                             containers=["/pci/"], description="orders")
+    assert hook["secret"].startswith("whsec_") and hook["containers"] == ["/pci/"]
+    assert "secret" not in vg.get_webhook(hook["id"])
+    assert hook["id"] in [w["id"] for w in vg.list_webhooks(size=100)["data"]]
+    assert vg.update_webhook(hook["id"], {"status": "disabled"})["status"] == "disabled"
+    assert vg.rotate_webhook_secret(hook["id"])["secret"] != hook["secret"]
+    assert vg.test_webhook(hook["id"])["event_id"]
+    assert vg.webhook_deliveries(hook["id"])["data"] == []  # disabled: the test event waits
+    vg.delete_webhook(hook["id"])
+    with pytest.raises(NotFound):
+        vg.get_webhook(hook["id"])
+
+
+async def test_async_webhook_management(service, service_tenant):
+    async with AsyncClient(service.url, service_tenant.key) as vg:
+        hook = await vg.create_webhook("https://hooks.example.com/in", events=["*"])
+        assert (await vg.get_webhook(hook["id"]))["events"] == ["*"]
+        await vg.delete_webhook(hook["id"])
+        with pytest.raises(NotFound):
+            await vg.get_webhook(hook["id"])

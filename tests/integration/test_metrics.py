@@ -30,7 +30,7 @@ ALLOWED = {
     "method": metrics.METHODS | {metrics.OTHER_METHOD},
     "status": re.compile(r"^[1-5]\d\d$"),
     "kind": set(metrics.NEO4J_ERROR_KINDS) | set(metrics.NEO4J_RETRY_KINDS),
-    "outcome": set(metrics.SWEEP_OUTCOMES),
+    "outcome": set(metrics.SWEEP_OUTCOMES) | set(metrics.WEBHOOK_OUTCOMES),
     "limit": set(metrics.RATE_LIMITS),
     "le": re.compile(r"^(\+Inf|\d+(\.\d+)?(e[+-]?\d+)?)$"),
     "version": re.compile(r"^[\w.+-]+$"),
@@ -188,7 +188,7 @@ async def test_an_unreachable_neo4j_counts_as_unavailable(settings, aiohttp_clie
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     down = await aiohttp_client(create_app(dataclasses.replace(
-        settings, neo4j_uri=f"bolt://127.0.0.1:{port}")))
+        settings, neo4j_uri=f"bolt://127.0.0.1:{port}", webhook_poll_interval=0.0)))
     _, before = await scrape()
     assert (await down.get("/ready")).status == 503
     _, after = await scrape()

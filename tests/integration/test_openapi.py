@@ -111,7 +111,7 @@ def test_document_is_openapi_3_1_and_every_reference_resolves(full):
     used = {op["tags"][0] for _, op in _operations(full)}
     assert [tag["name"] for tag in full["tags"]] == [
         name for name in ("Tokens", "Bulk", "Associations", "Applications", "Proxies",
-                         "Operations")
+                          "Webhooks", "Operations")
         if name in used]
 
 
@@ -172,8 +172,9 @@ def test_lists_are_paged_by_size_and_start(full, settings):
             assert params["size"]["schema"]["minimum"] == 1
             assert params["start"]["schema"]["pattern"] == "^[A-Za-z0-9_-]*$"
             assert "400" in op["responses"], op["operationId"]
-    # token list, search, parents, children, application list, audit log, proxy list
-    assert pages == 7
+    # token list, search, parents, children, application list, audit log, proxy list,
+    # webhooks, attempts
+    assert pages == 9
 
 
 def test_update_token_takes_only_merge_patch(full):

@@ -41,8 +41,11 @@ class Served:
 def served(settings) -> Iterator[Served]:
     # The run sends a bad key to every operation on purpose and expects its 401: the failed
     # authentication throttle (tests/integration/bulk/test_rate_limits.py) would answer 429
-    # after the first twenty, so it is off here.
-    app = create_app(dataclasses.replace(settings, log_level="ERROR", auth_failure_limit=0))
+    # after the first twenty, so it is off here. No webhook sender and no periodic expiry
+    # sweep either: their background statements draw from the `random` Hypothesis shares (see
+    # `settle`), and a run longer than the sweep's minute met one mid-operation.
+    app = create_app(dataclasses.replace(settings, log_level="ERROR", auth_failure_limit=0,
+                                         webhook_poll_interval=0.0, expiry_sweep_interval=0.0))
     loop = asyncio.new_event_loop()
     started: dict = {}
     ready = threading.Event()

@@ -27,6 +27,7 @@ from ..auth.apikeys import HEADER as API_KEY_HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC
 from ..settings import Settings
 from ..tokens import schemas as tokens
+from ..webhooks import schemas as webhooks
 from . import proxies, schemas
 from .endpoints import JSON, PROBLEM_JSON, Endpoint, endpoint_of
 from .problems import ProblemSchema
@@ -66,6 +67,8 @@ TAGS = (
                                             "keys."},
     {"name": "Proxies", "description": "Outbound proxies: use tokens in requests to a third "
                                        "party without seeing their data."},
+    {"name": "Webhooks", "description": "Signed events of token changes, POSTed to your "
+                                        "endpoints (Standard Webhooks), at least once."},
     {"name": "Operations", "description": "Health, readiness and this documentation."},
 )
 
@@ -99,6 +102,13 @@ SCHEMAS: dict[str, type[Schema]] = {
     "ProxyPatch": proxies.ProxyPatchSchema,
     "Proxy": proxies.ProxyBodySchema,
     "ProxyPage": proxies.ProxyPageSchema,
+    "WebhookInput": webhooks.CreateWebhookSchema,
+    "UpdateWebhook": webhooks.UpdateWebhookSchema,
+    "Webhook": webhooks.WebhookSchema,
+    "NewWebhook": webhooks.NewWebhookSchema,
+    "WebhookSecret": webhooks.SecretSchema,
+    "WebhookTestEvent": webhooks.TestEventSchema,
+    "WebhookAttempt": webhooks.AttemptSchema,
 }
 EXAMPLES = {"CreateToken": [tokens.CARD_EXAMPLE]}
 

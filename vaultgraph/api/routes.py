@@ -4,10 +4,22 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from . import applications, audit_log, bulk, docs, graph, health, proxies, search, tokens
+from . import (
+    applications,
+    audit_log,
+    bulk,
+    docs,
+    graph,
+    health,
+    proxies,
+    search,
+    tokens,
+    webhooks,
+)
 
 ENDPOINTS = (health.endpoints, search.endpoints, tokens.endpoints, bulk.endpoints,
              graph.endpoints, applications.endpoints, audit_log.endpoints, proxies.endpoints,
+             webhooks.endpoints,
              docs.endpoints)
 
 

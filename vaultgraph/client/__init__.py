@@ -3,9 +3,11 @@
 Covers every token route of the service (README "Python client"), with the same methods on
 `Client` and `AsyncClient`: create_token, get_token, list_tokens, iter_tokens, update_token,
 delete_token, create_child, children, parents, link, unlink, graph, search, tokenize,
-detokenize and logs (the audit trail); and the outbound proxies (docs/proxy.md):
+detokenize and logs (the audit trail); the outbound proxies (docs/proxy.md):
 create_proxy, get_proxy, list_proxies, update_proxy, delete_proxy and proxy (a call through
-one: its answer is the destination's `ProxyResponse`).
+one: its answer is the destination's `ProxyResponse`); and webhook management
+(docs/webhooks.md): create_webhook, list_webhooks, get_webhook, update_webhook,
+delete_webhook, rotate_webhook_secret, test_webhook and webhook_deliveries.
 """
 
 try:

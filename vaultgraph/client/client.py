@@ -141,6 +141,46 @@ class _Routes:
         return "DELETE", f"/proxies/{_p(proxy_id)}", {}
 
 
+    @staticmethod
+    def create_webhook(url, events, containers, description):
+        body: dict[str, Any] = {"url": url, "events": list(events)}
+        if containers is not None:
+            body["containers"] = list(containers)
+        if description is not None:
+            body["description"] = description
+        return "POST", "/webhooks", {"json": body}
+
+    @staticmethod
+    def list_webhooks(size, start):
+        return "GET", "/webhooks", {"params": _core.page_params(size=size, start=start)}
+
+    @staticmethod
+    def get_webhook(webhook_id):
+        return "GET", f"/webhooks/{_p(webhook_id)}", {}
+
+    @staticmethod
+    def update_webhook(webhook_id, patch):
+        return ("PATCH", f"/webhooks/{_p(webhook_id)}",
+                {"json": patch, "content_type": MERGE_PATCH})
+
+    @staticmethod
+    def delete_webhook(webhook_id):
+        return "DELETE", f"/webhooks/{_p(webhook_id)}", {}
+
+    @staticmethod
+    def rotate_webhook_secret(webhook_id):
+        return "POST", f"/webhooks/{_p(webhook_id)}/secret", {}
+
+    @staticmethod
+    def test_webhook(webhook_id):
+        return "POST", f"/webhooks/{_p(webhook_id)}/test", {}
+
+    @staticmethod
+    def webhook_deliveries(webhook_id, size, start):
+        return "GET", f"/webhooks/{_p(webhook_id)}/deliveries", {
+            "params": _core.page_params(size=size, start=start)}
+
+
 def _proxy_request(http: httpx.Client | httpx.AsyncClient, proxy_id: str, method: str,
                    path: str, json: Any, content: bytes | str | None,
                    headers: dict[str, str] | None, params: Any) -> httpx.Request:
@@ -367,6 +407,47 @@ class Client:
             return _proxy_answer(response)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    # -- webhooks (docs/webhooks.md) ------------------------------------------------------------
+
+    def create_webhook(self, url: str, *, events: list[str], containers: list[str] | None = None,
+                       description: str | None = None) -> dict:
+        """POST /webhooks: the webhook with its `secret` (shown in this answer only)."""
+        m, p, o = _Routes.create_webhook(url, events, containers, description)
+        return self._send(m, p, **o)
+
+    def list_webhooks(self, *, size: int | None = None, start: str | None = None) -> dict:
+        m, p, o = _Routes.list_webhooks(size, start)
+        return self._send(m, p, **o)
+
+    def get_webhook(self, webhook_id: str) -> dict:
+        m, p, o = _Routes.get_webhook(webhook_id)
+        return self._send(m, p, **o)
+
+    def update_webhook(self, webhook_id: str, patch: dict[str, Any]) -> dict:
+        """PATCH /webhooks/{id}: a merge patch of url, events, containers, description, status."""
+        m, p, o = _Routes.update_webhook(webhook_id, patch)
+        return self._send(m, p, **o)
+
+    def delete_webhook(self, webhook_id: str) -> None:
+        m, p, o = _Routes.delete_webhook(webhook_id)
+        return self._send(m, p, **o)
+
+    def rotate_webhook_secret(self, webhook_id: str) -> dict:
+        """POST /webhooks/{id}/secret: the new secret; the old one signs for 24 h more."""
+        m, p, o = _Routes.rotate_webhook_secret(webhook_id)
+        return self._send(m, p, **o)
+
+    def test_webhook(self, webhook_id: str) -> dict:
+        """POST /webhooks/{id}/test: queues a `webhook.test` event; its `event_id`."""
+        m, p, o = _Routes.test_webhook(webhook_id)
+        return self._send(m, p, **o)
+
+    def webhook_deliveries(self, webhook_id: str, *, size: int | None = None,
+                           start: str | None = None) -> dict:
+        """GET /webhooks/{id}/deliveries: attempts, newest first."""
+        m, p, o = _Routes.webhook_deliveries(webhook_id, size, start)
+        return self._send(m, p, **o)
+
 
 class AsyncClient:
     """The asynchronous client (httpx.AsyncClient underneath); the same methods, awaited."""
@@ -537,3 +618,46 @@ class AsyncClient:
                 continue
             return _proxy_answer(response)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- webhooks (docs/webhooks.md) ------------------------------------------------------------
+
+    async def create_webhook(self, url: str, *, events: list[str],
+                             containers: list[str] | None = None,
+                             description: str | None = None) -> dict:
+        """POST /webhooks: the webhook with its `secret` (shown in this answer only)."""
+        m, p, o = _Routes.create_webhook(url, events, containers, description)
+        return await self._send(m, p, **o)
+
+    async def list_webhooks(self, *, size: int | None = None,
+                            start: str | None = None) -> dict:
+        m, p, o = _Routes.list_webhooks(size, start)
+        return await self._send(m, p, **o)
+
+    async def get_webhook(self, webhook_id: str) -> dict:
+        m, p, o = _Routes.get_webhook(webhook_id)
+        return await self._send(m, p, **o)
+
+    async def update_webhook(self, webhook_id: str, patch: dict[str, Any]) -> dict:
+        """PATCH /webhooks/{id}: a merge patch of url, events, containers, description, status."""
+        m, p, o = _Routes.update_webhook(webhook_id, patch)
+        return await self._send(m, p, **o)
+
+    async def delete_webhook(self, webhook_id: str) -> None:
+        m, p, o = _Routes.delete_webhook(webhook_id)
+        return await self._send(m, p, **o)
+
+    async def rotate_webhook_secret(self, webhook_id: str) -> dict:
+        """POST /webhooks/{id}/secret: the new secret; the old one signs for 24 h more."""
+        m, p, o = _Routes.rotate_webhook_secret(webhook_id)
+        return await self._send(m, p, **o)
+
+    async def test_webhook(self, webhook_id: str) -> dict:
+        """POST /webhooks/{id}/test: queues a `webhook.test` event; its `event_id`."""
+        m, p, o = _Routes.test_webhook(webhook_id)
+        return await self._send(m, p, **o)
+
+    async def webhook_deliveries(self, webhook_id: str, *, size: int | None = None,
+                                 start: str | None = None) -> dict:
+        """GET /webhooks/{id}/deliveries: attempts, newest first."""
+        m, p, o = _Routes.webhook_deliveries(webhook_id, size, start)
+        return await self._send(m, p, **o)

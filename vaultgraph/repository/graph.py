@@ -27,19 +27,19 @@ class GraphRepository:
         self._db = db
 
     async def link(self, *, tenant_id: str, parent_id: str, child_id: str,
-                   prefixes: list[str]) -> Link | None:
+                   prefixes: list[str], actor: str | None = None) -> Link | None:
         """The link parent → child (made if missing); None when either end is not visible."""
         records = await self._db.write("graph/link", tenant_id=tenant_id, parent_id=parent_id,
-                                      child_id=child_id, prefixes=prefixes)
+                                      child_id=child_id, prefixes=prefixes, actor=actor)
         if not records:
             return None
         return Link(records[0]["created"], records[0]["created_at"].to_native())
 
     async def unlink(self, *, tenant_id: str, parent_id: str, child_id: str,
-                     prefixes: list[str]) -> bool | None:
+                     prefixes: list[str], actor: str | None = None) -> bool | None:
         """Whether a link was removed; None when either end is not visible."""
         records = await self._db.write("graph/unlink", tenant_id=tenant_id, parent_id=parent_id,
-                                      child_id=child_id, prefixes=prefixes)
+                                      child_id=child_id, prefixes=prefixes, actor=actor)
         return records[0]["removed"] if records else None
 
     async def children(self, *, tenant_id: str, id: str, prefixes: list[str], after: str,

@@ -37,7 +37,8 @@ class GraphService:
         if parent_id == child_id:
             raise Invalid(SELF_LINK)
         link = await self.repo.link(tenant_id=principal.tenant_id, parent_id=parent_id,
-                                    child_id=child_id, prefixes=principal.prefixes(TOKEN_READ))
+                                    child_id=child_id, prefixes=principal.prefixes(TOKEN_READ),
+                                    actor=principal.application_id)
         if link is None:
             raise NotFound(NOT_FOUND)
         if not link.created:
@@ -50,7 +51,8 @@ class GraphService:
             raise Invalid(SELF_LINK)
         removed = await self.repo.unlink(tenant_id=principal.tenant_id, parent_id=parent_id,
                                          child_id=child_id,
-                                         prefixes=principal.prefixes(TOKEN_DELETE))
+                                         prefixes=principal.prefixes(TOKEN_DELETE),
+                                         actor=principal.application_id)
         if removed is None:
             raise NotFound(NOT_FOUND)
         if not removed:

@@ -1,0 +1,158 @@
+"""What a subscribed webhook costs a create, and how long its event takes to arrive.
+
+Creates run through the real app (in this process, on a free port) against the Neo4j the
+environment names, 32 at a time, in rounds that alternate between a tenant without webhooks
+and a tenant with one webhook subscribed to every event, so the two modes share the machine's
+state (whole runs minutes apart differ far more than the cost measured). The webhook's
+receiver is a local aiohttp server (http and 127.0.0.0/8 allowed for the run); the delivery
+lag of an event is its arrival at the receiver minus its `timestamp` (the change's commit).
+
+Reported: creates per second and median/p99 latency per mode, the webhook mode's throughput
+cost against none (the target: at most 10 % slower), and the delivery lag p50/p99; written to
+`bench/results/webhooks-latest.json` and a dated copy.
+
+    .venv/bin/python -m bench.webhooks                                   # 6 rounds of 2,000
+    BENCH_WEBHOOKS_ROUNDS=2 BENCH_WEBHOOKS_REQUESTS=50 .venv/bin/python -m bench.webhooks
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import statistics
+import time
+from datetime import datetime
+
+import aiohttp
+from aiohttp import web
+
+from vaultgraph.app import create_app
+from vaultgraph.settings import Settings
+
+from .environment import new_kek, say
+from .run import git_dirty, git_sha, write_results
+from .stats import percentile
+
+CONCURRENCY = 32
+CARD = {"number": "4242424242424242", "expiration_month": 12, "expiration_year": 2030,
+        "cvc": "123"}
+
+
+class Receiver:
+    def __init__(self):
+        self.lags: list[float] = []
+        self.expected = 0  # set once every create was sent
+        self.all_in = asyncio.Event()
+
+    async def handle(self, request: web.Request) -> web.Response:
+        event = await request.json()
+        at = datetime.fromisoformat(_micro(event["timestamp"])).timestamp()
+        self.lags.append(time.time() - at)
+        if self.expected and len(self.lags) >= self.expected:
+            self.all_in.set()
+        return web.Response(status=204)
+
+
+def _micro(text: str) -> str:
+    """Neo4j's nanosecond text cut to what fromisoformat reads."""
+    text = text.replace("Z", "+00:00")
+    head, dot, rest = text.partition(".")
+    if not dot:
+        return text
+    digits = "".join(ch for ch in rest if ch.isdigit())
+    return f"{head}.{digits[:6]}{rest[len(digits):]}"
+
+
+async def _round(http: aiohttp.ClientSession, url: str, key: str, n: int) -> dict:
+    latencies: list[float] = []
+    todo = iter(range(n))
+
+    async def one_connection() -> None:
+        for _ in todo:
+            started = time.perf_counter()
+            async with http.post(f"{url}/tokens", json={"type": "card", "data": CARD},
+                                 headers={"SVC-API-KEY": key}) as resp:
+                await resp.read()
+                assert resp.status == 201, resp.status
+            latencies.append(time.perf_counter() - started)
+
+    began = time.monotonic()
+    await asyncio.gather(*(one_connection() for _ in range(CONCURRENCY)))
+    seconds = time.monotonic() - began
+    latencies.sort()
+    return {"rps": n / seconds, "p50_ms": percentile(latencies, 50) * 1000,
+            "p99_ms": percentile(latencies, 99) * 1000}
+
+
+async def main() -> dict:
+    rounds = int(os.environ.get("BENCH_WEBHOOKS_ROUNDS", "6"))
+    requests = int(os.environ.get("BENCH_WEBHOOKS_REQUESTS", "2000"))
+    receiver = Receiver()
+    receiving = web.Application()
+    receiving.router.add_post("/hook", receiver.handle)
+    rec_runner = web.AppRunner(receiving)
+    await rec_runner.setup()
+    rec_site = web.TCPSite(rec_runner, "127.0.0.1", 0)
+    await rec_site.start()
+    rec_port = rec_site._server.sockets[0].getsockname()[1]
+
+    base = Settings.from_env()
+    settings = dataclasses.replace(
+        base, kek=base.kek or new_kek(), log_level="WARNING", webhook_allow_http=True,
+        webhook_allowed_networks="127.0.0.0/8", webhook_poll_interval=0.05,
+        expiry_sweep_interval=0.0)
+    app = create_app(settings)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+    from vaultgraph.api.typedefs import services_key
+
+    tenants = app[services_key].tenants
+    plain, hooked = await tenants.create("bench-plain"), await tenants.create("bench-webhook")
+    results: dict[str, list[dict]] = {"none": [], "one_webhook": []}
+    try:
+        async with aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=CONCURRENCY)) as http:
+            async with http.post(f"{url}/webhooks", headers={"SVC-API-KEY": hooked.key}, json={
+                    "url": f"http://127.0.0.1:{rec_port}/hook", "events": ["*"]}) as resp:
+                assert resp.status == 201, await resp.text()
+            await _round(http, url, plain.key, min(200, requests))  # warm-up
+            for i in range(rounds):
+                order = [("none", plain), ("one_webhook", hooked)]
+                for mode, tenant in (order if i % 2 == 0 else order[::-1]):
+                    results[mode].append(await _round(http, url, tenant.key, requests))
+                    say(f"round {i + 1}/{rounds} {mode}: {results[mode][-1]['rps']:.0f}/s")
+        receiver.expected = rounds * requests
+        if len(receiver.lags) < receiver.expected:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(receiver.all_in.wait(), 120)
+    finally:
+        await runner.cleanup()
+        await rec_runner.cleanup()
+
+    def summary(mode: str) -> dict:
+        rows = results[mode]
+        return {k: statistics.median(r[k] for r in rows) for k in ("rps", "p50_ms", "p99_ms")}
+
+    none, one = summary("none"), summary("one_webhook")
+    lags = sorted(receiver.lags)
+    return {
+        "git_sha": git_sha(), "git_dirty": git_dirty(), "rounds": rounds,
+        "requests_per_round": requests, "concurrency": CONCURRENCY,
+        "create": {"none": none, "one_webhook": one,
+                   "slower_pct": round((none["rps"] / one["rps"] - 1) * 100, 1)},
+        "delivery_lag_s": {"delivered": len(lags), "expected": rounds * requests,
+                           "p50": percentile(lags, 50) if lags else None,
+                           "p99": percentile(lags, 99) if lags else None},
+    }
+
+
+if __name__ == "__main__":
+    result = asyncio.run(main())
+    path = write_results(result, "webhooks-")
+    say(f"create with one webhook: {result['create']['slower_pct']} % slower; delivery lag p99 "
+        f"{result['delivery_lag_s']['p99']}; written to {path}")

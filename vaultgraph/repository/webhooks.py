@@ -1,0 +1,114 @@
+"""Webhooks and their outbox in Neo4j: one method per statement in cypher/webhooks/.
+
+Events are written by the changes themselves (cypher/fragments/outbox.cypher, in the token
+statements); this repository manages webhooks and hands deliveries to the sender: claims
+(leases), outcomes, the attempts listed, and pruning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .database import Database
+from .records import one_list
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A delivery this worker holds until its lease lapses."""
+
+    delivery: dict[str, Any]  # the stored event (no secret)
+    # Never in a repr: the URL may hold a secret; the encrypted secrets and wrapped keys.
+    webhook: dict[str, Any] = field(repr=False)
+    tenant: dict[str, Any] = field(repr=False)
+
+
+class WebhookRepository:
+    def __init__(self, db: Database):
+        self._db = db
+
+    # -- management ---------------------------------------------------------------------------
+
+    async def create(self, *, tenant_id: str, id: str, url: str, events: list[str],
+                     containers: list[str], description: str | None, secret_ct: str,
+                     actor: str | None) -> dict | None:
+        """None when the tenant does not exist."""
+        records = await self._db.write(
+            "webhooks/create", tenant_id=tenant_id, id=id, url=url, events=events,
+            containers=containers, description=description, secret_ct=secret_ct, actor=actor)
+        return records[0]["webhook"] if records else None
+
+    async def get(self, *, tenant_id: str, id: str) -> dict | None:
+        records = await self._db.read("webhooks/get", tenant_id=tenant_id, id=id)
+        return records[0]["webhook"] if records else None
+
+    async def page(self, *, tenant_id: str, after: str, limit: int) -> list[dict]:
+        records = await self._db.read("webhooks/list", tenant_id=tenant_id, after=after,
+                                      limit=limit)
+        return one_list(records, "webhooks")
+
+    async def update(self, *, tenant_id: str, id: str, changes: dict[str, Any],
+                     actor: str | None) -> dict | None:
+        records = await self._db.write("webhooks/update", tenant_id=tenant_id, id=id,
+                                       changes=changes, actor=actor)
+        return records[0]["webhook"] if records else None
+
+    async def delete(self, *, tenant_id: str, id: str) -> bool:
+        return bool(await self._db.write("webhooks/delete", tenant_id=tenant_id, id=id))
+
+    async def rotate_secret(self, *, tenant_id: str, id: str, secret_ct: str, overlap: float,
+                            actor: str | None) -> dict | None:
+        records = await self._db.write(
+            "webhooks/rotate_secret", tenant_id=tenant_id, id=id, secret_ct=secret_ct,
+            overlap_ms=int(overlap * 1000), actor=actor)
+        return records[0]["webhook"] if records else None
+
+    async def send_test(self, *, tenant_id: str, id: str, event_id: str,
+                        actor: str | None) -> bool:
+        return bool(await self._db.write("webhooks/send_test", tenant_id=tenant_id, id=id,
+                                         event_id=event_id, actor=actor))
+
+    async def attempts(self, *, tenant_id: str, id: str, before: tuple[str, str] | None,
+                       limit: int) -> list[dict] | None:
+        """A page of attempts newest first; None when the tenant has no such webhook."""
+        before_at, before_id = before or ("9999-12-31T23:59:59Z", "~")
+        records = await self._db.read(
+            "webhooks/deliveries", tenant_id=tenant_id, id=id, before_at=before_at,
+            before_id=before_id, limit=limit)
+        return records[0]["attempts"] if records else None
+
+    # -- the sender ---------------------------------------------------------------------------
+
+    async def claim(self, *, limit: int, lease: float, claim: str, per_endpoint: int,
+                    in_flight: dict[str, int]) -> list[Claimed]:
+        """Up to `limit` due deliveries, at most `per_endpoint` of a webhook counting the
+        `in_flight` ones (webhook id: count) this process is sending."""
+        busy = [w for w, n in in_flight.items() if n >= per_endpoint]
+        records = await self._db.write_unaudited(
+            "webhooks/claim", limit=limit, scan=limit * 10, lease_ms=int(lease * 1000),
+            claim=claim, busy=busy, per_endpoint=per_endpoint, in_flight=in_flight)
+        return [Claimed(dict(r["delivery"]), dict(r["webhook"]), dict(r["tenant"]))
+                for r in records]
+
+    async def complete(self, *, webhook_id: str, event_id: str, claim: str, success: bool,
+                       outcome: str, status: int | None, error: str | None,
+                       duration_ms: float, response: str | None, retry_in: float | None,
+                       disable_after: float) -> bool | None:
+        """Record an attempt. True when it disabled the webhook; None when the claim was lost."""
+        records = await self._db.write_unaudited(
+            "webhooks/complete", webhook_id=webhook_id, event_id=event_id, claim=claim,
+            success=success, outcome=outcome, status=status, error=error,
+            duration_ms=duration_ms, response=response,
+            retry_ms=None if retry_in is None else int(retry_in * 1000),
+            disable_after_ms=int(disable_after * 1000))
+        return records[0]["disabled"] if records else None
+
+    async def prune(self, *, retention: float, delivered: float = 3600.0,
+                    batch: int = 1000) -> int:
+        """Attempts and failed deliveries older than `retention` seconds, and deliveries done
+        more than `delivered` seconds ago."""
+        records = await self._db.run_autocommit(
+            "webhooks/prune", retention_ms=int(retention * 1000),
+            delivered_ms=int(delivered * 1000), batch=batch)
+        return records[0]["pruned"] if records else 0
