@@ -202,7 +202,7 @@ class TokenService:
         """Fingerprint, search index values and their blind-index digests (search/), each
         keyed with the tenant's HMAC key."""
         if draft.mask is not None:
-            try:  # bounded on write too, not only when read (README, Security model)
+            try:  # bounded on write too, not only when read (docs/security.md)
                 check_mask_bounds(draft.mask, data=draft.data)
             except ExpressionError as exc:
                 raise invalid("mask", str(exc)) from None
