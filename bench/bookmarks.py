@@ -1,5 +1,5 @@
-"""What the driver's shared bookmark manager carries and costs on one server (README
-"Scale-out", Performance "Bookmarks"), against a fresh Neo4j of its own:
+"""What the driver's shared bookmark manager carries and costs on one server (docs/operations.md
+"Scale-out", docs/adr/0002-no-bookmarks-on-one-server.md), against a fresh Neo4j of its own:
 
 1. how many bookmarks the manager holds — each is sent with the next statement — while 32
    concurrent writers each commit one small write after another through it (sampled every

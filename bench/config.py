@@ -1,4 +1,5 @@
-"""Benchmark settings, read once from `BENCH_*` environment variables (documented in README.md)."""
+"""Benchmark settings, read once from `BENCH_*` environment variables (documented in
+docs/performance.md)."""
 
 from __future__ import annotations
 

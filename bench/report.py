@@ -1,4 +1,4 @@
-"""The printed tables (also pasted into README.md's Performance section)."""
+"""The printed tables (also pasted into docs/performance.md, "Current results")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Structured logs: one JSON object a line, each carrying the request's trace id.
 
-Log records carry ids, counts and timings only — never token data (see README, Security).
+Log records carry ids, counts and timings only — never token data (see docs/security.md).
 """
 
 from __future__ import annotations

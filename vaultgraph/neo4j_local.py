@@ -193,15 +193,15 @@ server.memory.heap.max_size={self.heap}
 server.memory.pagecache.size={self.pagecache}
 db.transaction.timeout=60s
 server.bolt.thread_pool_max_size=400
-# No keep-alive hint: with it the Python driver times every socket read (README, "Neo4j").
+# No keep-alive hint: with it the Python driver times every socket read (docs/adr/0008).
 server.bolt.connection_keep_alive_for_requests=OFF
 # Transaction logs beyond 1 GiB are pruned at checkpoints: the default keeps two days of them
-# (18 GiB after loading 9.45M tokens filled the benchmark machine's disk; README, "Neo4j").
+# (18 GiB after loading 9.45M tokens filled the benchmark machine's disk; docs/adr/0010).
 db.tx_log.rotation.retention_policy=1G size
 # A cached plan is kept an hour, not replanned whenever statistics drift (after 10 s by default):
 # the audit trail adds a node a request, so statistics never settle and every statement was
-# replanned every few minutes, each wave stalling all requests for up to a second (README,
-# "Neo4j"). The statements whose plan statistics could change name their index instead.
+# replanned every few minutes, each wave stalling all requests for up to a second
+# (docs/adr/0009). The statements whose plan statistics could change name their index instead.
 dbms.cypher.min_replan_interval=1h
 """
         (self.home / "conf" / "neo4j.conf").write_text(conf)
@@ -213,7 +213,7 @@ dbms.cypher.min_replan_interval=1h
     def pause_log_flag(self) -> str:
         """The JVM logs each collection and each stop of all its threads (a safepoint, with how
         long it held them) to `logs/gc.log`, five files of 20 MiB at most: when every request
-        stalls at once, this says whether the database's JVM stopped (README, "Neo4j")."""
+        stalls at once, this says whether the database's JVM stopped (docs/operations.md)."""
         return (f"-Xlog:gc,safepoint:file={self.pause_log.resolve()}:uptime,level,tags"
                 ":filecount=5,filesize=20m")
 

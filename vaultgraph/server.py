@@ -267,7 +267,7 @@ def worker_env(settings: Settings, environ: Mapping[str, str]) -> dict[str, str]
 
 def run_loop(settings: Settings, main: Coroutine[Any, Any, int]) -> int:
     """Run the server's coroutine on uvloop (libuv: less CPU per request than asyncio's own
-    loop, measured in README "Performance") or, when asked or when uvloop is not installed
+    loop, measured in docs/adr/0012-uvloop.md) or, when asked or when uvloop is not installed
     (it has no Windows build), on asyncio's."""
     if settings.event_loop == "uvloop":
         try:
@@ -281,8 +281,8 @@ def run_loop(settings: Settings, main: Coroutine[Any, Any, int]) -> int:
 
 def tune_gc(settings: Settings) -> None:
     """A serving process's cyclic garbage collector: its youngest generation is collected
-    every `VAULTGRAPH_GC_YOUNG_THRESHOLD` allocations instead of Python's 700 (README
-    "Performance", "Garbage collection"). Every statement leaves the driver's session and
+    every `VAULTGRAPH_GC_YOUNG_THRESHOLD` allocations instead of Python's 700
+    (docs/adr/0004-gc-threshold.md). Every statement leaves the driver's session and
     result objects in reference cycles; collected every 700 allocations, those of requests
     still in flight were promoted again and again until only full collections freed them —
     dozens a minute per worker, each stopping the process for tens of milliseconds."""
@@ -295,7 +295,7 @@ def settle_heap() -> None:
     catalog, compiled schemas and templates, the driver and its pool, some 70,000 objects or
     more — leaves the collector's reach (`gc.freeze`). A full collection then walks only what
     serving made since: in a benchmark window each of a worker's full collections had stopped
-    it for 54-76 ms with all its requests in flight (README "Performance", "Stalls"). What is
+    it for 54-76 ms with all its requests in flight (docs/adr/0004-gc-threshold.md). What is
     frozen is still freed by reference counting; only a cycle among start-up's objects that
     turns to garbage later would stay (start-up's own garbage is collected first)."""
     from . import metrics

@@ -1,5 +1,5 @@
 """What stops a serving process from answering: the event loop running late, and Python's
-garbage collector (README "Observability", the `vaultgraph_event_loop_lag_seconds` and
+garbage collector (docs/observability.md, the `vaultgraph_event_loop_lag_seconds` and
 `vaultgraph_python_gc_pause_seconds` histograms).
 
 A request in flight waits whenever its process's event loop cannot run callbacks: a handler

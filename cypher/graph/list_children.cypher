@@ -1,4 +1,4 @@
-// A page of a readable live token's readable live children, in child id order (spec §4.9).
+// A page of a readable live token's readable live children, in child id order.
 // One row when the parent is visible (its `tokens` may be empty), none when it is not (404):
 // children the caller may not read, and expired ones, are left out rather than refused.
 // @visible/@live/@in_prefixes/@token: cypher/fragments/ (expanded when the catalog loads).

@@ -1,8 +1,8 @@
 // Whether every token a kept answer named is as the answer showed it: none deleted (or swept)
 // since the request began, none expired or changed since the answer was kept. A replay must not
-// show the data of a token deleted or changed since (its data is removed permanently, spec
-// §4.5). An id no token ever held (a create answered by a dedup match never made its new id)
-// is no change. Seeks on the token key and the deleted-token index; no row for an empty list,
+// show the data of a token deleted or changed since (a deleted token's data is gone for good).
+// An id no token ever held (a create answered by a dedup match never made its new id) is no
+// change. Seeks on the token key and the deleted-token index; no row for an empty list,
 // so the count is 0.
 // @live: cypher/fragments/ (expanded when the catalog loads).
 MATCH (k:IdempotencyKey {application_id: $application_id, key: $key})

@@ -1,5 +1,5 @@
 """Every runtime failure is one line on stderr naming the cause and the fix, exit 1; usage
-errors exit 2; a traceback only with --debug (README "Command line")."""
+errors exit 2; a traceback only with --debug (docs/operations.md)."""
 
 from __future__ import annotations
 

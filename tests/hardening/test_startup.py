@@ -106,7 +106,7 @@ async def test_a_valid_but_wrong_key_encryption_key_refuses_to_start(settings, t
 
 async def test_a_worker_start_up_failure_is_the_one_line_the_command_prints(settings, tmp_path):
     """`serve --workers 2` against a database that does not exist: the line the
-    single-process command prints (README "When a command fails"), no traceback and
+    single-process command prints (docs/operations.md), no traceback and
     no driver text, and the supervisor exits 1."""
     env = {**os.environ, "VAULTGRAPH_NEO4J_URI": settings.neo4j_uri,
            "VAULTGRAPH_NEO4J_PASSWORD": settings.resolved_neo4j_password(),

@@ -1,4 +1,4 @@
-"""Metrics across processes (README "Observability"): two `vaultgraph serve` processes sharing
+"""Metrics across processes (docs/observability.md): two `vaultgraph serve` processes sharing
 VAULTGRAPH_METRICS_DIR, as `--workers N` runs them, each scrape answering for both."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The Neo4j that `make test` and `make run` start is configured as README "Neo4j" asks."""
+"""The Neo4j that `make test` and `make run` start is configured as docs/operations.md
+says ("The local Neo4j")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Security is the product: what a caller may learn or change beyond its grants, and where
-plaintext and keys may travel. Each test is one rule of README "Security model"."""
+plaintext and keys may travel. Each test is one rule of docs/security.md."""
 
 from __future__ import annotations
 

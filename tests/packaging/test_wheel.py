@@ -1,4 +1,4 @@
-"""The wheel is the product (DESIGN §10): built from this checkout, installed into a temporary
+"""The wheel is the product: built from this checkout, installed into a temporary
 venv, it runs from a directory outside the checkout: `--version`, and `serve --local-neo4j`
 answering 200 on /ready."""
 

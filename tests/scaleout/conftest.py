@@ -1,6 +1,6 @@
 """Two replicas of the service, as a load balancer would spread clients over them: two
 `vaultgraph serve` subprocesses (vaultgraph.testing.service) on their own ports, one real
-Neo4j between them, and nothing else shared (README "Scale-out")."""
+Neo4j between them, and nothing else shared (docs/operations.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Causal consistency (README "Scale-out"). Where the process may talk to more than one server
+"""Causal consistency (docs/operations.md). Where the process may talk to more than one server
 (any server but Community: an Enterprise cluster, Aura), every session it opens is chained
 through the driver's one bookmark manager, so each statement, routed to any member, starts after
 this process's earlier writes; on a Community server, always one server, it uses none (they

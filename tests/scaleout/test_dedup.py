@@ -1,4 +1,4 @@
-"""Dedup and idempotency across replicas (README "Scale-out"): both are held by Neo4j (a lock
+"""Dedup and idempotency across replicas (docs/operations.md): both are held by Neo4j (a lock
 node per tenant, type and fingerprint; one entry per application and Idempotency-Key), so
 requests spread over two `vaultgraph serve` processes behave as requests to one."""
 

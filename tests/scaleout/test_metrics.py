@@ -1,4 +1,4 @@
-"""Metrics per replica (README "Observability", "Scale-out"): replicas share no metrics
+"""Metrics per replica (docs/observability.md, docs/operations.md): replicas share no metrics
 directory, so each one's listener reports its own requests only, and every scrape names the
 replica and process that answered it (`vaultgraph_process_info`)."""
 

@@ -1,4 +1,4 @@
-"""Revocation and access changes across replicas (README "Scale-out", "Management API"): each
+"""Revocation and access changes across replicas (docs/operations.md, docs/applications.md): each
 replica caches an authenticated key for VAULTGRAPH_AUTH_CACHE_TTL seconds; a change made
 through replica A clears A's cache at once, and replica B, which cached the old answer, gives
 the new one once its entry is older than the TTL."""

@@ -7,8 +7,8 @@ changed nothing.
 
 A snapshot is every node whose `tenant_id` is the tenant's (and the `Tenant` node itself), with
 all its labels and properties, and every relationship touching one of them, with its type,
-ends and properties. The audit trail is left out: a refusal is audited by design (README,
-Audit), and that is the one write a refused request makes.
+ends and properties. The audit trail is left out: a refusal is audited by design
+(docs/audit.md), and that is the one write a refused request makes.
 """
 
 from __future__ import annotations

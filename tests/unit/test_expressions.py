@@ -103,9 +103,9 @@ def test_values_a_filter_may_take_or_make_are_bounded(source, data):
         r(source, data)
 
 
-# Time budgets, asserted by behaviour (README: timing is never asserted; the budgets' cost is
-# measured in bench/): a render past its deadline stops with the limit error, and an enclosing
-# deadline that ends sooner (a mask's, a request's) caps every render inside it.
+# Time budgets, asserted by behaviour (docs/development.md: timing is never asserted; the
+# budgets' cost is measured in bench/): a render past its deadline stops with the limit error,
+# and an enclosing deadline that ends sooner (a mask's, a request's) caps every render inside it.
 
 def test_a_render_has_a_time_budget():
     source = ("{% for i in (1..1000) %}{% assign y = data" + " | upcase | downcase" * 20

@@ -1,4 +1,4 @@
-"""`vaultgraph keys rotate`'s key file (README "Command line"): one rotation at a time per key
+"""`vaultgraph keys rotate`'s key file (docs/operations.md): one rotation at a time per key
 file, and a new version read under that lock, so two rotations never add the same version (a
 duplicate version makes the ring unreadable on the next start). No Neo4j: the file side only."""
 

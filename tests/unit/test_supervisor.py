@@ -1,5 +1,5 @@
 """`vaultgraph serve --workers N` as a supervisor: its exit status and the metrics directory its
-workers share (README "Operations", "Observability")."""
+workers share (docs/operations.md, docs/observability.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The token decisions of vaultgraph/auth/token_access.py, as pure functions: what an update may
 change without a reveal rule, where it may move a token, when an update-dedup merges, and how a
-dedup match is shown (spec §4.4). Which token matches (the oldest live one) is Cypher, tested
+dedup match is shown. Which token matches (the oldest live one) is Cypher, tested
 against Neo4j in tests/integration/tokens/test_dedup.py; the same rules over HTTP are in
 tests/integration/tokens/test_update.py."""
 

@@ -1,4 +1,4 @@
-"""GET /logs: the tenant's audit trail, newest first (README "Audit")."""
+"""GET /logs: the tenant's audit trail, newest first (docs/audit.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bulk routes (README "Bulk"): POST /tokenize and POST /detokenize."""
+"""Bulk routes (docs/bulk-and-idempotency.md): POST /tokenize and POST /detokenize."""
 
 from __future__ import annotations
 

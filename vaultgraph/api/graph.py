@@ -1,4 +1,4 @@
-"""Token graph routes (spec §4.6 to §4.9, plus parents and traversal): declare, parse, call; the
+"""Token graph routes (links, child tokens, children, parents, traversal): declare, parse, call; the
 declared schemas dump the answers."""
 
 from __future__ import annotations

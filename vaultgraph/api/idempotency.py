@@ -1,4 +1,4 @@
-"""The `Idempotency-Key` middleware (README "Idempotent retries"): on every POST that carries
+"""The `Idempotency-Key` middleware (docs/bulk-and-idempotency.md): on every POST that carries
 the header, after authentication (entries are per application) and rate limiting.
 
 The first request under a key runs and its response is kept; a retry with the same request is

@@ -1,4 +1,4 @@
-"""Request metrics, and `GET /metrics` on its own listener (README "Observability").
+"""Request metrics, and `GET /metrics` on its own listener (docs/observability.md).
 
 `count_requests` (a middleware, near the outside of `app.MIDDLEWARES`) counts every request by
 route template, method and status and times it; the concrete path is never a label (paths

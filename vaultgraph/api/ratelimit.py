@@ -1,4 +1,4 @@
-"""Rate limits (README "Rate limits"): a token bucket per application, and one per client
+"""Rate limits (docs/bulk-and-idempotency.md): a token bucket per application, and one per client
 address for failed authentications. The buckets are in `services/ratelimits.py`.
 
 `throttle_failed_auth` sits outside authentication: an address over its failure budget gets

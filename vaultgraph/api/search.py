@@ -1,4 +1,4 @@
-"""`POST /tokens/search` (DESIGN §7): declare, parse the body, call the search service."""
+"""`POST /tokens/search`: declare, parse the body, call the search service."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Token routes (spec §4.1 to §4.5): declare, parse, call the service; the declared schemas
-dump the answers."""
+"""Token routes (create, list, get, update, delete): declare, parse, call the service; the
+declared schemas dump the answers."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ async def create_body(request: web.Request) -> dict:
     "/tokens", operation_id="createToken", summary="Create a token", tag=TAG,
     access=(TOKEN_CREATE,),
     description="`token:create` on the token's containers (403 otherwise).",
-    body=Body(CreateTokenSchema, "The token (spec §4.1)."),
+    body=Body(CreateTokenSchema, "The token to create."),
     replies=(Reply(201, "The token created.", TokenSchema),
              Reply(200, "`deduplicate_token` matched an existing token, returned instead "
                         "(`_extras.deduplicated`).", DeduplicatedTokenSchema)),

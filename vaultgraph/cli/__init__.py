@@ -1,5 +1,5 @@
 """The `vaultgraph` command: serve, run a local Neo4j, manage tenants, applications, keys and the
-audit trail (README "Command line").
+audit trail (docs/operations.md, "Command line").
 
 Every runtime failure is one line on stderr, `vaultgraph: <cause>: <what to do>`, with exit status
 1 (2 for usage errors); `--debug` shows the traceback instead. Commands that create or list print

@@ -18,10 +18,10 @@ TRACE_HEADER = "SVC-TRACE-ID"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 MERGE_PATCH = "application/merge-patch+json"
 # Retried: the service did not do the work (429) or may not have (502, 503, 504, transport
-# errors; a write Neo4j committed whose answer was lost is answered 503, README "Audit"). POSTs
+# errors; a write Neo4j committed whose answer was lost is answered 503, docs/audit.md). POSTs
 # carry an Idempotency-Key, the same on every attempt, so a retried create is the same request
-# to the service; a PATCH carries none and is retried only on 429 (README "Python
-# client"); a DELETE whose retry finds nothing is done (`delete_done`).
+# to the service; a PATCH carries none and is retried only on 429
+# (docs/python-client.md); a DELETE whose retry finds nothing is done (`delete_done`).
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 # An attempt that got one of these (or no answer) may have done its work.
 UNCERTAIN_STATUSES = frozenset({502, 503, 504})
@@ -84,7 +84,7 @@ def retryable(method: str, response: httpx.Response | None) -> bool:
         return method != "PATCH"
     if response.status_code == 429:
         return True   # refused before any work: retried for every method
-    # A 503 may be a write Neo4j committed whose answer was lost (README "Audit"): a PATCH
+    # A 503 may be a write Neo4j committed whose answer was lost (docs/audit.md): a PATCH
     # (no key) is not run again, as after a transport error.
     return response.status_code in RETRY_STATUSES and method != "PATCH"
 

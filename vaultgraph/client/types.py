@@ -1,4 +1,4 @@
-"""The shapes the service answers with (README "Tokens", "The token graph")."""
+"""The shapes the service answers with (docs/tokens-and-expressions.md, docs/graph.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Search over tokens and their graph (DESIGN §7): the query language (`query`) and which of a
-query's terms drive it from an index (`plan`)."""
+"""Search over tokens and their graph (`POST /tokens/search`): the query language (`query`) and
+which of a query's terms drive it from an index (`plan`)."""
 
 # The name bound into every blind-index HMAC of a `data` term: the value a token's search index
 # expression produced, keyed with the tenant's HMAC key (crypto.TenantKeys.index_value), so the

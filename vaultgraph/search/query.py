@@ -1,4 +1,4 @@
-"""The search query language (DESIGN §7), parsed by lark into a small typed tree.
+"""The search query language (`POST /tokens/search`), parsed by lark into a small typed tree.
 
     type:card AND metadata.customer_id:"C-1001" AND NOT container:/pci/low/
     descendant:cust-ada OR created_at:[2026-01-01 TO *]

@@ -21,7 +21,7 @@ class SearchBodySchema(Schema):
         unknown = RAISE
 
     query = fields.String(required=True, metadata={
-        "description": "The query (README, Search): `field:value` terms, `AND` / `OR` / `NOT`, "
+        "description": "The query (docs/search.md): `field:value` terms, `AND` / `OR` / `NOT`, "
                        "parentheses, date ranges `[a TO b]`.",
         "example": _EXAMPLE, "minLength": 1,
         "limits": {"maxLength": "search_max_query_length"}})

@@ -1,7 +1,7 @@
 """Token buckets: requests per application, and failed authentications per client address.
 
-Buckets live in this process (README "Rate limits": with N replicas each holds its own, so set
-the rate to the budget divided by N). Checking one costs no I/O: a shared store would add a
+Buckets live in this process (docs/bulk-and-idempotency.md: with N replicas each holds its own,
+so set the rate to the budget divided by N). Checking one costs no I/O: a shared store would add a
 database round trip and a contended write to every request.
 """
 

@@ -202,7 +202,7 @@ class TokenService:
         """Fingerprint, search index values and their blind-index digests (search/), each
         keyed with the tenant's HMAC key."""
         if draft.mask is not None:
-            try:  # bounded on write too, not only when read (README, Security model)
+            try:  # bounded on write too, not only when read (docs/security.md)
                 check_mask_bounds(draft.mask, data=draft.data)
             except ExpressionError as exc:
                 raise invalid("mask", str(exc)) from None
@@ -398,7 +398,7 @@ class TokenService:
         props, digests = self._props(principal, node.id, draft)
         props["modified_by"] = principal.application_id
         match = None
-        # Only an update that makes the token a duplicate merges it (spec §4.4): one that
+        # Only an update that makes the token a duplicate merges it: one that
         # changes its fingerprint, or turns dedup on. An update that leaves both alone (a
         # metadata change) never folds the token into a twin created without dedup.
         if draft.deduplicate and (props["fingerprint"] != node.fingerprint
@@ -416,7 +416,8 @@ class TokenService:
             index_digests=digests)
         if match is not None and match_transform(principal, match.containers) is None:
             # A duplicate the caller cannot read: updated, not merged, and answered with the
-            # same cut-down summary as on create (spec §4.4: its contents stay hidden).
+            # same cut-down summary as on create (a duplicate's contents stay hidden from a caller
+            # that may not read it).
             return Summary(match, {"deduplicated": True, "merged": False})
         transform = principal.decide(draft.containers, TOKEN_READ).transform
         return Shown(updated, transform, data=draft.data, mask=draft.mask, plaintext_known=True)

@@ -1,6 +1,6 @@
 """The pytest plugin other projects get with the package (entry point `pytest11`): a
 session-scoped `vaultgraph` fixture — a running vault on a real Neo4j, a fresh tenant, its
-administrator key and a client (README "Testing your integration").
+administrator key and a client (docs/containers-and-downstream-tests.md).
 
 Inert unless a test asks for the fixture: importing this module imports pytest only, and
 nothing starts, connects or reads the environment until the fixture is first requested.

@@ -1,6 +1,6 @@
 """What the `vaultgraph` fixture starts: Neo4j (a local one of its own through the launcher, a
-given URI, or a container), `vaultgraph serve` on it, a fresh tenant and a client (README
-"Testing your integration").
+given URI, or a container), `vaultgraph serve` on it, a fresh tenant and a client
+(docs/containers-and-downstream-tests.md).
 
 The service runs as a subprocess, exactly as in production (`service.ServiceProcess`), with a
 key-encryption key made for the run. It reads the Cypher catalog shipped inside the package

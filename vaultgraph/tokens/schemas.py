@@ -224,7 +224,7 @@ class ExtrasSchema(Schema):
 
 
 class TokenSchema(Schema):
-    """A token (spec §2.1). Reads show the fields the caller may see; the order is the view's."""
+    """A token. Reads show the fields the caller may see; the order is the view's."""
 
     id = fields.String(required=True)
     tenant_id = fields.String(required=True, metadata=UUID)
@@ -269,7 +269,7 @@ _SUMMARY_FIELDS = (*SUMMARY_FIELDS, "_extras")
 DeduplicatedTokenSchema = _shape("DeduplicatedTokenSchema", _DEDUPLICATED, _TOKEN_FIELDS,
                                  _SUMMARY_FIELDS)
 ChildTokenSchema = _shape(
-    "ChildTokenSchema", "A created child token (spec §4.8): never `data`, `mask` or "
+    "ChildTokenSchema", "A created child token: never `data`, `mask` or "
                         "`search_indexes`.",
     _CHILD_FIELDS, ("id", "tenant_id", "type", "containers", "created_by", "created_at",
                     "metadata"))

@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 # Fields of the cut-down view: a dedup match the caller cannot read.
 SUMMARY_FIELDS = ("id", "type", "tenant_id", "fingerprint", "containers")
-# A created child token shows these (spec §4.8).
+# A created child token shows these, never its data, mask or search indexes.
 CHILD_FIELDS = ("id", "tenant_id", "type", "containers", "created_by", "created_at", "metadata",
                 "fingerprint", "fingerprint_expression", "expires_at")
 

@@ -1,4 +1,4 @@
-"""Neo4j going away under load (README "Audit"): nothing is acknowledged that was not recorded.
+"""Neo4j going away under load (docs/audit.md): nothing is acknowledged that was not recorded.
 
 A private Neo4j of the test's own is stopped while reads pour in; every 200 the clients got
 must have its event in the database once it is back, every other answer is a 503 without data.

@@ -1,5 +1,5 @@
-"""POST /detokenize (README "Bulk"): token expressions in any JSON, replaced by token data as
-the caller may see it; one 400 for unknown and unreadable ids alike."""
+"""POST /detokenize (docs/bulk-and-idempotency.md): token expressions in any JSON, replaced by
+token data as the caller may see it; one 400 for unknown and unreadable ids alike."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`Idempotency-Key` on POST (README "Idempotent retries"): the first response is kept and
+"""`Idempotency-Key` on POST (docs/bulk-and-idempotency.md): the first response is kept and
 replayed, another request under the key is 422, a key in flight is 409; entries are encrypted,
 held by a uniqueness constraint and swept when expired."""
 

@@ -1,5 +1,5 @@
-"""Rate limits (README "Rate limits"): a token bucket per application with RateLimit-* headers
-on every authenticated answer, 429 past it; failed authentications throttled per address."""
+"""Rate limits (docs/bulk-and-idempotency.md): a token bucket per application with RateLimit-*
+headers on every authenticated answer, 429 past it; failed authentications throttled per address."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""POST /tokenize (README "Bulk"): many create requests, each answered in its place."""
+"""POST /tokenize (docs/bulk-and-idempotency.md): many create requests, each answered in its
+place."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Spec §4.6 and §4.7: linking and unlinking tokens, and what deletion does to links."""
+"""Linking and unlinking tokens (POST and DELETE /tokens/{parent}/children/{child}), and what
+deletion does to links."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Spec §4.8: a child token is created under its parent in one statement — both or neither."""
+"""POST /tokens/{id}/children: a child token is created under its parent in one statement —
+both or neither."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Spec §2.3 and §3: an expired token is deleted — as DELETE deletes it — by the sweeper."""
+"""An expired token is deleted — as DELETE deletes it — by the sweeper, within the hour after
+its expiry."""
 
 from __future__ import annotations
 

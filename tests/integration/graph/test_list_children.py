@@ -1,5 +1,5 @@
-"""Spec §4.9: a parent's children, paged, filtered, each as the caller may see it; and the
-mirror listing of a token's parents."""
+"""GET /tokens/{id}/children: a parent's children, paged, filtered, each as the caller may see
+it; and the mirror listing of a token's parents."""
 
 from __future__ import annotations
 

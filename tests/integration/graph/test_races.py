@@ -1,6 +1,6 @@
-"""Linking races a delete, a dedup merge or the expiry sweep of one of its ends (README, "The
-token graph"): the link statement read both ends live, then waited for a lock the other write
-held. Each test holds that write open in a transaction of its own, lets the request block on
+"""Linking races a delete, a dedup merge or the expiry sweep of one of its ends
+(docs/graph.md): the link statement read both ends live, then waited for a lock the other
+write held. Each test holds that write open in a transaction of its own, lets the request block on
 it, commits it, and checks the request's answer against the state it committed into."""
 
 from __future__ import annotations

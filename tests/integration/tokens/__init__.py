@@ -1,1 +1,2 @@
-"""Token tests (issue #4), one module per area of the interface (spec §2 to §4.5)."""
+"""Token tests (issue #4), one module per area: the token object, validation, expiry, and
+create, list, get, update and delete."""

@@ -1,4 +1,4 @@
-"""Create Token (spec §4.1) and the token object it answers with (spec §2.1)."""
+"""Create Token (POST /tokens) and the token object it answers with."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def iso_with_offset(value: str) -> datetime:
     return parsed
 
 
-# --- §4.1 request and response --------------------------------------------------------------
+# --- request and response -------------------------------------------------------------------
 
 async def test_create_answers_201_with_the_token_object(api, tenant):
     body = await api.create({"type": "token", "data": {"name": "Ada"},
@@ -141,7 +141,7 @@ async def test_created_by_is_the_calling_application(api, client, admin_headers,
     assert body["created_by"] == app["id"]
 
 
-# --- §2.1 rule 3: create responses show fingerprint_expression ------------------------------
+# --- create responses show fingerprint_expression --------------------------------------------
 
 async def test_create_response_shows_fingerprint_expression(api):
     body = await api.create({"type": "token", "data": "x"})
@@ -149,7 +149,7 @@ async def test_create_response_shows_fingerprint_expression(api):
     assert isinstance(body["fingerprint"], str) and body["fingerprint"]
 
 
-# --- defaults per token type (README, "Token types") ----------------------------------------------
+# --- defaults per token type (docs/tokens-and-expressions.md, "Token types") ----------------
 
 DEFAULTS = [
     ("token", "anything", ["/general/high/"], None),
@@ -241,7 +241,7 @@ async def test_fingerprint_expression_may_use_metadata(api):
     assert a["fingerprint"] != b["fingerprint"]
 
 
-# --- expressions (README, "Expressions"): id, mask, search_indexes, fingerprint_expression --------
+# --- expressions: id, mask, search_indexes, fingerprint_expression ---------------------------
 
 async def test_id_expression_alias_preserve_format(api):
     body = await api.create({"id": "{{ data | alias_preserve_format }}",
@@ -310,7 +310,7 @@ async def test_fingerprint_expression_rendering_empty_is_400(api):
                                   expect=400), "fingerprint_expression")
 
 
-# --- §5 and docs/security.md: who may create, and the create response's transform -----------------
+# --- docs/security.md: who may create, and the create response's transform -----------------
 
 async def test_create_without_token_create_is_403(api, app_headers):
     reader = await app_headers(rule("/", "reveal", ["token:read"]), permissions=["token:read"])
@@ -338,7 +338,7 @@ async def test_create_stores_one_node_with_the_given_id(api, client, tenant):
     assert rows == [{"n": 1}]
 
 
-# --- §2.1 rule 1: id and metadata are not sensitive -----------------------------------------
+# --- id and metadata are not sensitive -----------------------------------------------------
 
 async def test_id_and_metadata_are_kept_in_the_clear_for_every_reader(api, client, tenant,
                                                                       redacting):

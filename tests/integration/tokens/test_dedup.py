@@ -1,5 +1,5 @@
-"""Deduplication (spec §3, §4.1 `deduplicate_token`, §4.4 rule, §5.4; README, "Fingerprints and
-deduplication")."""
+"""Deduplication: `deduplicate_token` on create and update, and a duplicate the caller may not
+read shown redacted (docs/tokens-and-expressions.md, "Fingerprints and deduplication")."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ async def test_match_the_caller_may_read_is_shown_with_its_transform(api, maskin
     assert again["_extras"] == {"deduplicated": True}
 
 
-# --- on update (spec §4.4 rule, README "Fingerprints and deduplication") --------------------------
+# --- on update: a duplicate the caller may not read is answered redacted ----------------------
 
 async def test_update_making_a_duplicate_merges_into_the_original(api, client, tenant):
     original = await api.create({"type": "card_number", "data": VISA})
@@ -188,7 +188,7 @@ async def test_update_without_dedup_leaves_two_tokens(api):
                                    {"data": VISA, "deduplicate_token": True}])
 async def test_an_update_that_leaves_the_fingerprint_alone_merges_nothing(api, patch):
     # A twin created later without dedup is allowed; updating the first token without
-    # changing its value does not make it a duplicate (spec §4.4), so it stays itself.
+    # changing its value does not make it a duplicate, so it stays itself.
     first = await api.create({"type": "card_number", "data": VISA, "deduplicate_token": True})
     twin = await api.create({"type": "card_number", "data": VISA})
     assert twin["id"] != first["id"]
@@ -243,7 +243,7 @@ async def locks(client, tenant_id: str) -> list[str]:
 
 
 async def test_a_fingerprint_s_lock_goes_with_the_last_token_holding_it(api, client, tenant):
-    # A deleted token keeps no fingerprint (DESIGN §2); its dedup lock must not keep it either.
+    # A deleted token keeps no fingerprint; its dedup lock must not keep it either.
     first = await api.create({**card(VISA), "deduplicate_token": True})
     second = await api.create(card(VISA))  # the same value, no dedup: two tokens share it
     assert await locks(client, tenant.tenant_id) == [first["fingerprint"]]

@@ -1,5 +1,5 @@
-"""Delete Token (spec §4.5, §3): 204, data gone for good, an audit reference stays
-(README, "Deletion")."""
+"""Delete Token (DELETE /tokens/{id}): 204, data gone for good, an audit reference stays
+(docs/tokens-and-expressions.md, "Deletion")."""
 
 from __future__ import annotations
 

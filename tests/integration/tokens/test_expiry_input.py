@@ -1,5 +1,5 @@
-"""Token expiration (spec §2.3; README "Expiration input"): input formats, the future rule, the
-ISO 8601 answer, and an expired token vanishing at once."""
+"""Token expiration (docs/tokens-and-expressions.md, "Expiration input"): input formats, the
+future rule, the ISO 8601 answer, and an expired token vanishing at once."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ async def expire_now(client, tenant_id: str, token_id: str) -> None:
                  t=tenant_id, id=token_id)
 
 
-# --- §2.3 rule 1: by default no expiry ------------------------------------------------------
+# --- by default a token does not expire -----------------------------------------------------
 
 async def test_by_default_a_token_does_not_expire(api, client, tenant):
     body = await api.create({"type": "token", "data": 1})
@@ -40,7 +40,7 @@ async def test_by_default_a_token_does_not_expire(api, client, tenant):
     assert rows == [{"e": None}]
 
 
-# --- §2.3 rule 4: the input formats ---------------------------------------------------------
+# --- the input formats ----------------------------------------------------------------------
 
 async def test_datetime_with_offset(api):
     at = await expires(api, f"3/4/{YEAR} 1:05:06 PM +02:00")
@@ -53,7 +53,7 @@ async def test_datetime_with_negative_offset(api):
 
 
 async def test_datetime_without_offset_is_utc(api):
-    # §2.3 rule 5
+    # a date and time without an offset is UTC
     assert await expires(api, f"3/4/{YEAR} 1:05:06 PM") == datetime(YEAR, 3, 4, 13, 5, 6,
                                                                      tzinfo=UTC)
 
@@ -66,7 +66,7 @@ async def test_twelve_hour_clock(api, clock, hour):
 
 
 async def test_short_date_is_midnight_utc(api):
-    # §2.3 rule 6
+    # a date alone expires at midnight UTC
     assert await expires(api, f"2/29/{YEAR + (4 - YEAR % 4) % 4}") == datetime(
         YEAR + (4 - YEAR % 4) % 4, 2, 29, tzinfo=UTC)
     assert await expires(api, f"11/5/{YEAR}") == datetime(YEAR, 11, 5, tzinfo=UTC)
@@ -117,7 +117,7 @@ async def test_expires_at_is_stored_as_a_datetime(api, client, tenant):
     assert rows[0]["e"].to_native() == datetime(YEAR, 1, 2, tzinfo=UTC)
 
 
-# --- §2.3 rule 2 and README "Expiration": an expired token is gone at once ------------------------
+# --- a token expires at expires_at: an expired token is gone at once ------------------------------
 
 async def test_token_expires_at_its_time(api):
     soon = datetime.now(UTC) + timedelta(seconds=4)  # the create and first read fit in it

@@ -1,5 +1,5 @@
-"""Get a Token (spec §4.3) and the read transforms of the caller's access rules (spec §5.4,
-docs/security.md)."""
+"""Get a Token (GET /tokens/{id}) and the read transforms of the caller's access rules
+(docs/security.md)."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ async def test_read_never_writes(api, client, tenant):
     assert before == after
 
 
-# --- §5.1: every request carries an API key -------------------------------------------------
+# --- every request carries an API key -------------------------------------------------------
 
 @pytest.mark.parametrize(("method", "path"), [
     ("POST", "/tokens"), ("GET", "/tokens"), ("GET", "/tokens/some-id"),

@@ -1,5 +1,5 @@
-"""Limits (spec §8 and README "Limits"): each exceeded limit is a clear 400 or 413 problem, never a
-500. Page size and cursor limits are in test_list.py."""
+"""Limits (docs/tokens-and-expressions.md, "Limits"): each exceeded limit is a clear 400 or 413
+problem, never a 500. Page size and cursor limits are in test_list.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""List Tokens (spec §4.2): filters, cursor pagination (README, "Listing") and read transforms."""
+"""List Tokens (GET /tokens): filters, cursor pagination and read transforms
+(docs/tokens-and-expressions.md, "Listing")."""
 
 from __future__ import annotations
 

@@ -86,7 +86,8 @@ async def test_of_two_racing_deletes_one_is_204_and_the_other_404(api, client, t
     [ref] = await reference(client, tenant.tenant_id, created["id"])
     assert (ref["reason"], ref["by"]) == ("deleted", "racing-app")
 async def test_an_expired_id_holder_extended_meanwhile_is_not_retired(api, client, tenant):
-    # POST /tokens {id} retires an expired token holding the id (README, "Expiration input").
+    # POST /tokens {id} retires an expired token holding the id (docs/tokens-and-expressions.md,
+    # "Expiration input").
     # When a PATCH extending that token commits first, the token is live again: the id is
     # taken (409), and the extended token keeps its data. It was once retired as "expired"
     # right after its extension was answered 200, and the new token took its id.

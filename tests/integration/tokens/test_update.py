@@ -1,6 +1,6 @@
-"""Update Token (spec §4.4): merge-patch media type, merge or replace per field, validation on
-the merged token, modified_by/modified_at, transforms, and no lost update
-(README, "Updates")."""
+"""Update Token (PATCH /tokens/{id}): merge-patch media type, merge or replace per field,
+validation on the merged token, modified_by/modified_at, transforms, and no lost update
+(docs/tokens-and-expressions.md, "Updates")."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from factories import key_headers, make_application
 
 from ._support import MASTERCARD, VISA, assert_names, card, cypher, rule
 
-# --- §4.4 rules 1 and 2: the media type -----------------------------------------------------
+# --- the media type: merge-patch, 415 else --------------------------------------------------
 
 @pytest.mark.parametrize("content_type", ["application/json", "text/plain",
                                           "application/json-patch+json"])
@@ -43,7 +43,7 @@ async def test_body_must_be_a_json_object(api):
     await api.patch(created["id"], [1, 2], expect=400)
 
 
-# --- §4.4 rule 3: every field optional ------------------------------------------------------
+# --- every field optional -------------------------------------------------------------------
 
 async def test_empty_patch_changes_nothing_but_modified(api):
     created = await api.create({**card(VISA), "metadata": {"k": "v"}})
@@ -276,7 +276,7 @@ async def test_update_response_shows_fingerprint_expression(api):
     assert updated["fingerprint_expression"] == "{{ data | stringify }}"
 
 
-# --- no lost update (README, "Updates") -----------------------------------------------------------
+# --- no lost update ------------------------------------------------------------------------------
 
 async def test_concurrent_patches_lose_no_update(api):
     created = await api.create({"type": "token", "data": {"n": 0}})

@@ -1,4 +1,5 @@
-"""Token data validation (spec §2.2, §8; the types in the README, "Token types").
+"""Token data validation: card and bank shapes, digits and checksums (the types in
+docs/tokens-and-expressions.md, "Token types").
 
 Every refusal is a 400 problem whose `errors` map names each bad field, and no error body ever
 repeats the value that was submitted.
@@ -38,7 +39,7 @@ def _leaves(value):
         yield value
 
 
-# --- card (spec §2.2 Card object) -----------------------------------------------------------
+# --- card: number, expiration month and year, cvc -----------------------------------------------
 
 # One example per rule here; the full tables are unit tests (tests/unit/test_token_types.py).
 @pytest.mark.parametrize("number", [VISA, "4222222222222"])
@@ -110,7 +111,7 @@ async def test_card_unknown_data_field_is_refused_without_echoing_its_name(api, 
     assert "pin-8362" not in str(problem)
 
 
-# --- bank (spec §2.2 Bank object) -----------------------------------------------------------
+# --- bank: ABA routing number, account number ------------------------------------------------
 
 @pytest.mark.parametrize("routing", [ROUTING])
 async def test_bank_accepts_checksum_valid_routing_numbers(api, routing):
