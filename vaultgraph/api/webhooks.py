@@ -18,10 +18,10 @@ from ..webhooks.schemas import (
     UpdateWebhookSchema,
     WebhookSchema,
 )
-from .schemas import PageQuery, PaginationSchema, path
 from .endpoints import MERGE_PATCH_JSON, Body, Endpoints, Reply
-from .request_io import principal, read_object
 from .paging import page_body, page_from_query
+from .request_io import principal, read_object
+from .schemas import PageQuery, PaginationSchema, path
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()
