@@ -1,13 +1,15 @@
-"""What an audit event costs (README "Audit"): on disk, and in Neo4j's CPU. Writes events shaped
-like the service's through the real AuditWriter into a fresh Neo4j of its own — first a warm-up
-(the JVM compiles the write path), then the measured events, `BENCH_AUDIT_CONCURRENCY` requests
-at a time as the middleware hands them over (so batches are the size the benchmark's 32
+"""What an audit event costs (docs/audit.md, "Store"): on disk, and in Neo4j's CPU. Writes events
+shaped like the service's through the real AuditWriter into a fresh Neo4j of its own — first a
+warm-up (the JVM compiles the write path), then the measured events, `BENCH_AUDIT_CONCURRENCY`
+requests at a time as the middleware hands them over (so batches are the size the benchmark's 32
 connections make) — checkpoints, and divides the store's growth, Neo4j's CPU time (from /proc,
 its JIT compiler threads apart) and this writer process's (the events' MACs and the driver) by
-the number of events.
+the number of events. The store's growth is also given per store file and per index
+(`bytes_per_event_by_file`), so a change to the model shows where its bytes went.
 
     .venv/bin/python -m bench.audit_storage            # 100,000 events
     BENCH_AUDIT_EVENTS=20000 .venv/bin/python -m bench.audit_storage
+    BENCH_AUDIT_EVENTS=20000 BENCH_AUDIT_WARMUP=10000 .venv/bin/python -m bench.audit_storage
 """
 
 from __future__ import annotations
