@@ -1,13 +1,15 @@
-"""What an audit event costs (README "Audit"): on disk, and in Neo4j's CPU. Writes events shaped
-like the service's through the real AuditWriter into a fresh Neo4j of its own — first a warm-up
-(the JVM compiles the write path), then the measured events, `BENCH_AUDIT_CONCURRENCY` requests
-at a time as the middleware hands them over (so batches are the size the benchmark's 32
+"""What an audit event costs (docs/audit.md, "Store"): on disk, and in Neo4j's CPU. Writes events
+shaped like the service's through the real AuditWriter into a fresh Neo4j of its own — first a
+warm-up (the JVM compiles the write path), then the measured events, `BENCH_AUDIT_CONCURRENCY`
+requests at a time as the middleware hands them over (so batches are the size the benchmark's 32
 connections make) — checkpoints, and divides the store's growth, Neo4j's CPU time (from /proc,
 its JIT compiler threads apart) and this writer process's (the events' MACs and the driver) by
-the number of events.
+the number of events. The store's growth is also given per store file and per index
+(`bytes_per_event_by_file`), so a change to the model shows where its bytes went.
 
     .venv/bin/python -m bench.audit_storage            # 100,000 events
     BENCH_AUDIT_EVENTS=20000 .venv/bin/python -m bench.audit_storage
+    BENCH_AUDIT_EVENTS=20000 BENCH_AUDIT_WARMUP=10000 .venv/bin/python -m bench.audit_storage
 """
 
 from __future__ import annotations
@@ -49,6 +51,19 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def _sizes(path: Path, indexes: dict[str, str]) -> dict[str, int]:
+    """Each store file's size, and each index's (its directory's files together, under the
+    index's name): where an event's bytes go."""
+    out: dict[str, int] = {}
+    for p in path.rglob("*"):
+        if p.is_file():
+            rel = p.relative_to(path)
+            name = (f"index {indexes.get(rel.parts[3], rel.parts[3])}"
+                    if rel.parts[0] == "schema" and len(rel.parts) > 4 else str(rel))
+            out[name] = out.get(name, 0) + p.stat().st_size
+    return out
+
+
 def _event(tenant: str, application: str, key: str) -> dict:
     """A get's event as the audit middleware writes it: one token, masked, a browser-sized
     user agent."""
@@ -63,14 +78,20 @@ def _event(tenant: str, application: str, key: str) -> dict:
 
 
 async def _connect(neo: LocalNeo4j) -> Database:
+    # A generous deadline: on a loaded machine the cold server's first plans take seconds, and
+    # a batch past the deadline fails its requests (this measures sizes, not latency).
     return Database.connect(neo.uri, "neo4j", neo.resolve_password(),
-                            Catalog.load(PROJECT_ROOT / "cypher"), "neo4j")
+                            Catalog.load(PROJECT_ROOT / "cypher"), "neo4j", timeout=120.0)
 
 
-async def schema(neo: LocalNeo4j) -> None:
+async def schema(neo: LocalNeo4j) -> dict[str, str]:
+    """Apply the schema; each index's directory number and its name."""
     db = await _connect(neo)
     try:
         await db.apply_schema()
+        records, _, _ = await db.driver.execute_query("SHOW INDEXES YIELD id, name",
+                                                      database_="neo4j")
+        return {str(r["id"]): r["name"] for r in records}
     finally:
         await db.close()
 
@@ -146,17 +167,20 @@ def main() -> int:
     with fresh_neo4j("audit-storage", heap="512m", pagecache="256m") as neo:
         store = neo.home / "data" / "databases" / "neo4j"
         neo.start()
-        asyncio.run(schema(neo))
+        indexes = asyncio.run(schema(neo))
         neo.stop()
-        before = _size(store)
+        before, files_before = _size(store), _sizes(store, indexes)
         neo.start()
         # The warm-up's events are in the store too: sizes are taken around all of them.
         result = asyncio.run(write(neo, events, warmup, concurrency))
         neo.stop()
-        after = _size(store)
+        after, files_after = _size(store), _sizes(store, indexes)
     result.update(events=events, warmup_events=warmup, concurrency=concurrency,
                   store_bytes_before=before, store_bytes_after=after,
                   bytes_per_event=round((after - before) / (events + warmup), 1))
+    growth = {name: round((size - files_before.get(name, 0)) / (events + warmup), 1)
+              for name, size in sorted(files_after.items())}
+    result["bytes_per_event_by_file"] = {k: v for k, v in growth.items() if v}
     print(json.dumps(result, indent=2))
     return 0
 

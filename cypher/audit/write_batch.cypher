@@ -9,22 +9,26 @@
 // (label :PendingAuditEvent): found by id and completed with `fields` alone — what differs from
 // what the write stored, and the chain's fields — so their time and what the write already
 // stored (`held`), which the indexes hold, are not written again; one that is not there (the
-// write rolled back) is created whole from both. Each token an event names gets an AUDIT_REF
-// self-loop. The head records the last sequence number, so a deleted tail is seen.
+// write rolled back) is created whole from both. An event naming one token holds it as the
+// scalar `token_id` (in its fields, indexed with tenant and time); one naming several gets an
+// AUDIT_REF self-loop per token. The head records the last sequence number, so a deleted tail
+// is seen.
 MERGE (c:AuditChain {id: $chain})
 SET c.updated_at = datetime()
 WITH c, coalesce(c.seq, 0) = $head_seq - size($created) - size($linked) AS in_order
 FOREACH (ev IN CASE WHEN in_order THEN $created ELSE [] END |
   CREATE (e:AuditEvent)
   SET e = ev.fields, e.at = datetime(ev.at)
-  FOREACH (token_id IN coalesce(ev.fields.token_ids, []) |
+  FOREACH (token_id IN CASE WHEN size(ev.fields.token_ids) > 1 THEN ev.fields.token_ids
+                            ELSE [] END |
     CREATE (e)-[:AUDIT_REF {tenant_id: ev.fields.tenant_id, token_id: token_id, at: e.at}]->(e)))
 FOREACH (ev IN CASE WHEN in_order THEN $linked ELSE [] END |
   MERGE (e:AuditEvent {id: ev.id})
   ON CREATE SET e = ev.held, e += ev.fields, e.id = ev.id, e.at = datetime(ev.at)
   ON MATCH SET e += ev.fields, e.pending = null
   REMOVE e:PendingAuditEvent
-  FOREACH (token_id IN coalesce(ev.fields.token_ids, ev.held.token_ids, []) |
+  FOREACH (token_id IN CASE WHEN size(coalesce(ev.fields.token_ids, ev.held.token_ids)) > 1
+                            THEN coalesce(ev.fields.token_ids, ev.held.token_ids) ELSE [] END |
     CREATE (e)-[:AUDIT_REF {tenant_id: coalesce(ev.held.tenant_id, ev.fields.tenant_id),
                             token_id: token_id, at: e.at}]->(e)))
 SET c.seq = CASE WHEN in_order THEN $head_seq ELSE c.seq END

@@ -1,7 +1,8 @@
 // The audit trail: events are nodes of their own, never linked to tokens (an edge onto a hot
 // token node would serialise its reads). Every filter of GET /logs is a seek on one of these,
-// read newest first in index order; "all events of token X" is a seek on the AUDIT_REF
-// self-loops (one per token an event names).
+// read newest first in index order; "all events of token X" is a seek on (tenant_id,
+// token_id, at) for events naming that token alone, and on the AUDIT_REF self-loops (one per
+// token) for events naming several.
 CREATE CONSTRAINT audit_event_id IF NOT EXISTS FOR (e:AuditEvent) REQUIRE e.id IS UNIQUE;
 CREATE INDEX audit_tenant_at IF NOT EXISTS FOR (e:AuditEvent) ON (e.tenant_id, e.at);
 CREATE INDEX audit_tenant_application_at IF NOT EXISTS
@@ -10,6 +11,8 @@ CREATE INDEX audit_tenant_operation_at IF NOT EXISTS
   FOR (e:AuditEvent) ON (e.tenant_id, e.operation, e.at);
 CREATE INDEX audit_tenant_outcome_at IF NOT EXISTS
   FOR (e:AuditEvent) ON (e.tenant_id, e.outcome, e.at);
+CREATE INDEX audit_tenant_token_at IF NOT EXISTS
+  FOR (e:AuditEvent) ON (e.tenant_id, e.token_id, e.at);
 CREATE INDEX audit_ref IF NOT EXISTS
   FOR ()-[r:AUDIT_REF]-() ON (r.tenant_id, r.token_id, r.at);
 // Verification walks each chain in sequence order; export and pruning go by time.

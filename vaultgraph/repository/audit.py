@@ -47,8 +47,23 @@ def native(at: Any) -> Any:
     return at.to_native().astimezone(UTC) if hasattr(at, "to_native") else at
 
 
+# An event naming exactly one token (most do: a get, an update, a delete) holds it also as a
+# scalar, indexed with the tenant and the time: "all events of token X" is a seek on that node
+# index, with no relationship to store. An event naming several (a list page, a bulk call) gets
+# an AUDIT_REF self-loop per token instead (cypher/audit/write_batch), as every event stored
+# before this scalar did (cypher/audit/list_by_token reads both).
+TOKEN_REF = "token_id"
+
+
+def token_ref(event: Mapping[str, Any]) -> str | None:
+    """The one token the event names, or None (none, or several)."""
+    ids = event.get("token_ids")
+    return ids[0] if ids and len(ids) == 1 else None
+
+
 def event_of(props: Any) -> dict[str, Any]:
     out = dict(props)
+    out.pop(TOKEN_REF, None)  # an index key, not a field of the event
     if out.get("at") is not None:
         out["at"] = native(out["at"])
     return out
@@ -58,8 +73,10 @@ def created_parts(event: Mapping[str, Any]) -> dict[str, Any]:
     """An event no statement stored yet, as audit/write_batch takes it: its time as text
     (`datetime_text`) and its other fields, those without a value left out (a property that
     is not there reads as null, which is what was signed)."""
-    return {"at": datetime_text(event.get("at")),
-            "fields": {k: v for k, v in event.items() if k != "at" and v is not None}}
+    fields = {k: v for k, v in event.items() if k != "at" and v is not None}
+    if (ref := token_ref(event)) is not None:
+        fields[TOKEN_REF] = ref
+    return {"at": datetime_text(event.get("at")), "fields": fields}
 
 
 def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any] | None
@@ -82,6 +99,11 @@ def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any] | None
             held[k] = v
         elif v is not None or k in known or stored is None:
             fields[k] = v
+    ref = token_ref(event)
+    if known.get(TOKEN_REF) == ref and ref is not None:
+        held[TOKEN_REF] = ref
+    elif ref is not None or TOKEN_REF in known:
+        fields[TOKEN_REF] = ref
     return {"id": event["id"], "at": datetime_text(event.get("at")), "held": held,
             "fields": fields}
 
