@@ -27,7 +27,7 @@ test-deps: run-deps
 	  echo "installing Node.js and npm from Debian's packages (the Basis Theory SDK test runs on it)"; \
 	  apt-get update -q && apt-get install -y -q nodejs npm; }
 	@command -v curl >/dev/null || { \
-	  echo "installing curl from Debian's packages (the README's examples run in the tests)"; \
+	  echo "installing curl from Debian's packages (the README's and docs/ examples run in the tests)"; \
 	  apt-get update -q && apt-get install -y -q curl; }
 	@command -v chromium >/dev/null || { \
 	  echo "installing Chromium from Debian's packages (the Neo4j Browser test drives it)"; \
@@ -76,14 +76,14 @@ lint: test-venv
 docs: test-venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-# Mutation testing (README): mutants of the validators, access rules and dedup decisions against
+# Mutation testing (docs/development.md): mutants of the validators, access rules and dedup decisions against
 # the unit tests (no Neo4j); minutes, so not part of `make test`. `mutmut results` lists them.
 mutation: test-venv
 	rm -rf mutants
 	$(BIN)/mutmut run
 	$(BIN)/mutmut results
 
-# Benchmarks (README "Performance"): their own Neo4j (7689/7476) and service (8089); BENCH_* env.
+# Benchmarks (docs/performance.md): their own Neo4j (7689/7476) and service (8089); BENCH_* env.
 bench-deps: test-venv
 	@test -x $(BIN)/py-spy || $(BIN)/pip install -q -e '.[test,bench]'
 	@command -v wrk >/dev/null || { apt-get update -q && apt-get install -y -q wrk; } \

@@ -1,4 +1,4 @@
-"""What auditing costs the database and the driver, measured side by side (README "Audit",
+"""What auditing costs the database and the driver, measured side by side (docs/audit.md,
 Cost and growth): the bare side's create and get (bench/workloads.py, the service's own
 statements through plain driver calls) run with their share of the audit trail and without it,
 alternating in short rounds against one warmed Neo4j of its own, 32 requests at a time. Whole

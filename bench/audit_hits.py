@@ -1,4 +1,4 @@
-"""The database work of one group commit (README "Audit", Cost and growth): `PROFILE` of
+"""The database work of one group commit (docs/audit.md, "Cost and growth"): `PROFILE` of
 audit/write_batch over a batch of read-shaped events (created by the batch) and over a batch of
 write-shaped events (stored first by a write's own statement, then linked), in a fresh Neo4j
 of its own. Database hits and properties set are counted by Neo4j, so unlike CPU time they do

@@ -1,5 +1,5 @@
 """The one line a failure is explained in, `cause: fix`, for the command and for each worker of
-`serve --workers N` alike (README "When a command fails")."""
+`serve --workers N` alike (docs/operations.md, "When a command fails")."""
 
 from __future__ import annotations
 

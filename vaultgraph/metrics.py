@@ -1,4 +1,4 @@
-"""The service's Prometheus metrics: every metric object, in one place (README "Observability").
+"""The service's Prometheus metrics: every metric object, in one place (docs/observability.md).
 
 Code anywhere below the HTTP layer records into these objects (no aiohttp here); the metrics
 listener (`api/metrics.py`) exposes them. Label values come from small fixed sets only (route

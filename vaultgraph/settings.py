@@ -1,6 +1,6 @@
 """Settings, read once from `VAULTGRAPH_*` environment variables.
 
-Every field is documented in README.md (a test keeps the two in step).
+Every field is documented in docs/configuration.md (a test keeps the two in step).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ POSITIVE = frozenset({
     "idempotency_lease", "auth_failure_window", "pkcs11_sessions", "webhook_lease",
     "webhook_timeout", "webhook_disable_after", "webhook_max_in_flight",
     "webhook_endpoint_concurrency", "webhook_retention_days"})
-# Upper bounds the interface sets: an expired token is deleted within an hour of its expiry
-# (spec §2.3.3), so the sweep runs at least hourly (0 still turns this process's sweep off).
+# Upper bounds the interface sets: an expired token is deleted within an hour of its expiry,
+# so the sweep runs at least hourly (0 still turns this process's sweep off).
 AT_MOST = {"expiry_sweep_interval": (
     3600, "set VAULTGRAPH_EXPIRY_SWEEP_INTERVAL to 3600 or less (expired tokens must be deleted "
           "within an hour), or 0 where another replica sweeps")}
@@ -97,7 +97,7 @@ class Settings:
     neo4j_password: str = field(default="", repr=False)
     neo4j_database: str = "neo4j"
     neo4j_pool_size: int = 100
-    neo4j_read_routing: str = "read"  # "read" | "write" (reads from the leader: README Scale-out)
+    neo4j_read_routing: str = "read"  # "read" | "write" (reads from the leader: docs/operations.md)
     neo4j_bolt_port: int = 7687
     neo4j_http_port: int = 7474
     neo4j_heap: str = "512m"
@@ -305,7 +305,7 @@ class Settings:
         """Audit chains each process writes: `audit_lanes`, or when it is 0 two for a single
         process (one lane's batch gathers while the other's commits) and one per worker when
         there are several, which already overlap each other's commits; more lanes would only
-        split the same events into smaller batches (README "Audit", the measured cost)."""
+        split the same events into smaller batches (docs/audit.md, "Cost and growth")."""
         if self.audit_lanes > 0:
             return self.audit_lanes
         return 2 if self.worker_count <= 1 else 1

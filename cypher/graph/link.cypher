@@ -1,4 +1,4 @@
-// Link two live tokens the caller may read, parent → child (spec §4.6), in one statement.
+// Link two live tokens the caller may read, parent → child, in one statement.
 // Both nodes are write-locked first, in id order (so A→B and B→A racing cannot deadlock); the
 // existence check that follows runs under those locks, so of N concurrent identical calls exactly
 // one sees no edge, MERGE creates one edge, and that caller alone gets `created`.

@@ -1,4 +1,4 @@
-// Remove the parent → child link (spec §4.7) between two live tokens the caller may delete.
+// Remove the parent → child link between two live tokens the caller may delete.
 // Both nodes are locked in id order before the link is looked up, so of two racing unlinks one
 // removes the edge and the other finds none (a clean 404, never an error on a vanished edge).
 // No row: either end is unknown, expired, outside the caller's rules or in another tenant.

@@ -297,7 +297,7 @@ def _scripted(answers: list):
 @pytest.mark.parametrize("call", ["delete_token", "unlink"])
 def test_a_retried_delete_that_finds_nothing_is_done(first, call):
     """The first attempt may have deleted (a read timeout, or 503: a committed write whose
-    answer was lost, README "Audit"); the retry's 404 then says the token or link is gone,
+    answer was lost, docs/audit.md); the retry's 404 then says the token or link is gone,
     which is what was asked: no NotFound for a delete that happened."""
     handle, seen = _scripted([first, 404])
     with Client("http://vault.test", "k", sleep=lambda s: None,
@@ -336,7 +336,7 @@ async def test_async_retried_delete_that_finds_nothing_is_done():
 
 @pytest.mark.parametrize("error", [httpx.ReadTimeout, httpx.ConnectError])
 def test_a_patch_is_not_retried_after_a_connection_error(error):
-    """README "Python client": PATCH is retried on 429 only. A merge patch carries no
+    """docs/python-client.md: PATCH is retried on 429 only. A merge patch carries no
     Idempotency-Key, and replaying it could undo a change made in between."""
     handle, seen = _scripted([error, 200])
     with Client("http://vault.test", "k", sleep=lambda s: None,
@@ -347,8 +347,8 @@ def test_a_patch_is_not_retried_after_a_connection_error(error):
 
 
 def test_a_patch_is_not_retried_after_a_503():
-    # The service answers 503 for a write Neo4j committed whose answer was lost (README
-    # "Audit"): a PATCH is not run again, as after a connection error.
+    # The service answers 503 for a write Neo4j committed whose answer was lost
+    # (docs/audit.md): a PATCH is not run again, as after a connection error.
     handle, seen = _scripted([503, 200])
     with Client("http://vault.test", "k", sleep=lambda s: None,
                 transport=httpx.MockTransport(handle)) as vg:

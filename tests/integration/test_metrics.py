@@ -1,4 +1,4 @@
-"""GET /metrics (README "Observability"): what is counted, on the real Neo4j, and that no label
+"""GET /metrics (docs/observability.md): what is counted, on the real Neo4j, and that no label
 ever carries a token id, tenant id or data — every label value is checked against the small
 sets it may come from."""
 

@@ -142,9 +142,10 @@ def test_success_statuses_follow_the_design(full):
         elif method == "delete":
             assert success == {"204"}, path
         elif method == "post" and path == "/tokens/search":
-            assert success == {"200"}, path  # a query in a body (DESIGN §7): nothing created
+            assert success == {"200"}, path  # a query in a body: nothing created
         elif path in ("/tokenize", "/detokenize"):
-            # DESIGN §8: partial success is a 200; detokenize creates nothing.
+            # Partial success is a 200 (each item its own result or problem); detokenize
+            # creates nothing.
             assert success == {"200"}, path
         elif method == "post":
             assert "201" in success, path

@@ -1,4 +1,4 @@
-"""`VAULTGRAPH_REQUEST_TIMEOUT` is a request's database time in all (README Configuration): every
+"""`VAULTGRAPH_REQUEST_TIMEOUT` is a request's database time in all (docs/configuration.md): every
 statement of one request (authentication, the change) draws on one budget set when the request
 started, not a fresh timeout each; time spent elsewhere (the body arriving) is not charged, and
 the idempotency bookkeeping has its own timeout."""

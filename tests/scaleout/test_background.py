@@ -1,8 +1,8 @@
-"""Background work in every replica at once (README "Scale-out"): two replicas' expiry sweeps
-over the same expired tokens, then their audit prunes over the same old events, run together.
-Each replica is the service's own wiring (`open_services`: its own driver, sweeper, audit
-writer and chain), as `vaultgraph serve` builds it; running them in this process lets the test
-start both passes at the same moment instead of hoping two timers meet."""
+"""Background work in every replica at once (docs/operations.md, "Scale-out"): two replicas' expiry
+sweeps over the same expired tokens, then their audit prunes over the same old events, run together.
+Each replica is the service's own wiring (`open_services`: its own driver, sweeper, audit writer and
+chain), as `vaultgraph serve` builds it; running them in this process lets the test start both
+passes at the same moment instead of hoping two timers meet."""
 
 from __future__ import annotations
 

@@ -134,7 +134,7 @@ _TOKEN_PARAMS = ("id", "parent_id", "child_id")
 
 @web.middleware
 async def audit(request: web.Request, handler) -> web.StreamResponse:
-    """Every request that reaches a protected route leaves an event (README "Audit"), written
+    """Every request that reaches a protected route leaves an event (docs/audit.md), written
     before the response leaves: a write's event is already in the write's own transaction and
     is linked into the chain without waiting; any other is group-committed first. An event
     that cannot be written turns the answer into a 503 with no data (fail closed)."""

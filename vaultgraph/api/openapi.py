@@ -138,7 +138,7 @@ IDEMPOTENCY_KEY = {
     "in": "header", "name": "Idempotency-Key", "required": False,
     "description": "Makes a retry safe: the first response under this key (per application) "
                    "is kept for 24 h and replayed, with `Idempotent-Replayed: true`, to a "
-                   "retry of the same request (README \"Idempotent retries\").",
+                   "retry of the same request (docs/bulk-and-idempotency.md).",
     "schema": {"type": "string", "minLength": 1, "maxLength": 255,
                "pattern": "^[\\x21-\\x7e]+$"}}
 IDEMPOTENCY_ERRORS = (400, 409, 422)  # a bad key; the key's request in flight; another request

@@ -1,6 +1,6 @@
 """A typed Python client for the vaultgraph REST API (needs the `client` extra: httpx).
 
-Covers every token route of the service (README "Python client"), with the same methods on
+Covers every token route of the service (docs/python-client.md), with the same methods on
 `Client` and `AsyncClient`: create_token, get_token, list_tokens, iter_tokens, update_token,
 delete_token, create_child, children, parents, link, unlink, graph, search, tokenize,
 detokenize and logs (the audit trail); the outbound proxies (docs/proxy.md):

@@ -337,14 +337,14 @@ class Client:
 
     def search(self, query: str, *, size: int | None = None,
                start: str | None = None) -> TokenPage:
-        """POST /tokens/search (README "Search"), e.g. `type:card AND descendant:cust-1`."""
+        """POST /tokens/search (docs/search.md), e.g. `type:card AND descendant:cust-1`."""
         m, p, o = _Routes.search(query, size, start)
         return self._send(m, p, **o)
 
     def tokenize(self, items: list[dict] | dict[str, dict], *,
                  idempotency_key: str | None = None) -> Any:
         """POST /tokenize: create requests as a list or an object; the answer has the same
-        shape, each place a token or that item's problem (README "Bulk")."""
+        shape, each place a token or that item's problem (docs/bulk-and-idempotency.md)."""
         m, p, o = _Routes.tokenize(items)
         return self._send(m, p, idempotency_key=idempotency_key, **o)
 
@@ -357,7 +357,7 @@ class Client:
     def logs(self, *, size: int | None = None, start: str | None = None,
              **filters: str) -> AuditPage:
         """GET /logs: `token_id`, `application_id`, `operation`, `outcome`, `start_date`,
-        `end_date` (README "Audit")."""
+        `end_date` (docs/audit.md)."""
         m, p, o = _Routes.logs(size, start, filters)
         return self._send(m, p, **o)
 

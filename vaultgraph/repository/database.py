@@ -7,19 +7,19 @@ transient error (deadlock, lock timeout) was rolled back and is retried here; se
 statements that must commit together run in a managed transaction (`write_tx`), which the
 driver retries, so its work function is idempotent.
 
-Causal consistency (README "Scale-out"): on a cluster, every session of the process, and the
-schema's `execute_query`, share the driver's one bookmark manager, so every statement starts
-after the last commit this process saw: a read routed to a follower or read replica waits until
-that member has applied this process's earlier writes (a client's read after its own write
-through the same replica sees it). Another replica's writes carry no bookmark here: with
-`read_routing="write"` (VAULTGRAPH_NEO4J_READ_ROUTING) reads go to the leader too, which sees
-every committed write whichever replica made it; otherwise a load balancer keeps a client on one
-replica (sticky sessions).
+Causal consistency (docs/operations.md, "Scale-out"): on a cluster, every session of the process,
+and the schema's `execute_query`, share the driver's one bookmark manager, so every statement starts
+after the last commit this process saw: a read routed to a follower or read replica waits until that
+member has applied this process's earlier writes (a client's read after its own write through the
+same replica sees it). Another replica's writes carry no bookmark here: with `read_routing="write"`
+(VAULTGRAPH_NEO4J_READ_ROUTING) reads go to the leader too, which sees every committed write
+whichever replica made it; otherwise a load balancer keeps a client on one replica (sticky
+sessions).
 
 A Community server is always one server (Community has no clustering), where a statement sees
 every write committed before it starts: bookmarks guard nothing there and still cost a little
 (the manager sends every bookmark of the sessions that overlapped the last ones with the next
-statement: 6-8 a create in the benchmark; README Performance, "Bookmarks on one server"). So
+statement: 6-8 a create in the benchmark; docs/adr/0002-no-bookmarks-on-one-server.md). So
 once the schema is applied the process learns the server's edition and, on Community, drops the
 manager. Any other server keeps it, whatever the URI's scheme: an Enterprise server reached by
 `bolt://` may still forward to other members (remote aliases, composite databases).

@@ -1,4 +1,4 @@
-"""Reading the audit trail: pages for GET /logs, verification of every chain (README "Audit",
+"""Reading the audit trail: pages for GET /logs, verification of every chain (docs/audit.md,
 vaultgraph/audit/chain.py) and export. The writer is services/audit_writer.py, pruning
 services/audit_pruner.py."""
 

@@ -1,5 +1,5 @@
-"""Pruning the audit trail past its retention, leaving each chain verifiable (README "Audit"):
-`AuditPruner.prune_before` and the pass it runs every interval."""
+"""Pruning the audit trail past its retention, leaving each chain verifiable
+(docs/audit.md, "Retention"): `AuditPruner.prune_before` and the pass it runs every interval."""
 
 from __future__ import annotations
 

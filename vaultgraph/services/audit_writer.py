@@ -1,4 +1,4 @@
-"""Writing the audit trail: group commits into hash chains (README "Audit",
+"""Writing the audit trail: group commits into hash chains (docs/audit.md,
 vaultgraph/audit/chain.py). Reading and verifying is services/audit_log.py, pruning
 services/audit_pruner.py.
 

@@ -1,5 +1,6 @@
-"""Expiration: expired tokens are deleted as DELETE /tokens/{id} deletes them (spec §2.3, §3).
-The same pass deletes idempotency entries past their expiry (README "Idempotent retries").
+"""Expiration: expired tokens are deleted as DELETE /tokens/{id} deletes them (gone for every
+read, and within an hour of `expires_at`). The same pass deletes idempotency entries past their
+expiry (docs/bulk-and-idempotency.md).
 
 A token reads as 404 from the moment it expires; the sweeper then turns it into an audit
 reference (`deleted_reason: "expired"`, `deleted_by: "expiry-sweeper"`, links removed) within

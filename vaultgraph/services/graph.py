@@ -1,4 +1,4 @@
-"""Token graph use cases: links, child tokens, neighbours and traversal (spec §4.6 to §4.9).
+"""Token graph use cases: links, child tokens, neighbours and traversal (docs/graph.md).
 
 Whatever the caller may not read is absent, never refused: an end of a link, a listed token or
 a traversed one that is unknown, expired, outside the caller's rules or in another tenant
@@ -60,8 +60,8 @@ class GraphService:
 
     async def create_child(self, principal: Principal, parent_id: str,
                            body: dict) -> tuple[dict, bool]:
-        """The child's body in the spec §4.8 shape, and whether dedup returned an existing
-        token. Token and link are written by one statement: both or neither."""
+        """The child's body in the child-token shape (no data), and whether dedup returned an
+        existing token. Token and link are written by one statement: both or neither."""
         created, deduplicated = await self.tokens.create(principal, body, parent_id=parent_id)
         out = view.child_view(created)
         if "_extras" in created:

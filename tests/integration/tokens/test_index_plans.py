@@ -1,6 +1,6 @@
-"""Every token statement finds its tokens through an index (README, "Tokens"): `EXPLAIN` each one
-on the app's driver and refuse a plan that scans a label or every node — and, for the list
-statements, one whose page costs more than its size."""
+"""Every token statement finds its tokens through an index (docs/tokens-and-expressions.md):
+`EXPLAIN` each one on the app's driver and refuse a plan that scans a label or every node — and, for
+the list statements, one whose page costs more than its size."""
 
 from __future__ import annotations
 
