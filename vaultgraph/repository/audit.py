@@ -109,7 +109,7 @@ def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any] | None
 
 
 class ChainForked(RuntimeError):
-    """A batch would have forked its chain (README "Audit"): nothing of it was written."""
+    """A batch would have forked its chain (docs/audit.md): nothing of it was written."""
 
 
 class AuditRepository:

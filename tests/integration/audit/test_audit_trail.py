@@ -1,4 +1,4 @@
-"""The audit trail (README "Audit"): an event for every request that reaches a protected route,
+"""The audit trail (docs/audit.md): an event for every request that reaches a protected route,
 durable before the answer, chained and verifiable, readable by `log:read` in its own tenant."""
 
 from __future__ import annotations
