@@ -149,9 +149,13 @@ def test_errors_are_typed_and_carry_the_problem(vg, service):
 
 
 def test_trace_id_sent_is_the_one_reported(vg):
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"   # a W3C trace id: the service keeps it
     with pytest.raises(NotFound) as err:
+        vg._send("GET", f"/tokens/{uid('missing')}", trace_id=trace)
+    assert err.value.trace_id == trace
+    with pytest.raises(NotFound) as err:   # free text is replaced by a trace id of its own
         vg._send("GET", f"/tokens/{uid('missing')}", trace_id="client-trace-1")
-    assert err.value.trace_id == "client-trace-1"
+    assert err.value.trace_id != "client-trace-1" and len(err.value.trace_id) == 32
 
 
 async def test_async_client_round_trip(service, service_tenant):
