@@ -27,7 +27,16 @@ from ..audit.context import note_reason, note_tokens
 from ..auth.permissions import TOKEN_USE
 from ..auth.principal import Principal
 from ..errors import DestinationFailed, Invalid, NotFound, add_error, invalid
-from ..expressions import ExpressionError, compile_expression, render
+from ..expressions import ExpressionError
+from ..expressions.filters import (
+    as_text,
+    card_bin,
+    card_exp,
+    card_mask,
+    json_filter,
+    last4,
+    reveal_last,
+)
 from ..outbound import AddressPolicy, OutboundClient, OutboundError
 from ..repository.proxies import Proxy, ProxyRepository
 from ..repository.tokens import TokenFilter, TokenRepository
@@ -54,6 +63,8 @@ PATH_ESCAPES = "must stay under the proxy's destination: no `.` or `..` segments
 NOT_TEXT = ("holds token expressions, which are replaced only in JSON, form-encoded and text "
             "bodies")
 NOT_ENCODED = "is not valid in its declared character set"
+NOT_ALLOWED_FILTER = ("may use one filter only, among last4, card_bin, card_mask, "
+                      "reveal_last: <0-99>, card_exp[: \"<format>\"] and json[: \"<$.path>\"]")
 FORWARDED = "forwarded"  # the audit event's reason of a call the destination answered
 
 # Never forwarded: the caller's vault credentials, its cookies, hop-by-hop headers (RFC 9110
@@ -204,12 +215,9 @@ class ProxyService:
                     header_places.append((index, matches))
         if len(found) > MAX_EXPRESSIONS:
             raise Invalid(errors={"body": [TOO_MANY]})
-        for expression in found:
-            if expression.filters is not None:
-                try:
-                    compile_expression(_source(expression.filters))
-                except ExpressionError:
-                    _error(errors, expression.place, BAD_FILTERS)
+        for expression in found:  # judged by the expression alone: before any token is read
+            if expression.filters is not None and _allowed_filter(expression.filters) is None:
+                _error(errors, expression.place, NOT_ALLOWED_FILTER)
         if errors:
             raise Invalid("The request holds invalid token expressions.", errors=errors)
         values = await self._values(caller, found) if found else {}
@@ -267,9 +275,11 @@ class ProxyService:
                     continue
                 value = values[e.token_id]
                 if e.filters is not None:
+                    apply = _allowed_filter(e.filters)
+                    assert apply is not None  # checked before any token was read
                     try:
-                        value = render(_source(e.filters), data=value)
-                    except ExpressionError:
+                        value = as_text(apply(value))
+                    except ExpressionError:  # unreachable on data decoded from JSON
                         _error(errors, e.place, UNRENDERED)
                         continue
                 out[key] = value
@@ -293,10 +303,37 @@ def _failure(proxy: Proxy, exc: OutboundError) -> str:
     return f"Proxy {proxy.id}: {what}."
 
 
-def _source(filters: str) -> str:
-    """The Liquid source of an expression's filters applied to the token's data (as detokenize
-    renders them)."""
-    return "{{ data | " + filters.strip() + " }}"
+# The caller writes the filters, and a render that fails is a 400 where a success is forwarded:
+# a filter that could fail, or grow its input, depending on the data would tell the caller one
+# fact about the data per call. So an expression holds at most one filter, from this list of
+# filters that never fail on data decoded from JSON and whose output length does not depend on
+# the data beyond its own length (no Liquid: no output or time budget to exceed either).
+_NO_ARGUMENT = re.compile(r"^\s*(last4|card_bin|card_mask|card_exp|json)\s*$")
+_REVEAL_LAST = re.compile(r"^\s*reveal_last\s*:\s*([0-9]{1,2})\s*$")
+_TEXT_ARGUMENT = re.compile(
+    r"^\s*(card_exp|json)\s*:\s*(?:\"([^\"\\\\]{0,64})\"|'([^'\\\\]{0,64})')\s*$")
+_PLAIN = {"last4": last4, "card_bin": card_bin, "card_mask": card_mask, "card_exp": card_exp,
+          "json": json_filter}
+
+
+def _allowed_filter(filters: str) -> Any:
+    """The function an expression's filter text names, when it is one allowed filter with
+    valid literal arguments; else None. Depends on the text only, never on data."""
+    if (match := _NO_ARGUMENT.match(filters)) is not None:
+        return _PLAIN[match[1]]
+    if (match := _REVEAL_LAST.match(filters)) is not None:
+        count = int(match[1])
+        return lambda value: reveal_last(value, count)
+    if (match := _TEXT_ARGUMENT.match(filters)) is not None:
+        name, argument = match[1], match[2] if match[2] is not None else match[3]
+        if name == "json":
+            try:
+                json_filter({}, argument)  # an invalid path fails on any data: refuse it now
+            except ExpressionError:
+                return None
+            return lambda value: json_filter(value, argument)
+        return lambda value: card_exp(value, argument)
+    return None
 
 
 def _text(value: Any) -> str:

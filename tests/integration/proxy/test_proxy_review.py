@@ -1,0 +1,79 @@
+"""Defects a security review found in the proxy: each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from ._support import app_headers, create_proxy, create_token, json_of
+from .test_proxy_calls import destination, proxied, settings
+
+__all__ = ["destination", "settings"]  # the fixtures, shared with the other proxy calls
+
+CANARY = "5105105105105100"
+
+
+@pytest.fixture
+async def proxy(client, admin_headers, destination):
+    return await create_proxy(client, admin_headers, destination.base + "/v1",
+                              header_allowlist=["X-Card"])
+
+
+ONLY_ALLOWED = ("may use one filter only, among last4, card_bin, card_mask, reveal_last: <0-99>, "
+                'card_exp[: "<format>"] and json[: "<$.path>"]')
+
+
+async def test_render_failures_cannot_tell_the_caller_anything_about_the_data(
+        client, admin_headers, destination, proxy):
+    """A filter that fails (or overflows the render budget) only on some data would make
+    "400 or forwarded" an oracle: every filter outside the allow-list is refused by the
+    expression's text alone, the same for every digit probed, and nothing is sent."""
+    number = await create_token(client, admin_headers, CANARY, type="card_number")
+    caller = await app_headers(client, admin_headers, {
+        "container": "/pci/", "transform": "redact", "permissions": ["token:use"]},
+        permissions=["token:use"])
+    filler = "a" * 2000
+    answers = set()
+    for digit in "0123456789":
+        probe = f'slice: 0, 1 | replace: "{digit}", "{filler}" | replace: "a", "{filler}"'
+        resp = await client.post(proxied(proxy), headers=caller,
+                                 json={"v": f"{{{{ {number} | {probe} }}}}"})
+        body = await resp.json()
+        answers.add((resp.status, body["detail"], orjson.dumps(body["errors"])))
+    assert answers == {(400, "The request holds invalid token expressions.",
+                        orjson.dumps({"v": [ONLY_ALLOWED]}))}
+    assert destination.requests == []
+
+
+@pytest.mark.parametrize("filters", [
+    'replace: "1", "2"', "slice: 0, 1", "split: ''", "size", "to_number", "plus: 1",
+    "last4 | last4", "json: 'nope'", "reveal_last: 100", "upcase", "json | json"])
+async def test_filters_outside_the_allow_list_are_400s_before_any_token_is_read(
+        client, admin_headers, destination, proxy, filters):
+    resp = await client.post(proxied(proxy), headers=admin_headers,
+                             json={"a": {"b": f"{{{{ no-such-token | {filters} }}}}"}})
+    assert resp.status == 400
+    assert (await resp.json())["errors"] == {"a.b": [ONLY_ALLOWED]}
+    assert destination.requests == []
+
+
+async def test_the_allowed_filters_render_as_detokenize_does(
+        client, admin_headers, destination, proxy):
+    number = await create_token(client, admin_headers, CANARY, type="card_number")
+    card = await create_token(client, admin_headers, {
+        "number": CANARY, "expiration_month": 3, "expiration_year": 2031}, type="card")
+    resp = await client.post(proxied(proxy), headers=admin_headers, json={
+        "last4": f"{{{{ {number} | last4 }}}}", "bin": f"{{{{ {card} | card_bin }}}}",
+        "mask": f"{{{{ {card} | card_mask }}}}", "exp": f"{{{{ {card} |card_exp}}}}",
+        "exp4": f"{{{{ {card} | card_exp: 'MM/YYYY' }}}}",
+        "pan": f'{{{{ {card} | json: "$.number" }}}}', "none": f'{{{{ {card} | json: "$.x" }}}}',
+        "tail": f"{{{{ {card} | json: '$.number' }}}}",
+        "rl": f"{{{{ {number} | reveal_last: 2 }}}}",
+        "whole": f"{{{{ {card} | json }}}}"})
+    assert resp.status == 201, await resp.text()
+    assert json_of(destination.requests[-1]) == {
+        "last4": "5100", "bin": "51051051", "mask": "510510XXXXXX5100", "exp": "03/31",
+        "exp4": "03/2031", "pan": CANARY, "none": "", "tail": CANARY,
+        "rl": "X" * 14 + "00",
+        "whole": orjson.dumps({"expiration_month": 3, "expiration_year": 2031,
+                               "number": CANARY}).decode()}
