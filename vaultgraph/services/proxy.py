@@ -54,6 +54,7 @@ CALL_TIME_LIMIT = 30.0  # seconds, from the call's start to the answer's last by
 MAX_HEADER_ALLOWLIST = 20
 UNUSABLE = "names no token the application may use"
 UNRENDERED = "could not be rendered"
+RENDER_FAILED = "Some token expressions could not be rendered."
 TOO_MANY = f"must hold at most {MAX_EXPRESSIONS} token expressions"
 HAS_QUERY = "must not hold a query (the call's query is appended)"
 NOT_A_HEADER = "must be header names"
@@ -81,6 +82,8 @@ _SEGMENT = re.compile(r"^(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})+$")
 _JSON_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
 _TEXT_TYPE = re.compile(r"^(?:text/[\w.+-]+|application/(?:[\w.+-]+\+)?xml)$")
 FORM = "application/x-www-form-urlencoded"
+# Control characters other than the tab: no header value may carry them (CR and LF would end it).
+_NOT_IN_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -225,9 +228,15 @@ class ProxyService:
         body = call.body
         if found:
             body = _substitute_body(call, body_kind, rendered)
+            unsendable: dict[str, list[str]] = {}
             for index, matches in header_places:
                 name, value = headers[index]
-                headers[index] = (name, _interpolate(value, matches, rendered))
+                value = _interpolate(value, matches, rendered)
+                if _NOT_IN_HEADER.search(value):  # would split or end the header: refused
+                    _error(unsendable, f"headers.{name}", UNRENDERED)
+                headers[index] = (name, value)
+            if unsendable:
+                raise Invalid(RENDER_FAILED, errors=unsendable)
         url = proxy.destination_url.rstrip("/") + "/" + tail if tail else proxy.destination_url
         if call.query:
             url += "?" + call.query
@@ -290,7 +299,7 @@ class ProxyService:
         else:
             out = work()
         if errors:
-            raise Invalid("Some token expressions could not be rendered.", errors=errors)
+            raise Invalid(RENDER_FAILED, errors=errors)
         return out
 
 
@@ -298,7 +307,8 @@ def _failure(proxy: Proxy, exc: OutboundError) -> str:
     what = {"refused": "its destination is an address the vault may not connect to",
             "timeout": "its destination did not answer in time",
             "answer_too_large": f"its destination's answer is larger than {MAX_BYTES} bytes",
-            "request_too_large": f"the request is larger than {MAX_BYTES} bytes"}.get(
+            "request_too_large": f"the request is larger than {MAX_BYTES} bytes",
+            "not_sendable": "the request could not be written"}.get(
         exc.reason, "its destination could not be reached")
     return f"Proxy {proxy.id}: {what}."
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from vaultgraph.outbound import AddressPolicy, OutboundClient, OutboundError, parse_networks
+from vaultgraph.outbound.client import RequestNotSendable
+
 from ._support import app_headers, create_proxy, create_token, json_of
 from .test_proxy_calls import destination, proxied, settings
 
@@ -77,3 +80,36 @@ async def test_the_allowed_filters_render_as_detokenize_does(
         "rl": "X" * 14 + "00",
         "whole": orjson.dumps({"expiration_month": 3, "expiration_year": 2031,
                                "number": CANARY}).decode()}
+
+
+@pytest.mark.parametrize("data", ["abc\r\nX-Injected: 1", "ab\x00c", "a\nb", "a\rb"])
+async def test_a_line_break_or_nul_in_a_rendered_header_is_the_render_failure_400(
+        client, admin_headers, destination, proxy, data):
+    token = await create_token(client, admin_headers, data)
+    other = await create_token(client, admin_headers, "fine\tvalue")
+    resp = await client.get(proxied(proxy, "h"), headers={
+        **admin_headers, "X-Card": f"Bearer {{{{ {token} }}}}"})
+    assert resp.status == 400
+    body = await resp.json()
+    assert (body["detail"], body["errors"]) == (
+        "Some token expressions could not be rendered.",
+        {"headers.X-Card": ["could not be rendered"]})
+    assert data not in await resp.text() and "Injected" not in await resp.text()
+    assert destination.requests == []
+    resp = await client.get(proxied(proxy, "h"), headers={
+        **admin_headers, "X-Card": f"Bearer {{{{ {other} }}}}"})
+    assert resp.status == 201 and destination.requests[-1]["headers"]["X-Card"] == \
+        "Bearer fine\tvalue"
+
+
+async def test_the_client_answers_an_unwritable_header_with_an_outbound_error(destination):
+    policy = AddressPolicy(allow_http=True, allowed_networks=parse_networks("127.0.0.1/32"))
+    outbound = OutboundClient(policy)
+    try:
+        with pytest.raises(RequestNotSendable) as caught:
+            await outbound.request("GET", destination.base + "/x", time_limit=5,
+                                   headers={"X-A": "secret\r\nX-B: 1"})
+        assert isinstance(caught.value, OutboundError) and "secret" not in str(caught.value)
+    finally:
+        await outbound.close()
+    assert destination.requests == []
