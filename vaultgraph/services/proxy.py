@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+from xml.sax.saxutils import escape as xml_escape
 
 import orjson
 
@@ -61,8 +63,8 @@ NOT_A_HEADER = "must be header names"
 DROPPED_HEADER = "must not name a header the proxy drops or sets itself"
 PATH_ESCAPES = "must stay under the proxy's destination: no `.` or `..` segments, encoded " \
                "slashes or dots, empty segments or absolute URLs"
-NOT_TEXT = ("holds token expressions, which are replaced only in JSON, form-encoded and text "
-            "bodies")
+NOT_TEXT = ("holds token expressions, which are replaced only in JSON, form-encoded, XML and "
+            "text/plain bodies")
 NOT_ENCODED = "is not valid in its declared character set"
 NOT_ALLOWED_FILTER = ("may use one filter only, among last4, card_bin, card_mask, "
                       "reveal_last: <0-99>, card_exp[: \"<format>\"] and json[: \"<$.path>\"]")
@@ -79,8 +81,13 @@ DROPPED_HEADERS = frozenset({
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
 # A path segment's characters (RFC 3986 pchar); `%` only as the start of an escape.
 _SEGMENT = re.compile(r"^(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})+$")
-_JSON_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
-_TEXT_TYPE = re.compile(r"^(?:text/[\w.+-]+|application/(?:[\w.+-]+\+)?xml)$")
+_JSON_TYPE = re.compile(r"^(?:application/(?:[\w.+-]+\+)?json|text/json)$")
+_XML_TYPE = re.compile(r"^(?:application|text)/(?:[\w.+-]+\+)?xml$")
+# Values go into a text/plain body as they are; no other text type (HTML, CSV…) takes them,
+# since a value would need that format's escaping.
+_TEXT_TYPE = "text/plain"
+# Characters XML 1.0 allows in no document, escaped or not.
+_NOT_IN_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 FORM = "application/x-www-form-urlencoded"
 # Control characters other than the tab: no header value may carry them (CR and LF would end it).
 _NOT_IN_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -390,11 +397,12 @@ def _error(errors: dict[str, list[str]], place: str, message: str) -> None:
 
 
 def _interpolate(text: str, matches: list[tuple[re.Match, str | None]],
-                 rendered: dict[tuple[str, str | None], Any]) -> str:
+                 rendered: dict[tuple[str, str | None], Any],
+                 encode: Callable[[str], str] = str) -> str:
     out, position = [], 0
     for match, filters in matches:
         out.append(text[position:match.start()])
-        out.append(_text(rendered[(match["id"], filters)]))
+        out.append(encode(_text(rendered[(match["id"], filters)])))
         position = match.end()
     out.append(text[position:])
     return "".join(out)
@@ -414,14 +422,14 @@ def _body_expressions(call: Call) -> tuple[str, list[_Expression], dict[str, lis
             raise invalid("body", "is not valid JSON") from None
         _walk_json(payload, (), found, errors)
         return "json", found, errors
-    if media == FORM or _TEXT_TYPE.match(media):
+    if media == FORM or media == _TEXT_TYPE or _XML_TYPE.match(media):
         text = _decode(call)
         if media == FORM:
             for name, value in parse_qsl(text, keep_blank_values=True):
                 _scan(value, f"body.{name}", found, errors)
             return "form", found, errors
         _scan(text, "body", found, errors)
-        return "text", found, errors
+        return "text" if media == _TEXT_TYPE else "xml", found, errors
     if b"{{" in call.body:
         raise invalid("body", NOT_TEXT)
     return "other", found, errors
@@ -452,9 +460,9 @@ def _walk_json(value: Any, path: tuple, found: list[_Expression],
 
 def _substitute_body(call: Call, kind: str,
                      rendered: dict[tuple[str, str | None], Any]) -> bytes:
-    def replace_text(text: str) -> str:
+    def replace_text(text: str, encode: Callable[[str], str] = str) -> str:
         matches = [(m, m["filters"]) for m in EXPRESSION.finditer(text)]
-        return _interpolate(text, matches, rendered) if matches else text
+        return _interpolate(text, matches, rendered, encode) if matches else text
 
     if kind == "json":
         def rebuild(value: Any) -> Any:
@@ -478,5 +486,14 @@ def _substitute_body(call: Call, kind: str,
         pairs = [(name, replace_text(value))
                  for name, value in parse_qsl(text, keep_blank_values=True)]
         return urlencode(pairs, encoding=charset).encode(charset)
+    if kind == "xml":
+        return replace_text(text, _xml_escaped).encode(charset)
     return replace_text(text).encode(charset)
+
+
+def _xml_escaped(value: str) -> str:
+    """`value` as XML character data or an attribute value (either quote)."""
+    if _NOT_IN_XML.search(value):
+        raise Invalid(RENDER_FAILED, errors={"body": [UNRENDERED]})
+    return xml_escape(value, {'"': "&quot;", "'": "&apos;"})
 

@@ -113,3 +113,42 @@ async def test_the_client_answers_an_unwritable_header_with_an_outbound_error(de
     finally:
         await outbound.close()
     assert destination.requests == []
+
+
+@pytest.mark.parametrize("media", ["application/xml", "text/xml", "application/soap+xml"])
+async def test_values_in_an_xml_body_are_escaped(
+        client, admin_headers, destination, proxy, media):
+    token = await create_token(client, admin_headers, """</n><amount>0</amount><n a="'&x""")
+    resp = await client.post(proxied(proxy), data=f"<r><n v='{{{{ {token} }}}}'>{{{{ {token} }}}}"
+                             f"</n></r>".encode(), headers={**admin_headers, "Content-Type": media})
+    assert resp.status == 201, await resp.text()
+    escaped = "&lt;/n&gt;&lt;amount&gt;0&lt;/amount&gt;&lt;n a=&quot;&apos;&amp;x"
+    assert destination.requests[-1]["body"] == f"<r><n v='{escaped}'>{escaped}</n></r>".encode()
+    bad = await create_token(client, admin_headers, "a\x01b")
+    resp = await client.post(proxied(proxy), data=f"<r>{{{{ {bad} }}}}</r>".encode(),
+                             headers={**admin_headers, "Content-Type": media})
+    assert resp.status == 400
+    assert (await resp.json())["errors"] == {"body": ["could not be rendered"]}
+    assert len(destination.requests) == 1
+
+
+async def test_a_text_json_body_is_json(client, admin_headers, destination, proxy):
+    token = await create_token(client, admin_headers, 'a"b')
+    resp = await client.post(proxied(proxy), data=orjson.dumps({"v": f"x {{{{ {token} }}}}"}),
+                             headers={**admin_headers, "Content-Type": "text/json"})
+    assert resp.status == 201
+    assert json_of(destination.requests[-1]) == {"v": 'x a"b'}
+
+
+@pytest.mark.parametrize("media", ["text/html", "text/csv", "text/markdown"])
+async def test_expressions_in_html_csv_and_other_text_bodies_are_refused(
+        client, admin_headers, destination, proxy, media):
+    token = await create_token(client, admin_headers, "<script>")
+    resp = await client.post(proxied(proxy), data=f"<p>{{{{ {token} }}}}</p>".encode(),
+                             headers={**admin_headers, "Content-Type": media})
+    assert resp.status == 400
+    assert list((await resp.json())["errors"]) == ["body"]
+    assert destination.requests == []
+    resp = await client.post(proxied(proxy), data=b"<p>plain</p>",
+                             headers={**admin_headers, "Content-Type": media})
+    assert resp.status == 201 and destination.requests[-1]["body"] == b"<p>plain</p>"
