@@ -16,6 +16,7 @@ Nothing here keeps or logs a body, a header value or the destination's answer.
 from __future__ import annotations
 
 import re
+import unicodedata
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,8 +62,9 @@ TOO_MANY = f"must hold at most {MAX_EXPRESSIONS} token expressions"
 HAS_QUERY = "must not hold a query (the call's query is appended)"
 NOT_A_HEADER = "must be header names"
 DROPPED_HEADER = "must not name a header the proxy drops or sets itself"
-PATH_ESCAPES = "must stay under the proxy's destination: no `.` or `..` segments, encoded " \
-               "slashes or dots, empty segments or absolute URLs"
+PATH_ESCAPES = ("must stay under the proxy's destination: no `.` or `..` segments (nor `..;`, "
+                "segments of dots and spaces, trailing dots or spaces, dot look-alikes), control "
+                "characters, encoded slashes or dots, empty segments or absolute URLs")
 NOT_TEXT = ("holds token expressions, which are replaced only in JSON, form-encoded, XML and "
             "text/plain bodies")
 NOT_ENCODED = "is not valid in its declared character set"
@@ -80,6 +82,7 @@ DROPPED_HEADERS = frozenset({
 })
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
 # A path segment's characters (RFC 3986 pchar); `%` only as the start of an escape.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SEGMENT = re.compile(r"^(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})+$")
 _JSON_TYPE = re.compile(r"^(?:application/(?:[\w.+-]+\+)?json|text/json)$")
 _XML_TYPE = re.compile(r"^(?:application|text)/(?:[\w.+-]+\+)?xml$")
@@ -125,7 +128,14 @@ class _Expression:
 # -- management -------------------------------------------------------------------------------
 
 def check_tail(path: str) -> str:
-    """The call's path under the destination, unchanged when it cannot climb out of it."""
+    """The call's path under the destination, unchanged when it cannot climb out of it.
+
+    Servers differ in what they make of a segment: Java ones drop its `;parameters` (`..;` is
+    `..`), Windows ones its trailing dots and spaces (`.. ` is `..`), some fold look-alike
+    characters to ASCII (U+FF0E is `.`). So each segment is judged by its part
+    before `;`, after percent-decoding (as often as anyone downstream might) and again after
+    compatibility folding (NFKC): empty, only dots and spaces, ending in a dot or a space, or
+    holding a control character, a slash, a backslash or `%` is refused."""
     if path == "":
         return path
     for segment in path.split("/"):
@@ -134,7 +144,14 @@ def check_tail(path: str) -> str:
         decoded = segment
         for _ in range(3):  # %252e%252e: decoded as often as anyone downstream might
             decoded = unquote(decoded)
-        if decoded in (".", "..") or "/" in decoded or "\\" in decoded or "%" in decoded:
+        if _CONTROL.search(decoded):
+            raise invalid("path", PATH_ESCAPES)
+        name = decoded.split(";", 1)[0]
+        for form in (name, unicodedata.normalize("NFKC", name).replace("\u3002", ".")):
+            if (not form.strip(". ") or form.endswith((".", " ")) or "/" in form
+                    or "\\" in form or "%" in form or ";" in form):
+                raise invalid("path", PATH_ESCAPES)
+        if "/" in decoded or "\\" in decoded or "%" in decoded:
             raise invalid("path", PATH_ESCAPES)
     first = unquote(path.split("/", 1)[0])
     if ":" in first:  # `https:` then `//host`: an absolute URL, however the path is joined

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import aiohttp
 import orjson
 import pytest
+from yarl import URL
 
 from vaultgraph.outbound import AddressPolicy, OutboundClient, OutboundError, parse_networks
 from vaultgraph.outbound.client import RequestNotSendable
@@ -152,3 +154,29 @@ async def test_expressions_in_html_csv_and_other_text_bodies_are_refused(
     resp = await client.post(proxied(proxy), data=b"<p>plain</p>",
                              headers={**admin_headers, "Content-Type": media})
     assert resp.status == 201 and destination.requests[-1]["body"] == b"<p>plain</p>"
+
+
+@pytest.mark.parametrize("tail", [
+    "..;/admin", "a/..;/..;/x", "..;x=1/x", ".;/x", "%2e%2e;/x", "..%3B/x", ";x/y", "..%00/x",
+    "a%0db", "a%09b", "a%7f", "...", "..%20/x", ".%20./x", "a./x", "a%20/x", "a..;/x",
+    "%EF%BC%8E%EF%BC%8E/x", "%E2%80%A4%E2%80%A4/x", "%E2%80%A5/x", "%EF%B9%92./x",
+    "%E3%80%82%E3%80%82/x", "%EF%BC%8F..", "%EF%BC%BC..%EF%BC%BCx"])
+async def test_segments_that_servers_read_as_dots_cannot_climb_out(
+        client, admin_headers, destination, proxy, tail):
+    url = URL(str(client.make_url("/")).rstrip("/") + f"/proxy/{proxy['id']}/{tail}",
+              encoded=True)
+    async with aiohttp.ClientSession() as session, session.get(
+            url, headers=admin_headers) as resp:
+        assert resp.status == 400, await resp.text()
+        assert list((await resp.json())["errors"]) == ["path"]
+    assert destination.requests == []
+
+
+@pytest.mark.parametrize("tail", ["a/b;v=1/c", "v1.0/x", "caf%C3%A9", "a%20b", ".well-known/x"])
+async def test_ordinary_segments_still_pass(client, admin_headers, destination, proxy, tail):
+    url = URL(str(client.make_url("/")).rstrip("/") + f"/proxy/{proxy['id']}/{tail}",
+              encoded=True)
+    async with aiohttp.ClientSession() as session, session.get(
+            url, headers=admin_headers) as resp:
+        assert resp.status == 201, await resp.text()
+    assert destination.requests[-1]["path"] == f"/v1/{tail}"
