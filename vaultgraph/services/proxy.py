@@ -29,7 +29,7 @@ import orjson
 from ..audit.context import note_reason, note_tokens
 from ..auth.permissions import TOKEN_USE
 from ..auth.principal import Principal
-from ..errors import DestinationFailed, Invalid, NotFound, add_error, invalid
+from ..errors import DestinationFailed, Invalid, NotFound, TooLarge, add_error, invalid
 from ..expressions import ExpressionError
 from ..expressions.filters import (
     as_text,
@@ -135,10 +135,14 @@ def check_tail(path: str) -> str:
     characters to ASCII (U+FF0E is `.`). So each segment is judged by its part
     before `;`, after percent-decoding (as often as anyone downstream might) and again after
     compatibility folding (NFKC): empty, only dots and spaces, ending in a dot or a space, or
-    holding a control character, a slash, a backslash or `%` is refused."""
+    holding a control character, a slash, a backslash or `%` is refused. One empty final segment
+    (a trailing slash) is allowed."""
     if path == "":
         return path
-    for segment in path.split("/"):
+    segments = path.split("/")
+    if len(segments) > 1 and segments[-1] == "":
+        segments.pop()  # `a/`: one trailing slash is the destination's business
+    for segment in segments:
         if not segment or not _SEGMENT.match(segment):
             raise invalid("path", PATH_ESCAPES)
         decoded = segment
@@ -261,6 +265,10 @@ class ProxyService:
                 headers[index] = (name, value)
             if unsendable:
                 raise Invalid(RENDER_FAILED, errors=unsendable)
+        if len(body) > MAX_BYTES:  # the caller's request, not the destination, is too large
+            note_reason("request_too_large")
+            raise TooLarge(f"The request's body is larger than {MAX_BYTES} bytes once its token "
+                           "expressions are replaced; nothing was sent.")
         url = proxy.destination_url.rstrip("/") + "/" + tail if tail else proxy.destination_url
         if call.query:
             url += "?" + call.query

@@ -180,3 +180,34 @@ async def test_ordinary_segments_still_pass(client, admin_headers, destination, 
             url, headers=admin_headers) as resp:
         assert resp.status == 201, await resp.text()
     assert destination.requests[-1]["path"] == f"/v1/{tail}"
+
+
+async def test_a_body_too_large_once_rendered_is_a_413_and_nothing_is_sent(
+        client, admin_headers, destination, proxy):
+    token = await create_token(client, admin_headers, "y" * 10_000)
+    body = "x" * 1_040_000 + f"{{{{ {token} }}}}"
+    resp = await client.post(proxied(proxy), data=body.encode(),
+                             headers={**admin_headers, "Content-Type": "text/plain"})
+    assert resp.status == 413
+    assert (await resp.json())["detail"] == (
+        "The request's body is larger than 1048576 bytes once its token expressions are "
+        "replaced; nothing was sent.")
+    assert destination.requests == []
+
+
+@pytest.mark.parametrize("tail", ["a/", "a/b/", "a/b;v=1/"])
+async def test_one_trailing_slash_is_forwarded(client, admin_headers, destination, proxy, tail):
+    resp = await client.get(proxied(proxy, tail), headers=admin_headers)
+    assert resp.status == 201, await resp.text()
+    assert destination.requests[-1]["path"] == f"/v1/{tail}"
+
+
+@pytest.mark.parametrize("tail", ["a//", "/", "a/b//"])
+async def test_more_than_one_trailing_slash_is_refused(
+        client, admin_headers, destination, proxy, tail):
+    url = URL(str(client.make_url("/")).rstrip("/") + f"/proxy/{proxy['id']}/{tail}",
+              encoded=True)
+    async with aiohttp.ClientSession() as session, session.get(
+            url, headers=admin_headers) as resp:
+        assert resp.status == 400
+    assert destination.requests == []
