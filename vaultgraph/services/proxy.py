@@ -450,7 +450,7 @@ def _body_expressions(call: Call) -> tuple[str, list[_Expression], dict[str, lis
     if media == FORM or media == _TEXT_TYPE or _XML_TYPE.match(media):
         text = _decode(call)
         if media == FORM:
-            for name, value in parse_qsl(text, keep_blank_values=True):
+            for name, value in _form_pairs(text, call):
                 _scan(value, f"body.{name}", found, errors)
             return "form", found, errors
         _scan(text, "body", found, errors)
@@ -507,13 +507,26 @@ def _substitute_body(call: Call, kind: str,
         return orjson.dumps(rebuild(orjson.loads(call.body)))
     text = _decode(call)
     charset = call.charset or "utf-8"
-    if kind == "form":
-        pairs = [(name, replace_text(value))
-                 for name, value in parse_qsl(text, keep_blank_values=True)]
-        return urlencode(pairs, encoding=charset).encode(charset)
-    if kind == "xml":
-        return replace_text(text, _xml_escaped).encode(charset)
-    return replace_text(text).encode(charset)
+    try:
+        if kind == "form":
+            pairs = [(name, replace_text(value)) for name, value in _form_pairs(text, call)]
+            return urlencode(pairs, encoding=charset).encode(charset)
+        if kind == "xml":
+            # a character the charset lacks is a character reference, as XML allows anywhere
+            # values go (text and attribute values)
+            return replace_text(text, _xml_escaped).encode(charset, "xmlcharrefreplace")
+        return replace_text(text).encode(charset)
+    except UnicodeEncodeError:  # a value the body's character set cannot hold
+        raise Invalid(RENDER_FAILED, errors={"body": [UNRENDERED]}) from None
+
+
+def _form_pairs(text: str, call: Call) -> list[tuple[str, str]]:
+    """A form body's pairs, its percent-escapes read in the body's character set."""
+    try:
+        return parse_qsl(text, keep_blank_values=True, encoding=call.charset or "utf-8",
+                         errors="strict")
+    except UnicodeDecodeError:
+        raise invalid("body", NOT_ENCODED) from None
 
 
 def _xml_escaped(value: str) -> str:

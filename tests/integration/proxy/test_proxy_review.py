@@ -211,3 +211,40 @@ async def test_more_than_one_trailing_slash_is_refused(
             url, headers=admin_headers) as resp:
         assert resp.status == 400
     assert destination.requests == []
+
+
+async def test_a_form_in_latin_1_keeps_its_escapes_and_its_character_set(
+        client, admin_headers, destination, proxy):
+    token = await create_token(client, admin_headers, "café")
+    form = "application/x-www-form-urlencoded; charset=latin-1"
+    resp = await client.post(proxied(proxy), data=f"a={{{{ {token} }}}}&w=%E9".encode(),
+                             headers={**admin_headers, "Content-Type": form})
+    assert resp.status == 201, await resp.text()
+    assert destination.requests[-1]["body"] == b"a=caf%E9&w=%E9"
+    resp = await client.post(proxied(proxy), data=b"w=%FF%FE",
+                             headers={**admin_headers, "Content-Type": form.split(";")[0]})
+    assert resp.status == 400
+    assert (await resp.json())["errors"] == {"body": ["is not valid in its declared character set"]}
+
+
+@pytest.mark.parametrize("media", ["application/x-www-form-urlencoded", "text/plain"])
+async def test_a_value_the_bodys_character_set_cannot_hold_is_the_render_failure_400(
+        client, admin_headers, destination, proxy, media):
+    token = await create_token(client, admin_headers, "price 5€")
+    resp = await client.post(proxied(proxy), data=f"v={{{{ {token} }}}}".encode("latin-1"),
+                             headers={**admin_headers, "Content-Type": f"{media}; charset=latin-1"})
+    assert resp.status == 400
+    body = await resp.json()
+    assert (body["detail"], body["errors"]) == (
+        "Some token expressions could not be rendered.", {"body": ["could not be rendered"]})
+    assert destination.requests == []
+
+
+async def test_in_a_latin_1_xml_body_a_character_it_lacks_is_a_reference(
+        client, admin_headers, destination, proxy):
+    token = await create_token(client, admin_headers, "5€ é")
+    resp = await client.post(proxied(proxy), data=f"<v>{{{{ {token} }}}}</v>".encode(),
+                             headers={**admin_headers,
+                                      "Content-Type": "application/xml; charset=latin-1"})
+    assert resp.status == 201, await resp.text()
+    assert destination.requests[-1]["body"] == "<v>5&#8364; é</v>".encode("latin-1")
