@@ -3,11 +3,12 @@ ever seeing their values (docs/proxy.md).
 
 Management keeps each tenant's proxies (a name and a destination URL the address policy
 accepts). A call names a proxy and a path under its destination; every token expression
-`{{ <token id> }}` / `{{ <token id> | <filters> }}` in the body (JSON, form-encoded or text) and
-in the headers the proxy allows is replaced by the token's revealed data, under `token:use` on
-the token's containers (the caller's read transform does not matter: `token:use` reveals to the
-destination, never to the caller). Expressions are the detokenize ones, with the same filters
-and the same render budget; an unknown, foreign or unusable token is one 400 with the same text
+`{{ <token id> }}` / `{{ <token id> | <filter> }}` in the body (JSON, form-encoded, XML or
+text/plain) and in the headers the proxy allows is replaced by the token's revealed data, under
+`token:use` on the token's containers (the caller's read transform does not matter: `token:use`
+reveals to the destination, never to the caller). Expressions are the detokenize ones with at
+most one filter from a short allow-list (a refused or failed render must not tell the caller
+anything about the data); an unknown, foreign or unusable token is one 400 with the same text
 for each, and then nothing is sent.
 
 Nothing here keeps or logs a body, a header value or the destination's answer.
