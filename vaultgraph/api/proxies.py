@@ -175,9 +175,10 @@ async def delete_proxy(request: web.Request):
 
 CALL_DESCRIPTION = (
     "Forwards the request to the proxy's `destination_url` + `/{path}` + the query. Every "
-    "`{{ <token id> }}` or `{{ <token id> | <filters> }}` in a JSON, form-encoded or text body, "
-    "and in the headers the proxy's `header_allowlist` names, is replaced by the token's data "
-    "(the filters of masks and detokenize), under `token:use` on the token's containers — "
+    "`{{ <token id> }}` or `{{ <token id> | <filter> }}` in a JSON, form-encoded, XML "
+    "(escaped) or text/plain body, and in the headers the proxy's `header_allowlist` names, is "
+    "replaced by the token's data (one filter at most, among last4, card_bin, card_mask, "
+    "reveal_last, card_exp and json), under `token:use` on the token's containers — "
     "whatever the caller's read transform: the caller never sees the data. In JSON, a string "
     "that is one whole expression becomes the data itself (any JSON value); elsewhere the "
     "data's text (JSON for objects). Unknown, foreign and unusable tokens are one 400 with the "
@@ -185,8 +186,8 @@ CALL_DESCRIPTION = (
     "cookies and hop-by-hop headers are not forwarded; `Host` is the destination's; "
     "`Idempotency-Key` is forwarded, not interpreted. No redirect is followed; "
     f"{CALL_TIME_LIMIT:g} s and {MAX_BYTES} bytes each way. The answer is the destination's "
-    f"status, body and `Content-Type`, with `{PROXY_STATUS}: forwarded`; 502 when the "
-    "destination cannot be reached.")
+    f"status, body and `Content-Type`, with `{PROXY_STATUS}: forwarded`; 413 when the body "
+    "is too large once rendered; 502 when the destination cannot be reached.")
 CALL_REPLY = Reply(200, "The destination's answer: its status (any), body and content type.",
                    media_type="*/*", file_schema={"description": "The destination's body."},
                    headers={PROXY_STATUS: {"description": "`forwarded`: the destination "

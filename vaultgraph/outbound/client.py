@@ -50,6 +50,12 @@ class RequestTooLarge(OutboundError):
     reason = "request_too_large"
 
 
+class RequestNotSendable(OutboundError):
+    """The request could not be written (a header value with a line break or a NUL)."""
+
+    reason = "not_sendable"
+
+
 class AnswerTooLarge(OutboundError):
     """The destination's answer is larger than allowed."""
 
@@ -174,6 +180,8 @@ class OutboundClient:
             raise DestinationTimeout() from None
         except (aiohttp.ClientError, OSError):
             raise DestinationUnreachable() from None
+        except ValueError:  # aiohttp refuses CR, LF or NUL in a header: its message may quote it
+            raise RequestNotSendable() from None
 
 
 async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:

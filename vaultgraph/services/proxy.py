@@ -3,11 +3,12 @@ ever seeing their values (docs/proxy.md).
 
 Management keeps each tenant's proxies (a name and a destination URL the address policy
 accepts). A call names a proxy and a path under its destination; every token expression
-`{{ <token id> }}` / `{{ <token id> | <filters> }}` in the body (JSON, form-encoded or text) and
-in the headers the proxy allows is replaced by the token's revealed data, under `token:use` on
-the token's containers (the caller's read transform does not matter: `token:use` reveals to the
-destination, never to the caller). Expressions are the detokenize ones, with the same filters
-and the same render budget; an unknown, foreign or unusable token is one 400 with the same text
+`{{ <token id> }}` / `{{ <token id> | <filter> }}` in the body (JSON, form-encoded, XML or
+text/plain) and in the headers the proxy allows is replaced by the token's revealed data, under
+`token:use` on the token's containers (the caller's read transform does not matter: `token:use`
+reveals to the destination, never to the caller). Expressions are the detokenize ones with at
+most one filter from a short allow-list (a refused or failed render must not tell the caller
+anything about the data); an unknown, foreign or unusable token is one 400 with the same text
 for each, and then nothing is sent.
 
 Nothing here keeps or logs a body, a header value or the destination's answer.
@@ -16,18 +17,30 @@ Nothing here keeps or logs a body, a header value or the destination's answer.
 from __future__ import annotations
 
 import re
+import unicodedata
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+from xml.sax.saxutils import escape as xml_escape
 
 import orjson
 
 from ..audit.context import note_reason, note_tokens
 from ..auth.permissions import TOKEN_USE
 from ..auth.principal import Principal
-from ..errors import DestinationFailed, Invalid, NotFound, add_error, invalid
-from ..expressions import ExpressionError, compile_expression, render
+from ..errors import DestinationFailed, Invalid, NotFound, TooLarge, add_error, invalid
+from ..expressions import ExpressionError
+from ..expressions.filters import (
+    as_text,
+    card_bin,
+    card_exp,
+    card_mask,
+    json_filter,
+    last4,
+    reveal_last,
+)
 from ..outbound import AddressPolicy, OutboundClient, OutboundError
 from ..repository.proxies import Proxy, ProxyRepository
 from ..repository.tokens import TokenFilter, TokenRepository
@@ -45,15 +58,19 @@ CALL_TIME_LIMIT = 30.0  # seconds, from the call's start to the answer's last by
 MAX_HEADER_ALLOWLIST = 20
 UNUSABLE = "names no token the application may use"
 UNRENDERED = "could not be rendered"
+RENDER_FAILED = "Some token expressions could not be rendered."
 TOO_MANY = f"must hold at most {MAX_EXPRESSIONS} token expressions"
 HAS_QUERY = "must not hold a query (the call's query is appended)"
 NOT_A_HEADER = "must be header names"
 DROPPED_HEADER = "must not name a header the proxy drops or sets itself"
-PATH_ESCAPES = "must stay under the proxy's destination: no `.` or `..` segments, encoded " \
-               "slashes or dots, empty segments or absolute URLs"
-NOT_TEXT = ("holds token expressions, which are replaced only in JSON, form-encoded and text "
-            "bodies")
+PATH_ESCAPES = ("must stay under the proxy's destination: no `.` or `..` segments (nor `..;`, "
+                "segments of dots and spaces, trailing dots or spaces, dot look-alikes), control "
+                "characters, encoded slashes or dots, empty segments or absolute URLs")
+NOT_TEXT = ("holds token expressions, which are replaced only in JSON, form-encoded, XML and "
+            "text/plain bodies")
 NOT_ENCODED = "is not valid in its declared character set"
+NOT_ALLOWED_FILTER = ("may use one filter only, among last4, card_bin, card_mask, "
+                      "reveal_last: <0-99>, card_exp[: \"<format>\"] and json[: \"<$.path>\"]")
 FORWARDED = "forwarded"  # the audit event's reason of a call the destination answered
 
 # Never forwarded: the caller's vault credentials, its cookies, hop-by-hop headers (RFC 9110
@@ -66,10 +83,18 @@ DROPPED_HEADERS = frozenset({
 })
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
 # A path segment's characters (RFC 3986 pchar); `%` only as the start of an escape.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SEGMENT = re.compile(r"^(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})+$")
-_JSON_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
-_TEXT_TYPE = re.compile(r"^(?:text/[\w.+-]+|application/(?:[\w.+-]+\+)?xml)$")
+_JSON_TYPE = re.compile(r"^(?:application/(?:[\w.+-]+\+)?json|text/json)$")
+_XML_TYPE = re.compile(r"^(?:application|text)/(?:[\w.+-]+\+)?xml$")
+# Values go into a text/plain body as they are; no other text type (HTML, CSV…) takes them,
+# since a value would need that format's escaping.
+_TEXT_TYPE = "text/plain"
+# Characters XML 1.0 allows in no document, escaped or not.
+_NOT_IN_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 FORM = "application/x-www-form-urlencoded"
+# Control characters other than the tab: no header value may carry them (CR and LF would end it).
+_NOT_IN_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -104,16 +129,34 @@ class _Expression:
 # -- management -------------------------------------------------------------------------------
 
 def check_tail(path: str) -> str:
-    """The call's path under the destination, unchanged when it cannot climb out of it."""
+    """The call's path under the destination, unchanged when it cannot climb out of it.
+
+    Servers differ in what they make of a segment: Java ones drop its `;parameters` (`..;` is
+    `..`), Windows ones its trailing dots and spaces (`.. ` is `..`), some fold look-alike
+    characters to ASCII (U+FF0E is `.`). So each segment is judged by its part
+    before `;`, after percent-decoding (as often as anyone downstream might) and again after
+    compatibility folding (NFKC): empty, only dots and spaces, ending in a dot or a space, or
+    holding a control character, a slash, a backslash or `%` is refused. One empty final segment
+    (a trailing slash) is allowed."""
     if path == "":
         return path
-    for segment in path.split("/"):
+    segments = path.split("/")
+    if len(segments) > 1 and segments[-1] == "":
+        segments.pop()  # `a/`: one trailing slash is the destination's business
+    for segment in segments:
         if not segment or not _SEGMENT.match(segment):
             raise invalid("path", PATH_ESCAPES)
         decoded = segment
         for _ in range(3):  # %252e%252e: decoded as often as anyone downstream might
             decoded = unquote(decoded)
-        if decoded in (".", "..") or "/" in decoded or "\\" in decoded or "%" in decoded:
+        if _CONTROL.search(decoded):
+            raise invalid("path", PATH_ESCAPES)
+        name = decoded.split(";", 1)[0]
+        for form in (name, unicodedata.normalize("NFKC", name).replace("\u3002", ".")):
+            if (not form.strip(". ") or form.endswith((".", " ")) or "/" in form
+                    or "\\" in form or "%" in form or ";" in form):
+                raise invalid("path", PATH_ESCAPES)
+        if "/" in decoded or "\\" in decoded or "%" in decoded:
             raise invalid("path", PATH_ESCAPES)
     first = unquote(path.split("/", 1)[0])
     if ":" in first:  # `https:` then `//host`: an absolute URL, however the path is joined
@@ -204,12 +247,9 @@ class ProxyService:
                     header_places.append((index, matches))
         if len(found) > MAX_EXPRESSIONS:
             raise Invalid(errors={"body": [TOO_MANY]})
-        for expression in found:
-            if expression.filters is not None:
-                try:
-                    compile_expression(_source(expression.filters))
-                except ExpressionError:
-                    _error(errors, expression.place, BAD_FILTERS)
+        for expression in found:  # judged by the expression alone: before any token is read
+            if expression.filters is not None and _allowed_filter(expression.filters) is None:
+                _error(errors, expression.place, NOT_ALLOWED_FILTER)
         if errors:
             raise Invalid("The request holds invalid token expressions.", errors=errors)
         values = await self._values(caller, found) if found else {}
@@ -217,9 +257,19 @@ class ProxyService:
         body = call.body
         if found:
             body = _substitute_body(call, body_kind, rendered)
+            unsendable: dict[str, list[str]] = {}
             for index, matches in header_places:
                 name, value = headers[index]
-                headers[index] = (name, _interpolate(value, matches, rendered))
+                value = _interpolate(value, matches, rendered)
+                if _NOT_IN_HEADER.search(value):  # would split or end the header: refused
+                    _error(unsendable, f"headers.{name}", UNRENDERED)
+                headers[index] = (name, value)
+            if unsendable:
+                raise Invalid(RENDER_FAILED, errors=unsendable)
+        if len(body) > MAX_BYTES:  # the caller's request, not the destination, is too large
+            note_reason("request_too_large")
+            raise TooLarge(f"The request's body is larger than {MAX_BYTES} bytes once its token "
+                           "expressions are replaced; nothing was sent.")
         url = proxy.destination_url.rstrip("/") + "/" + tail if tail else proxy.destination_url
         if call.query:
             url += "?" + call.query
@@ -267,9 +317,11 @@ class ProxyService:
                     continue
                 value = values[e.token_id]
                 if e.filters is not None:
+                    apply = _allowed_filter(e.filters)
+                    assert apply is not None  # checked before any token was read
                     try:
-                        value = render(_source(e.filters), data=value)
-                    except ExpressionError:
+                        value = as_text(apply(value))
+                    except ExpressionError:  # unreachable on data decoded from JSON
                         _error(errors, e.place, UNRENDERED)
                         continue
                 out[key] = value
@@ -280,7 +332,7 @@ class ProxyService:
         else:
             out = work()
         if errors:
-            raise Invalid("Some token expressions could not be rendered.", errors=errors)
+            raise Invalid(RENDER_FAILED, errors=errors)
         return out
 
 
@@ -288,15 +340,43 @@ def _failure(proxy: Proxy, exc: OutboundError) -> str:
     what = {"refused": "its destination is an address the vault may not connect to",
             "timeout": "its destination did not answer in time",
             "answer_too_large": f"its destination's answer is larger than {MAX_BYTES} bytes",
-            "request_too_large": f"the request is larger than {MAX_BYTES} bytes"}.get(
+            "request_too_large": f"the request is larger than {MAX_BYTES} bytes",
+            "not_sendable": "the request could not be written"}.get(
         exc.reason, "its destination could not be reached")
     return f"Proxy {proxy.id}: {what}."
 
 
-def _source(filters: str) -> str:
-    """The Liquid source of an expression's filters applied to the token's data (as detokenize
-    renders them)."""
-    return "{{ data | " + filters.strip() + " }}"
+# The caller writes the filters, and a render that fails is a 400 where a success is forwarded:
+# a filter that could fail, or grow its input, depending on the data would tell the caller one
+# fact about the data per call. So an expression holds at most one filter, from this list of
+# filters that never fail on data decoded from JSON and whose output length does not depend on
+# the data beyond its own length (no Liquid: no output or time budget to exceed either).
+_NO_ARGUMENT = re.compile(r"^\s*(last4|card_bin|card_mask|card_exp|json)\s*$")
+_REVEAL_LAST = re.compile(r"^\s*reveal_last\s*:\s*([0-9]{1,2})\s*$")
+_TEXT_ARGUMENT = re.compile(
+    r"^\s*(card_exp|json)\s*:\s*(?:\"([^\"\\\\]{0,64})\"|'([^'\\\\]{0,64})')\s*$")
+_PLAIN = {"last4": last4, "card_bin": card_bin, "card_mask": card_mask, "card_exp": card_exp,
+          "json": json_filter}
+
+
+def _allowed_filter(filters: str) -> Any:
+    """The function an expression's filter text names, when it is one allowed filter with
+    valid literal arguments; else None. Depends on the text only, never on data."""
+    if (match := _NO_ARGUMENT.match(filters)) is not None:
+        return _PLAIN[match[1]]
+    if (match := _REVEAL_LAST.match(filters)) is not None:
+        count = int(match[1])
+        return lambda value: reveal_last(value, count)
+    if (match := _TEXT_ARGUMENT.match(filters)) is not None:
+        name, argument = match[1], match[2] if match[2] is not None else match[3]
+        if name == "json":
+            try:
+                json_filter({}, argument)  # an invalid path fails on any data: refuse it now
+            except ExpressionError:
+                return None
+            return lambda value: json_filter(value, argument)
+        return lambda value: card_exp(value, argument)
+    return None
 
 
 def _text(value: Any) -> str:
@@ -343,11 +423,12 @@ def _error(errors: dict[str, list[str]], place: str, message: str) -> None:
 
 
 def _interpolate(text: str, matches: list[tuple[re.Match, str | None]],
-                 rendered: dict[tuple[str, str | None], Any]) -> str:
+                 rendered: dict[tuple[str, str | None], Any],
+                 encode: Callable[[str], str] = str) -> str:
     out, position = [], 0
     for match, filters in matches:
         out.append(text[position:match.start()])
-        out.append(_text(rendered[(match["id"], filters)]))
+        out.append(encode(_text(rendered[(match["id"], filters)])))
         position = match.end()
     out.append(text[position:])
     return "".join(out)
@@ -367,14 +448,14 @@ def _body_expressions(call: Call) -> tuple[str, list[_Expression], dict[str, lis
             raise invalid("body", "is not valid JSON") from None
         _walk_json(payload, (), found, errors)
         return "json", found, errors
-    if media == FORM or _TEXT_TYPE.match(media):
+    if media == FORM or media == _TEXT_TYPE or _XML_TYPE.match(media):
         text = _decode(call)
         if media == FORM:
-            for name, value in parse_qsl(text, keep_blank_values=True):
+            for name, value in _form_pairs(text, call):
                 _scan(value, f"body.{name}", found, errors)
             return "form", found, errors
         _scan(text, "body", found, errors)
-        return "text", found, errors
+        return "text" if media == _TEXT_TYPE else "xml", found, errors
     if b"{{" in call.body:
         raise invalid("body", NOT_TEXT)
     return "other", found, errors
@@ -405,9 +486,9 @@ def _walk_json(value: Any, path: tuple, found: list[_Expression],
 
 def _substitute_body(call: Call, kind: str,
                      rendered: dict[tuple[str, str | None], Any]) -> bytes:
-    def replace_text(text: str) -> str:
+    def replace_text(text: str, encode: Callable[[str], str] = str) -> str:
         matches = [(m, m["filters"]) for m in EXPRESSION.finditer(text)]
-        return _interpolate(text, matches, rendered) if matches else text
+        return _interpolate(text, matches, rendered, encode) if matches else text
 
     if kind == "json":
         def rebuild(value: Any) -> Any:
@@ -427,9 +508,31 @@ def _substitute_body(call: Call, kind: str,
         return orjson.dumps(rebuild(orjson.loads(call.body)))
     text = _decode(call)
     charset = call.charset or "utf-8"
-    if kind == "form":
-        pairs = [(name, replace_text(value))
-                 for name, value in parse_qsl(text, keep_blank_values=True)]
-        return urlencode(pairs, encoding=charset).encode(charset)
-    return replace_text(text).encode(charset)
+    try:
+        if kind == "form":
+            pairs = [(name, replace_text(value)) for name, value in _form_pairs(text, call)]
+            return urlencode(pairs, encoding=charset).encode(charset)
+        if kind == "xml":
+            # a character the charset lacks is a character reference, as XML allows anywhere
+            # values go (text and attribute values)
+            return replace_text(text, _xml_escaped).encode(charset, "xmlcharrefreplace")
+        return replace_text(text).encode(charset)
+    except UnicodeEncodeError:  # a value the body's character set cannot hold
+        raise Invalid(RENDER_FAILED, errors={"body": [UNRENDERED]}) from None
+
+
+def _form_pairs(text: str, call: Call) -> list[tuple[str, str]]:
+    """A form body's pairs, its percent-escapes read in the body's character set."""
+    try:
+        return parse_qsl(text, keep_blank_values=True, encoding=call.charset or "utf-8",
+                         errors="strict")
+    except UnicodeDecodeError:
+        raise invalid("body", NOT_ENCODED) from None
+
+
+def _xml_escaped(value: str) -> str:
+    """`value` as XML character data or an attribute value (either quote)."""
+    if _NOT_IN_XML.search(value):
+        raise Invalid(RENDER_FAILED, errors={"body": [UNRENDERED]})
+    return xml_escape(value, {'"': "&quot;", "'": "&apos;"})
 
