@@ -29,7 +29,8 @@ def test_a_linked_event_sends_as_fields_only_what_its_write_did_not_store():
     assert parts["id"] == "e1" and parts["at"] == AT.isoformat()
     assert parts["held"] == {k: v for k, v in STORED.items()
                              if k not in ("id", "at", "pending")}
-    assert parts["fields"] == {"status": 201, "chain": "c", "seq": 3}
+    # The one token the event names is also its indexed scalar, which linking writes.
+    assert parts["fields"] == {"status": 201, "chain": "c", "seq": 3, "token_id": "x"}
 
 
 def test_a_stored_field_that_changed_is_sent_and_one_now_empty_is_sent_as_null():
@@ -45,7 +46,8 @@ def test_held_and_fields_together_are_the_whole_event_so_a_missing_one_is_create
     parts = linked_parts(full, STORED)
     assert not set(parts["held"]) & set(parts["fields"])
     whole = {**parts["held"], **parts["fields"], "id": parts["id"]}
-    assert whole == {k: v for k, v in full.items() if k != "at" and v is not None}
+    assert whole == {**{k: v for k, v in full.items() if k != "at" and v is not None},
+                     "token_id": "x"}
 
 
 def test_when_what_was_stored_is_not_known_every_field_is_sent_nulls_included():
@@ -53,7 +55,8 @@ def test_when_what_was_stored_is_not_known_every_field_is_sent_nulls_included():
     empty field clears it, whatever the write stored."""
     parts = linked_parts(event(), None)
     assert parts["held"] == {}
-    assert parts["fields"] == {k: v for k, v in event().items() if k not in ("id", "at")}
+    assert parts["fields"] == {**{k: v for k, v in event().items() if k not in ("id", "at")},
+                               "token_id": "x"}
     assert parts["fields"]["reason"] is None
 
 
@@ -78,4 +81,14 @@ def test_a_created_event_leaves_out_empty_fields():
     parts = created_parts(event())
     assert parts["at"] == AT.isoformat()
     assert "at" not in parts["fields"]
-    assert parts["fields"] == {k: v for k, v in event().items() if k != "at" and v is not None}
+    assert parts["fields"] == {**{k: v for k, v in event().items()
+                                  if k != "at" and v is not None}, "token_id": "x"}
+
+
+def test_the_token_scalar_is_there_only_for_an_event_naming_one_token():
+    assert "token_id" not in created_parts(event(token_ids=["x", "y"]))["fields"]
+    assert "token_id" not in created_parts(event(token_ids=[]))["fields"]
+    stored = {**STORED, "token_id": "x"}
+    parts = linked_parts(event(token_ids=["x", "y"]), stored)
+    assert parts["fields"]["token_id"] is None  # the stored scalar goes with the second token
+    assert linked_parts(event(), stored)["held"]["token_id"] == "x"
