@@ -112,7 +112,9 @@ class Settings:
     pkcs11_token_label: str = ""
     pkcs11_pin_file: str = ""  # the user PIN, first line of a 0600 file
     pkcs11_key_label: str = "vaultgraph-kek"
-    pkcs11_sessions: int = 8  # sessions (and threads) in the pool
+    # Sessions (and threads) in the pool. 1 by default: with 8, SoftHSM2 under python-pkcs11
+    # crashed the process (free(): invalid pointer) under 32 concurrent seals (bench/kek_ab).
+    pkcs11_sessions: int = 1
     log_level: str = "INFO"
     log_format: str = "json"
     max_body_bytes: int = 1_048_576
