@@ -16,7 +16,7 @@ from ..tokens.fields import validate_token_id
 from .endpoints import Endpoints, Reply
 from .paging import page_body, page_from_query
 from .request_io import principal
-from .schemas import PageQuery, _page
+from .schemas import PageQuery, page_of
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()
@@ -50,7 +50,7 @@ class AuditEventSchema(Schema):
         "description": "A short code (the problem type of a refusal), never request text."})
 
 
-AuditEventPageSchema = _page(AuditEventSchema, "AuditEventPageSchema")
+AuditEventPageSchema = page_of(AuditEventSchema, "AuditEventPageSchema")
 
 
 class LogQuery(Schema):

@@ -30,7 +30,7 @@ from . import problems
 from .endpoints import MERGE_PATCH_JSON, Body, Endpoints, Reply
 from .paging import page_body, page_from_query
 from .request_io import principal, read_body, read_object
-from .schemas import PageQuery, PaginationSchema, path
+from .schemas import PageQuery, page_of, path
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()
@@ -90,9 +90,7 @@ class ProxyBodySchema(Schema):
     modified_at = fields.String(metadata=DATE_TIME)
 
 
-class ProxyPageSchema(Schema):
-    pagination = fields.Nested(PaginationSchema, required=True)
-    data = fields.List(fields.Nested(ProxyBodySchema), required=True)
+ProxyPageSchema = page_of(ProxyBodySchema, "ProxyPageSchema")
 
 
 PROXY_PATH = path(id=fields.String(required=True, metadata={**UUID,

@@ -33,15 +33,16 @@ class PaginationSchema(Schema):
         "description": "Cursor of the next page (pass it as `start`); null on the last."})
 
 
-def _page(item: type[Schema], name: str) -> type[Schema]:
+def page_of(item: type[Schema], name: str) -> type[Schema]:
+    """The schema of a page of `item`s: the one shape every paged list answers with."""
     return Schema.from_dict({
         "pagination": fields.Nested(PaginationSchema, required=True),
         "data": fields.List(fields.Nested(item), required=True),
     }, name=name)
 
 
-TokenPageSchema = _page(TokenSchema, "TokenPageSchema")
-ApplicationPageSchema = _page(ApplicationBodySchema, "ApplicationPageSchema")
+TokenPageSchema = page_of(TokenSchema, "TokenPageSchema")
+ApplicationPageSchema = page_of(ApplicationBodySchema, "ApplicationPageSchema")
 
 
 class AssociationSchema(Schema):

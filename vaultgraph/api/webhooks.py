@@ -4,7 +4,7 @@ when a webhook is created and when its secret is rotated."""
 from __future__ import annotations
 
 from aiohttp import web
-from marshmallow import Schema, fields
+from marshmallow import fields
 
 from ..auth.permissions import WEBHOOK_CREATE, WEBHOOK_DELETE, WEBHOOK_READ, WEBHOOK_UPDATE
 from ..services.webhooks import WebhookService
@@ -21,7 +21,7 @@ from ..webhooks.schemas import (
 from .endpoints import MERGE_PATCH_JSON, Body, Endpoints, Reply
 from .paging import page_body, page_from_query
 from .request_io import principal, read_object
-from .schemas import PageQuery, PaginationSchema, path
+from .schemas import PageQuery, page_of, path
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()
@@ -33,15 +33,8 @@ UPDATE = UpdateWebhookSchema()
 _NOT_SHOWN = "Its secret is never shown again (rotate it to get a new one)."
 
 
-def _page(item: type[Schema], name: str) -> type[Schema]:
-    return Schema.from_dict({
-        "pagination": fields.Nested(PaginationSchema, required=True),
-        "data": fields.List(fields.Nested(item), required=True),
-    }, name=name)
-
-
-WebhookPageSchema = _page(WebhookSchema, "WebhookPageSchema")
-AttemptPageSchema = _page(AttemptSchema, "AttemptPageSchema")
+WebhookPageSchema = page_of(WebhookSchema, "WebhookPageSchema")
+AttemptPageSchema = page_of(AttemptSchema, "AttemptPageSchema")
 
 
 def service(request: web.Request) -> WebhookService:
