@@ -40,7 +40,7 @@ from .destination import Destination
 from .environment import Service, machine, new_kek, say, service_workers, start_neo4j
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
 from .neo4j_log import DebugLog, PauseLog
-from .stats import Result, ratio
+from .stats import Result, added_cpu, ratio
 from .workloads import WORKLOADS, Context, Request, Workload, audited
 
 JVM_ROUND = 3.0     # seconds per workload and side in a JVM warm-up round
@@ -320,6 +320,7 @@ class Bench:
         say(f"{w.name}: bare    {bare.rps:,.0f} req/s, p50 {bare.p50_ms:.1f} ms")
         entry.update(available=True, service=service.to_dict(),
                      bare=bare.to_dict() if bare else None, ratio=ratio(service, bare))
+        entry.update(added_cpu(service, bare, w.added_cpu_target_ms) or {})
         if w.name in self.recordings:
             entry["neo4j_jfr"] = self.recordings[w.name]
         if w.items_per_request > 1:

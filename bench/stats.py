@@ -65,3 +65,20 @@ def ratio(service: Result | None, bare: Result | None) -> float | None:
     if service is None or bare is None or bare.rps <= 0:
         return None
     return round(service.rps / bare.rps, 3)
+
+
+def added_cpu(service: Result | None, bare: Result | None, target_ms: float) -> dict | None:
+    """What the service adds over the bare client doing the same work, per request: its own CPU
+    less the bare client's and driver's (`added_cpu_ms`, against `target_ms`), and its Neo4j's
+    less the bare side's Neo4j's (`neo4j_added_cpu_ms`; JIT compilation apart on both sides)."""
+    svc = (service.cpu_ms if service else None) or {}
+    own = (bare.cpu_ms if bare else None) or {}
+    if svc.get("service") is None or own.get("client") is None:
+        return None
+    out = {"added_cpu_ms": round(svc["service"] - own["client"], 3),
+           "added_cpu_target_ms": target_ms}
+    out["added_cpu_met"] = out["added_cpu_ms"] <= target_ms
+    if svc.get("neo4j") is not None and own.get("neo4j") is not None:
+        out["neo4j_added_cpu_ms"] = round((svc["neo4j"] - (svc.get("neo4j_jit") or 0))
+                                          - (own["neo4j"] - (own.get("neo4j_jit") or 0)), 3)
+    return out

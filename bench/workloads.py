@@ -178,6 +178,9 @@ class Workload:
     bare: Callable[[Context, Any], Awaitable[None]] | None
     route_probe: bool = False   # skip when the route answers 404/405 (not built yet)
     items_per_request: int = 1  # tokens a request handles (bulk workloads report tokens/s)
+    # The most CPU the service may add over the bare client per request (docs/performance.md):
+    # a single token, a 50-item page, a 10-item batch.
+    added_cpu_target_ms: float = 0.30
 
 
 # -- shared pieces --------------------------------------------------------------------------
@@ -447,6 +450,9 @@ async def _bare_proxy(ctx, item):
             raise LookupError(f"the destination answered {resp.status}")
 
 
+PAGE_TARGET = 0.60   # ms the service may add for a page of 50
+BATCH_TARGET = 0.80  # ms the service may add for a batch of 10
+
 WORKLOADS = (
     Workload("create", "create token (card + metadata)", _create_items, _create_http,
              lambda ctx, body: _bare_create(ctx, body)),
@@ -457,17 +463,21 @@ WORKLOADS = (
     Workload("update", "update (merge-patch)", _update_items, _update_http, _bare_update),
     Workload("associate", "create association", _pairs, _associate_http, _bare_associate,
              route_probe=True),
-    Workload("list", "list by metadata (page of 50)", _customers, _list_http, _bare_list),
+    Workload("list", "list by metadata (page of 50)", _customers, _list_http, _bare_list,
+             added_cpu_target_ms=PAGE_TARGET),
     Workload("search_metadata", "search metadata term (page of 50)", _search_metadata_items,
-             _search_http, _bare_search, route_probe=True),
+             _search_http, _bare_search, route_probe=True, added_cpu_target_ms=PAGE_TARGET),
     Workload("search_descendant", "search descendant term (a card's customer)",
              _search_descendant_items, _search_http, _bare_search, route_probe=True),
     Workload("search_ancestor", "search ancestor term (a customer's 49 cards, page of 50)",
-             _search_ancestor_items, _search_http, _bare_search, route_probe=True),
+             _search_ancestor_items, _search_http, _bare_search, route_probe=True,
+             added_cpu_target_ms=PAGE_TARGET),
     Workload("tokenize", f"tokenize (batches of {BATCH} cards)", _tokenize_items,
-             _tokenize_http, _bare_tokenize, route_probe=True, items_per_request=BATCH),
+             _tokenize_http, _bare_tokenize, route_probe=True, items_per_request=BATCH,
+             added_cpu_target_ms=BATCH_TARGET),
     Workload("detokenize", f"detokenize ({BATCH} tokens a payload, masked)", _detokenize_items,
-             _detokenize_http, _bare_detokenize, route_probe=True, items_per_request=BATCH),
+             _detokenize_http, _bare_detokenize, route_probe=True, items_per_request=BATCH,
+             added_cpu_target_ms=BATCH_TARGET),
     Workload("proxy", "proxy call (one card a call, to a local destination)", _proxy_items,
              _proxy_http, _bare_proxy, route_probe=True),
 )

@@ -22,7 +22,7 @@ from bench.dataset import (
     customer,
 )
 from bench.run import bare_settings
-from bench.stats import Result, percentile, ratio
+from bench.stats import Result, added_cpu, percentile, ratio
 from vaultgraph.expressions import luhn_valid
 from vaultgraph.tokens.types import get_type
 
@@ -67,6 +67,31 @@ def test_ratio_is_service_over_bare_and_absent_without_both():
     bare = Result(requests=400, errors=0, seconds=1, p50_ms=1, p99_ms=1, p999_ms=1)
     assert ratio(service, bare) == 0.25
     assert ratio(service, None) is None
+
+
+def test_added_cpu_is_the_service_less_the_bare_client_and_judged_against_its_target():
+    def side(cpu):
+        return Result(requests=1, errors=0, seconds=1, p50_ms=1, p99_ms=1, p999_ms=1, cpu_ms=cpu)
+
+    service = side({"service": 0.9, "neo4j": 1.5, "neo4j_jit": 0.2, "loadgen": 0.05})
+    bare = side({"client": 0.5, "neo4j": 1.0, "neo4j_jit": 0.0})
+    assert added_cpu(service, bare, 0.30) == {
+        "added_cpu_ms": 0.4, "added_cpu_target_ms": 0.30, "added_cpu_met": False,
+        "neo4j_added_cpu_ms": 0.3}
+    assert added_cpu(service, bare, 0.60)["added_cpu_met"] is True
+    assert added_cpu(service, side(None), 0.30) is None
+
+
+def test_the_cpu_table_prints_what_the_service_adds_and_its_target():
+    from bench import report
+
+    cpu = {"service": {"cpu_ms": {"service": 0.9, "neo4j": 1.5, "neo4j_jit": 0.2}},
+           "bare": {"cpu_ms": {"client": 0.5, "neo4j": 1.0, "neo4j_jit": 0.0}},
+           "added_cpu_ms": 0.4, "added_cpu_target_ms": 0.3, "added_cpu_met": False,
+           "neo4j_added_cpu_ms": 0.3}
+    rows = report.cpu_table({"workloads": {"get": cpu}})
+    assert any(r.startswith("| get | 0.90 | 1.50 | 0.20 | - | 0.50 | 1.00 | 0.00 | "
+                            "0.40 (≤ 0.30: over) | 0.30 |") for r in rows)
 
 
 @pytest.mark.parametrize("i", [0, 1, 7, 12345, 99_999, 10_000_001])
