@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..tokens.stored import StoredToken
 from .database import Database
 
 # The first page starts after this position: earlier than any created_at, before any id.
@@ -57,6 +58,17 @@ class ProxyRepository:
     async def get(self, tenant_id: str, proxy_id: str) -> Proxy | None:
         records = await self._db.read("proxies/get", tenant_id=tenant_id, id=proxy_id)
         return _proxy(records[0]["proxy"]) if records else None
+
+    async def for_call(self, tenant_id: str, proxy_id: str, *, ids: list[str],
+                       prefixes: list[str]) -> tuple[Proxy | None, list[StoredToken]]:
+        """The proxy, and those of the tokens `ids` the caller (`prefixes`) may see, in one
+        read; (None, []) when there is no such proxy."""
+        records = await self._db.read("proxies/call", tenant_id=tenant_id, id=proxy_id,
+                                      ids=ids, prefixes=prefixes)
+        if not records:
+            return None, []
+        return (_proxy(records[0]["proxy"]),
+                [StoredToken.from_properties(t) for t in records[0]["tokens"]])
 
     async def page(self, tenant_id: str, after: tuple[str, str] | None,
                    limit: int) -> list[tuple[Proxy, tuple[str, str]]]:

@@ -67,6 +67,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "tokens/create": {"parent_id": None},
     "tokens/list_by_type": {"types": []},
     "tokens/list_by_ids": {"ids": []},
+    "proxies/call": {"ids": []},
     "audit/list": _NO_APPLICATION,
     "audit/list_by_token": {**_NO_APPLICATION, "token_id": ""},
     "audit/list_by_operation": {**_NO_APPLICATION, "operation": ""},

@@ -44,6 +44,7 @@ from ..expressions.filters import (
 from ..outbound import AddressPolicy, OutboundClient, OutboundError
 from ..repository.proxies import Proxy, ProxyRepository
 from ..repository.tokens import TokenFilter, TokenRepository
+from ..tokens.stored import StoredToken
 from ..tokens.view import decrypt_field
 from .applications import parse_id, parse_position
 from .bulk import BAD_FILTERS, EXPRESSION, NOT_AN_EXPRESSION
@@ -234,7 +235,14 @@ class ProxyService:
     async def call(self, caller: Principal, proxy_id: str, call: Call) -> Forwarded:
         """Send `call` to the proxy's destination with its token expressions replaced; the
         destination's answer. Nothing is sent when any expression fails (400)."""
-        proxy = await self.get(caller, proxy_id)
+        # The proxy and the tokens the call's text seems to name, in one read; the tokens are
+        # used only if they cover every expression found once the body is parsed.
+        candidates = _candidate_ids(call)
+        proxy, prefetched = await self._repo.for_call(
+            caller.tenant_id, parse_id(proxy_id, NO_SUCH_PROXY), ids=candidates or [],
+            prefixes=caller.prefixes(TOKEN_USE))
+        if proxy is None:
+            raise NotFound(NO_SUCH_PROXY)
         tail = check_tail(call.path)
         allowlist = set(proxy.header_allowlist)
         headers = _forwarded_headers(call.headers)
@@ -252,7 +260,7 @@ class ProxyService:
                 _error(errors, expression.place, NOT_ALLOWED_FILTER)
         if errors:
             raise Invalid("The request holds invalid token expressions.", errors=errors)
-        values = await self._values(caller, found) if found else {}
+        values = await self._values(caller, found, candidates, prefetched) if found else {}
         rendered = await self._rendered(found, values)
         body = call.body
         if found:
@@ -284,14 +292,21 @@ class ProxyService:
         note_reason(FORWARDED)
         return Forwarded(answer.status, answer.content_type, answer.body)
 
-    async def _values(self, caller: Principal, found: list[_Expression]) -> dict[str, Any]:
+    async def _values(self, caller: Principal, found: list[_Expression],
+                      candidates: list[str] | None,
+                      prefetched: list[StoredToken]) -> dict[str, Any]:
         """The revealed data of each token named, by id; one 400 naming every expression whose
-        token the caller may not use (unknown, foreign, expired and unusable alike)."""
+        token the caller may not use (unknown, foreign, expired and unusable alike). The
+        tokens read with the proxy serve when they were asked for every id found."""
         ids = list(dict.fromkeys(e.token_id for e in found))
         note_tokens(ids)  # every id asked for is in the event, usable or not
-        nodes = await self._tokens.page(
-            tenant_id=caller.tenant_id, prefixes=caller.prefixes(TOKEN_USE), after="",
-            limit=len(ids), where=TokenFilter(ids=tuple(ids)))
+        if candidates is not None and set(ids) <= set(candidates):
+            wanted = set(ids)
+            nodes = [n for n in prefetched if n.id in wanted]
+        else:
+            nodes = await self._tokens.page(
+                tenant_id=caller.tenant_id, prefixes=caller.prefixes(TOKEN_USE), after="",
+                limit=len(ids), where=TokenFilter(ids=tuple(ids)))
         usable = {n.id: n for n in nodes if caller.decide(n.containers, TOKEN_USE).allowed}
         missing: dict[str, list[str]] = {}
         for e in found:
@@ -382,6 +397,26 @@ def _allowed_filter(filters: str) -> Any:
 def _text(value: Any) -> str:
     """A value put into text: a string as it is, anything else as JSON."""
     return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+# Where an expression would start in a call's raw text: `{{`, spaces, an id. Only a guess at
+# the ids the parsed body and the allowed headers hold (a JSON escape or a form's percent
+# encoding hides one), used to read their tokens with the proxy.
+_CANDIDATE = re.compile(rb"\{\{\s*([^\s|{}\\\"]{1,200})")
+
+
+def _candidate_ids(call: Call) -> list[str] | None:
+    """The ids the call's body and headers seem to name, once each; None when there are more
+    than a call may use (the call is refused or read the slow way)."""
+    seen: dict[str, None] = {}
+    texts = [call.body] if b"{{" in call.body else []
+    texts += [v.encode("utf-8", "replace") for _, v in call.headers if "{{" in v]
+    for text in texts:
+        for match in _CANDIDATE.finditer(text):
+            seen[match[1].decode("utf-8", "replace")] = None
+            if len(seen) > MAX_EXPRESSIONS:
+                return None
+    return list(seen)
 
 
 def _forwarded_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ import uuid
 import aiohttp
 import orjson
 import pytest
+from factories import database
 from yarl import URL
 
 from ._support import app_headers, create_proxy, create_token, cypher, json_of, start_destination
@@ -268,3 +269,51 @@ async def test_a_long_query_is_forwarded_as_it_is(client, admin_headers, destina
     resp = await client.get(proxied(proxy) + "?" + query, headers=admin_headers)
     assert resp.status == 201
     assert destination.requests[-1]["path"] == "/v1/charges?" + query
+
+
+async def _reads_during(client, monkeypatch, call) -> tuple[list[str], object]:
+    """The catalog statements the app read through its database while `call` ran (each still
+    sent to the real Neo4j), and the call's answer."""
+    db = database(client.server.app)
+    names: list[str] = []
+    real = db.read
+
+    async def read(name, **params):
+        names.append(name)
+        return await real(name, **params)
+
+    monkeypatch.setattr(db, "read", read)
+    try:
+        resp = await call()
+    finally:
+        monkeypatch.setattr(db, "read", real)
+    return names, resp
+
+
+async def test_the_proxy_and_its_tokens_are_read_together_before_the_call(
+        client, admin_headers, destination, proxy, monkeypatch):
+    card = await create_token(client, admin_headers, CANARY, type="card_number")
+    other = await create_token(client, admin_headers, "4000056655665556", type="card_number")
+    await client.get(f"/proxies/{proxy['id']}", headers=admin_headers)  # the key is cached now
+    names, resp = await _reads_during(client, monkeypatch, lambda: client.post(
+        proxied(proxy), headers={**admin_headers, "Authorization": f"Bearer {{{{ {other} }}}}"},
+        json={"pan": f"{{{{ {card} }}}}", "last4": f"{{{{ {card} | last4 }}}}"}))
+    assert resp.status == 201, await resp.text()
+    assert names == ["proxies/call"]  # one read: no second round trip for the tokens
+    [seen] = destination.requests
+    assert json_of(seen) == {"pan": CANARY, "last4": CANARY[-4:]}
+    assert seen["headers"]["Authorization"] == "Bearer 4000056655665556"
+
+
+async def test_tokens_hidden_from_the_first_read_are_read_after_it(
+        client, admin_headers, destination, proxy, monkeypatch):
+    card = await create_token(client, admin_headers, CANARY, type="card_number")
+    await client.get(f"/proxies/{proxy['id']}", headers=admin_headers)
+    # A form body percent-encodes the braces, so the raw text names no token: the tokens the
+    # parsed body names are read after the proxy.
+    names, resp = await _reads_during(client, monkeypatch, lambda: client.post(
+        proxied(proxy), headers=admin_headers, data={"pan": f"{{{{ {card} }}}}"}))
+    assert resp.status == 201, await resp.text()
+    assert names == ["proxies/call", "tokens/list_by_ids"]
+    [seen] = destination.requests
+    assert seen["body"] == f"pan={CANARY}".encode()
