@@ -95,7 +95,7 @@ class Service:
         self.proc: subprocess.Popen | None = None
         self.log_path = cfg.work_dir / "service.log"
 
-    def start(self, timeout: float = 60.0) -> None:
+    def start(self, timeout: float = 300.0) -> None:  # start-up plans every statement first
         if _answers(self.url + "/health"):
             raise RuntimeError(f"something already serves on port {self.cfg.port}; "
                                "set BENCH_PORT to a free port")
