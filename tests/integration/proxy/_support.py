@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import aiohttp
 import orjson
 from aiohttp import web
 from factories import database, key_headers, make_application
+from yarl import URL
 
 
 class Destination:
@@ -78,3 +80,14 @@ async def cypher(client, query: str, **params: Any) -> list[dict]:
     db = database(client.server.app)
     records, _, _ = await db.driver.execute_query(query, params, database_=db.database)
     return [record.data() for record in records]
+
+
+async def get_tail_as_sent(client, headers, proxy_id: str, tail: str) -> tuple[int, Any]:
+    """GET `/proxy/<id>/<tail>` with the tail exactly as written (no client normalises its dots
+    or escapes): the status, and the problem's `errors` (None unless the vault refused it)."""
+    url = URL(str(client.make_url("/")).rstrip("/") + f"/proxy/{proxy_id}/{tail}", encoded=True)
+    async with aiohttp.ClientSession() as session, session.get(url, headers=headers) as resp:
+        body = await resp.read()
+        if resp.content_type == "application/problem+json":
+            return resp.status, orjson.loads(body).get("errors")
+        return resp.status, None
