@@ -38,6 +38,8 @@ TAG = "Proxies"
 MAX_NAME = 200
 MAX_DESCRIPTION = 1000
 PROXY_STATUS = "SVC-PROXY-STATUS"
+FORWARDED_SAFETY = {"X-Content-Type-Options": "nosniff",
+                    "Content-Security-Policy": "default-src 'none'; sandbox"}
 CALL_PATTERN = r"/proxy/{proxy_id:[^{}/]+}/{path:.*}"
 CALL_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # Served, not in /openapi.json (aiohttp answers HEAD with the GET route).
@@ -210,6 +212,10 @@ async def call_proxy(request: web.Request) -> web.StreamResponse:
     if answer.content_type:
         response.headers["Content-Type"] = answer.content_type
     response.headers[PROXY_STATUS] = "forwarded"
+    # The destination's body is served from the vault's origin: a browser that reaches it must
+    # neither guess its type nor run it (a destination answering HTML would script the vault's
+    # origin otherwise).
+    response.headers.update(FORWARDED_SAFETY)
     return response
 
 

@@ -64,6 +64,9 @@ async def test_json_form_and_text_bodies_carry_the_tokens_data(
             "last4": CANARY[-4:], "memo": f"pan {CANARY} end"}
     assert json_of(seen) == sent
     assert orjson.loads(await resp.read()) == sent   # the destination's answer, passed back
+    # served from the vault's origin, never sniffed or run as a page there
+    assert resp.headers["X-Content-Type-Options"] == "nosniff"
+    assert resp.headers["Content-Security-Policy"] == "default-src 'none'; sandbox"
 
     resp = await client.put(proxied(proxy, "forms/1"), headers=admin_headers,
                             data={"pan": f"{{{{ {number} }}}}", "note": "a&b=c"})
