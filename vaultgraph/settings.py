@@ -28,7 +28,8 @@ POSITIVE = frozenset({
     "search_max_query_length", "search_max_terms", "search_max_depth", "expiry_sweep_batch",
     "render_workers", "audit_batch_max", "request_timeout",
     "neo4j_acquire_timeout", "neo4j_connect_timeout", "bulk_max_items", "idempotency_ttl",
-    "idempotency_lease", "auth_failure_window", "pkcs11_sessions", "webhook_lease",
+    "idempotency_lease", "auth_failure_window", "proxy_max_in_flight", "pkcs11_sessions",
+    "webhook_lease",
     "webhook_timeout", "webhook_disable_after", "webhook_max_in_flight",
     "webhook_endpoint_concurrency", "webhook_retention_days"})
 # Upper bounds the interface sets: an expired token is deleted within an hour of its expiry,
@@ -160,6 +161,10 @@ class Settings:
     rate_burst: int = 400
     auth_failure_limit: int = 20
     auth_failure_window: float = 60.0
+    # Proxy calls one tenant may have waiting on their destinations at once, per process: the
+    # outbound connections are shared, and a tenant with a slow destination must not take them
+    # all (a call past it waits for a place within its time limit, then is a 429).
+    proxy_max_in_flight: int = 64
     # The outbound address policy (vaultgraph/outbound), for webhooks and the proxy alike.
     webhook_allow_http: bool = False
     webhook_allowed_networks: str = ""  # comma-separated CIDRs exempt from the SSRF guard

@@ -16,10 +16,13 @@ Nothing here keeps or logs a body, a header value or the destination's answer.
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 import unicodedata
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
@@ -30,7 +33,15 @@ import orjson
 from ..audit.context import note_reason, note_tokens
 from ..auth.permissions import TOKEN_USE
 from ..auth.principal import Principal
-from ..errors import DestinationFailed, Invalid, NotFound, TooLarge, add_error, invalid
+from ..errors import (
+    DestinationFailed,
+    Invalid,
+    NotFound,
+    RateLimited,
+    TooLarge,
+    add_error,
+    invalid,
+)
 from ..expressions import ExpressionError
 from ..expressions.filters import (
     as_text,
@@ -72,6 +83,9 @@ NOT_TEXT = ("holds token expressions, which are replaced only in JSON, form-enco
 NOT_ENCODED = "is not valid in its declared character set"
 NOT_ALLOWED_FILTER = ("may use one filter only, among last4, card_bin, card_mask, "
                       "reveal_last: <0-99>, card_exp[: \"<format>\"] and json[: \"<$.path>\"]")
+TOO_MANY_IN_FLIGHT = ("Too many of this tenant's proxy calls were waiting on their destinations "
+                      "for this one to start in time; nothing was sent. Retry after the time in "
+                      "Retry-After.")
 FORWARDED = "forwarded"  # the audit event's reason of a call the destination answered
 
 # Never forwarded: the caller's vault credentials, its cookies, hop-by-hop headers (RFC 9110
@@ -118,6 +132,12 @@ class Forwarded:
     status: int
     content_type: str | None
     body: bytes = field(repr=False)
+
+
+@dataclass(slots=True)
+class _TenantSlots:
+    free: asyncio.Semaphore
+    users: int = 0  # calls holding or waiting for a place
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,11 +187,13 @@ def check_tail(path: str) -> str:
 
 class ProxyService:
     def __init__(self, repo: ProxyRepository, tokens: TokenRepository, renderer: Renderer,
-                 outbound: OutboundClient):
+                 outbound: OutboundClient, *, max_in_flight: int = 64):
         self._repo = repo
         self._tokens = tokens
         self._renderer = renderer
         self._outbound = outbound
+        self._max_in_flight = max_in_flight
+        self._slots: dict[str, _TenantSlots] = {}  # only of tenants with calls under way
 
     @property
     def policy(self) -> AddressPolicy:
@@ -232,6 +254,33 @@ class ProxyService:
 
     # -- calls ----------------------------------------------------------------------------------
 
+    @asynccontextmanager
+    async def _tenant_slot(self, tenant_id: str) -> AsyncIterator[float]:
+        """One of the tenant's `max_in_flight` places among the calls waiting on destinations
+        (the outbound connections are every tenant's): waited for, within the call's time
+        limit, which yields what is left of it. A call that gets none in time is a 429 and
+        sends nothing."""
+        slots = self._slots.get(tenant_id)
+        if slots is None:
+            slots = self._slots[tenant_id] = _TenantSlots(asyncio.Semaphore(self._max_in_flight))
+        slots.users += 1
+        began = time.monotonic()
+        try:
+            try:
+                async with asyncio.timeout(CALL_TIME_LIMIT):
+                    await slots.free.acquire()
+            except TimeoutError:
+                note_reason("too_many_in_flight")
+                raise RateLimited(TOO_MANY_IN_FLIGHT) from None
+            try:
+                yield max(0.001, CALL_TIME_LIMIT - (time.monotonic() - began))
+            finally:
+                slots.free.release()
+        finally:
+            slots.users -= 1
+            if not slots.users:
+                del self._slots[tenant_id]
+
     async def call(self, caller: Principal, proxy_id: str, call: Call) -> Forwarded:
         """Send `call` to the proxy's destination with its token expressions replaced; the
         destination's answer. Nothing is sent when any expression fails (400)."""
@@ -281,14 +330,15 @@ class ProxyService:
         url = proxy.destination_url.rstrip("/") + "/" + tail if tail else proxy.destination_url
         if call.query:
             url += "?" + call.query
-        try:
-            answer = await self._outbound.request(
-                call.method, url, headers=headers, body=body or None,
-                time_limit=CALL_TIME_LIMIT, max_request_bytes=MAX_BYTES,
-                max_answer_bytes=MAX_BYTES)
-        except OutboundError as exc:
-            note_reason(f"destination_{exc.reason}")
-            raise DestinationFailed(_failure(proxy, exc)) from None
+        async with self._tenant_slot(caller.tenant_id) as time_left:
+            try:
+                answer = await self._outbound.request(
+                    call.method, url, headers=headers, body=body or None,
+                    time_limit=time_left, max_request_bytes=MAX_BYTES,
+                    max_answer_bytes=MAX_BYTES)
+            except OutboundError as exc:
+                note_reason(f"destination_{exc.reason}")
+                raise DestinationFailed(_failure(proxy, exc)) from None
         note_reason(FORWARDED)
         return Forwarded(answer.status, answer.content_type, answer.body)
 
