@@ -576,21 +576,13 @@ def _substitute_body(call: Call, kind: str,
         return _interpolate(text, matches, rendered, encode) if matches else text
 
     if kind == "json":
-        def rebuild(value: Any) -> Any:
-            if isinstance(value, str):
-                if "{{" not in value:
-                    return value
-                whole = EXPRESSION.fullmatch(value.strip())
-                if whole is not None:  # the value itself, of any JSON type (as detokenize)
-                    return rendered[(whole["id"], whole["filters"])]
-                return replace_text(value)
-            if isinstance(value, dict):
-                return {k: rebuild(v) for k, v in value.items()}
-            if isinstance(value, list):
-                return [rebuild(v) for v in value]
-            return value
+        def rebuild(value: str) -> Any:
+            whole = EXPRESSION.fullmatch(value.strip())
+            if whole is not None:  # the value itself, of any JSON type (as detokenize)
+                return rendered[(whole["id"], whole["filters"])]
+            return replace_text(value)
 
-        return orjson.dumps(rebuild(orjson.loads(call.body)))
+        return _substitute_json(call.body, rebuild)
     text = _decode(call)
     charset = call.charset or "utf-8"
     try:
@@ -604,6 +596,35 @@ def _substitute_body(call: Call, kind: str,
         return replace_text(text).encode(charset)
     except UnicodeEncodeError:  # a value the body's character set cannot hold
         raise Invalid(RENDER_FAILED, errors={"body": [UNRENDERED]}) from None
+
+
+# A JSON string literal. In a valid document (the body was parsed before this runs) a `"`
+# outside a string always opens one, so these matches are exactly the document's strings.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_JSON_SPACE = b" \t\r\n"
+
+
+def _substitute_json(raw: bytes, rebuild: Callable[[str], Any]) -> bytes:
+    """`raw` with each string value that holds an expression replaced by the JSON of
+    `rebuild(value)`; every other byte as the caller sent it (numbers keep their spelling,
+    `12.50` stays `12.50`; spacing and key order stay). Object keys are never replaced."""
+    out: list[bytes] = []
+    position = 0
+    for match in _JSON_STRING.finditer(raw):
+        literal = match[0]
+        if b"{" not in literal and b"\\u" not in literal:
+            continue  # no `{{`, spelled plainly or escaped
+        value = orjson.loads(literal)
+        if "{{" not in value:
+            continue
+        after = match.end()
+        while after < len(raw) and raw[after] in _JSON_SPACE:
+            after += 1
+        if after < len(raw) and raw[after] == ord(":"):
+            continue  # a key
+        out += [raw[position:match.start()], orjson.dumps(rebuild(value))]
+        position = match.end()
+    return b"".join(out) + raw[position:] if out else raw
 
 
 def _form_pairs(text: str, call: Call) -> list[tuple[str, str]]:
