@@ -113,9 +113,7 @@ class Settings:
     pkcs11_token_label: str = ""
     pkcs11_pin_file: str = ""  # the user PIN, first line of a 0600 file
     pkcs11_key_label: str = "vaultgraph-kek"
-    # Sessions (and threads) in the pool. 1 by default: with 8, SoftHSM2 under python-pkcs11
-    # crashed the process (free(): invalid pointer) under 32 concurrent seals (bench/kek_ab).
-    pkcs11_sessions: int = 1
+    pkcs11_sessions: int = 4  # sessions (and threads) in the pool that talks to the token
     log_level: str = "INFO"
     log_format: str = "json"
     max_body_bytes: int = 1_048_576

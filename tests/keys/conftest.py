@@ -96,7 +96,7 @@ def hsm_settings(settings, softhsm) -> Settings:
         settings, kek="", kek_file=str(Path(softhsm.tokens).parent / "no-such-kek"),
         kek_provider="pkcs11", pkcs11_module=MODULE, pkcs11_token_label=softhsm.label,
         pkcs11_pin_file=str(softhsm.pin_file), pkcs11_key_label=key_label(),
-        pkcs11_sessions=1)
+        pkcs11_sessions=4)
 
 
 def vault_env(settings: Settings, home: Path) -> dict[str, str]:

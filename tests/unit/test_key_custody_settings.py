@@ -17,7 +17,7 @@ from vaultgraph.settings import ConfigError, Settings
 def test_the_file_provider_is_the_default():
     settings = Settings.from_env({})
     assert (settings.kek_provider, settings.pkcs11_key_label, settings.pkcs11_sessions) == (
-        "file", "vaultgraph-kek", 1)
+        "file", "vaultgraph-kek", 4)
 
 
 @pytest.mark.parametrize(("env", "cause"), [

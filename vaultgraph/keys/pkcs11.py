@@ -8,14 +8,19 @@ are those of a file KEK with another KEK id (``pkcs11:<label>``).
 
 PKCS#11 calls block and a session is not thread-safe: `Pkcs11Token` keeps a pool of sessions,
 one borrowed per call, and an executor with as many threads, so concurrent unwraps proceed in
-parallel and never on the event loop. When the token stops answering (unplugged, network HSM
-down, token removed) calls fail fast with `KeyStoreUnavailable`; the next call after a pause
-reconnects (re-initialising the library), so the service recovers without a restart.
+parallel and never on the event loop. Calls on different sessions run at the same time inside
+the module (python-pkcs11 releases the GIL around each one), so the module is initialised with
+`CKF_OS_LOCKING_OK`: told nothing (python-pkcs11 passes NULL to `C_Initialize`), a module may
+assume one thread at a time, and SoftHSM2 then turns its internal locks off. When the token
+stops answering (unplugged, network HSM down, token removed) calls fail fast with
+`KeyStoreUnavailable`; the next call after a pause reconnects (re-initialising the library once
+no call is inside it), so the service recovers without a restart.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import hmac
 import logging
@@ -40,6 +45,13 @@ _AUDIT_KDF_LABEL = b"vaultgraph:audit-mac:v1"
 _UNWRAP_FAILED = "tenant key material could not be unwrapped"
 _NOT_IN_TOKEN = "tenant key is wrapped by a key-encryption key not in the key ring"
 RECONNECT_PAUSE = 1.0  # seconds between two reconnection attempts while the token is away
+DRAIN_WAIT = 10.0  # seconds a reconnection waits for the calls inside the module to return
+
+# PKCS#11 return values and the flag this module uses (pkcs11t.h).
+CKR_OK = 0x0
+CKR_CANT_LOCK = 0x0A
+CKR_CRYPTOKI_NOT_INITIALIZED = 0x190
+CKF_OS_LOCKING_OK = 0x2
 
 
 class TokenError(ConfigError):
@@ -51,6 +63,26 @@ class TokenError(ConfigError):
                             "VAULTGRAPH_PKCS11_PIN_FILE and VAULTGRAPH_PKCS11_KEY_LABEL "
                             "(docs/key-custody.md)"):
         super().__init__(cause, fix)
+
+
+class _InitArgs(ctypes.Structure):
+    """CK_C_INITIALIZE_ARGS: no mutex callbacks, and a flag saying the module may use the
+    operating system's locks (it is called from several threads at once)."""
+
+    _fields_ = [("CreateMutex", ctypes.c_void_p), ("DestroyMutex", ctypes.c_void_p),
+                ("LockMutex", ctypes.c_void_p), ("UnlockMutex", ctypes.c_void_p),
+                ("flags", ctypes.c_ulong), ("pReserved", ctypes.c_void_p)]
+
+
+_CK_ENTRY = ctypes.CFUNCTYPE(ctypes.c_ulong, ctypes.c_void_p)
+
+
+class _FunctionListHead(ctypes.Structure):
+    """The start of CK_FUNCTION_LIST: the version, then C_Initialize and C_Finalize (natural
+    alignment: PKCS#11 packs its structures only on Windows, where vaultgraph does not run)."""
+
+    _fields_ = [("major", ctypes.c_ubyte), ("minor", ctypes.c_ubyte),
+                ("C_Initialize", _CK_ENTRY), ("C_Finalize", _CK_ENTRY)]
 
 
 def _pkcs11():
@@ -68,7 +100,16 @@ class _Library:
     the process's life: closing a pool never logs out another pool of the same token (two
     services in one process, the CLI's check beside a service). Re-initialising (after a token
     was lost) invalidates every session of the module: it happens once per loss, whichever pool
-    notices first, and the others reopen under the new initialisation."""
+    notices first, once no call of any pool is inside the module, and the others reopen under
+    the new initialisation.
+
+    python-pkcs11 initialises the module with `C_Initialize(NULL)`, which tells it that the
+    application never calls it from two threads at once, yet releases the GIL around every call:
+    SoftHSM2 so initialised runs without its internal locks, and sessions used from several
+    threads corrupt its heap (the process aborts). So the module is finalised and initialised
+    again, here, with `CKF_OS_LOCKING_OK` (through its own function list, before any session
+    exists). A module that cannot lock (`CKR_CANT_LOCK`) is initialised as before and every
+    call into it is serialised (`calls`)."""
 
     _loaded: dict[str, _Library] = {}
     _guard = threading.Lock()
@@ -77,8 +118,56 @@ class _Library:
         self.module = module
         self.lib = lib
         self.epoch = 1
+        self.threaded = True  # the module locks for itself: calls may overlap
         self._logins: dict[str, tuple[Any, bytes]] = {}  # token label -> (session, PIN digest)
         self._lock = threading.Lock()
+        self._inside = 0  # calls of every pool inside the module now
+        self._calls = threading.Condition()
+        self._one_at_a_time = threading.RLock()  # only when the module cannot lock
+        self._entry = self._function_list()
+        self._initialise()
+
+    def _function_list(self) -> _FunctionListHead:
+        """The module's C_Initialize and C_Finalize (the module python-pkcs11 loaded: loading
+        the same file again returns the same copy)."""
+        getter = ctypes.CDLL(self.module).C_GetFunctionList
+        getter.restype = ctypes.c_ulong
+        getter.argtypes = [ctypes.POINTER(ctypes.POINTER(_FunctionListHead))]
+        head = ctypes.POINTER(_FunctionListHead)()
+        if getter(ctypes.byref(head)) != CKR_OK or not head:
+            raise TokenError(f"cannot initialise the PKCS#11 module {self.module} (no function "
+                             "list)")
+        return head.contents
+
+    def _initialise(self) -> None:
+        """Finalise the module (python-pkcs11 initialised it without threads, or it was lost)
+        and initialise it for calls from several threads; `TokenError` when it refuses."""
+        failed = TokenError(f"cannot initialise the PKCS#11 module {self.module}")
+        if self._entry.C_Finalize(None) not in (CKR_OK, CKR_CRYPTOKI_NOT_INITIALIZED):
+            raise failed
+        args = _InitArgs(flags=CKF_OS_LOCKING_OK)
+        answer = self._entry.C_Initialize(ctypes.byref(args))
+        if answer == CKR_CANT_LOCK:
+            log.warning("the PKCS#11 module cannot lock for several threads: its calls are "
+                        "serialised", extra={"module": self.module})
+            self.threaded = False
+            answer = self._entry.C_Initialize(None)
+        if answer != CKR_OK:
+            raise failed
+
+    @contextmanager
+    def calls(self) -> Iterator[None]:
+        """Around a borrowed session's use: counted, so that re-initialising waits for it, and
+        alone in the module if the module cannot lock."""
+        with self._calls:
+            self._inside += 1
+        try:
+            with contextlib.nullcontext() if self.threaded else self._one_at_a_time:
+                yield
+        finally:
+            with self._calls:
+                self._inside -= 1
+                self._calls.notify_all()
 
     @classmethod
     def get(cls, module: str) -> _Library:
@@ -87,28 +176,29 @@ class _Library:
             found = cls._loaded.get(module)
             if found is None:
                 try:
-                    found = cls._loaded[module] = _Library(module, pkcs11.lib(module))
+                    lib = pkcs11.lib(module)
                 except (OSError, RuntimeError):
                     reason = "no such file" if not os.path.exists(module) else "it does not load"
                     raise TokenError(f"cannot load the PKCS#11 module {module} ({reason})") \
                         from None
+                found = cls._loaded[module] = _Library(module, lib)
             return found
 
     def restart(self, seen: int) -> None:
         """Re-initialise the module unless another pool did since `seen`."""
-        with self._lock:
+        with self._calls:  # no call enters meanwhile
             if self.epoch != seen:
                 return
-            self._logins.clear()  # C_Finalize ended every session and the login
-            try:
-                self.lib.reinitialize()
-            except RuntimeError:  # PKCS11Error: still away; the next attempt initialises
-                raise TokenError(f"cannot initialise the PKCS#11 module {self.module}") \
-                    from None
+            # Never finalise under a call (of any pool): C_Finalize frees what it uses.
+            if not self._calls.wait_for(lambda: self._inside == 0, timeout=DRAIN_WAIT):
+                raise TokenError(f"the PKCS#11 module {self.module} is still busy")
+            self._logins.clear()  # C_Finalize ends every session and the login
+            self._initialise()  # still away: the next attempt initialises
             self.epoch += 1
 
     def login(self, token: Any, token_label: str, pin: str) -> None:
-        """Log in to the token once for the process; a second pool must know the same PIN."""
+        """Log in to the token once for the process; a second pool must know the same PIN.
+        Called inside `calls`."""
         from pkcs11 import exceptions as e
 
         digest = hashlib.sha256(pin.encode()).digest()
@@ -135,6 +225,18 @@ class _Library:
             self._logins[token_label] = (session, digest)
 
 
+class _Pooled:
+    """A session of the pool, the initialisation it was opened under, and the key objects
+    found in it (a key object is a handle valid in its own session only)."""
+
+    __slots__ = ("generation", "keys", "session")
+
+    def __init__(self, generation: int, session: Any) -> None:
+        self.generation = generation
+        self.session = session
+        self.keys: dict[str, Any] = {}  # label -> key object of this session
+
+
 class Pkcs11Token:
     """One token, logged in once, with a pool of `sessions` sessions and as many threads."""
 
@@ -143,21 +245,26 @@ class Pkcs11Token:
         self.token_label = token_label
         self._pin = pin
         self._size = max(1, sessions)
-        self._pool: queue.Queue = queue.Queue()
-        self._keys: dict[tuple[int, str], Any] = {}  # (session id, label) -> key object
+        self._pool: queue.Queue[_Pooled] = queue.Queue()
         self._known: set[str] = set()  # labels found at least once (the health probe's)
         self._generation = 0
         self._busy = 0
         self._broken = True
         self._last_attempt = 0.0
         self._state = threading.Condition()
+        self._library: _Library | None = None
         self._epoch: int | None = None  # the library's initialisation this pool opened under
-        self._sessions: list[Any] = []
+        self._sessions: list[_Pooled] = []
         self.executor = ThreadPoolExecutor(max_workers=self._size,
                                            thread_name_prefix="vaultgraph-pkcs11")
 
     def __repr__(self) -> str:
         return f"Pkcs11Token(token_label={self.token_label!r}, sessions={self._size})"
+
+    @property
+    def size(self) -> int:
+        """Sessions in the pool (and threads in the executor)."""
+        return self._size
 
     # -- connecting ----------------------------------------------------------------------
 
@@ -168,15 +275,19 @@ class Pkcs11Token:
             self._connect()
 
     def _connect(self) -> None:
-        from pkcs11 import exceptions as e
-
         self._close_sessions()
-        library = _Library.get(self.module)
+        library = self._library = _Library.get(self.module)
         if self._epoch is not None:  # reconnecting: a token that came back needs a new slot list
             library.restart(self._epoch)
         self._epoch = library.epoch
         self._generation += 1
-        self._keys.clear()
+        with library.calls():
+            self._open(library)
+        self._broken = False
+
+    def _open(self, library: _Library) -> None:
+        from pkcs11 import exceptions as e
+
         try:
             token = library.lib.get_token(token_label=self.token_label)
         except e.NoSuchToken:
@@ -191,25 +302,26 @@ class Pkcs11Token:
         library.login(token, self.token_label, self._pin)
         # Login is per application: the pool's sessions share it, and closing them never logs
         # the process out (the login session stays with the library).
-        sessions = [token.open(rw=True) for _ in range(self._size)]
-        self._sessions = sessions
+        self._sessions = [_Pooled(self._generation, token.open(rw=True))
+                          for _ in range(self._size)]
         for label in list(self._known):  # the keys found before are there again
             try:
-                self._find(sessions[0], label)
+                self._find(self._sessions[0], label)
             except e.PKCS11Error:
-                self._close_sessions()
+                self._close_sessions(inside=True)
                 raise TokenError(f"the key {label!r} is gone from the PKCS#11 token "
                                  f"{self.token_label!r}") from None
-        for session in sessions:
-            self._pool.put((self._generation, session))
-        self._broken = False
+        for pooled in self._sessions:
+            self._pool.put(pooled)
 
-    def _close_sessions(self) -> None:
+    def _close_sessions(self, *, inside: bool = False) -> None:
         while not self._pool.empty():
             self._pool.get_nowait()
-        for session in self._sessions:
-            with contextlib.suppress(Exception):  # a lost token's sessions are gone already
-                session.close()
+        if self._sessions and self._library is not None:
+            with contextlib.nullcontext() if inside else self._library.calls():
+                for pooled in self._sessions:
+                    with contextlib.suppress(Exception):  # a lost token's are gone already
+                        pooled.session.close()
         self._sessions = []
 
     def close(self) -> None:
@@ -224,20 +336,28 @@ class Pkcs11Token:
     def session(self) -> Iterator[Any]:
         """A session of the pool for one call (this thread only), reconnecting first when the
         token was lost and the pause since the last attempt is over."""
+        with self._borrow() as pooled:
+            yield pooled.session
+
+    @contextmanager
+    def _borrow(self) -> Iterator[_Pooled]:
         with self._state:
             if self._broken:
                 self._reconnect()
             self._busy += 1
+            library = self._library
+        assert library is not None  # connected once (`_reconnect` raised otherwise)
         try:
-            generation, session = self._pool.get(timeout=30)
+            pooled = self._pool.get(timeout=30)
         except queue.Empty:
             self._release()
             raise KeyStoreUnavailable() from None
         try:
-            yield session
+            with library.calls():
+                yield pooled
         finally:
-            if generation == self._generation:
-                self._pool.put((generation, session))
+            if pooled.generation == self._generation:
+                self._pool.put(pooled)
             self._release()
 
     def _release(self) -> None:
@@ -252,7 +372,10 @@ class Pkcs11Token:
         if now - self._last_attempt < RECONNECT_PAUSE:
             raise KeyStoreUnavailable()
         self._last_attempt = now
-        self._state.wait_for(lambda: self._busy == 0, timeout=10)
+        # The calls in flight first (they fail fast on a lost token): closing sessions and
+        # finalising the module under a call would free what it uses.
+        if not self._state.wait_for(lambda: self._busy == 0, timeout=DRAIN_WAIT):
+            raise KeyStoreUnavailable()
         try:
             self._connect()
         except Exception as exc:  # any failure: still away; said once a pause
@@ -271,15 +394,15 @@ class Pkcs11Token:
 
     # -- keys ------------------------------------------------------------------------------
 
-    def _find(self, session: Any, label: str) -> Any:
+    def _find(self, pooled: _Pooled, label: str) -> Any:
         from pkcs11 import KeyType, ObjectClass
 
-        cached = self._keys.get((id(session), label))
+        cached = pooled.keys.get(label)
         if cached is not None:
             return cached
-        key = session.get_key(object_class=ObjectClass.SECRET_KEY, key_type=KeyType.AES,
-                              label=label)
-        self._keys[(id(session), label)] = key
+        key = pooled.session.get_key(object_class=ObjectClass.SECRET_KEY,
+                                     key_type=KeyType.AES, label=label)
+        pooled.keys[label] = key
         self._known.add(label)
         return key
 
@@ -289,32 +412,32 @@ class Pkcs11Token:
         a failure because the token is away is `KeyStoreUnavailable`."""
         from pkcs11 import exceptions as e
 
-        with self.session() as session:
+        with self._borrow() as pooled:
             for attempt in (1, 2):
                 try:
-                    return work(self._find(session, label))
+                    return work(self._find(pooled, label))
                 except e.PKCS11Error as exc:
-                    if not self._healthy(session, label):
+                    if not self._healthy(pooled, label):
                         self._lost(type(exc).__name__)
                         raise KeyStoreUnavailable() from None
                     if isinstance(exc, e.NoSuchKey):
                         raise CryptoError(_NOT_IN_TOKEN) from None
                     if attempt == 1 and isinstance(exc, e.ObjectHandleInvalid | e.KeyHandleInvalid):
-                        self._keys.pop((id(session), label), None)
+                        pooled.keys.pop(label, None)
                         continue  # a stale handle, the token healthy: find the key again
                     raise CryptoError(_UNWRAP_FAILED) from None
             raise AssertionError("unreachable")
 
-    def _healthy(self, session: Any, label: str) -> bool:
+    def _healthy(self, pooled: _Pooled, label: str) -> bool:
         """Whether the token still answers with the keys it had: SoftHSM and real HSMs alike
         report a failed GCM tag as a generic error, so the probe tells the two apart."""
         from pkcs11 import exceptions as e
 
-        probes = [k for k in self._known if k != label][:1] or [label]
+        probes = [k for k in list(self._known) if k != label][:1] or [label]
         try:
             for probe in probes:
-                self._keys.pop((id(session), probe), None)
-                self._find(session, probe)
+                pooled.keys.pop(probe, None)
+                self._find(pooled, probe)
         except e.NoSuchKey:
             return probe == label and label not in self._known
         except e.PKCS11Error:
