@@ -8,11 +8,11 @@ file, one wrk thread, the benchmark's prepared request pool, 100,000 tokens load
 `bench-setup` changes all of the benchmark's at once, so the figure `make bench` reports is
 reproduced in the same run.
 
-Every variant's processes run from the start to the end; rounds alternate between variants
-(the order rotating each round) so they share the machine's state. Variants that differ only in
-the service share a Neo4j (started by the first service, as `make run` starts it; the others
-find it running). Each Neo4j has its own home under `.vaultgraph/defaults-ab/` (wiped at every
-start) and its own ports: nothing here touches 7687, the tests' 7688 or the benchmark's 7689.
+Each variant has its own Neo4j (started by its service, as `make run` starts it) with its own
+home under `.vaultgraph/defaults-ab/<variant>/` (wiped at every start) and its own ports, so its
+store grows with its own requests only: nothing here touches 7687, the tests' 7688 or the
+benchmark's 7689. Every variant's processes run from the start to the end; rounds alternate
+between variants (the order rotating each round) so they share the machine's state.
 
 Reported per variant and workload (create: `POST /tokens`, a new card each time; get:
 `GET /tokens/{id}` of a random stored token, masked): the medians over the measured rounds of
@@ -103,14 +103,6 @@ class Variant:
     output: str = "terminal"      # terminal (a pseudo-terminal) or file
     threads: int = 2              # wrk -t
     load: str = "each"            # each (wrk_each.lua) or pool (the benchmark's wrk_pool.lua)
-
-    @property
-    def neo4j_key(self) -> tuple:
-        return (self.heap, self.pagecache, self.large)
-
-    @property
-    def service_key(self) -> tuple:
-        return (*self.neo4j_key, self.workers, self.output)
 
 
 DEFAULTS = Variant("defaults", "none: make run, wrk -t2 -c32 with a script making each request")
@@ -323,7 +315,7 @@ class ServiceProcess:
             env["VAULTGRAPH_NEO4J_PAGECACHE"] = self.stack.pagecache
         return env
 
-    def start(self, timeout: float = 600.0) -> None:
+    def start(self) -> None:
         if port_in_use(self.port):
             raise SystemExit(f"[bench] port {self.port} is in use: set BENCH_DEFAULTS_AB_PORT")
         exe = Path(sys.executable).with_name("vaultgraph")
@@ -335,7 +327,11 @@ class ServiceProcess:
                 start_new_session=True)
         finally:
             os.close(out)
-        deadline = time.monotonic() + timeout
+
+    async def ready(self, within: float = 600.0) -> None:
+        """Wait until the service answers /ready (Neo4j started, schema applied, pool warm)."""
+        assert self.proc is not None
+        deadline = time.monotonic() + within
         while not _ready(self.url + "/ready"):
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the service on {self.port} exited with "
@@ -343,8 +339,8 @@ class ServiceProcess:
                                    f"{self.output.tail()}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the service on {self.port} did not become ready in "
-                                   f"{timeout:.0f}s; its last output:\n{self.output.tail()}")
-            time.sleep(0.5)
+                                   f"{within:.0f}s; its last output:\n{self.output.tail()}")
+            await asyncio.sleep(0.5)  # a point where Ctrl-C cancels the run
         say(f"service ready on {self.url} (pid {self.proc.pid}, {self.workers or 'one per CPU'}"
             f" worker(s), output to a {self.output.kind})")
 
@@ -415,44 +411,36 @@ class Load:
 class Harness:
     def __init__(self, cfg: Settings, variants: list[Variant]):
         self.cfg, self.variants = cfg, variants
-        self.stacks: dict[tuple, Neo4jStack] = {}
-        self.services: dict[tuple, ServiceProcess] = {}
+        self.stacks: dict[str, Neo4jStack] = {}         # by variant
+        self.services: dict[str, ServiceProcess] = {}
         self.loads: dict[str, Load] = {}
         self.work_dir = Path(cfg.home) / "work"
 
     def plan(self) -> None:
+        """A Neo4j and a service for each variant: a variant's store grows with its own
+        requests only, as a user's does (the default page cache is small next to a store the
+        audit trail grows by every request, so sharing would tilt the comparison)."""
         home = Path(self.cfg.home)
-        for v in self.variants:
-            if v.neo4j_key not in self.stacks:
-                n = len(self.stacks)
-                self.stacks[v.neo4j_key] = Neo4jStack(
-                    home / f"neo4j-{v.heap}-{v.pagecache}-{'large' if v.large else 'small'}",
-                    self.cfg.bolt_port + n, self.cfg.http_port + n, v.heap, v.pagecache)
-        for v in self.variants:
-            if v.service_key not in self.services:
-                stack = self.stacks[v.neo4j_key]
-                n = len(self.services)
-                output = Output(v.output, self.work_dir / f"service-{n}.log")
-                self.services[v.service_key] = ServiceProcess(
-                    stack, self.cfg.port + n, v.workers, output)
+        for n, v in enumerate(self.variants):
+            stack = Neo4jStack(home / v.name, self.cfg.bolt_port + n, self.cfg.http_port + n,
+                               v.heap, v.pagecache)
+            self.stacks[v.name] = stack
+            output = Output(v.output, self.work_dir / f"service-{v.name}.log")
+            self.services[v.name] = ServiceProcess(stack, self.cfg.port + n, v.workers, output)
 
     async def start(self, wrk: str) -> None:
         shutil.rmtree(self.work_dir, ignore_errors=True)
         self.work_dir.mkdir(parents=True)
         for stack in self.stacks.values():
             stack.fresh()
-        loaded: set[tuple] = set()
-        for key, service in self.services.items():
-            service.start()
-            stack = service.stack
-            if key[:3] not in loaded:
-                loaded.add(key[:3])
-                tokens = self.cfg.large_tokens if key[2] else self.cfg.tokens
-                say(f"loading {tokens:,} tokens into the Neo4j on {stack.bolt_port}")
-                await stack.load(tokens)
         for v in self.variants:
-            self.loads[v.name] = Load(wrk, v, self.services[v.service_key], self.cfg,
-                                      self.work_dir)
+            service = self.services[v.name]
+            service.start()
+            await service.ready()
+            tokens = self.cfg.large_tokens if v.large else self.cfg.tokens
+            say(f"{v.name}: loading {tokens:,} tokens into the Neo4j on {service.stack.bolt_port}")
+            await service.stack.load(tokens)
+            self.loads[v.name] = Load(wrk, v, service, self.cfg, self.work_dir)
 
     def stop(self) -> None:
         for service in reversed(list(self.services.values())):
@@ -466,7 +454,7 @@ class Harness:
     def groups(self, variant: Variant) -> dict[str, int]:
         """The measured variant's service and Neo4j, this process (the load generator: wrk is
         its child), and every other process tree of the run, so none is counted twice."""
-        service = self.services[variant.service_key]
+        service = self.services[variant.name]
         neo4j = service.stack.local().running_pid()
         groups = {"service": service.pid, "loadgen": os.getpid()}
         if neo4j is not None:
@@ -481,7 +469,7 @@ class Harness:
         return groups
 
     async def measure(self, variant: Variant, workload: str) -> dict:
-        service = self.services[variant.service_key]
+        service = self.services[variant.name]
         groups = self.groups(variant)
         written = service.output.written()
         before = cpu.snapshot(groups)

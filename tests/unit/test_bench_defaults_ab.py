@@ -78,22 +78,24 @@ def test_settings_read_from_the_environment():
     assert cfg.tokens == Settings().tokens and cfg.warmup_rounds == 3
 
 
-def test_variants_share_a_neo4j_or_a_service_only_when_they_differ_in_nothing_else(tmp_path):
+def test_each_variant_has_its_own_neo4j_service_and_ports(tmp_path):
     cfg = dataclasses.replace(Settings(), home=str(tmp_path))
     harness = Harness(cfg, select(""))
     harness.plan()
-    # defaults, one-worker, output-file, wrk-* share one Neo4j; 1g/1g, 100k and bench-setup not.
-    assert len(harness.stacks) == 4
-    # defaults, wrk-1-thread and wrk-pool share one service; each other variant has its own.
-    assert len(harness.services) == 6
+    assert list(harness.services) == list(harness.stacks) == list(VARIANTS)
     ports = [s.port for s in harness.services.values()]
     bolts = [s.bolt_port for s in harness.stacks.values()]
-    assert ports == list(range(cfg.port, cfg.port + 6))
-    assert bolts == list(range(cfg.bolt_port, cfg.bolt_port + 4))
-    assert {7687, 7688, 7689} & set(bolts) == set()
-    same = harness.services[VARIANTS["defaults"].service_key]
-    assert harness.services[VARIANTS["wrk-pool"].service_key] is same
-    assert harness.services[VARIANTS["one-worker"].service_key].stack is same.stack
+    https = [s.http_port for s in harness.stacks.values()]
+    assert ports == list(range(cfg.port, cfg.port + 8))
+    assert bolts == list(range(cfg.bolt_port, cfg.bolt_port + 8))
+    assert https == list(range(cfg.http_port, cfg.http_port + 8))
+    assert {7687, 7688, 7689, 7474, 7475, 7476} & set(bolts + https) == set()
+    assert len({s.home for s in harness.stacks.values()}) == 8
+    for name, service in harness.services.items():
+        v = VARIANTS[name]
+        assert service.stack is harness.stacks[name]
+        assert (service.workers, service.output.kind) == (v.workers, v.output)
+        assert (service.stack.heap, service.stack.pagecache) == (v.heap, v.pagecache)
 
 
 def test_service_environment_holds_only_home_ports_and_rate_limits(tmp_path, monkeypatch):
@@ -104,7 +106,7 @@ def test_service_environment_holds_only_home_ports_and_rate_limits(tmp_path, mon
     harness.plan()
     default_env, big_env = (s.env() for s in harness.services.values())
     ours = {k: v for k, v in default_env.items() if k.startswith("VAULTGRAPH_")}
-    assert ours == {"VAULTGRAPH_HOME": str(tmp_path / "neo4j-512m-256m-small"),
+    assert ours == {"VAULTGRAPH_HOME": str(tmp_path / "defaults"),
                     "VAULTGRAPH_PORT": str(cfg.port),
                     "VAULTGRAPH_NEO4J_BOLT_PORT": str(cfg.bolt_port),
                     "VAULTGRAPH_NEO4J_HTTP_PORT": str(cfg.http_port),
