@@ -40,6 +40,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -388,15 +389,19 @@ class Load:
         self.context = Context(stack.tenant, stack.ids, catalog=None, driver=None,
                                counter=20_000_000 + 1_000_000 * list(VARIANTS).index(variant.name))
 
-    async def run(self, workload: str) -> Result:
+    def prepare(self, workload: str) -> Callable[[], Awaitable[Result]]:
+        """One run of `workload`, its request pool (if any) built now, outside the window."""
         self.calls += 1
         if self.variant.load == "pool":
             w = next(w for w in WORKLOADS if w.name == workload)
             rng = random.Random(f"{workload}-{self.calls}")  # noqa: S311 - request variety
             pool = [w.http(item) for item in w.items(self.context, rng)]
-            return await self.pool.run(pool, self.cfg.duration)
+            return lambda: self.pool.run(pool, self.cfg.duration)
         args = (["create", str(self.calls * 10_000)] if workload == "create"
                 else ["get", str(self.ids_file), str(self.calls)])
+        return lambda: self._each(args)
+
+    async def _each(self, args: list[str]) -> Result:
         argv = [self.wrk, f"-t{self.variant.threads}", f"-c{self.cfg.connections}",
                 f"-d{self.cfg.duration}s", "-s", str(EACH_LUA), self.service.url, "--", *args]
         proc = await asyncio.create_subprocess_exec(
@@ -472,8 +477,9 @@ class Harness:
         service = self.services[variant.name]
         groups = self.groups(variant)
         written = service.output.written()
+        run = self.loads[variant.name].prepare(workload)
         before = cpu.snapshot(groups)
-        result = await self.loads[variant.name].run(workload)
+        result = await run()
         after = cpu.snapshot(groups)
         spent = cpu.per_request(before, after, result.requests)
         idle = sum(v or 0 for k, v in spent.items() if k.startswith("other-"))
