@@ -4,7 +4,8 @@ The default set-up): `make run` as a user starts it — `vaultgraph serve --loca
 load-tests it by hand: `wrk -t2 -c32 -d20s` with a script that makes each request as it sends
 it (`bench/wrk_each.lua`), three discarded warm-up rounds, then four measured rounds. Each
 variant changes ONE thing from that (the benchmark's Neo4j memory, one worker, output to a
-file, one wrk thread, the benchmark's prepared request pool, 100,000 tokens loaded), and
+file, no log line a request, one wrk thread, the benchmark's prepared request pool, 100,000
+tokens loaded), and
 `bench-setup` changes all of the benchmark's at once, so the figure `make bench` reports is
 reproduced in the same run.
 
@@ -102,6 +103,7 @@ class Variant:
     large: bool = False           # large_tokens loaded instead of tokens
     workers: int = 0              # make run: one per CPU
     output: str = "terminal"      # terminal (a pseudo-terminal) or file
+    log_level: str = ""           # VAULTGRAPH_LOG_LEVEL when set (the default: INFO)
     threads: int = 2              # wrk -t
     load: str = "each"            # each (wrk_each.lua) or pool (the benchmark's wrk_pool.lua)
 
@@ -114,6 +116,9 @@ VARIANTS = {v.name: v for v in (
     dataclasses.replace(DEFAULTS, name="one-worker", change="one service worker", workers=1),
     dataclasses.replace(DEFAULTS, name="output-file", change="service output to a file",
                         output="file"),
+    dataclasses.replace(DEFAULTS, name="log-warning",
+                        change="VAULTGRAPH_LOG_LEVEL=WARNING: no log line a request",
+                        log_level="WARNING"),
     dataclasses.replace(DEFAULTS, name="wrk-1-thread", change="wrk -t1", threads=1),
     dataclasses.replace(DEFAULTS, name="wrk-pool",
                         change="the benchmark's prepared request pool (wrk_pool.lua)",
@@ -293,10 +298,13 @@ class Neo4jStack:
 
 class ServiceProcess:
     """`vaultgraph serve --local-neo4j --workers N` with the defaults: only the home, the
-    ports and the rate limits (off, as in the figures compared) are set."""
+    ports and the rate limits (off, as in the figures compared) are set, and a variant's own
+    change (Neo4j's memory, the log level)."""
 
-    def __init__(self, stack: Neo4jStack, port: int, workers: int, output: Output):
+    def __init__(self, stack: Neo4jStack, port: int, workers: int, output: Output,
+                 log_level: str = ""):
         self.stack, self.port, self.workers, self.output = stack, port, workers, output
+        self.log_level = log_level
         self.url = f"http://127.0.0.1:{port}"
         self.proc: subprocess.Popen | None = None
 
@@ -314,6 +322,8 @@ class ServiceProcess:
         if (self.stack.heap, self.stack.pagecache) != (DEFAULTS.heap, DEFAULTS.pagecache):
             env["VAULTGRAPH_NEO4J_HEAP"] = self.stack.heap
             env["VAULTGRAPH_NEO4J_PAGECACHE"] = self.stack.pagecache
+        if self.log_level:
+            env["VAULTGRAPH_LOG_LEVEL"] = self.log_level
         return env
 
     def start(self) -> None:
@@ -431,7 +441,8 @@ class Harness:
                                v.heap, v.pagecache)
             self.stacks[v.name] = stack
             output = Output(v.output, self.work_dir / f"service-{v.name}.log")
-            self.services[v.name] = ServiceProcess(stack, self.cfg.port + n, v.workers, output)
+            self.services[v.name] = ServiceProcess(stack, self.cfg.port + n, v.workers, output,
+                                                   v.log_level)
 
     async def start(self, wrk: str) -> None:
         shutil.rmtree(self.work_dir, ignore_errors=True)

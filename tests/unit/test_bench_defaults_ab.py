@@ -38,7 +38,7 @@ def test_defaults_are_the_settings_defaults_make_run_uses():
 
 @pytest.mark.parametrize("name", [n for n in VARIANTS if n not in ("defaults", "bench-setup")])
 def test_each_variant_changes_exactly_one_thing(name):
-    fields = ("heap", "pagecache", "large", "workers", "output", "threads", "load")
+    fields = ("heap", "pagecache", "large", "workers", "output", "log_level", "threads", "load")
     changed = [f for f in fields if getattr(VARIANTS[name], f) != getattr(DEFAULTS, f)]
     # The Neo4j memory is one change made of two settings.
     assert changed in (["heap", "pagecache"], [changed[0]]) and changed
@@ -49,6 +49,7 @@ def test_bench_setup_is_the_benchmarks_configuration():
     assert (v.heap, v.pagecache, v.large, v.output, v.threads, v.load) == (
         "1g", "1g", True, "file", 1, "pool")
     assert v.workers == DEFAULTS.workers  # both: one per CPU
+    assert v.log_level == DEFAULTS.log_level == ""  # both: the default level
 
 
 def test_select_puts_defaults_first_and_drops_repeats():
@@ -86,11 +87,12 @@ def test_each_variant_has_its_own_neo4j_service_and_ports(tmp_path):
     ports = [s.port for s in harness.services.values()]
     bolts = [s.bolt_port for s in harness.stacks.values()]
     https = [s.http_port for s in harness.stacks.values()]
-    assert ports == list(range(cfg.port, cfg.port + 8))
-    assert bolts == list(range(cfg.bolt_port, cfg.bolt_port + 8))
-    assert https == list(range(cfg.http_port, cfg.http_port + 8))
+    n = len(VARIANTS)
+    assert ports == list(range(cfg.port, cfg.port + n))
+    assert bolts == list(range(cfg.bolt_port, cfg.bolt_port + n))
+    assert https == list(range(cfg.http_port, cfg.http_port + n))
     assert {7687, 7688, 7689, 7474, 7475, 7476} & set(bolts + https) == set()
-    assert len({s.home for s in harness.stacks.values()}) == 8
+    assert len({s.home for s in harness.stacks.values()}) == n
     for name, service in harness.services.items():
         v = VARIANTS[name]
         assert service.stack is harness.stacks[name]
@@ -102,9 +104,9 @@ def test_service_environment_holds_only_home_ports_and_rate_limits(tmp_path, mon
     monkeypatch.setenv("VAULTGRAPH_NEO4J_BOLT_PORT", "7688")  # a test set-up's, say
     monkeypatch.setenv("VAULTGRAPH_WORKERS", "3")
     cfg = dataclasses.replace(Settings(), home=str(tmp_path))
-    harness = Harness(cfg, select("neo4j-1g-1g"))
+    harness = Harness(cfg, select("neo4j-1g-1g,log-warning"))
     harness.plan()
-    default_env, big_env = (s.env() for s in harness.services.values())
+    default_env, big_env, quiet_env = (s.env() for s in harness.services.values())
     ours = {k: v for k, v in default_env.items() if k.startswith("VAULTGRAPH_")}
     assert ours == {"VAULTGRAPH_HOME": str(tmp_path / "defaults"),
                     "VAULTGRAPH_PORT": str(cfg.port),
@@ -113,6 +115,9 @@ def test_service_environment_holds_only_home_ports_and_rate_limits(tmp_path, mon
                     "VAULTGRAPH_RATE_LIMIT": "1e9", "VAULTGRAPH_RATE_BURST": "1000000000"}
     assert (big_env["VAULTGRAPH_NEO4J_HEAP"], big_env["VAULTGRAPH_NEO4J_PAGECACHE"]) == (
         "1g", "1g")
+    assert "VAULTGRAPH_LOG_LEVEL" not in big_env
+    assert quiet_env["VAULTGRAPH_LOG_LEVEL"] == "WARNING"
+    assert "VAULTGRAPH_NEO4J_HEAP" not in quiet_env
 
 
 def _sample(rps, p99, service, errors=0):
