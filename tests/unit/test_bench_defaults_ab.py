@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -19,6 +22,7 @@ from bench.defaults_ab import (
     DEFAULTS,
     VARIANTS,
     Harness,
+    Output,
     Settings,
     rotated,
     select,
@@ -160,3 +164,22 @@ def test_wrk_without_answers_has_no_percentiles_and_a_failure_is_raised():
         parse_wrk("unable to connect", 1)
     with pytest.raises(RuntimeError, match="wrk failed"):
         parse_wrk(line, 2)
+
+
+@pytest.mark.parametrize("kind", ["terminal", "file"])
+def test_output_counts_what_the_child_writes_and_keeps_its_tail(tmp_path, kind):
+    output = Output(kind, tmp_path / "service.log")
+    fd = output.open()
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import sys; sys.stdout.write('x' * 5000 + 'the end')"],
+            stdout=fd, stderr=fd, stdin=subprocess.DEVNULL)
+    finally:
+        os.close(fd)
+    assert child.wait(timeout=30) == 0
+    deadline = time.monotonic() + 10
+    while output.written() < 5007 and time.monotonic() < deadline:
+        time.sleep(0.05)  # the terminal's draining thread catching up
+    assert output.written() == 5007
+    assert output.tail().endswith("the end") and len(output.tail()) == 4096
+    output.close()
