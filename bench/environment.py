@@ -52,17 +52,22 @@ def _leftover_pids(home: Path) -> list[int]:
     return found
 
 
-def start_neo4j(cfg: BenchConfig) -> LocalNeo4j:
-    """A fresh database: a leftover benchmark server is stopped and its data removed."""
-    neo = bench_neo4j(cfg)
-    neo.stop()
-    for pid in _leftover_pids(cfg.neo4j_home):
+def stop_leftovers(home: Path) -> None:
+    """Stop the Neo4j servers an earlier run left running on `home` (killed hard, say)."""
+    for pid in _leftover_pids(home):
         say(f"stopping a leftover benchmark Neo4j (pid {pid})")
         os.kill(pid, signal.SIGTERM)
         for _ in range(300):
             if not Path(f"/proc/{pid}").exists():
                 break
             time.sleep(0.2)
+
+
+def start_neo4j(cfg: BenchConfig) -> LocalNeo4j:
+    """A fresh database: a leftover benchmark server is stopped and its data removed."""
+    neo = bench_neo4j(cfg)
+    neo.stop()
+    stop_leftovers(cfg.neo4j_home)
     shutil.rmtree(cfg.neo4j_home / "data", ignore_errors=True)
     neo.start()
     return neo

@@ -47,6 +47,25 @@ def write_pool(path: Path, requests: Sequence[Request]) -> None:
                                 r.body)) + b"\n")
 
 
+def parse_wrk(text: str, returncode: int | None) -> Result:
+    """The `BENCH_JSON {...}` line a wrk script's `done()` prints (bench/wrk_pool.lua), as a
+    Result; RuntimeError with wrk's output when it failed or printed none."""
+    match = _RESULT.search(text)
+    if returncode != 0 or match is None:
+        raise RuntimeError(f"wrk failed ({returncode}): {text[-2000:]}")
+    raw = orjson.loads(match.group(1))
+    errors = sum(raw[k] for k in ("connect", "read", "write", "status", "timeout"))
+    # wrk counts responses (any status) as requests; timed-out requests only as errors, and
+    # its latency histogram holds responses only: no response, no percentile.
+    answered = raw["requests"]
+    nan = float("nan")
+    return Result(requests=answered + raw["timeout"] + raw["connect"], errors=errors,
+                  seconds=raw["duration_us"] / 1e6,
+                  p50_ms=raw["p50"] / 1000 if answered else nan,
+                  p99_ms=raw["p99"] / 1000 if answered else nan,
+                  p999_ms=raw["p999"] / 1000 if answered else nan)
+
+
 class Wrk:
     name = "wrk"
 
@@ -65,21 +84,7 @@ class Wrk:
             *argv, env={**os.environ, "BENCH_KEY": self.key},
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
         out, _ = await proc.communicate()
-        text = out.decode(errors="replace")
-        match = _RESULT.search(text)
-        if proc.returncode != 0 or match is None:
-            raise RuntimeError(f"wrk failed ({proc.returncode}): {text[-2000:]}")
-        raw = orjson.loads(match.group(1))
-        errors = sum(raw[k] for k in ("connect", "read", "write", "status", "timeout"))
-        # wrk counts responses (any status) as requests; timed-out requests only as errors, and
-        # its latency histogram holds responses only: no response, no percentile.
-        answered = raw["requests"]
-        nan = float("nan")
-        return Result(requests=answered + raw["timeout"] + raw["connect"], errors=errors,
-                      seconds=raw["duration_us"] / 1e6,
-                      p50_ms=raw["p50"] / 1000 if answered else nan,
-                      p99_ms=raw["p99"] / 1000 if answered else nan,
-                      p999_ms=raw["p999"] / 1000 if answered else nan)
+        return parse_wrk(out.decode(errors="replace"), proc.returncode)
 
 
 class PythonClient:

@@ -1,0 +1,81 @@
+-- wrk script that makes each request as it sends it, as a person load-testing the service by
+-- hand writes one (bench/defaults_ab.py): `create` posts a new Luhn-valid card with metadata
+-- each time; `get` reads a stored token picked at random from a file of ids (one a line).
+-- Arguments after `--`: the mode, then `create <first number>` or `get <ids file> <seed>`.
+-- Prints the same JSON summary as wrk_pool.lua.
+local key = os.getenv("BENCH_KEY")
+local counter = 0
+
+function setup(thread)
+  thread:set("tid", counter)
+  counter = counter + 1
+end
+
+local mode
+local ids = {}
+local hi, lo = 0, 0
+local headers
+
+local REGIONS = {"eu-west", "eu-north", "us-east", "us-west", "ap-south", "ap-east", "sa-east",
+                 "af"}
+
+local function luhn(body)
+  local total, len = 0, #body
+  for pos = 0, len - 1 do
+    local d = tonumber(body:sub(len - pos, len - pos))
+    if pos % 2 == 0 then
+      d = d * 2
+      if d > 9 then d = d - 9 end
+    end
+    total = total + d
+  end
+  return body .. tostring((10 - total % 10) % 10)
+end
+
+function init(args)
+  mode = args[1]
+  headers = {["SVC-API-KEY"] = key}
+  if mode == "create" then
+    headers["Content-Type"] = "application/json"
+    -- 15 digits: 5, the thread, then 13 from a counter that starts at the given number.
+    hi = tonumber(args[2]) + tid * 1000
+    lo = 0
+  elseif mode == "get" then
+    local f = assert(io.open(args[2], "r"))
+    for line in f:lines() do
+      if line ~= "" then ids[#ids + 1] = line end
+    end
+    f:close()
+    math.randomseed(tonumber(args[3]) + tid)
+  else
+    error("mode must be create or get")
+  end
+end
+
+function request()
+  if mode == "get" then
+    return wrk.format("GET", "/tokens/" .. ids[math.random(#ids)], headers)
+  end
+  lo = lo + 1
+  if lo >= 10000000 then
+    lo = 0
+    hi = hi + 1
+  end
+  local n = hi * 10000000 + lo
+  local number = luhn(string.format("5%d%06d%07d", tid % 10, hi % 1000000, lo))
+  local body = string.format(
+    '{"type":"card","data":{"number":"%s","expiration_month":%d,"expiration_year":%d,' ..
+    '"cvc":"%03d"},"metadata":{"customer_id":"cus_%07d","region":"%s"}}',
+    number, 1 + n % 12, 2027 + n % 5, n % 1000, math.floor(n / 50) % 10000000,
+    REGIONS[1 + n % 8])
+  return wrk.format("POST", "/tokens", headers, body)
+end
+
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    'BENCH_JSON {"requests":%d,"duration_us":%d,"connect":%d,"read":%d,"write":%d,' ..
+    '"status":%d,"timeout":%d,"p50":%.1f,"p99":%.1f,"p999":%.1f,"max":%.1f}\n',
+    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
+    latency:percentile(50), latency:percentile(99), latency:percentile(99.9), latency.max))
+end
