@@ -31,6 +31,8 @@ class BenchConfig:
     workloads: str = ""             # comma-separated subset; empty runs them all
     profile: bool = False           # py-spy the service after each workload's measurement
     plans: bool = False             # PROFILE each workload's statements (db hits per request)
+    audit_off: str = "create,get"   # workloads measured again with the trail on, then off
+                                    # (bench/unaudited); empty: none
     jfr: bool = False               # JFR-record Neo4j during each measured window (bench/jfr.py)
     scale_sizes: str = "10000,100000"  # make bench-scale; add 1000000 for the full run
     soak: float = 300.0             # make bench-soak: seconds of the get workload, after warm-up
@@ -65,6 +67,10 @@ class BenchConfig:
     def profile_dir(self) -> Path:
         """BENCH_PROFILE's collapsed stacks, one file per workload, kept with the results."""
         return RESULTS / "profiles" / time.strftime("%Y-%m-%d", time.gmtime())
+
+    def audit_off_workloads(self) -> list[str]:
+        return [w.strip() for w in self.audit_off.split(",")
+                if w.strip() and self.selected(w.strip())]
 
     def selected(self, name: str) -> bool:
         wanted = [w.strip() for w in self.workloads.split(",") if w.strip()]

@@ -18,6 +18,9 @@ from vaultgraph.neo4j_local import ENTRY_POINT, LocalNeo4j
 from . import stalls
 from .config import ROOT, BenchConfig
 
+# On the service's PYTHONPATH, switches its audit trail off (bench/unaudited/sitecustomize.py).
+UNAUDITED = Path(__file__).resolve().parent / "unaudited"
+
 
 def service_workers() -> str:
     """VAULTGRAPH_WORKERS for the service under test: as `make run`, one per CPU unless the
@@ -76,8 +79,11 @@ def start_neo4j(cfg: BenchConfig) -> LocalNeo4j:
 class Service:
     """`vaultgraph serve` as a child process on the benchmark's port."""
 
-    def __init__(self, cfg: BenchConfig, neo: LocalNeo4j, kek: str):
+    def __init__(self, cfg: BenchConfig, neo: LocalNeo4j, kek: str, *, unaudited: bool = False):
+        """`unaudited`: with the audit trail switched off (bench/unaudited), for the on/off
+        comparison only."""
         self.cfg = cfg
+        self.unaudited = unaudited
         self.url = f"http://127.0.0.1:{cfg.port}"
         self.env = {
             **os.environ,
@@ -97,6 +103,9 @@ class Service:
             "VAULTGRAPH_METRICS_PORT": str(cfg.port + 1),
             "VAULTGRAPH_WORKERS": service_workers(),
         }
+        if unaudited:
+            self.env["PYTHONPATH"] = os.pathsep.join(
+                [str(UNAUDITED), *filter(None, [os.environ.get("PYTHONPATH")])])
         self.proc: subprocess.Popen | None = None
         self.log_path = cfg.work_dir / "service.log"
 

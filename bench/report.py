@@ -51,6 +51,7 @@ def table(result: dict) -> str:
         r = "-" if w["ratio"] is None else f"{w['ratio']:.2f}"
         lines.append("| " + " | ".join([name, *_side(w["service"]), *_side(w["bare"]), r]) + " |")
     lines += cpu_table(result)
+    lines += audit_table(result)
     lines += memory_lines(result)
     lines += plans_table(result)
     notes = [f"- {n}: {w['note']}" for n, w in result["workloads"].items()
@@ -107,6 +108,24 @@ def cpu_table(result: dict) -> list[str]:
             "| audit events per batch, service / bare "
             "| Neo4j transactions per request, service / bare |",
             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|", *rows]
+
+
+def audit_table(result: dict) -> list[str]:
+    """The audit trail on against off, when the run measured it (BENCH_AUDIT_OFF)."""
+    rows = []
+    for name, a in (result.get("audit_off") or {}).items():
+        cost = "-" if a["throughput_cost"] is None else f"{100 * a['throughput_cost']:.1f} %"
+        target = "" if a["target"] is None else (
+            f" (≤ {100 * a['target']:.0f} %{'' if a['met'] else ': over'})")
+        rows.append(f"| {name} | {a['on']['rps']:,.0f} | {a['off']['rps']:,.0f} | {cost}{target} "
+                    f"| {_cpu(a['service_cpu_ms_added'])} | {_cpu(a['neo4j_cpu_ms_added'])} |")
+    if not rows:
+        return []
+    return ["", "The audit trail, on against off (the service measured with it, then restarted "
+            "without it; CPU ms per request):", "",
+            "| workload | on req/s | off req/s | throughput it costs (target) "
+            "| service CPU added | Neo4j CPU added |",
+            "|---|--:|--:|--:|--:|--:|", *rows]
 
 
 def plans_table(result: dict) -> list[str]:

@@ -40,7 +40,7 @@ from .destination import Destination
 from .environment import Service, machine, new_kek, say, service_workers, start_neo4j
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
 from .neo4j_log import DebugLog, PauseLog
-from .stats import Result, added_cpu, ratio
+from .stats import AUDIT_TARGETS, Result, added_cpu, audit_cost, ratio
 from .workloads import WORKLOADS, Context, Request, Workload, audited
 
 JVM_ROUND = 3.0     # seconds per workload and side in a JVM warm-up round
@@ -253,6 +253,23 @@ class Bench:
         return await self.measured(w, "service", ctx, groups, self.service.figures,
                                    self.loadgen.run(pool, cfg.duration))
 
+    async def audit_on_off(self, names: list[str]) -> dict:
+        """What the audit trail costs the whole service: each workload of `names` measured on
+        the service as it is, then again on one started with the trail switched off
+        (bench/unaudited), which serves the rest of the run. Same data, back to back."""
+        chosen = [w for w in WORKLOADS if w.name in names]
+        def rng(w: Workload) -> random.Random:
+            return random.Random(w.name)  # noqa: S311 - request variety
+
+        on = {w.name: await self.service_side(w, self.context(), rng(w)) for w in chosen}
+        self.service.stop()
+        self.service = Service(self.cfg, self.neo, self.kek, unaudited=True)
+        self.service.start()
+        say("service restarted with the audit trail off (bench/unaudited)")
+        off = {w.name: await self.service_side(w, self.context(), rng(w)) for w in chosen}
+        return {name: audit_cost(on[name], off[name], AUDIT_TARGETS.get(name))
+                for name in on}
+
     async def bare_side(self, w: Workload, ctx: Context, rng: random.Random) -> Result:
         cfg = self.cfg
         op = bare_op(w, ctx)
@@ -391,6 +408,8 @@ async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
                 result["workloads"][w.name] = await b.workload(w)
                 if cfg.profile:
                     result.setdefault("profile", {})[w.name] = await b.profile_workload(w)
+        if names := cfg.audit_off_workloads():
+            result["audit_off"] = await b.audit_on_off(names)
         done = result["workloads"]
         if done.get("create", {}).get("service") and done.get("tokenize", {}).get("service"):
             # The issue's target: batched creates at least 3x single creates, same run.

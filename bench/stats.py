@@ -82,3 +82,22 @@ def added_cpu(service: Result | None, bare: Result | None, target_ms: float) -> 
         out["neo4j_added_cpu_ms"] = round((svc["neo4j"] - (svc.get("neo4j_jit") or 0))
                                           - (own["neo4j"] - (own.get("neo4j_jit") or 0)), 3)
     return out
+
+
+# The most throughput the audit trail may cost the whole service, by workload.
+AUDIT_TARGETS = {"create": 0.10, "get": 0.15}
+
+
+def audit_cost(on: Result, off: Result, target: float | None) -> dict:
+    """The trail's cost, from one workload measured with it on and off: the share of
+    throughput it takes (`throughput_cost`, against `target`), and the CPU per request it adds
+    to the service and to Neo4j."""
+    out: dict = {"on": on.to_dict(), "off": off.to_dict(),
+                 "throughput_cost": (round(1 - on.rps / off.rps, 3) if off.rps > 0 else None),
+                 "target": target}
+    out["met"] = (None if target is None or out["throughput_cost"] is None
+                  else out["throughput_cost"] <= target)
+    for group in ("service", "neo4j"):
+        a, b = (on.cpu_ms or {}).get(group), (off.cpu_ms or {}).get(group)
+        out[f"{group}_cpu_ms_added"] = None if a is None or b is None else round(a - b, 3)
+    return out

@@ -21,8 +21,9 @@ TRIES = 24  # fresh connections: the kernel spreads them over both workers (all 
 
 
 @contextlib.asynccontextmanager
-async def two_workers(settings, tmp_path):
-    """`vaultgraph serve --workers 2`, once it said it serves (every worker started): its URL."""
+async def two_workers(settings, tmp_path, **extra_env: str):
+    """`vaultgraph serve --workers 2`, once it said it serves (every worker started): its URL.
+    `extra_env`: more of the service's environment."""
     port = free_port()
     env = {**os.environ, "VAULTGRAPH_NEO4J_URI": settings.neo4j_uri,
            "VAULTGRAPH_NEO4J_PASSWORD": settings.resolved_neo4j_password(),
@@ -31,7 +32,7 @@ async def two_workers(settings, tmp_path):
            "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "0", "VAULTGRAPH_LOG_LEVEL": "WARNING",
            "VAULTGRAPH_RATE_LIMIT": "0", "VAULTGRAPH_AUTH_FAILURE_LIMIT": "1000",
            # Far longer than the test: only the shared generation can make the change hold.
-           "VAULTGRAPH_AUTH_CACHE_TTL": "600"}
+           "VAULTGRAPH_AUTH_CACHE_TTL": "600", **extra_env}
     master = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "vaultgraph", "serve", "--workers", "2", env=env,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)

@@ -22,7 +22,7 @@ from bench.dataset import (
     customer,
 )
 from bench.run import bare_settings
-from bench.stats import Result, added_cpu, percentile, ratio
+from bench.stats import Result, added_cpu, audit_cost, percentile, ratio
 from vaultgraph.expressions import luhn_valid
 from vaultgraph.tokens.types import get_type
 
@@ -92,6 +92,23 @@ def test_the_cpu_table_prints_what_the_service_adds_and_its_target():
     rows = report.cpu_table({"workloads": {"get": cpu}})
     assert any(r.startswith("| get | 0.90 | 1.50 | 0.20 | - | 0.50 | 1.00 | 0.00 | "
                             "0.40 (≤ 0.30: over) | 0.30 |") for r in rows)
+
+
+def test_the_audit_trails_cost_is_on_against_off_and_printed_with_its_target():
+    from bench import report
+
+    def side(requests, cpu):
+        return Result(requests=requests, errors=0, seconds=1, p50_ms=1, p99_ms=1, p999_ms=1,
+                      cpu_ms=cpu)
+
+    cost = audit_cost(side(800, {"service": 1.0, "neo4j": 0.9}),
+                      side(1000, {"service": 0.8, "neo4j": 0.6}), 0.15)
+    assert (cost["throughput_cost"], cost["met"]) == (0.2, False)
+    assert (cost["service_cpu_ms_added"], cost["neo4j_cpu_ms_added"]) == (0.2, 0.3)
+    assert audit_cost(side(900, None), side(1000, None), 0.15)["service_cpu_ms_added"] is None
+    rows = report.audit_table({"audit_off": {"get": cost}})
+    assert "| get | 800 | 1,000 | 20.0 % (≤ 15 %: over) | 0.20 | 0.30 |" in rows
+    assert report.audit_table({}) == []
 
 
 @pytest.mark.parametrize("i", [0, 1, 7, 12345, 99_999, 10_000_001])
