@@ -7,6 +7,7 @@ statements); this repository manages webhooks and hands deliveries to the sender
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +80,10 @@ class WebhookRepository:
         return records[0]["attempts"] if records else None
 
     # -- the sender ---------------------------------------------------------------------------
+
+    def after_write(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
+        """`listener(statement name, parameters)` after each write this process commits."""
+        self._db.after_write(listener)
 
     async def claim(self, *, limit: int, lease: float, claim: str, room: dict[str, int],
                     room_default: int) -> list[Claimed]:

@@ -18,8 +18,12 @@ endpoint that hangs holds no more than before and never holds back another's del
 claim skips the webhooks at their bound). A claimed delivery not started in time (the process
 stalled) is left to its lease; a stopping sender gives its unstarted claims back.
 
-A pass runs at once when `wake()` is called, when a webhook whose claims filled its share has
-sent half of them (more of its events may be due), and otherwise every `interval` seconds.
+A pass runs at once after a write committed in this process for a tenant whose deliveries it
+has sent in the last minutes, or that changed a webhook (`written`, called by the database
+layer: the event is then sent about a round trip after its commit), when a webhook whose
+claims filled its share has sent half of them (more of its events may be due), and otherwise
+every `interval` seconds (events written by other replicas, a tenant's first after a quiet
+spell). Wakes that come while a pass runs make one more pass, not one each.
 
 An attempt's outcome: a 2xx answer is a success; anything else (a redirect, which is never
 followed, included), a timeout, a connection failure or a refused address is a failure,
@@ -37,9 +41,10 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from .. import metrics
 from ..crypto import CryptoError, TenantKeyCache
@@ -117,6 +122,7 @@ class WebhookSender:
         self._deep = min(self._batch, self._per_endpoint * depth)
         self._retention = retention
         self._endpoints: dict[str, _Endpoint] = {}
+        self._tenants: dict[str, float] = {}  # tenants with deliveries lately: last seen
         self._holding = 0  # deliveries claimed and not yet recorded (or given up)
         self._outcomes: list[dict] = []  # attempts ended, to record
         self._recorder: asyncio.Task | None = None
@@ -133,7 +139,22 @@ class WebhookSender:
 
     def start(self) -> None:
         if self._interval > 0 and self._task is None:
+            self._repo.after_write(self.written)
             self._task = asyncio.create_task(self.run(), name="webhook-sender")
+
+    def written(self, statement: str, params: Mapping[str, Any]) -> None:
+        """A write committed in this process: wake when it may have written an event for a
+        tenant whose deliveries this sender has sent lately, or when it changed a webhook (a
+        tenant's first events after a quiet spell, and other replicas' changes, wait for the
+        poll)."""
+        tenant_id = params.get("tenant_id")
+        if not isinstance(tenant_id, str):
+            return
+        if statement.startswith("webhooks/"):
+            self._tenants[tenant_id] = time.monotonic()
+            self._wake.set()
+        elif tenant_id in self._tenants:
+            self._wake.set()
 
     def wake(self) -> None:
         """Look for due deliveries now rather than at the next interval."""
@@ -175,7 +196,7 @@ class WebhookSender:
         while not self._stopping.is_set():
             if not self._ready():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), self._interval)
+                    await asyncio.wait_for(self._stopping.wait(), min(self._interval, 1.0))
                 continue
             self._wake.clear()  # a wake while this pass runs calls for another one
             try:
@@ -205,6 +226,10 @@ class WebhookSender:
         if room <= 0:
             self._refill = True
             return 0
+        seen = time.monotonic()
+        for tenant_id, at in list(self._tenants.items()):
+            if seen - at > IDLE_FORGET:
+                del self._tenants[tenant_id]
         shares: dict[str, int] = {}
         for webhook_id, endpoint in list(self._endpoints.items()):
             if endpoint.held == 0 and now - endpoint.used > IDLE_FORGET:
@@ -223,6 +248,7 @@ class WebhookSender:
             if endpoint is None:
                 endpoint = self._endpoints[webhook_id] = _Endpoint()
             endpoint.used = now
+            self._tenants[item.delivery["tenant_id"]] = seen
             endpoint.queue.append(_Held(item, claim, deadline))
             touched.add(webhook_id)
         for webhook_id, share in shares.items():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+import orjson
 from factories import database, new_tenant
 
 from vaultgraph.api.typedefs import services_key
@@ -137,3 +138,25 @@ async def test_a_stopping_sender_gives_back_the_claims_it_has_not_started(
         "RETURN count(d) AS due", {"id": hook["id"]}, database_=db.database)
     assert records[0]["due"] == 2
     receiver.hold.set()
+
+
+async def test_a_commit_wakes_the_sender_without_waiting_for_the_poll(delivering, receiver):
+    # The sender looks for due deliveries once an hour on its own: only the wake after each
+    # committed change (for a tenant with a webhook changed or delivered to here) sends them.
+    client = await delivering(webhook_poll_interval=3600.0)
+    tenant = await new_tenant(client.server.app)
+    headers = {"SVC-API-KEY": tenant.key}
+    await make_webhook(client, headers, url=receiver.url)
+    first = await make_token(client, headers)
+    await until(lambda: len(receiver.received) == 1, what="the first event")
+    second = await make_token(client, headers, containers=["/later/"])
+    await until(lambda: len(receiver.received) == 2, what="the second event")
+    # An update commits in a transaction of several statements: it wakes the sender too.
+    resp = await client.patch(f"/tokens/{first['id']}", json={"metadata": {"size": "L"}},
+                              headers={**headers, "Content-Type": PATCH})
+    assert resp.status == 200, await resp.text()
+    await until(lambda: len(receiver.received) == 3, what="the update's event")
+    assert [(orjson.loads(body)["type"], orjson.loads(body)["data"]["id"])
+            for _, body in receiver.received] == [
+        ("token.created", first["id"]), ("token.created", second["id"]),
+        ("token.updated", first["id"])]
