@@ -368,7 +368,7 @@ class WebhookSender:
         """(outcome, HTTP status, error, the answer's first kilobyte)."""
         delivery, webhook = item.delivery, item.webhook
         try:
-            keys = self._keys.get(delivery["tenant_id"], item.tenant)
+            keys = await self._keys.aget(delivery["tenant_id"], item.tenant)
             secrets = [keys.decrypt(webhook["secret_ct"], token_id=webhook["id"],
                                     field=SECRET_FIELD).decode()]
             if webhook.get("previous_signs") and webhook.get("previous_secret_ct"):
