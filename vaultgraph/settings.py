@@ -169,15 +169,16 @@ class Settings:
     # Webhooks (docs/webhooks.md): waits in seconds between attempts after the first
     # (comma-separated; the Standard Webhooks schedule), a claim's lease, an attempt's deadline,
     # how long an endpoint may fail every delivery before it is disabled, how often the sender
-    # looks for due deliveries (0: this process sends none), deliveries in flight per process
-    # and per endpoint, and how long attempts stay listed.
+    # looks for due deliveries (0: this process sends none), deliveries held per process and
+    # attempts in flight per endpoint (an endpoint's rate is at most that many over its answer
+    # time), and how long attempts stay listed.
     webhook_retry_schedule: str = "5,300,1800,7200,18000,36000,36000"
     webhook_lease: float = 60.0
     webhook_timeout: float = 10.0
     webhook_disable_after: float = 432_000.0
     webhook_poll_interval: float = 0.5
-    webhook_max_in_flight: int = 64
-    webhook_endpoint_concurrency: int = 4
+    webhook_max_in_flight: int = 256
+    webhook_endpoint_concurrency: int = 16
     webhook_retention_days: float = 30.0
 
     @classmethod

@@ -1,20 +1,21 @@
 // The sender claims up to $limit due deliveries (of the $scan due soonest), skipping the
-// webhooks in $busy (as many of their deliveries in flight in this process as it allows):
-// one slow endpoint never holds back the others'. A claim is a lease: the due time moves $lease_ms on,
-// so another worker or replica takes the delivery only after the lease lapses (this one died
-// or lost Neo4j). Each delivery is write-locked and read again under the lock, where reads see
-// the committed state: of two claimers racing for one, the second finds it no longer due. The
-// re-check reads `not_before` (kept equal to `next_at` by every writer), a property this
-// statement has not read before the lock: `next_at` came with the index seek, and the planner
-// would reuse that value, read before another claim committed.
+// webhooks in $busy (as many of their deliveries held in this process as it allows): one slow
+// endpoint never holds back the others'. Of one webhook it takes at most $room[webhook] (what
+// the process may still take on for it) or, for a webhook not in $room, $room_default.
+// A claim is a lease: the due time moves $lease_ms on, so another worker or replica takes the
+// delivery only after the lease lapses (this one died or lost Neo4j). Each delivery is
+// write-locked and read again under the lock, where reads see the committed state: of two
+// claimers racing for one, the second finds it no longer due. The re-check reads `not_before`
+// (kept equal to `next_at` by every writer), a property this statement has not read before
+// the lock: `next_at` came with the index seek.
 // Returns what the sender needs: the delivery, the webhook's URL and encrypted secrets, and
-// the tenant's wrapped keys to decrypt them.
+// the tenant's wrapped keys to decrypt them (those only: a row per delivery, and the driver's
+// decoding of a date costs more than the rest of the row).
 MATCH (d:WebhookDelivery)
 WHERE d.state = "pending" AND d.next_at <= datetime() AND NOT d.webhook_id IN $busy
 WITH d ORDER BY d.next_at LIMIT $scan
-// At most $per_endpoint in flight per webhook in this process ($in_flight: those already are).
 WITH d.webhook_id AS hook, collect(d) AS due
-UNWIND due[..$per_endpoint - coalesce($in_flight[hook], 0)] AS d
+UNWIND due[..coalesce($room[hook], $room_default)] AS d
 WITH d ORDER BY d.next_at LIMIT $limit
 SET d._lock = true
 REMOVE d._lock
@@ -28,4 +29,4 @@ RETURN d {.event_id, .type, .tenant_id, .webhook_id, .token_id, .token_type, .co
           at: toString(d.at)} AS delivery,
        w {.id, .url, .status, .secret_ct, .previous_secret_ct,
           previous_signs: w.previous_secret_until > datetime()} AS webhook,
-       properties(tenant) AS tenant
+       tenant {.dek_version, .wrapped_deks, .wrapped_hmac_key} AS tenant

@@ -80,6 +80,12 @@ class Database:
         self.read_access = READ_ROUTINGS[read_routing]
         self.schema_applied = False
         self._audited_queries: dict[str, neo4j.Query] = {}
+        self._after_write: list[Callable[[str, dict[str, Any]], None]] = []
+
+    def after_write(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
+        """Call `listener(name, params)` for each statement of `write` or `transaction` once it
+        has committed (the webhook sender is woken so: it sends the change's event at once)."""
+        self._after_write.append(listener)
 
     @classmethod
     def connect(cls, uri: str, user: str, password: str, catalog: Catalog, database: str,
@@ -123,10 +129,13 @@ class Database:
         the same transaction (audited_text), so the change and its event commit together."""
         event = audit_context.write_event()
         if event is None:
-            return await self._statement(name, params, neo4j.WRITE_ACCESS)
-        records = await self._statement(name, audited_params(params, event), neo4j.WRITE_ACCESS,
-                                        query=self._audited(name))
-        audit_context.written()
+            records = await self._statement(name, params, neo4j.WRITE_ACCESS)
+        else:
+            records = await self._statement(name, audited_params(params, event),
+                                            neo4j.WRITE_ACCESS, query=self._audited(name))
+            audit_context.written()
+        for listener in self._after_write:
+            listener(name, params)
         return records
 
     async def write_unaudited(self, name: str, /, **params: Any) -> list[neo4j.Record]:
@@ -176,13 +185,15 @@ class Database:
         retry `work`, so it must be idempotent."""
         event = audit_context.write_event()
         attempts = 0
+        last: list[Transaction] = []
 
         async def run(tx: AsyncManagedTransaction) -> T:
             nonlocal attempts
             attempts += 1
             if attempts > 1:  # the driver retries the work after a transient error
                 metrics.NEO4J_RETRIES.labels("transaction").inc()
-            return await work(Transaction(tx, self.catalog, event))
+            last[:] = [Transaction(tx, self.catalog, event)]
+            return await work(last[0])
 
         until = self._deadline()
         try:
@@ -196,6 +207,9 @@ class Database:
             raise timed_out() from None
         if event is not None:
             audit_context.written()
+        for name, params in last[0].ran if last else ():
+            for listener in self._after_write:
+                listener(name, params)
         return result
 
     async def run_autocommit(self, name: str, /, **params: Any) -> list[neo4j.Record]:
@@ -258,15 +272,17 @@ class Transaction:
     """A managed transaction that runs catalog statements by name: the repositories' unit of
     work wraps one of these, so services never hold a driver transaction."""
 
-    __slots__ = ("_catalog", "_event", "_tx")
+    __slots__ = ("_catalog", "_event", "_tx", "ran")
 
     def __init__(self, tx: AsyncManagedTransaction, catalog: Catalog,
                  event: dict[str, Any] | None = None):
         self._tx = tx
         self._catalog = catalog
         self._event = event  # the request's audit event, created with the first statement
+        self.ran: list[tuple[str, dict[str, Any]]] = []  # (name, params) of each statement
 
     async def run(self, name: str, /, **params: Any) -> list[neo4j.Record]:
+        self.ran.append((name, params))
         text = self._catalog.text(name)
         if self._event is not None:
             text, params = audited_text(text), audited_params(params, self._event)

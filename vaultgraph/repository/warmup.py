@@ -53,10 +53,9 @@ SAMPLES: dict[str, Any] = {
     "token_id": None, "token_ids": [], "transforms": "", "ttl": 1.0, "type": "", "types": None,
     "until": _WHEN, "value": "", "versions": [],
     "changes": {}, "description": None, "destination_url": "", "header_allowlist": [],
-    "busy": [], "containers": [], "delivered_ms": 1, "disable_after_ms": 1, "duration_ms": 1.0,
-    "error": None, "event_id": "", "events": [], "in_flight": {}, "lease_ms": 1,
-    "overlap_ms": 1, "per_endpoint": 1, "response": None, "retention_ms": 1, "retry_ms": None,
-    "scan": 1, "secret_ct": "", "success": True, "url": "", "webhook_id": "",
+    "busy": [], "containers": [], "delivered_ms": 1, "deliveries": [], "disable_after_ms": 1,
+    "event_id": "", "events": [], "lease_ms": 1, "outcomes": [], "overlap_ms": 1,
+    "retention_ms": 1, "room": {}, "room_default": 1, "scan": 1, "secret_ct": "", "url": "",
     # The audit prefix's (audited_params): no Idempotency-Key held.
     "audit": {}, "audit_at": "", "idem_application": None, "idem_key": None,
     "idem_claim": None,
@@ -73,7 +72,6 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "audit/list_by_operation": {**_NO_APPLICATION, "operation": ""},
     "audit/list_by_outcome": {**_NO_APPLICATION, "outcome": ""},
     "audit/chain_events": {"after": 1},
-    "webhooks/complete": {"outcome": ""},
     "audit/export": {"after_at": _WHEN},
     "audit/prune_leftovers": {"after_at": _WHEN},
 }

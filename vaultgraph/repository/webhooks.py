@@ -7,6 +7,7 @@ statements); this repository manages webhooks and hands deliveries to the sender
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,29 +81,42 @@ class WebhookRepository:
 
     # -- the sender ---------------------------------------------------------------------------
 
-    async def claim(self, *, limit: int, lease: float, claim: str, per_endpoint: int,
-                    in_flight: dict[str, int]) -> list[Claimed]:
-        """Up to `limit` due deliveries, at most `per_endpoint` of a webhook counting the
-        `in_flight` ones (webhook id: count) this process is sending."""
-        busy = [w for w, n in in_flight.items() if n >= per_endpoint]
+    def after_write(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
+        """`listener(statement name, parameters)` after each write this process commits."""
+        self._db.after_write(listener)
+
+    async def claim(self, *, limit: int, lease: float, claim: str, room: dict[str, int],
+                    room_default: int) -> list[Claimed]:
+        """Up to `limit` due deliveries, of a webhook at most its `room` (webhook id: how many
+        more this process may take on for it; `room_default` for one not named)."""
+        busy = [w for w, n in room.items() if n <= 0]
         records = await self._db.write_unaudited(
             "webhooks/claim", limit=limit, scan=limit * 10, lease_ms=int(lease * 1000),
-            claim=claim, busy=busy, per_endpoint=per_endpoint, in_flight=in_flight)
+            claim=claim, busy=busy, room=room, room_default=room_default)
         return [Claimed(dict(r["delivery"]), dict(r["webhook"]), dict(r["tenant"]))
                 for r in records]
 
-    async def complete(self, *, webhook_id: str, event_id: str, claim: str, success: bool,
-                       outcome: str, status: int | None, error: str | None,
-                       duration_ms: float, response: str | None, retry_in: float | None,
-                       disable_after: float) -> bool | None:
-        """Record an attempt. True when it disabled the webhook; None when the claim was lost."""
+    async def complete(self, outcomes: list[dict[str, Any]], *,
+                       disable_after: float) -> list[str]:
+        """Record attempts' outcomes (each {webhook_id, event_id, claim, success, outcome,
+        status, error, duration_ms, response, retry_in}, in the order they ended) in one
+        statement; the ids of the webhooks it disabled."""
+        rows = [{"n": n, "webhook_id": o["webhook_id"], "event_id": o["event_id"],
+                 "claim": o["claim"], "success": o["success"], "outcome": o["outcome"],
+                 "status": o["status"], "error": o["error"], "duration_ms": o["duration_ms"],
+                 "response": o["response"],
+                 "retry_ms": None if o["retry_in"] is None else int(o["retry_in"] * 1000)}
+                for n, o in enumerate(outcomes)]
         records = await self._db.write_unaudited(
-            "webhooks/complete", webhook_id=webhook_id, event_id=event_id, claim=claim,
-            success=success, outcome=outcome, status=status, error=error,
-            duration_ms=duration_ms, response=response,
-            retry_ms=None if retry_in is None else int(retry_in * 1000),
-            disable_after_ms=int(disable_after * 1000))
-        return records[0]["disabled"] if records else None
+            "webhooks/complete", outcomes=rows, disable_after_ms=int(disable_after * 1000))
+        return [r["webhook_id"] for r in records if r["disabled"]]
+
+    async def release(self, deliveries: list[dict[str, str]]) -> int:
+        """Give claims back unsent ({webhook_id, event_id, claim} each): due again at once."""
+        if not deliveries:
+            return 0
+        records = await self._db.write_unaudited("webhooks/release", deliveries=deliveries)
+        return records[0]["released"] if records else 0
 
     async def prune(self, *, retention: float, delivered: float = 3600.0,
                     batch: int = 1000) -> int:

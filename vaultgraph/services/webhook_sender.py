@@ -1,13 +1,29 @@
 """The webhook sender: delivers the outbox's events, at least once, beside the expiry sweeper.
 
-Every process runs one (every replica, every worker). Each pass claims due deliveries in Neo4j
+Every process runs one (every replica, every worker). A pass claims due deliveries in Neo4j
 with a lease (cypher/webhooks/claim.cypher), so one worker of one replica sends an event at a
 time; a worker that dies, or loses Neo4j, leaves its claims to lapse and another takes them
 over: nothing is lost, and an event may arrive twice (receivers dedupe on `webhook-id`).
 
-Each delivery runs as a task of its own, and at most `per_endpoint` of one webhook's are in
-flight in a process: a claim skips the webhooks at that bound, so an endpoint that hangs (each
-attempt ends at the timeout) never holds back another's deliveries.
+Per round trip, not per event: one claim takes a batch of due deliveries across webhooks, and
+the outcomes of the attempts that ended meanwhile are recorded together in one statement
+(cypher/webhooks/complete.cypher) while the next attempts go on. Connections to an endpoint are
+kept alive between its deliveries (the outbound client's pool).
+
+Per endpoint: at most `per_endpoint` attempts to one webhook are in flight in a process (its
+lanes), and a claim takes for a webhook only what it can start before the lease lapses even
+if every attempt took the whole timeout: its lanes times lease/timeout for an endpoint whose
+last attempt here succeeded, its lanes alone for any other (new, failing or hanging), so an
+endpoint that hangs holds no more than before and never holds back another's deliveries (a
+claim skips the webhooks at their bound). A claimed delivery not started in time (the process
+stalled) is left to its lease; a stopping sender gives its unstarted claims back.
+
+A pass runs at once after a write committed in this process for a tenant whose deliveries it
+has sent in the last minutes, or that changed a webhook (`written`, called by the database
+layer: the event is then sent about a round trip after its commit), when a webhook whose
+claims filled its share has sent half of them (more of its events may be due), and otherwise
+every `interval` seconds (events written by other replicas, a tenant's first after a quiet
+spell). Wakes that come while a pass runs make one more pass, not one each.
 
 An attempt's outcome: a 2xx answer is a success; anything else (a redirect, which is never
 followed, included), a timeout, a connection failure or a refused address is a failure,
@@ -24,9 +40,11 @@ import contextlib
 import logging
 import time
 import uuid
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from .. import metrics
 from ..crypto import CryptoError, TenantKeyCache
@@ -41,6 +59,9 @@ log = logging.getLogger(__name__)
 ANSWER_KEPT = 1024  # bytes of an endpoint's answer kept with the attempt
 PRUNE_EVERY = 3600.0  # seconds between prunes of old attempts
 MAX_BACKOFF = 10.0  # the longest wait between passes while Neo4j fails them
+LEASE_MARGIN = 1.0  # seconds an attempt must end before its lease lapses (less for a short lease)
+RECORD_BATCH = 500  # outcomes recorded per statement at most
+IDLE_FORGET = 300.0  # seconds after which an idle endpoint's last outcome is forgotten
 
 
 def retry_in(schedule: Sequence[float], attempt: int) -> float | None:
@@ -49,13 +70,40 @@ def retry_in(schedule: Sequence[float], attempt: int) -> float | None:
     return schedule[attempt - 1] if attempt <= len(schedule) else None
 
 
+@dataclass(slots=True)
+class _Held:
+    """A claimed delivery, until its attempt starts: its claim, and the loop time by which the
+    attempt must have ended (its lease, less a margin, counted from before the claim)."""
+
+    item: Claimed
+    claim: str
+    deadline: float
+
+
+@dataclass(slots=True)
+class _Endpoint:
+    """One webhook's deliveries in this process."""
+
+    queue: deque[_Held] = field(default_factory=deque)  # claimed, not started
+    sending: int = 0  # attempts in flight
+    healthy: bool = False  # its last attempt here succeeded
+    refill: bool = False  # a claim filled its share: claim again once half is sent
+    used: float = 0.0  # loop time of its last claim or attempt
+
+    @property
+    def held(self) -> int:
+        return len(self.queue) + self.sending
+
+
 class WebhookSender:
     def __init__(self, repo: WebhookRepository, client: OutboundClient,
                  tenant_keys: TenantKeyCache, *, schedule: Sequence[float], lease: float,
                  timeout: float, disable_after: float, interval: float, batch: int,
                  per_endpoint: int, retention: float, ready: Callable[[], bool] = lambda: True):
-        """`ready`: whether the process has started (schema applied, keys checked); no pass
-        runs before, so a start-up that fails says so alone."""
+        """`batch`: deliveries a process holds at most (claimed, not yet recorded);
+        `per_endpoint`: attempts to one webhook in flight at most. `ready`: whether the process
+        has started (schema applied, keys checked); no pass runs before, so a start-up that
+        fails says so alone."""
         self._ready = ready
         self._repo = repo
         self._client = client
@@ -65,10 +113,20 @@ class WebhookSender:
         self._timeout = timeout
         self._disable_after = disable_after
         self._interval = interval
-        self._batch = batch
-        self._per_endpoint = per_endpoint
+        self._batch = max(1, batch)
+        self._per_endpoint = max(1, per_endpoint)
+        # A healthy endpoint's share: what its lanes start before the lease lapses even if
+        # every attempt takes the whole timeout.
+        self._margin = min(LEASE_MARGIN, max(0.0, lease - timeout) / 2)
+        depth = max(1, int((lease - self._margin) // timeout)) if timeout > 0 else 1
+        self._deep = min(self._batch, self._per_endpoint * depth)
         self._retention = retention
-        self._in_flight: Counter[str] = Counter()
+        self._endpoints: dict[str, _Endpoint] = {}
+        self._tenants: dict[str, float] = {}  # tenants with deliveries lately: last seen
+        self._holding = 0  # deliveries claimed and not yet recorded (or given up)
+        self._outcomes: list[dict] = []  # attempts ended, to record
+        self._recorder: asyncio.Task | None = None
+        self._refill = False  # a claim took all the room there was
         self._tasks: set[asyncio.Task] = set()
         self._task: asyncio.Task | None = None
         self._stopping = asyncio.Event()
@@ -81,15 +139,31 @@ class WebhookSender:
 
     def start(self) -> None:
         if self._interval > 0 and self._task is None:
+            self._repo.after_write(self.written)
             self._task = asyncio.create_task(self.run(), name="webhook-sender")
+
+    def written(self, statement: str, params: Mapping[str, Any]) -> None:
+        """A write committed in this process: wake when it may have written an event for a
+        tenant whose deliveries this sender has sent lately, or when it changed a webhook (a
+        tenant's first events after a quiet spell, and other replicas' changes, wait for the
+        poll)."""
+        tenant_id = params.get("tenant_id")
+        if not isinstance(tenant_id, str):
+            return
+        if statement.startswith("webhooks/"):
+            self._tenants[tenant_id] = time.monotonic()
+            self._wake.set()
+        elif tenant_id in self._tenants:
+            self._wake.set()
 
     def wake(self) -> None:
         """Look for due deliveries now rather than at the next interval."""
         self._wake.set()
 
     async def stop(self, grace: float = 15.0) -> None:
-        """Stop claiming; deliveries under way get `grace` seconds to finish (a cancelled one
-        keeps its claim until the lease lapses, then another worker sends it)."""
+        """Stop claiming and give back the claims not started; attempts under way get `grace`
+        seconds to finish and their outcomes to be recorded (a cancelled one keeps its claim
+        until the lease lapses, then another worker sends it)."""
         self._stopping.set()
         self._wake.set()
         if self._task is not None and not self._task.done():
@@ -98,62 +172,120 @@ class WebhookSender:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if self._tasks:
-            _, pending = await asyncio.wait(set(self._tasks), timeout=grace)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+        unsent = [held for endpoint in self._endpoints.values() for held in endpoint.queue]
+        for endpoint in self._endpoints.values():
+            endpoint.queue.clear()
+        self._holding -= len(unsent)
+        if unsent:
+            with contextlib.suppress(Exception):  # not given back: they wait for their lease
+                await asyncio.wait_for(self._repo.release([
+                    {"webhook_id": h.item.delivery["webhook_id"],
+                     "event_id": h.item.delivery["event_id"], "claim": h.claim}
+                    for h in unsent]), grace)
+        pending = {t for t in (*self._tasks, self._recorder) if t is not None and not t.done()}
+        if pending:
+            _, pending = await asyncio.wait(pending, timeout=grace)
+        if self._recorder is not None and not self._recorder.done():
+            pending.add(self._recorder)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
     async def run(self) -> None:
         failures = 0
         while not self._stopping.is_set():
-            claimed = 0
             if not self._ready():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), self._interval)
+                    await asyncio.wait_for(self._stopping.wait(), min(self._interval, 1.0))
                 continue
+            self._wake.clear()  # a wake while this pass runs calls for another one
             try:
-                claimed = await self.pass_once()
+                await self.pass_once()
                 await self._prune_now_and_then()
                 failures = 0
             except Exception as exc:  # Neo4j down, say: tried again, less often each time
                 failures += 1
                 log.warning("webhook sender pass failed; trying again shortly",
                             extra={"error": type(exc).__name__, "failures": failures})
-            if claimed and not self._stopping.is_set():
-                continue  # there may be more due: claim again at once (bounded by `batch`)
-            self._wake.clear()
+            if self._stopping.is_set():
+                break
             wait = min(self._interval * 2 ** min(failures, 10), MAX_BACKOFF) if failures else (
                 self._interval)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), wait)
 
+    def _share(self, endpoint: _Endpoint | None) -> int:
+        return self._deep if endpoint is not None and endpoint.healthy else self._per_endpoint
+
     async def pass_once(self) -> int:
         """Claim what this process may take on now and start sending it; how many claimed."""
-        room = self._batch - sum(self._in_flight.values())
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        room = self._batch - self._holding
+        self._refill = False
         if room <= 0:
+            self._refill = True
             return 0
+        seen = time.monotonic()
+        for tenant_id, at in list(self._tenants.items()):
+            if seen - at > IDLE_FORGET:
+                del self._tenants[tenant_id]
+        shares: dict[str, int] = {}
+        for webhook_id, endpoint in list(self._endpoints.items()):
+            if endpoint.held == 0 and now - endpoint.used > IDLE_FORGET:
+                del self._endpoints[webhook_id]
+            elif endpoint.held or endpoint.healthy:
+                shares[webhook_id] = self._share(endpoint) - endpoint.held
         claim = uuid.uuid4().hex
+        deadline = now + self._lease - self._margin
         claimed = await self._repo.claim(limit=room, lease=self._lease, claim=claim,
-                                         per_endpoint=self._per_endpoint,
-                                         in_flight=dict(self._in_flight))
+                                         room=shares, room_default=self._per_endpoint)
+        self._holding += len(claimed)
+        touched: set[str] = set()
         for item in claimed:
             webhook_id = item.delivery["webhook_id"]
-            if self._in_flight[webhook_id] >= self._per_endpoint:
-                # Claimed beyond the bound in one pass: its lease lapses and it is sent then.
-                continue
-            self._in_flight[webhook_id] += 1
-            task = asyncio.create_task(self._deliver(item, claim))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            endpoint = self._endpoints.get(webhook_id)
+            if endpoint is None:
+                endpoint = self._endpoints[webhook_id] = _Endpoint()
+            endpoint.used = now
+            self._tenants[item.delivery["tenant_id"]] = seen
+            endpoint.queue.append(_Held(item, claim, deadline))
+            touched.add(webhook_id)
+        for webhook_id, share in shares.items():
+            if share <= 0:  # skipped as busy: more of its events may be due
+                self._endpoints[webhook_id].refill = True
+        for webhook_id in touched:
+            endpoint = self._endpoints[webhook_id]
+            if endpoint.held >= self._share(endpoint):
+                endpoint.refill = True
+            self._start(webhook_id, endpoint)
+        if len(claimed) >= room:
+            self._refill = True
         return len(claimed)
 
-    async def _deliver(self, item: Claimed, claim: str) -> None:
-        delivery = item.delivery
+    def _start(self, webhook_id: str, endpoint: _Endpoint) -> None:
+        """Start the endpoint's queued deliveries its free lanes allow."""
+        loop = asyncio.get_running_loop()
+        while endpoint.queue and endpoint.sending < self._per_endpoint:
+            held = endpoint.queue.popleft()
+            if loop.time() + self._timeout > held.deadline:
+                # Too late to end before its lease lapses: left to it (sent after, by any).
+                self._holding -= 1
+                log.warning("webhook delivery not started before its lease ran short; it is "
+                            "sent when the lease lapses", extra={"webhook_id": webhook_id})
+                continue
+            endpoint.sending += 1
+            task = asyncio.create_task(self._deliver(held, endpoint))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _deliver(self, held: _Held, endpoint: _Endpoint) -> None:
+        delivery = held.item.delivery
         webhook_id = delivery["webhook_id"]
+        queued = False
         try:
             started = time.perf_counter()
-            outcome, status, error, response = await self._send(item)
+            outcome, status, error, response = await self._send(held.item)
             duration_ms = round((time.perf_counter() - started) * 1000, 2)
             success = outcome == "success"
             attempt = int(delivery.get("attempts") or 0) + 1
@@ -163,14 +295,15 @@ class WebhookSender:
                 metrics.WEBHOOK_LAG.observe(max(0.0, time.time() - _epoch(delivery["at"])))
             elif wait is None:
                 metrics.WEBHOOK_FAILED.inc()
-            disabled = await self._record(
-                webhook_id=webhook_id, event_id=delivery["event_id"], claim=claim,
-                success=success, outcome=outcome, status=status, error=error,
-                duration_ms=duration_ms, response=response, retry_in=wait)
-            if disabled:
-                metrics.WEBHOOK_DISABLED.inc()
-                log.warning("webhook disabled after failing every delivery",
-                            extra={"webhook_id": webhook_id})
+            endpoint.healthy = success
+            self._outcomes.append({
+                "webhook_id": webhook_id, "event_id": delivery["event_id"],
+                "claim": held.claim, "success": success, "outcome": outcome, "status": status,
+                "error": error, "duration_ms": duration_ms, "response": response,
+                "retry_in": wait})
+            queued = True
+            if self._recorder is None or self._recorder.done():
+                self._recorder = asyncio.create_task(self._record_all(), name="webhook-record")
             log.info("webhook attempt", extra={
                 "webhook_id": webhook_id, "event_id": delivery["event_id"],
                 "event_type": delivery["type"], "attempt": attempt, "outcome": outcome,
@@ -179,16 +312,63 @@ class WebhookSender:
             log.warning("webhook delivery not recorded; it is sent again when its lease lapses",
                         extra={"webhook_id": webhook_id, "error": type(exc).__name__})
         finally:
-            self._in_flight[webhook_id] -= 1
-            if self._in_flight[webhook_id] <= 0:
-                del self._in_flight[webhook_id]
-            self._wake.set()
+            if not queued:
+                self._holding -= 1
+            endpoint.sending -= 1
+            endpoint.used = asyncio.get_running_loop().time()
+            if not self._stopping.is_set():
+                self._start(webhook_id, endpoint)
+                if endpoint.refill and endpoint.held <= self._share(endpoint) // 2:
+                    endpoint.refill = False
+                    self._wake.set()
+
+    async def _record_all(self) -> None:
+        """Record the outcomes of the attempts that ended, a statement at a time, while more
+        attempts go on (those ending meanwhile go in the next statement)."""
+        while self._outcomes:
+            batch = self._outcomes[:RECORD_BATCH]
+            del self._outcomes[:RECORD_BATCH]
+            try:
+                disabled = await self._record(batch)
+            except Exception as exc:
+                log.warning("webhook outcomes not recorded; their deliveries are sent again "
+                            "when their leases lapse",
+                            extra={"error": type(exc).__name__, "outcomes": len(batch)})
+                disabled = []
+            finally:
+                self._holding -= len(batch)
+            for webhook_id in disabled:
+                metrics.WEBHOOK_DISABLED.inc()
+                log.warning("webhook disabled after failing every delivery",
+                            extra={"webhook_id": webhook_id})
+                endpoint = self._endpoints.get(webhook_id)
+                if endpoint is not None:  # its deliveries are paused: none more is sent
+                    self._holding -= len(endpoint.queue)
+                    endpoint.queue.clear()
+            if self._refill and self._holding <= self._batch // 2:
+                self._refill = False
+                self._wake.set()
+
+    async def _record(self, outcomes: list[dict]) -> list[str]:
+        """Record outcomes, retrying while Neo4j is away for as long as a lease lasts (past
+        it, another worker may send the events again: at least once)."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self._lease
+        pause = 0.1
+        while True:
+            try:
+                return await self._repo.complete(outcomes, disable_after=self._disable_after)
+            except Unavailable:
+                if loop.time() + pause >= until or self._stopping.is_set():
+                    raise
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 5.0)
 
     async def _send(self, item: Claimed) -> tuple[str, int | None, str | None, str | None]:
         """(outcome, HTTP status, error, the answer's first kilobyte)."""
         delivery, webhook = item.delivery, item.webhook
         try:
-            keys = self._keys.get(delivery["tenant_id"], item.tenant)
+            keys = await self._keys.aget(delivery["tenant_id"], item.tenant)
             secrets = [keys.decrypt(webhook["secret_ct"], token_id=webhook["id"],
                                     field=SECRET_FIELD).decode()]
             if webhook.get("previous_signs") and webhook.get("previous_secret_ct"):
@@ -211,21 +391,6 @@ class WebhookSender:
         if 300 <= answer.status < 400:
             return "redirect", answer.status, "a redirect (never followed)", text
         return "status", answer.status, None, text
-
-    async def _record(self, **outcome) -> bool | None:
-        """Record an attempt, retrying while Neo4j is away for as long as the lease lasts
-        (past it, another worker may send the event again: at least once)."""
-        loop = asyncio.get_running_loop()
-        until = loop.time() + self._lease
-        pause = 0.1
-        while True:
-            try:
-                return await self._repo.complete(disable_after=self._disable_after, **outcome)
-            except Unavailable:
-                if loop.time() + pause >= until or self._stopping.is_set():
-                    raise
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, 5.0)
 
     async def _prune_now_and_then(self) -> None:
         now = time.monotonic()

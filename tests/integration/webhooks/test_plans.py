@@ -16,12 +16,15 @@ PARAMS = {
 }
 OUTBOX = ["tokens/create", "tokens/create_many", "tokens/update", "tokens/delete",
           "graph/link", "graph/unlink", "expiry/sweep"]
-SENDER = ["webhooks/claim", "webhooks/complete", "webhooks/deliveries", "webhooks/list",
-          "webhooks/update", "webhooks/delete", "webhooks/prune"]
+SENDER = ["webhooks/claim", "webhooks/complete", "webhooks/release", "webhooks/deliveries",
+          "webhooks/list", "webhooks/update", "webhooks/delete", "webhooks/prune"]
 EXTRA = {"rows": [], "batch": 10, "limit": 10, "scan": 100, "lease_ms": 1000, "claim": "c",
-         "busy": [], "per_endpoint": 4, "in_flight": {}, "webhook_id": "w", "event_id": "e",
-         "success": True, "outcome": "success", "status": 200, "error": None,
-         "duration_ms": 1.0, "response": "", "retry_ms": None, "disable_after_ms": 1000,
+         "busy": [], "room": {"w": 2}, "room_default": 4, "webhook_id": "w",
+         "outcomes": [{"n": 0, "webhook_id": "w", "event_id": "e", "claim": "c",
+                       "success": False, "outcome": "status", "status": 500, "error": None,
+                       "duration_ms": 1.0, "response": "", "retry_ms": 5000}],
+         "deliveries": [{"webhook_id": "w", "event_id": "e", "claim": "c"}],
+         "disable_after_ms": 1000,
          "before_at": "2026-01-01T00:00:00Z", "before_id": "~", "changes": {}, "actor": "a",
          "reason": "deleted", "merged_into": None, "event": {}, "parent_id": "p",
          "child_id": "c", "expired_actor": "x", "expired_reason": "expired",
