@@ -84,8 +84,12 @@ class Startup:
         logged."""
         if self._prepare is None:
             return
+        began = time.perf_counter()
         try:
             await self._prepare()
         except Exception as exc:
             log.warning("search statement not planned ahead",
                         extra={"error": type(exc).__name__})
+            return
+        log.info("search statement planned",
+                 extra={"ms": round((time.perf_counter() - began) * 1000, 1)})
