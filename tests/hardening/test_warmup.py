@@ -6,13 +6,20 @@ after a (re)start do not pay for planning; until then `/ready` is 503."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import aiohttp
 import orjson
 from support.statements import recording
 
 from vaultgraph.api.typedefs import services_key
-from vaultgraph.repository.warmup import NOT_HERE, parameters
+from vaultgraph.repository.audit_prefix import audited_text
+from vaultgraph.repository.warmup import (
+    NOT_HERE,
+    REHEARSAL_TENANT,
+    RehearsalFailed,
+    parameters,
+)
 from vaultgraph.services import startup as startup_module
 
 from .conftest import wait_ready
@@ -109,3 +116,57 @@ async def test_ready_is_503_until_the_statements_are_planned(serve, monkeypatch)
             assert (await resp.json())["detail"] == "The service is starting."
         release.set()
         await wait_ready(served)
+
+
+# The write path, rehearsed before /ready turns 200: each statement a first create, read,
+# update, link, delete and audit batch send, run for real in one transaction rolled back.
+REHEARSED = ["tokens/create", "tokens/create", "tokens/get", "tokens/lock_for_update",
+             "tokens/update", "graph/link", "tokens/delete", "audit/write_batch"]
+
+
+async def test_the_write_path_is_rehearsed_before_ready_and_leaves_nothing(serve, caplog):
+    with caplog.at_level(logging.INFO, logger="vaultgraph.startup"), recording() as sent:
+        served = await serve()
+        await wait_ready(served)
+        ready = sent.mark()
+    services = served.app[services_key]
+    db, prepared = services.database, services.startup.prepared
+    # Each statement ran and answered as it does for a request (the read found the token the
+    # create wrote, the batch was in order): the write path ran, not only its plans.
+    assert prepared.rehearsed == REHEARSED
+    before_ready = [s.text for s in sent.since(0)[:ready]]
+    for name in ("tokens/create", "tokens/delete", "graph/link"):
+        assert audited_text(db.catalog.text(name)) in before_ready, name
+    assert db.catalog.text("audit/write_batch") in before_ready
+    [line] = [r for r in caplog.records if r.msg == "ready"]
+    assert line.writes_rehearsed == len(REHEARSED)
+    assert line.statements_prepared == prepared.statements
+    # Nothing of it was committed: no node or relationship of its tenant, none of its tokens,
+    # audit events or chain, no tenant (nor its key).
+    tenant = prepared.rehearsal_tenant
+    assert tenant.startswith(REHEARSAL_TENANT)
+    assert len(prepared.rehearsal_ids) == 3 + 6  # two tokens, a chain, six events
+    records, _, _ = await db.driver.execute_query(
+        "CALL () { MATCH (n) WHERE n.tenant_id = $tenant OR n.id = $tenant "
+        "  OR n.id IN $ids RETURN count(n) AS nodes } "
+        "CALL () { MATCH ()-[r]->() WHERE r.tenant_id = $tenant RETURN count(r) AS links } "
+        "CALL () { MATCH (e:AuditEvent) WHERE e.tenant_id = $tenant OR e.id IN $ids "
+        "  RETURN count(e) AS events } "
+        "RETURN nodes, links, events",
+        tenant=tenant, ids=prepared.rehearsal_ids, database_=db.database)
+    assert dict(records[0]) == {"nodes": 0, "links": 0, "events": 0}
+
+
+async def test_a_failed_rehearsal_does_not_keep_the_service_unready(serve, monkeypatch, caplog):
+    async def refused(db, prepared):
+        prepared.rehearsed.append("tokens/create")
+        raise RehearsalFailed("tokens/get")
+
+    monkeypatch.setattr(startup_module, "rehearse", refused)
+    with caplog.at_level(logging.INFO, logger="vaultgraph.startup"):
+        served = await serve()
+        await wait_ready(served)
+    [warning] = [r for r in caplog.records if r.msg == "write path not rehearsed"]
+    assert (warning.error, warning.rehearsed) == ("RehearsalFailed", 1)
+    [line] = [r for r in caplog.records if r.msg == "ready"]
+    assert line.writes_rehearsed == 1

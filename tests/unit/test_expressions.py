@@ -1,5 +1,7 @@
+import gc
 import json
 import time
+from collections.abc import Mapping
 
 import pytest
 
@@ -17,6 +19,7 @@ from vaultgraph.expressions import (
     validate_mask,
 )
 from vaultgraph.expressions.bounds import time_budget
+from vaultgraph.expressions.errors import MAX_RENDER_SECONDS
 
 CARD = {
     "number": "4242424242424242",
@@ -123,6 +126,81 @@ def test_a_render_that_only_waited_is_within_its_budget():
     with time_budget(0.05):
         time.sleep(0.1)
         assert r("{{ data | upcase }}", "x") == "X"
+
+
+# A collection that lands inside a render is the process's work, not the expression's: on a busy
+# test run a full collection (finalizers included) inside a trivial fingerprint's render took it
+# past its budget, and the create was refused as "exceeded a resource limit".
+
+class _Collected(Mapping):
+    """Token data whose first lookup runs a full collection (as an allocation inside a render
+    can), with `garbage` in it to collect."""
+
+    def __init__(self, garbage):
+        self._values = {"number": "4242424242424242"}
+        self._garbage = garbage
+
+    def __getitem__(self, key):
+        if self._garbage is not None:
+            self._garbage = None
+            gc.collect()
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+
+def _burn(seconds):
+    """Use `seconds` of this thread's CPU (past the render's budget)."""
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+
+
+class _SlowFinalizer:
+    def __init__(self):
+        self.cycle = self  # only the collector frees it
+
+    def __del__(self):
+        _burn(MAX_RENDER_SECONDS * 1.5)
+
+
+def test_a_collection_inside_a_render_is_not_counted_against_it():
+    garbage = _SlowFinalizer()
+    data = _Collected(garbage)
+    del garbage
+    assert r("{{ data.number | last4 }}", data) == "4242"
+    assert data._garbage is None  # the collection ran inside the render
+
+
+def test_collector_callbacks_inside_a_render_are_not_counted_against_it():
+    def slow(phase, info):
+        if phase == "start":
+            _burn(MAX_RENDER_SECONDS * 1.5)
+
+    gc.callbacks.append(slow)
+    try:
+        data = _Collected(object())
+        assert r("{{ data.number | last4 }}", data) == "4242"
+        assert data._garbage is None
+    finally:
+        gc.callbacks.remove(slow)
+
+
+def test_a_render_that_burns_cpu_between_collections_is_still_refused():
+    # What the expression spends itself still counts, however many collections it causes.
+    source = ("{% for i in (1..1000) %}{% assign y = data" + " | upcase | downcase" * 20
+              + " %}{% endfor %}{{ y | size }}")
+    gc_threshold = gc.get_threshold()
+    gc.set_threshold(1)
+    try:
+        with pytest.raises(ExpressionError, match="resource limit"):
+            r(source, "x" * 200_000)
+    finally:
+        gc.set_threshold(*gc_threshold)
 
 
 def test_a_masks_leaves_share_one_time_budget():

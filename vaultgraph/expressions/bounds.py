@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -22,7 +23,46 @@ from .filters import as_text
 
 # --- resource bounds -----------------------------------------------------------------------
 
-# (on the clock, in this thread's CPU time, the thread whose CPU time that is)
+# A render's time is the CPU its own thread spends rendering. Not counted: waiting (a busy
+# machine, the GIL, another thread's work: the clock moves, this thread's CPU does not) and
+# the cyclic garbage collector, which runs in whichever thread's allocation crosses its
+# threshold, walks every tracked object of the process (a full collection on a large heap, and
+# the finalizers of what it frees, take tenths of a second) and is the process's work, not the
+# expression's. What an expression allocates is bounded per filter call (sizes, loop
+# iterations), and its own work, counted, grows with what it allocates: an expensive one is
+# still stopped by what it spends itself.
+
+
+class _CollectorTime(threading.local):
+    """This thread's CPU seconds spent in the cyclic garbage collector (callbacks and
+    finalizers included)."""
+
+    spent = 0.0
+    began: float | None = None
+
+
+_collector = _CollectorTime()
+
+
+def _on_collection(phase: str, info: dict[str, int]) -> None:
+    """A `gc.callbacks` hook, called by the collecting thread before and after each collection."""
+    if phase == "start":
+        _collector.began = time.thread_time()
+    elif _collector.began is not None:
+        _collector.spent += time.thread_time() - _collector.began
+        _collector.began = None
+
+
+# First, so the other hooks' work at the start of a collection counts as the collector's.
+gc.callbacks.insert(0, _on_collection)
+
+
+def own_cpu() -> float:
+    """This thread's CPU time, in seconds, outside the garbage collector."""
+    return time.thread_time() - _collector.spent
+
+
+# (on the clock, in this thread's own CPU time (`own_cpu`), the thread whose CPU time that is)
 _deadline: ContextVar[tuple[float, float, int] | None] = ContextVar("expression_deadline",
                                                                     default=None)
 
@@ -37,7 +77,7 @@ def time_budget(seconds: float = MAX_RENDER_SECONDS) -> Iterator[None]:
     if outer is not None and outer[0] <= mine:
         yield
         return
-    token = _deadline.set((mine, time.thread_time() + seconds, threading.get_ident()))
+    token = _deadline.set((mine, own_cpu() + seconds, threading.get_ident()))
     try:
         yield
     finally:
@@ -46,13 +86,14 @@ def time_budget(seconds: float = MAX_RENDER_SECONDS) -> Iterator[None]:
 
 def _past(deadline: tuple[float, float, int]) -> bool:
     """Past the budget: on the clock (cheap, checked first), and in the CPU this thread has
-    used, when the budget was set in this thread. A render that waited (a busy machine, a
-    collection in another thread, the GIL) has not spent its budget until it has used that
-    much CPU itself: under load, a cheap expression is not refused as too expensive."""
+    used outside the garbage collector (`own_cpu`), when the budget was set in this thread. A
+    render that waited (a busy machine, a collection in another thread, the GIL) or in which
+    the collector ran has not spent its budget until it has used that much CPU itself: under
+    load or a full collection, a cheap expression is not refused as too expensive."""
     wall, cpu, thread = deadline
     if time.monotonic() <= wall:
         return False
-    return threading.get_ident() != thread or time.thread_time() > cpu
+    return threading.get_ident() != thread or own_cpu() > cpu
 
 
 def _measure(value: Any, budget: int = MAX_VALUE_SIZE) -> tuple[int, int]:

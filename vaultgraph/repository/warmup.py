@@ -15,12 +15,23 @@ one).
 Where a parameter may be null or a value, the sample is the form a first request sends
 (no parent, no expiry, no Idempotency-Key, the first page): the other forms are planned on
 first use, as before.
+
+A plan is not all a first request pays for: on a freshly started Neo4j the code that runs a
+write (its operators, transaction state, locks, the audit trail's statement) had never run,
+and the first create after `/ready` still took seconds. So start-up then rehearses the write
+path (`rehearse`): a token's create, read, update, link and delete, and the audit writer's
+batch, each in the form a request sends it (audit prefix included), for real but in one
+transaction that is rolled back. They run under a tenant id no tenant has (`warm-up:` and a
+random UUID; tenant ids are UUIDs): no tenant, key, token, audit event or chain is created,
+nothing is committed, and webhooks, which belong to a tenant, never see it. Its locks are
+taken on its own new nodes only, so it is harmless on a database in use.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -29,7 +40,8 @@ import neo4j
 from neo4j.exceptions import ClientError
 
 from ..errors import Unavailable
-from .audit_prefix import audited_text
+from .audit import created_parts, linked_parts
+from .audit_prefix import audited_params, audited_text
 from .database import Database
 from .neo4j_errors import map_errors
 
@@ -131,6 +143,10 @@ class Prepared:
     forms: set[tuple[str, tuple[tuple[str, str], ...]]] = field(default_factory=set)
     statements: int = 0
     skipped: list[str] = field(default_factory=list)
+    # What `rehearse` ran, in order, each having answered as it does for a request.
+    rehearsed: list[str] = field(default_factory=list)
+    rehearsal_tenant: str = ""
+    rehearsal_ids: list[str] = field(default_factory=list)  # its tokens, events and chain
 
 
 async def prepare(db: Database, concurrency: int = 4) -> Prepared:
@@ -180,3 +196,99 @@ async def prepare(db: Database, concurrency: int = 4) -> Prepared:
         raise failed
     prepared.skipped.sort()
     return prepared
+
+
+REHEARSAL_TENANT = "warm-up:"
+_PREFIXES = ["/"]
+
+
+class RehearsalFailed(RuntimeError):
+    """A rehearsed statement did not answer as it does for a request."""
+
+
+class _Rehearsal:
+    """The rehearsal's tenant, tokens and audit events (as the requests' own would be)."""
+
+    def __init__(self, prepared: Prepared):
+        self.tenant = prepared.rehearsal_tenant = REHEARSAL_TENANT + str(uuid.uuid4())
+        self.parent, self.child, self.chain = (str(uuid.uuid4()) for _ in range(3))
+        self.ids = prepared.rehearsal_ids = [self.parent, self.child, self.chain]
+        self.stored: list[dict[str, Any]] = []  # the events the writes stored
+
+    def event(self, operation: str, token_id: str) -> dict[str, Any]:
+        """A request's event as its write stores it (`audit.context.AuditNote.skeleton`)."""
+        made = {"id": str(uuid.uuid4()), "at": datetime.now(UTC), "operation": operation,
+                "route": "/tokens", "trace_id": uuid.uuid4().hex, "tenant_id": self.tenant,
+                "application_id": self.tenant, "key_id": self.tenant,
+                "token_ids": [token_id], "client_ip": "127.0.0.1",
+                "user_agent": "vaultgraph warm-up", "outcome": "success", "pending": True}
+        self.ids.append(made["id"])
+        return made
+
+    def write(self, operation: str, token_id: str) -> dict[str, Any]:
+        """The event of a write: stored by its statement, then linked by the audit writer."""
+        self.stored.append(made := self.event(operation, token_id))
+        return made
+
+    def token(self, token_id: str) -> dict[str, Any]:
+        """A token's properties (services/tokens.py, `_props`), with no data."""
+        return {"type": "token", "data_ct": "", "mask_ct": None, "fingerprint": token_id,
+                "fingerprint_expression": "{{ data | stringify }}", "containers": ["/"],
+                "metadata": "{}", "search_indexes": [], "search_index_values": [],
+                "deduplicate_token": False, "created_by": self.tenant}
+
+
+async def rehearse(db: Database, prepared: Prepared) -> None:
+    """Run the write path once, for real, in one transaction that is rolled back (the
+    module's docstring); what ran goes to `prepared.rehearsed`. Raises `errors.Unavailable`
+    when Neo4j cannot answer, `RehearsalFailed` when a statement answered otherwise than it
+    does for a request."""
+    r = _Rehearsal(prepared)
+    try:
+        async with asyncio.timeout(db.timeout), map_errors(), db.session() as session:
+            tx = await session.begin_transaction(timeout=db.timeout)
+            try:
+                await _write_path(db, tx, r, prepared.rehearsed)
+            finally:
+                await tx.close()  # rolled back: nothing of it is committed
+    except TimeoutError:
+        raise Unavailable("Neo4j did not answer the warm-up in time.") from None
+
+
+async def _write_path(db: Database, tx: neo4j.AsyncTransaction, r: _Rehearsal,
+                      ran: list[str]) -> None:
+    async def run(name: str, audit: dict[str, Any] | None = None,
+                  **params: Any) -> list[neo4j.Record]:
+        text = db.catalog.text(name)
+        if audit is not None:  # sent inside a request: with the audit prefix
+            text, params = audited_text(text), audited_params(params, audit)
+        result = await tx.run(text, params)
+        records = [record async for record in result]
+        if not records:
+            raise RehearsalFailed(name)
+        ran.append(name)
+        return records
+
+    tenant, parent, child = r.tenant, r.parent, r.child
+    for token_id in (parent, child):
+        await run("tokens/create", r.write("token:create", token_id), tenant_id=tenant,
+                  id=token_id, props=r.token(token_id), expires_at=None,
+                  meta_kvs=["warm-up\x1fyes"], index_digests=[], dedup=False, parent_id=None,
+                  parent_prefixes=[], expired_actor="system", expired_reason="expired")
+    await run("tokens/get", tenant_id=tenant, id=parent, prefixes=_PREFIXES)
+    await run("tokens/lock_for_update", r.write("token:update", child), tenant_id=tenant,
+              id=child, prefixes=_PREFIXES)
+    await run("tokens/update", tenant_id=tenant, id=child,
+              props={**r.token(child), "modified_by": tenant}, expires_at=None, meta_kvs=[],
+              index_digests=[])
+    await run("graph/link", r.write("token:update", parent), tenant_id=tenant,
+              parent_id=parent, child_id=child, prefixes=_PREFIXES, actor=tenant)
+    await run("tokens/delete", r.write("token:delete", child), tenant_id=tenant, id=child,
+              prefixes=_PREFIXES, actor=tenant, reason="deleted", merged_into=None)
+    # The audit writer's batch: the writes' events completed, the read's created whole.
+    read = {**r.event("token:read", parent), "pending": None, "status": 200}
+    linked = [linked_parts({**e, "status": 200, "pending": None}, e) for e in r.stored]
+    [done] = await run("audit/write_batch", chain=r.chain, head_seq=1 + len(linked),
+                       created=[created_parts(read)], linked=linked)
+    if not done["in_order"]:
+        raise RehearsalFailed("audit/write_batch")

@@ -1,7 +1,8 @@
 """Start-up work that needs Neo4j, in the background so the process listens at once: apply the
 schema, check the key-encryption key against the stored tenant keys, open the pool's
-connections and have Neo4j plan every catalog statement (repository/warmup.py), so the first
-requests after a (re)start cost what later ones do. Until it is done `/ready` answers 503;
+connections, have Neo4j plan every catalog statement and run the write path once in a
+transaction that is rolled back (repository/warmup.py), so the first requests after a
+(re)start cost what later ones do. Until it is done `/ready` answers 503;
 while Neo4j is down it retries with backoff. The log's "ready" line says how long it took."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from ..errors import Unavailable, WrongKey
 from ..repository.database import Database
-from ..repository.warmup import Prepared, prepare
+from ..repository.warmup import Prepared, prepare, rehearse
 from .health import Readiness
 from .tenants import TenantService
 
@@ -42,9 +43,11 @@ class Startup:
                 if self._tenants is not None:
                     await self._tenants.verify_key_ring()
                 await self._db.warm(self._warm)
+                began = time.perf_counter()
+                prepared = await prepare(self._db, concurrency=max(1, min(self._warm, 4)))
                 planned = time.perf_counter()
-                self.prepared = prepared = await prepare(
-                    self._db, concurrency=max(1, min(self._warm, 4)))
+                await self._rehearse(prepared)
+                self.prepared = prepared
             except WrongKey:
                 raise
             except Unavailable:
@@ -56,9 +59,23 @@ class Startup:
             log.info("ready", extra={
                 "ms": round((now - started) * 1000, 1),
                 "statements_prepared": prepared.statements,
-                "prepare_ms": round((now - planned) * 1000, 1)})
+                "prepare_ms": round((planned - began) * 1000, 1),
+                "writes_rehearsed": len(prepared.rehearsed),
+                "rehearse_ms": round((now - planned) * 1000, 1)})
             await self._prepared()
             return
+
+    async def _rehearse(self, prepared: Prepared) -> None:
+        """The write path once, rolled back (repository/warmup.py, `rehearse`). Neo4j being
+        unavailable is retried as the rest of start-up is; any other failure costs only the
+        first writes' wait, as before: logged, and the service is ready all the same."""
+        try:
+            await rehearse(self._db, prepared)
+        except (Unavailable, WrongKey):
+            raise
+        except Exception as exc:
+            log.warning("write path not rehearsed", extra={
+                "error": type(exc).__name__, "rehearsed": len(prepared.rehearsed)})
 
     async def _prepared(self) -> None:
         """Statements planned ahead, once the service is ready (the search statement: seconds
@@ -67,8 +84,12 @@ class Startup:
         logged."""
         if self._prepare is None:
             return
+        began = time.perf_counter()
         try:
             await self._prepare()
         except Exception as exc:
             log.warning("search statement not planned ahead",
                         extra={"error": type(exc).__name__})
+            return
+        log.info("search statement planned",
+                 extra={"ms": round((time.perf_counter() - began) * 1000, 1)})
