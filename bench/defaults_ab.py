@@ -55,7 +55,7 @@ from vaultgraph.settings import PROJECT_ROOT
 from . import cpu
 from .config import ROOT
 from .dataset import Tenant, create_bench_tenant, load_tokens
-from .environment import machine, say, stop_leftovers
+from .environment import interrupt, machine, say, stop_leftovers
 from .loadgen import Wrk, ensure_wrk, parse_wrk
 from .run import git_dirty, git_sha, write_results
 from .stats import Result
@@ -361,13 +361,7 @@ class ServiceProcess:
         return self.proc.pid
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=90)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        interrupt(self.proc, within=90)
         self.output.close()
 
 

@@ -146,15 +146,22 @@ class Service:
         return self.proc.pid
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        say("service stopped")
+        if interrupt(self.proc, within=15):
+            say("service stopped")
+
+
+def interrupt(proc: subprocess.Popen | None, *, within: float) -> bool:
+    """Stop a running `vaultgraph serve` as Ctrl-C would (it drains), killed when it has not
+    exited `within` seconds later; False when there was nothing running."""
+    if proc is None or proc.poll() is not None:
+        return False
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=within)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    return True
 
 
 def _answers(url: str) -> bool:
