@@ -138,10 +138,7 @@ def table(result: dict) -> str:
 # /tokens (and its audit event's group commit, from the service's metrics) and the ten after
 # it, and reads the service's `ready` log line (start-up and warm-up time).
 # BENCH_SERVE_PYTHONPATH: the service's code from another tree (e.g. an earlier commit's, for
-# a before/after); BENCH_AFTER_START_SETTLE=search: the first create waits until the search
-# statement (planned once ready) is planned; BENCH_AFTER_START_COMMIT=1: then one transaction
-# that touches no token is committed first (a probe of what the rehearsal, rolled back, leaves
-# cold).
+# a before/after).
 
 CREATES_AFTER_FIRST = 10
 
@@ -183,15 +180,6 @@ def _after_start_round(home, ports: tuple[int, int, int], log_path) -> dict:
                 raise RuntimeError(f"not ready in 300 s; see {log_path}")
             time.sleep(0.1)
         ready_s = round(time.monotonic() - began, 1)
-        if os.environ.get("BENCH_AFTER_START_SETTLE") == "search":
-            # Until the search statement, planned once ready, is planned: what the first
-            # create costs without that planning beside it.
-            while b'"search statement planned' not in log_path.read_bytes():
-                if time.monotonic() - began > 600:
-                    raise RuntimeError(f"search not planned in 600 s; see {log_path}")
-                time.sleep(0.1)
-        if os.environ.get("BENCH_AFTER_START_COMMIT"):
-            _commit_elsewhere(bolt, (home / f"neo4j-{bolt}.password").read_text().strip())
         key = (home / "admin.key").read_text().strip()
         times, statuses, audit_commits = [], [], []
         for i in range(1 + CREATES_AFTER_FIRST):
@@ -223,9 +211,6 @@ def _after_start_round(home, ports: tuple[int, int, int], log_path) -> dict:
             entry = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(entry, dict) and entry.get("msg") == "search statement planned":
-            ready_line["search_planned_ms"] = entry.get("ms")
-            ready_line["search_planned_at"] = entry.get("ts")
         if isinstance(entry, dict) and entry.get("msg") == "request" and entry.get(
                 "method") == "POST" and "first_create_at" not in ready_line:
             ready_line["first_create_at"] = entry.get("ts")
@@ -238,17 +223,6 @@ def _after_start_round(home, ports: tuple[int, int, int], log_path) -> dict:
             "next_p50_ms": statistics.median(later),
             "next_max_ms": max(later), "next_ms": later,
             "next_not_201": sum(status != 201 for status in statuses[1:])}
-
-
-def _commit_elsewhere(bolt: int, password: str) -> None:
-    """One committed transaction that touches no token (a node of its own, then its
-    deletion): what the first create costs once Neo4j's commit path has run once."""
-    import neo4j
-
-    with neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{bolt}",
-                                    auth=("neo4j", password)) as driver:
-        driver.execute_query("CREATE (:BenchCommitProbe {at: datetime()})", database_="neo4j")
-        driver.execute_query("MATCH (p:BenchCommitProbe) DELETE p", database_="neo4j")
 
 
 def _audit_commit_ms(url: str) -> float | None:

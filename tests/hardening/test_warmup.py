@@ -15,6 +15,7 @@ from support.statements import recording
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.repository.audit_prefix import audited_text
 from vaultgraph.repository.warmup import (
+    FORGET,
     NOT_HERE,
     REHEARSAL_TENANT,
     RehearsalFailed,
@@ -119,7 +120,8 @@ async def test_ready_is_503_until_the_statements_are_planned(serve, monkeypatch)
 
 
 # The write path, rehearsed before /ready turns 200: each statement a first create, read,
-# update, link, delete and audit batch send, run for real in one transaction rolled back.
+# update, link, delete and audit batch send, run for real in one transaction committed, and
+# then removed.
 REHEARSED = ["tokens/create", "tokens/create", "tokens/get", "tokens/lock_for_update",
              "tokens/update", "graph/link", "tokens/delete", "audit/write_batch"]
 
@@ -141,8 +143,11 @@ async def test_the_write_path_is_rehearsed_before_ready_and_leaves_nothing(serve
     [line] = [r for r in caplog.records if r.msg == "ready"]
     assert line.writes_rehearsed == len(REHEARSED)
     assert line.statements_prepared == prepared.statements
-    # Nothing of it was committed: no node or relationship of its tenant, none of its tokens,
-    # audit events or chain, no tenant (nor its key).
+    # It was committed (the removal found its two tokens, six events and chain) and then
+    # removed: no node or relationship of its tenant, none of its tokens, audit events or
+    # chain, no tenant (nor its key).
+    assert db.catalog.text(FORGET) in [s.text for s in sent.since(0)[:ready]]
+    assert prepared.removed == 2 + 6 + 1
     tenant = prepared.rehearsal_tenant
     assert tenant.startswith(REHEARSAL_TENANT)
     assert len(prepared.rehearsal_ids) == 3 + 6  # two tokens, a chain, six events
@@ -152,9 +157,12 @@ async def test_the_write_path_is_rehearsed_before_ready_and_leaves_nothing(serve
         "CALL () { MATCH ()-[r]->() WHERE r.tenant_id = $tenant RETURN count(r) AS links } "
         "CALL () { MATCH (e:AuditEvent) WHERE e.tenant_id = $tenant OR e.id IN $ids "
         "  RETURN count(e) AS events } "
-        "RETURN nodes, links, events",
-        tenant=tenant, ids=prepared.rehearsal_ids, database_=db.database)
-    assert dict(records[0]) == {"nodes": 0, "links": 0, "events": 0}
+        "CALL () { MATCH (n) WHERE n.tenant_id STARTS WITH $prefix OR n.id STARTS WITH $prefix "
+        "  RETURN count(n) AS leftovers } "
+        "RETURN nodes, links, events, leftovers",
+        tenant=tenant, ids=prepared.rehearsal_ids, prefix=REHEARSAL_TENANT,
+        database_=db.database)
+    assert dict(records[0]) == {"nodes": 0, "links": 0, "events": 0, "leftovers": 0}
 
 
 async def test_a_failed_rehearsal_does_not_keep_the_service_unready(serve, monkeypatch, caplog):
@@ -170,3 +178,27 @@ async def test_a_failed_rehearsal_does_not_keep_the_service_unready(serve, monke
     assert (warning.error, warning.rehearsed) == ("RehearsalFailed", 1)
     [line] = [r for r in caplog.records if r.msg == "ready"]
     assert line.writes_rehearsed == 1
+
+
+async def test_what_a_stopped_rehearsal_left_is_removed_by_the_next_start(serve):
+    first = await serve()
+    await wait_ready(first)
+    db = first.app[services_key].database
+    # As a start-up stopped between the rehearsal's commit and its removal leaves it: a token
+    # (with its metadata loop), a deleted token, an event and a chain under the prefix.
+    left = REHEARSAL_TENANT + "left-by-a-stopped-start"
+    await db.driver.execute_query(
+        "CREATE (t:Token {tenant_id: $t, id: 'a', type: 'token'})-[:HAS_META "
+        "{tenant_id: $t, kv: 'k', token_id: 'a'}]->(t) "
+        "CREATE (:DeletedToken {tenant_id: $t, id: 'b'}) "
+        "CREATE (:AuditEvent {tenant_id: $t, id: $t, at: datetime()}) "
+        "CREATE (:AuditChain {id: $t, seq: 1})",
+        t=left, database_=db.database)
+    served = await serve()
+    await wait_ready(served)
+    # Its own nine and the four left (more only if another start-up shares the database).
+    assert served.app[services_key].startup.prepared.removed >= 2 + 6 + 1 + 4
+    records, _, _ = await db.driver.execute_query(
+        "MATCH (n) WHERE n.tenant_id = $t OR n.id = $t RETURN count(n) AS n",
+        t=left, database_=db.database)
+    assert records[0]["n"] == 0

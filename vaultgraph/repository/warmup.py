@@ -17,14 +17,18 @@ Where a parameter may be null or a value, the sample is the form a first request
 first use, as before.
 
 A plan is not all a first request pays for: on a freshly started Neo4j the code that runs a
-write (its operators, transaction state, locks, the audit trail's statement) had never run,
-and the first create after `/ready` still took seconds. So start-up then rehearses the write
-path (`rehearse`): a token's create, read, update, link and delete, and the audit writer's
-batch, each in the form a request sends it (audit prefix included), for real but in one
-transaction that is rolled back. They run under a tenant id no tenant has (`warm-up:` and a
-random UUID; tenant ids are UUIDs): no tenant, key, token, audit event or chain is created,
-nothing is committed, and webhooks, which belong to a tenant, never see it. Its locks are
-taken on its own new nodes only, so it is harmless on a database in use.
+write (its operators, transaction state, locks, the commit's log append and index updates, the
+audit trail's statement) had never run, and the first create after `/ready` still took seconds.
+So start-up then rehearses the write path (`rehearse`): a token's create, read, update, link and
+delete, and the audit writer's batch, each in the form a request sends it (audit prefix
+included), for real, in one transaction that is committed (a rolled-back one never reaches the
+commit's work: the first create after it still took 2-3 s) — and then removed by
+`health/forget_rehearsal`. It all runs under a tenant id no tenant has (`warm-up:` and a random
+UUID; tenant ids are UUIDs) with an audit chain of the same prefix: no tenant, key or
+application is created, no tenant's list, search or trail can reach it while it exists, and
+webhooks, which belong to a tenant, never see it. Its locks are taken on its own new nodes only,
+so it is harmless on a database in use. The removal goes by the prefix, so what a start-up
+stopped between the commit and the removal left is removed by the next one.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ SAMPLES: dict[str, Any] = {
     "prefixes": [], "props": {}, "reason": "", "request_hash": "", "response_ct": "",
     "revoked_by": "", "rows": [], "rules": "", "since": _WHEN, "status": 1, "tenant_id": "",
     "token_id": None, "token_ids": [], "transforms": "", "ttl": 1.0, "type": "", "types": None,
-    "until": _WHEN, "value": "", "versions": [],
+    "until": _WHEN, "value": "", "versions": [], "prefix": "",
     "changes": {}, "description": None, "destination_url": "", "header_allowlist": [],
     "busy": [], "containers": [], "delivered_ms": 1, "deliveries": [], "disable_after_ms": 1,
     "event_id": "", "events": [], "lease_ms": 1, "outcomes": [], "overlap_ms": 1,
@@ -89,8 +93,8 @@ OVERRIDES: dict[str, dict[str, Any]] = {
 }
 
 # Not planned here: the schema (applied, not planned) and the search statement, which takes
-# seconds of Neo4j's planning on a cold server: it is planned once the service is ready
-# (SearchRepository.prepare), and readiness does not wait for it.
+# seconds of Neo4j's planning on a cold server: start-up plans it on its own connection
+# meanwhile (SearchRepository.prepare, with parameters as a page sends them).
 NOT_HERE = ("schema/", "search/")
 
 _PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -147,6 +151,7 @@ class Prepared:
     rehearsed: list[str] = field(default_factory=list)
     rehearsal_tenant: str = ""
     rehearsal_ids: list[str] = field(default_factory=list)  # its tokens, events and chain
+    removed: int = 0  # nodes the removal after the rehearsal found (its own, and leftovers)
 
 
 async def prepare(db: Database, concurrency: int = 4) -> Prepared:
@@ -199,6 +204,7 @@ async def prepare(db: Database, concurrency: int = 4) -> Prepared:
 
 
 REHEARSAL_TENANT = "warm-up:"
+FORGET = "health/forget_rehearsal"
 _PREFIXES = ["/"]
 
 
@@ -211,7 +217,8 @@ class _Rehearsal:
 
     def __init__(self, prepared: Prepared):
         self.tenant = prepared.rehearsal_tenant = REHEARSAL_TENANT + str(uuid.uuid4())
-        self.parent, self.child, self.chain = (str(uuid.uuid4()) for _ in range(3))
+        self.parent, self.child = (str(uuid.uuid4()) for _ in range(2))
+        self.chain = REHEARSAL_TENANT + str(uuid.uuid4())
         self.ids = prepared.rehearsal_ids = [self.parent, self.child, self.chain]
         self.stored: list[dict[str, Any]] = []  # the events the writes stored
 
@@ -239,18 +246,26 @@ class _Rehearsal:
 
 
 async def rehearse(db: Database, prepared: Prepared) -> None:
-    """Run the write path once, for real, in one transaction that is rolled back (the
-    module's docstring); what ran goes to `prepared.rehearsed`. Raises `errors.Unavailable`
-    when Neo4j cannot answer, `RehearsalFailed` when a statement answered otherwise than it
-    does for a request."""
+    """Run the write path once, for real, in one transaction that is committed, then remove
+    what it wrote (the module's docstring); what ran goes to `prepared.rehearsed`, how many
+    nodes the removal found to `prepared.removed`. Raises `errors.Unavailable` when Neo4j
+    cannot answer, `RehearsalFailed` when a statement answered otherwise than it does for a
+    request. The removal runs even when the write path failed."""
     r = _Rehearsal(prepared)
     try:
         async with asyncio.timeout(db.timeout), map_errors(), db.session() as session:
-            tx = await session.begin_transaction(timeout=db.timeout)
             try:
-                await _write_path(db, tx, r, prepared.rehearsed)
+                tx = await session.begin_transaction(timeout=db.timeout)
+                try:
+                    await _write_path(db, tx, r, prepared.rehearsed)
+                    await tx.commit()
+                finally:
+                    await tx.close()
             finally:
-                await tx.close()  # rolled back: nothing of it is committed
+                result = await session.run(db.catalog.text(FORGET),
+                                           {"prefix": REHEARSAL_TENANT})
+                record = await result.single(strict=True)
+                prepared.removed = record["removed"]
     except TimeoutError:
         raise Unavailable("Neo4j did not answer the warm-up in time.") from None
 

@@ -1,8 +1,9 @@
 """Start-up work that needs Neo4j, in the background so the process listens at once: apply the
 schema, check the key-encryption key against the stored tenant keys, open the pool's
-connections, have Neo4j plan every catalog statement and run the write path once in a
-transaction that is rolled back (repository/warmup.py), so the first requests after a
-(re)start cost what later ones do. Until it is done `/ready` answers 503;
+connections, have Neo4j plan every catalog statement and the search statement (the search
+statement's planning, seconds on a cold server, meanwhile), and run the write path once in a
+committed transaction whose writes are then removed (repository/warmup.py), so the first
+requests after a (re)start cost what later ones do. Until it is done `/ready` answers 503;
 while Neo4j is down it retries with backoff. The log's "ready" line says how long it took."""
 
 from __future__ import annotations
@@ -44,9 +45,19 @@ class Startup:
                     await self._tenants.verify_key_ring()
                 await self._db.warm(self._warm)
                 began = time.perf_counter()
-                prepared = await prepare(self._db, concurrency=max(1, min(self._warm, 4)))
-                planned = time.perf_counter()
-                await self._rehearse(prepared)
+                # The search statement is planned while the catalog's statements are, and the
+                # write path rehearsed: one plan that takes seconds, on its own connection.
+                search = asyncio.create_task(self._prepared())
+                try:
+                    prepared = await prepare(self._db,
+                                             concurrency=max(1, min(self._warm, 4)))
+                    planned = time.perf_counter()
+                    await self._rehearse(prepared)
+                    rehearsed = time.perf_counter()
+                except BaseException:
+                    search.cancel()  # planned again on the next attempt
+                    raise
+                search_ms = await search
                 self.prepared = prepared
             except WrongKey:
                 raise
@@ -61,14 +72,14 @@ class Startup:
                 "statements_prepared": prepared.statements,
                 "prepare_ms": round((planned - began) * 1000, 1),
                 "writes_rehearsed": len(prepared.rehearsed),
-                "rehearse_ms": round((now - planned) * 1000, 1)})
-            await self._prepared()
+                "rehearse_ms": round((rehearsed - planned) * 1000, 1),
+                "search_prepare_ms": search_ms})
             return
 
     async def _rehearse(self, prepared: Prepared) -> None:
-        """The write path once, rolled back (repository/warmup.py, `rehearse`). Neo4j being
-        unavailable is retried as the rest of start-up is; any other failure costs only the
-        first writes' wait, as before: logged, and the service is ready all the same."""
+        """The write path once, committed and removed (repository/warmup.py, `rehearse`).
+        Neo4j being unavailable is retried as the rest of start-up is; any other failure costs
+        only the first writes' wait, as before: logged, and the service is ready all the same."""
         try:
             await rehearse(self._db, prepared)
         except (Unavailable, WrongKey):
@@ -77,19 +88,18 @@ class Startup:
             log.warning("write path not rehearsed", extra={
                 "error": type(exc).__name__, "rehearsed": len(prepared.rehearsed)})
 
-    async def _prepared(self) -> None:
-        """Statements planned ahead, once the service is ready (the search statement: seconds
-        of Neo4j's planning, longer on a cold or busy server, which the first search would
-        wait for otherwise; readiness does not wait for it). A failure costs only that wait:
-        logged."""
+    async def _prepared(self) -> float | None:
+        """The search statement planned ahead (seconds of Neo4j's planning, longer on a cold
+        or busy server, which the first search would wait for otherwise), before the service
+        says it is ready. Its milliseconds, or None when it failed: that costs only the first
+        search the wait, so it is logged and readiness goes on."""
         if self._prepare is None:
-            return
+            return None
         began = time.perf_counter()
         try:
             await self._prepare()
         except Exception as exc:
             log.warning("search statement not planned ahead",
                         extra={"error": type(exc).__name__})
-            return
-        log.info("search statement planned",
-                 extra={"ms": round((time.perf_counter() - began) * 1000, 1)})
+            return None
+        return round((time.perf_counter() - began) * 1000, 1)
