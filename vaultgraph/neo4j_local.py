@@ -203,6 +203,12 @@ db.tx_log.rotation.retention_policy=1G size
 # replanned every few minutes, each wave stalling all requests for up to a second
 # (docs/adr/0009). The statements whose plan statistics could change name their index instead.
 dbms.cypher.min_replan_interval=1h
+# One cached plan per statement and parameter types, not one more per size class of each string
+# and list parameter (empty, 1, up to 10, up to 100, ...): a first create with one metadata entry
+# after many with none, or the first batch of the audit trail of eleven events, each paid a
+# second or more of planning; the start-up warm-up cannot plan every combination
+# (docs/adr/0025).
+internal.cypher.use_parameter_size=false
 """
         (self.home / "conf" / "neo4j.conf").write_text(conf)
 

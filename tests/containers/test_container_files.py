@@ -120,7 +120,7 @@ def _environment(service: dict) -> dict[str, str]:
 # Browser settings, which differ on purpose): the container's Neo4j must get the same.
 TUNED = ("dbms.usage_report.enabled", "server.bolt.connection_keep_alive_for_requests",
          "db.tx_log.rotation.retention_policy", "dbms.cypher.min_replan_interval",
-         "db.transaction.timeout")
+         "db.transaction.timeout", "internal.cypher.use_parameter_size")
 
 
 def _neo4j_env_name(setting: str) -> str:

@@ -51,3 +51,37 @@ async def test_neo4j_keeps_cached_plans_an_hour(settings):
     plan kept an hour must still be the right one, so the statements whose plan statistics
     could change name their index."""
     assert await _setting(settings, "dbms.cypher.min_replan_interval") == ["1h"]
+
+
+async def _cached_after(settings, values: list[str]) -> int:
+    """How many entries Neo4j's query caches hold after one statement is planned with each of
+    `values` as its parameter, from empty caches."""
+    import re
+
+    driver = neo4j.AsyncGraphDatabase.driver(
+        settings.neo4j_uri, auth=(settings.neo4j_user, settings.resolved_neo4j_password()))
+    try:
+        clear = "CALL db.clearQueryCaches()"
+        await driver.execute_query(clear, database_=settings.neo4j_database)
+        for value in values:
+            await driver.execute_query(
+                "EXPLAIN MATCH (t:Token {tenant_id: $tenant_id}) RETURN t.id",
+                tenant_id=value, database_=settings.neo4j_database)
+        records, _, _ = await driver.execute_query(clear, database_=settings.neo4j_database)
+        cleared = re.search(r"of (\d+) quer", records[0]["value"])
+        return int(cleared.group(1)) if cleared else 0
+    finally:
+        await driver.close()
+
+
+async def test_neo4j_keeps_one_plan_whatever_the_size_of_a_parameter(settings):
+    """By default Neo4j caches a plan per size class of every string and list parameter
+    (empty, 1, up to 10, up to 100, ...), so a request whose metadata or batch fell in a new
+    class paid a second or more of planning, and the start-up warm-up could not plan every
+    combination; the launcher turns that off (`internal.cypher.use_parameter_size=false`, an
+    internal setting that `SHOW SETTINGS` does not list, hence this test of what it does)."""
+    uuid_like = "00000000-0000-4000-8000-000000000000"
+    one_class = await _cached_after(settings, [uuid_like, uuid_like.replace("0", "1")])
+    three_classes = await _cached_after(settings, ["", "x", uuid_like])
+    assert one_class > 0
+    assert three_classes == one_class

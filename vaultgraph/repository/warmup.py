@@ -50,46 +50,60 @@ from .database import Database
 from .neo4j_errors import map_errors
 
 _WHEN = datetime(2000, 1, 1, tzinfo=UTC)
+_ID = "00000000-0000-4000-8000-000000000000"
+REHEARSAL_TENANT = "warm-up:"  # the rehearsal's tenant ids and chain ids start with it
+FORGET = "health/forget_rehearsal"
 
-# A value of the type the repositories send for each parameter name (only the type matters).
+# A value of the type the repositories send for each parameter name, and of the size a first
+# request's has: Neo4j also tells a string's or a list's size class apart (`size_class`), unless
+# told not to. Most strings are ids, hashes or times (11-100 characters): a UUID's length.
 SAMPLES: dict[str, Any] = {
-    "actor": "", "after": "", "after_at": "", "after_id": "", "application_id": "",
-    "application_name": "", "batch": 1, "before_at": _WHEN, "before_id": "", "chain": "",
-    "checkpoints": [], "child_id": "", "claim": "", "content_type": "", "created": [],
-    "created_by": "", "cutoff": _WHEN, "dedup": False, "deleted_by": "", "depth": 1,
-    "direction": "", "event": {}, "expired_actor": "", "expired_reason": "",
-    "expires_at": None, "fingerprint": "", "hash": "", "head_seq": 1, "high": None,
-    "high_inclusive": False, "id": "", "ids": None, "index_digests": [], "into": "", "key": "",
-    "key_id": "", "key_material": {}, "lease": 1.0, "limit": 1, "linked": [], "low": None,
+    "actor": _ID, "after": "", "after_at": _ID, "after_id": "", "application_id": _ID,
+    "application_name": _ID, "batch": 1, "before_at": _WHEN, "before_id": "~", "chain": _ID,
+    "checkpoints": [], "child_id": _ID, "claim": _ID, "content_type": _ID, "created": [],
+    "created_by": _ID, "cutoff": _WHEN, "dedup": False, "deleted_by": _ID, "depth": 1,
+    "direction": _ID, "event": {}, "expired_actor": _ID, "expired_reason": "expired",
+    "expires_at": None, "fingerprint": _ID, "hash": _ID, "head_seq": 1, "high": None,
+    "high_inclusive": False, "id": _ID, "ids": None, "index_digests": [], "into": _ID,
+    "key": _ID,
+    "key_id": _ID, "key_material": {}, "lease": 1.0, "limit": 1, "linked": [], "low": None,
     "low_inclusive": False, "max_links": 1, "max_nodes": 1, "merged_into": None,
-    "meta_kvs": [], "modified_by": "", "name": "", "new": {}, "old": {}, "operation": None,
-    "outcome": None, "parent_id": "", "parent_prefixes": [], "permissions": [],
-    "prefixes": [], "props": {}, "reason": "", "request_hash": "", "response_ct": "",
-    "revoked_by": "", "rows": [], "rules": "", "since": _WHEN, "status": 1, "tenant_id": "",
-    "token_id": None, "token_ids": [], "transforms": "", "ttl": 1.0, "type": "", "types": None,
-    "until": _WHEN, "value": "", "versions": [], "prefix": "",
-    "changes": {}, "description": None, "destination_url": "", "header_allowlist": [],
+    "meta_kvs": [], "modified_by": _ID, "name": _ID, "new": {}, "old": {}, "operation": None,
+    "outcome": None, "parent_id": _ID, "parent_prefixes": [], "permissions": [],
+    "prefixes": ["/"], "props": {}, "reason": "deleted", "request_hash": _ID,
+    "response_ct": _ID, "revoked_by": _ID, "rows": [], "rules": _ID, "since": _WHEN,
+    "status": 1, "tenant_id": _ID, "token_id": None, "token_ids": [], "transforms": _ID,
+    "ttl": 1.0, "type": "token", "types": None,
+    "until": _WHEN, "value": _ID, "versions": [], "prefix": REHEARSAL_TENANT,
+    "changes": {}, "description": None, "destination_url": _ID, "header_allowlist": [],
     "busy": [], "containers": [], "delivered_ms": 1, "deliveries": [], "disable_after_ms": 1,
-    "event_id": "", "events": [], "lease_ms": 1, "outcomes": [], "overlap_ms": 1,
-    "retention_ms": 1, "room": {}, "room_default": 1, "scan": 1, "secret_ct": "", "url": "",
+    "event_id": _ID, "events": [], "lease_ms": 1, "outcomes": [], "overlap_ms": 1,
+    "retention_ms": 1, "room": {}, "room_default": 1, "scan": 1, "secret_ct": _ID, "url": _ID,
     # The audit prefix's (audited_params): no Idempotency-Key held.
-    "audit": {}, "audit_at": "", "idem_application": None, "idem_key": None,
+    "audit": {}, "audit_at": _ID, "idem_application": None, "idem_key": None,
     "idem_claim": None,
 }
 # Statements that send a parameter with another type than the name's usual one.
 _NO_APPLICATION = {"application_id": None}
 OVERRIDES: dict[str, dict[str, Any]] = {
     "tokens/create": {"parent_id": None},
+    "tokens/update": {"meta_kvs": [_ID]},  # a merge patch of metadata: an entry at least
     "tokens/list_by_type": {"types": []},
     "tokens/list_by_ids": {"ids": []},
     "proxies/call": {"ids": []},
     "audit/list": _NO_APPLICATION,
-    "audit/list_by_token": {**_NO_APPLICATION, "token_id": ""},
-    "audit/list_by_operation": {**_NO_APPLICATION, "operation": ""},
-    "audit/list_by_outcome": {**_NO_APPLICATION, "outcome": ""},
+    "audit/list_by_token": {**_NO_APPLICATION, "token_id": _ID},
+    "audit/list_by_operation": {**_NO_APPLICATION, "operation": "token:read"},
+    "audit/list_by_outcome": {**_NO_APPLICATION, "outcome": "success"},
+    # The audit writer's batch of events no statement stored (reads), and of writes' events.
+    "audit/write_batch": {"created": [{}]},
     "audit/chain_events": {"after": 1},
     "audit/export": {"after_at": _WHEN},
     "audit/prune_leftovers": {"after_at": _WHEN},
+}
+# Statements planned in more forms than one: each entry is planned too, over the samples.
+MORE_FORMS: dict[str, list[dict[str, Any]]] = {
+    "audit/write_batch": [{"created": [], "linked": [{}]}],
 }
 
 # Not planned here: the schema (applied, not planned) and the search statement, which takes
@@ -115,6 +129,18 @@ def sample_parameters(name: str, text: str) -> dict[str, Any]:
     return {p: own[p] if p in own else SAMPLES.get(p) for p in parameters(text)}
 
 
+def size_class(size: int) -> str:
+    """The size class Neo4j tells a string's or a list's length by in its plan cache (unless
+    told not to, `internal.cypher.use_parameter_size=false`): empty, exactly 1, up to 10, up to
+    100, and so on by powers of ten."""
+    if size <= 1:
+        return str(size)
+    bound = 10
+    while size > bound:
+        bound *= 10
+    return f"<={bound}"
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -125,18 +151,19 @@ def _kind(value: Any) -> str:
     if isinstance(value, float):
         return "float"
     if isinstance(value, str):
-        return "string"
+        return f"string/{size_class(len(value))}"
     if isinstance(value, dict):
         return "map"
     if isinstance(value, (list, tuple)):
-        return "list"
+        return f"list/{size_class(len(value))}"
     if isinstance(value, datetime):
         return "datetime"
     return type(value).__name__
 
 
 def signature(params: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-    """A statement's parameters as Neo4j's plan cache tells them apart: name and type."""
+    """A statement's parameters as Neo4j's plan cache tells them apart: name and type, and a
+    string's or list's size class."""
     return tuple(sorted((name, _kind(value)) for name, value in params.items()))
 
 
@@ -186,6 +213,8 @@ async def prepare(db: Database, concurrency: int = 4) -> Prepared:
             prepared.skipped.append(name)
             return
         prepared.statements += 1
+        for form in MORE_FORMS.get(name, []):
+            await planned(text, {**sample_parameters(name, text), **form})
         # A write may carry the prefix (unless it is one the prefix cannot precede, such as
         # `CALL { … } IN TRANSACTIONS`, which is never sent with it).
         if kind in _WRITES:
@@ -203,8 +232,6 @@ async def prepare(db: Database, concurrency: int = 4) -> Prepared:
     return prepared
 
 
-REHEARSAL_TENANT = "warm-up:"
-FORGET = "health/forget_rehearsal"
 _PREFIXES = ["/"]
 
 
