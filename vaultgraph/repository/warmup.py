@@ -111,6 +111,17 @@ MORE_FORMS: dict[str, list[dict[str, Any]]] = {
 # meanwhile (SearchRepository.prepare, with parameters as a page sends them).
 NOT_HERE = ("schema/", "search/")
 
+# What one warm-up statement (a plan, the rehearsal) may take: not a request's budget. A cold or
+# busy Neo4j can take longer than a request may wait to plan a statement, and it goes on planning
+# after the client gives up, so a start-up that timed out and began again only added work: on a
+# machine at load 12 a start-up retried for five minutes without turning ready.
+PLANNING_TIMEOUT = 60.0
+
+
+def budget(db: Database) -> float:
+    return max(db.timeout, PLANNING_TIMEOUT)
+
+
 _PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 # What an EXPLAIN's summary says a statement does: "w" writes, "rw" reads and writes.
 _WRITES = ("w", "rw")
@@ -191,7 +202,7 @@ async def prepare(db: Database, concurrency: int = 4) -> Prepared:
 
     async def explain(text: str, params: dict[str, Any]) -> str:
         async with limit, map_errors():
-            async with asyncio.timeout(db.timeout), db.session() as session:
+            async with asyncio.timeout(budget(db)), db.session() as session:
                 result = await session.run(neo4j.Query("EXPLAIN " + text), params)
                 summary = await result.consume()
         prepared.forms.add((text, signature(params)))
@@ -280,9 +291,9 @@ async def rehearse(db: Database, prepared: Prepared) -> None:
     request. The removal runs even when the write path failed."""
     r = _Rehearsal(prepared)
     try:
-        async with asyncio.timeout(db.timeout), map_errors(), db.session() as session:
+        async with asyncio.timeout(budget(db)), map_errors(), db.session() as session:
             try:
-                tx = await session.begin_transaction(timeout=db.timeout)
+                tx = await session.begin_transaction(timeout=budget(db))
                 try:
                     await _write_path(db, tx, r, prepared.rehearsed)
                     await tx.commit()

@@ -38,43 +38,46 @@ class Startup:
         """Returns once ready; raises `WrongKey` (the process must not serve)."""
         pause = 0.1
         started = time.perf_counter()
-        while True:
-            try:
-                await self._db.apply_schema()
-                if self._tenants is not None:
-                    await self._tenants.verify_key_ring()
-                await self._db.warm(self._warm)
-                began = time.perf_counter()
-                # The search statement is planned while the catalog's statements are, and the
-                # write path rehearsed: one plan that takes seconds, on its own connection.
-                search = asyncio.create_task(self._prepared())
+        search: asyncio.Task[float | None] | None = None
+        try:
+            while True:
                 try:
+                    await self._db.apply_schema()
+                    if self._tenants is not None:
+                        await self._tenants.verify_key_ring()
+                    await self._db.warm(self._warm)
+                    began = time.perf_counter()
+                    # The search statement is planned while the catalog's statements are, and
+                    # the write path rehearsed: one plan that takes seconds, on its own
+                    # connection. Started once: a retry of the rest does not plan it again.
+                    if search is None or (search.done() and search.result() is None):
+                        search = asyncio.create_task(self._prepared())
                     prepared = await prepare(self._db,
                                              concurrency=max(1, min(self._warm, 4)))
                     planned = time.perf_counter()
                     await self._rehearse(prepared)
                     rehearsed = time.perf_counter()
-                except BaseException:
-                    search.cancel()  # planned again on the next attempt
+                    search_ms = await search
+                    self.prepared = prepared
+                except WrongKey:
                     raise
-                search_ms = await search
-                self.prepared = prepared
-            except WrongKey:
-                raise
-            except Unavailable:
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, self._max_pause)
-                continue
-            self._readiness.started = True
-            now = time.perf_counter()
-            log.info("ready", extra={
-                "ms": round((now - started) * 1000, 1),
-                "statements_prepared": prepared.statements,
-                "prepare_ms": round((planned - began) * 1000, 1),
-                "writes_rehearsed": len(prepared.rehearsed),
-                "rehearse_ms": round((rehearsed - planned) * 1000, 1),
-                "search_prepare_ms": search_ms})
-            return
+                except Unavailable:
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, self._max_pause)
+                    continue
+                break
+        finally:
+            if search is not None and not search.done():
+                search.cancel()
+        self._readiness.started = True
+        now = time.perf_counter()
+        log.info("ready", extra={
+            "ms": round((now - started) * 1000, 1),
+            "statements_prepared": prepared.statements,
+            "prepare_ms": round((planned - began) * 1000, 1),
+            "writes_rehearsed": len(prepared.rehearsed),
+            "rehearse_ms": round((rehearsed - planned) * 1000, 1),
+            "search_prepare_ms": search_ms})
 
     async def _rehearse(self, prepared: Prepared) -> None:
         """The write path once, committed and removed (repository/warmup.py, `rehearse`).

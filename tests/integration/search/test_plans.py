@@ -5,6 +5,7 @@ that a field's branch does no work for a query without terms of that field."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 from factories import database
@@ -119,3 +120,33 @@ async def test_start_up_plans_the_statement_before_the_service_is_ready(client):
     # Called before the service said it was ready; its failure only costs the first search
     # the wait: the service is ready all the same.
     assert calls == [False] and readiness.started
+
+
+async def test_a_start_up_that_begins_again_plans_the_statement_once(client, monkeypatch):
+    # Neo4j goes on planning after a client gives up, so planning the statement again on each
+    # attempt of a start-up only added work (a busy machine's start-up never turned ready).
+    from vaultgraph.errors import Unavailable
+    from vaultgraph.services import startup as startup_module
+
+    db = database(client.server.app)
+    real, attempts, calls = startup_module.prepare, [], []
+    planning, released = asyncio.Event(), asyncio.Event()
+
+    async def first_times_out(*args, **kwargs):
+        attempts.append(1)
+        if len(attempts) == 1:
+            await planning.wait()  # the statement's planning is under way
+            raise Unavailable("Neo4j did not answer the warm-up in time.")
+        released.set()
+        return await real(*args, **kwargs)
+
+    async def plan() -> None:
+        calls.append(1)
+        planning.set()
+        await released.wait()
+
+    monkeypatch.setattr(startup_module, "prepare", first_times_out)
+    readiness = Readiness(db)
+    readiness.started = False
+    await Startup(db, readiness, None, 0, max_pause=0.01, prepare=plan).run()
+    assert len(attempts) == 2 and calls == [1] and readiness.started
