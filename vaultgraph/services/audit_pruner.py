@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..audit.chain import valid
+from ..audit.chain import stores_prev, valid
 from ..crypto import KeyRing
 from ..repository.audit import BEGINNING, AuditRepository, native
 from .audit_log import checkpoint_sig
@@ -99,9 +99,11 @@ class AuditPruner:
             return "gap"
         if following is not None and following.get("seq") == seq:
             return "two events at one number"
-        if not isinstance(row.get("at"), datetime) or row.get("prev") != prev:
+        # An event stored with its `prev` (by an earlier version) must name the MAC before it;
+        # one stored without it is signed over that MAC, so its MAC holding links it.
+        if not isinstance(row.get("at"), datetime) or (stores_prev(row) and row["prev"] != prev):
             return "not linked to the event before"
-        if not valid(self._ring, row):
+        if not valid(self._ring, row, prev=prev):
             return "MAC does not hold"
         return None
 
