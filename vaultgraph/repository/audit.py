@@ -254,6 +254,12 @@ class AuditRepository:
                                       after_id=after[1], batch=batch)
         return [{**r, "at": native(r["at"])} for r in records]
 
-    async def prune(self, ids: list[str], checkpoints: list[dict[str, Any]]) -> int:
-        records = await self._db.write("audit/prune", ids=ids, checkpoints=checkpoints)
+    async def prune(self, events: list[Mapping[str, Any]], checkpoints: list[dict[str, Any]]
+                    ) -> int:
+        """Delete `events` ({id, chain, seq} of a chain's prefix as `prune_prefix` read them,
+        or {id, node} as `prune_leftovers` did) and move the `checkpoints` forward."""
+        records = await self._db.write(
+            "audit/prune", checkpoints=checkpoints,
+            events=[{"id": e["id"], "chain": e.get("chain"), "seq": e.get("seq"),
+                     "node": e.get("node")} for e in events])
         return records[0]["pruned"] if records else 0

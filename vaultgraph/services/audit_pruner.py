@@ -78,7 +78,8 @@ class AuditPruner:
                 top = prefix[-1]
                 checkpoint = {"chain": chain, "seq": top["seq"], "mac": top["mac"],
                               "sig": checkpoint_sig(self._ring, chain, top["seq"], top["mac"])}
-                pruned += await self._repo.prune([r["id"] for r in prefix], [checkpoint])
+                pruned += await self._repo.prune(
+                    [{k: r[k] for k in ("id", "chain", "seq")} for r in prefix], [checkpoint])
                 reread = False
                 if defect is None and len(prefix) < batch:
                     return pruned
@@ -111,9 +112,9 @@ class AuditPruner:
         pruned, after = 0, (BEGINNING, "")
         while True:
             rows = await self._repo.prune_leftovers(cutoff, after, batch)
-            ids = [r["id"] for r in rows if r["out_of_order"] and r["id"] is not None]
-            if ids:
-                pruned += await self._repo.prune(ids, [])
+            strays = [r for r in rows if r["out_of_order"] and r["id"] is not None]
+            if strays:
+                pruned += await self._repo.prune(strays, [])
             # The page's last event still there (one another prune deleted reads as nulls).
             last = next((r for r in reversed(rows) if r["id"] is not None), None)
             if len(rows) < batch or last is None:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 from factories import database, key_headers, make_application, new_tenant, retime_chain
+from neo4j.exceptions import ConstraintError
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit import context as audit_context
@@ -530,6 +531,25 @@ async def test_events_stored_before_fields_were_left_out_still_verify_list_expor
     assert await verify_own_chain(client) == []
 
 
+async def test_an_upgrade_drops_the_unique_index_on_every_event_s_id(client, six_events):
+    """A store made by an earlier version has a unique index on every event's id; the schema
+    applied at start-up drops it, and keeps ids unique among the events writes stored and the
+    writer has yet to link (linking finds them by id; a write's transaction run twice is
+    refused)."""
+    db = database(client.server.app)
+    await cypher(client, "CREATE CONSTRAINT audit_event_id IF NOT EXISTS "
+                         "FOR (e:AuditEvent) REQUIRE e.id IS UNIQUE")
+    await db.apply_schema()
+    names = {r["name"] for r in await cypher(client, "SHOW CONSTRAINTS YIELD name")}
+    assert "audit_event_id" not in names and "audit_pending_event_id" in names
+    pending = f"pending-{uuid.uuid4()}"
+    await cypher(client, "CREATE (:AuditEvent:PendingAuditEvent {id: $id})", id=pending)
+    with pytest.raises(ConstraintError):
+        await cypher(client, "CREATE (:AuditEvent:PendingAuditEvent {id: $id})", id=pending)
+    await cypher(client, "MATCH (e:PendingAuditEvent {id: $id}) DETACH DELETE e", id=pending)
+    assert await verify_own_chain(client) == []
+
+
 async def pruned_by_time_alone(client, six_events) -> None:
     """What a prune that went by time alone (before prunes took only a chain's prefix) could
     leave: seq 1 and 3 pruned, the checkpoint at 3, seq 2 (a write's event linked after a later
@@ -537,8 +557,9 @@ async def pruned_by_time_alone(client, six_events) -> None:
     is stored as they stored it."""
     audit_log = client.server.app[services_key].audit_log
     chain = chain_of(client)
-    third = (await stored_as_before(client, chain))[2]
-    gone = [six_events[0]["id"], six_events[2]["id"]]
+    events = await stored_as_before(client, chain)
+    third = events[2]
+    gone = [events[0], events[2]]
     await audit_log._repo.prune(gone, [{"chain": chain, "seq": 3, "mac": third["mac"],
                                         "sig": audit_log.checkpoint_sig(chain, 3, third["mac"])}])
     assert [e["seq"] for e in await chain_events(client)] == [2, 4, 5, 6]
