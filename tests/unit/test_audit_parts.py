@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from vaultgraph.audit.chain import sign
 from vaultgraph.crypto import KeyRing
 from vaultgraph.repository.audit import created_parts, event_of, linked_parts
+from vaultgraph.services.audit_writer import new_chain_id
 
 AT = datetime(2026, 11, 24, 13, 5, 7, 123456, tzinfo=UTC)
 
@@ -120,3 +121,9 @@ def test_an_event_stored_before_reads_as_stored():
     one token beside its scalar): read as they are."""
     old = {**event(), "at": AT, "token_id": "x", "prev": "cd" * 32, "mac": "ef" * 32}
     assert event_of(old) == {k: v for k, v in old.items() if k != "token_id"}
+
+
+def test_a_chain_id_is_19_digits():
+    """Digits take half a UUID's store in every event and in the (chain, seq) index."""
+    ids = {new_chain_id() for _ in range(1000)}
+    assert len(ids) == 1000 and all(len(i) == 19 and i.isdigit() for i in ids)
