@@ -22,6 +22,7 @@ from vaultgraph.audit.chain import sign
 from vaultgraph.auth.apikeys import HEADER
 from vaultgraph.auth.permissions import TOKEN_PERMISSIONS
 from vaultgraph.neo4j_local import LocalNeo4j
+from vaultgraph.repository.audit import MAC_END, stored_form
 from vaultgraph.settings import Settings
 
 T = TypeVar("T")
@@ -178,8 +179,11 @@ async def retime_chain(services, chain: str, at: Callable[[dict], datetime]) -> 
         event["at"], event["prev"] = at(event), prev
         event["mac"] = prev = sign(audit_log._ring, event)
     db = services.database
+    # Stored as the writer stores an event (without `prev`, the MAC as two halves of bytes).
     await db.driver.execute_query(
         "UNWIND $rows AS r MATCH (e:AuditEvent {id: r.id}) "
-        "SET e.at = r.at, e.prev = r.prev, e.mac = r.mac",
-        {"rows": [{k: e[k] for k in ("id", "at", "prev", "mac")} for e in events]},
+        "SET e.at = r.at, e.mac = r.mac, e.mac_end = r.mac_end",
+        {"rows": [{"id": e["id"], "at": e["at"], **{k: v for k, v in stored_form(e).items()
+                                                    if k in ("mac", MAC_END)}}
+                  for e in events]},
         database_=db.database)

@@ -1,4 +1,5 @@
-// Delete pruned events and move each chain's checkpoint forward (never back), in one
+// Delete pruned events ($events: {id, chain, seq} of a chain's prefix, or {id, node} of an event
+// out of every chain's order) and move each chain's checkpoint forward (never back), in one
 // transaction: a pruned chain still verifies from its checkpoint. Prunes take one lock first,
 // so a prune's events are looked up only after any other prune committed: an event another
 // prune deleted is not found (and not counted) here.
@@ -12,7 +13,17 @@ CALL () {
   WITH k, cp WHERE k.seq IS NULL OR k.seq < cp.seq
   SET k.seq = cp.seq, k.mac = cp.mac, k.sig = cp.sig
 }
-UNWIND $ids AS id
-MATCH (e:AuditEvent {id: id})
+UNWIND $events AS ev
+CALL (ev) {
+  // An event of a chain's prefix, by its place (a seek on (chain, seq)).
+  MATCH (e:AuditEvent)
+  WHERE ev.node IS NULL AND e.chain = ev.chain AND e.seq = ev.seq AND e.id = ev.id
+  RETURN e
+  UNION
+  // An event out of every chain's order, by the node prune_leftovers read.
+  MATCH (e:AuditEvent)
+  WHERE elementId(e) = ev.node AND e.id = ev.id
+  RETURN e
+}
 DETACH DELETE e
 RETURN count(*) AS pruned

@@ -9,6 +9,6 @@ WITH e ORDER BY e.at, e.id
 LIMIT $batch
 OPTIONAL MATCH (c:AuditChain {id: e.chain})
 OPTIONAL MATCH (k:AuditCheckpoint {chain: e.chain})
-RETURN e.id AS id, e.at AS at,
+RETURN e.id AS id, e.at AS at, elementId(e) AS node,
        e.chain IS NULL OR c IS NULL OR e.seq IS NULL OR coalesce(e.seq <= k.seq, false)
          AS out_of_order

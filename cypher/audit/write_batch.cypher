@@ -6,7 +6,7 @@
 // DateTime it names (repository/audit.py). $created: {at, fields}, events no statement was sent
 // to store (reads, refusals before any write), created whole. $linked: {id, at, held, fields},
 // events a write stored, or may have stored (its commit unconfirmed), in its own transaction
-// (label :PendingAuditEvent): found by id and completed with `fields` alone — what differs from
+// (label :PendingAuditEvent, unique by id): found by id and completed with `fields` alone — what differs from
 // what the write stored, and the chain's fields — so their time and what the write already
 // stored (`held`), which the indexes hold, are not written again; one that is not there (the
 // write rolled back) is created whole from both. An event naming one token holds it as the
@@ -23,8 +23,8 @@ FOREACH (ev IN CASE WHEN in_order THEN $created ELSE [] END |
                             ELSE [] END |
     CREATE (e)-[:AUDIT_REF {tenant_id: ev.fields.tenant_id, token_id: token_id, at: e.at}]->(e)))
 FOREACH (ev IN CASE WHEN in_order THEN $linked ELSE [] END |
-  MERGE (e:AuditEvent {id: ev.id})
-  ON CREATE SET e = ev.held, e += ev.fields, e.id = ev.id, e.at = datetime(ev.at)
+  MERGE (e:PendingAuditEvent {id: ev.id})
+  ON CREATE SET e:AuditEvent, e = ev.held, e += ev.fields, e.id = ev.id, e.at = datetime(ev.at)
   ON MATCH SET e += ev.fields, e.pending = null
   REMOVE e:PendingAuditEvent
   FOREACH (token_id IN CASE WHEN size(coalesce(ev.fields.token_ids, ev.held.token_ids)) > 1

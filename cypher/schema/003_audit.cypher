@@ -3,7 +3,14 @@
 // read newest first in index order; "all events of token X" is a seek on (tenant_id,
 // token_id, at) for events naming that token alone, and on the AUDIT_REF self-loops (one per
 // token) for events naming several.
-CREATE CONSTRAINT audit_event_id IF NOT EXISTS FOR (e:AuditEvent) REQUIRE e.id IS UNIQUE;
+// An event's id is unique among those a write stored and the writer has yet to link (label
+// :PendingAuditEvent, which linking removes): linking finds one by id, and a write's transaction
+// run a second time is refused. Linked events are found by (chain, seq) and pruned so, or by
+// time; a unique index on every event's id (74 bytes of store an event) is dropped if an
+// earlier version made it (docs/adr/0024).
+DROP CONSTRAINT audit_event_id IF EXISTS;
+CREATE CONSTRAINT audit_pending_event_id IF NOT EXISTS
+  FOR (e:PendingAuditEvent) REQUIRE e.id IS UNIQUE;
 CREATE INDEX audit_tenant_at IF NOT EXISTS FOR (e:AuditEvent) ON (e.tenant_id, e.at);
 CREATE INDEX audit_tenant_application_at IF NOT EXISTS
   FOR (e:AuditEvent) ON (e.tenant_id, e.application_id, e.at);

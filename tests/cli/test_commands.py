@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 import os
 import re
 import stat
@@ -282,6 +283,10 @@ async def test_audit_export_and_verify(cli, client, tmp_path):
     assert [e["route"] for e in mine] == ["GET /applications/self"] * 3
     assert [e["seq"] for e in mine] == sorted(e["seq"] for e in mine)
     [chain] = {e["chain"] for e in mine}
+    # Each line whole, `prev` and the hex MAC included (the store keeps neither so).
+    assert all(len(e["mac"]) == 64 and len(e["prev"]) in (0, 64) for e in mine)
+    assert all(b["prev"] == a["mac"] for a, b in itertools.pairwise(mine)
+               if b["seq"] == a["seq"] + 1)
     to_stdout = cli("audit", "export", "--since", since)
     assert [e for e in to_stdout.lines() if e.get("tenant_id") == tenant["tenant_id"]] == mine
 

@@ -89,7 +89,8 @@ async def _event_trace_ids(client, token_id: str) -> list[str]:
 
     db = database(client.server.app)
     records, _, _ = await db.driver.execute_query(
-        "MATCH (e:AuditEvent) WHERE $id IN e.token_ids AND e.route = 'GET /tokens/{id}' "
+        "MATCH (e:AuditEvent) WHERE $id IN coalesce(e.token_ids, [e.token_id]) "
+        "AND e.route = 'GET /tokens/{id}' "
         "RETURN e.trace_id AS trace_id", {"id": token_id}, database_=db.database)
     return [r["trace_id"] for r in records]
 

@@ -80,7 +80,7 @@ async def sweep_at_once(settings, a, b) -> set[str]:
 
     events = await cypher(a, """
         MATCH (e:AuditEvent {tenant_id: $t})
-        RETURN e.token_ids AS token_ids, e.application_id AS application_id,
+        RETURN coalesce(e.token_ids, [e.token_id]) AS token_ids, e.application_id AS application_id,
                e.operation AS operation, e.outcome AS outcome, e.status AS status,
                e.reason AS reason, e.chain AS chain, e.seq AS seq,
                e:PendingAuditEvent AS pending""", t=tenant.tenant_id)
@@ -164,7 +164,8 @@ async def test_two_serving_replicas_sweep_together_and_count_each_token_once(set
         counted = [scrape(port).get(SWEPT, 0.0) - was
                    for port, was in zip(ports, before, strict=True)]
 
-    events = await graph("MATCH (e:AuditEvent {tenant_id: $t}) RETURN e.token_ids AS ids, "
+    events = await graph("MATCH (e:AuditEvent {tenant_id: $t}) RETURN coalesce(e.token_ids, "
+                         "[e.token_id]) AS ids, "
                          "e.reason AS reason, e.chain AS chain", t=tenant.tenant_id)
     assert Counter(i for e in events for i in e["ids"]) == Counter(
         {f"expired-{i}": 1 for i in range(EXPIRED)})

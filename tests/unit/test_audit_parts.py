@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from vaultgraph.repository.audit import created_parts, linked_parts
+from vaultgraph.audit.chain import sign
+from vaultgraph.crypto import KeyRing
+from vaultgraph.repository.audit import created_parts, event_of, linked_parts
+from vaultgraph.services.audit_writer import new_chain_id
 
 AT = datetime(2026, 11, 24, 13, 5, 7, 123456, tzinfo=UTC)
 
@@ -28,9 +31,11 @@ def test_a_linked_event_sends_as_fields_only_what_its_write_did_not_store():
     parts = linked_parts(event(), STORED)
     assert parts["id"] == "e1" and parts["at"] == AT.isoformat()
     assert parts["held"] == {k: v for k, v in STORED.items()
-                             if k not in ("id", "at", "pending")}
-    # The one token the event names is also its indexed scalar, which linking writes.
-    assert parts["fields"] == {"status": 201, "chain": "c", "seq": 3, "token_id": "x"}
+                             if k not in ("id", "at", "pending", "token_ids")}
+    # The one token the event names is stored as its indexed scalar alone: linking writes it
+    # and removes the list the write stored.
+    assert parts["fields"] == {"status": 201, "chain": "c", "seq": 3, "token_id": "x",
+                               "token_ids": None}
 
 
 def test_a_stored_field_that_changed_is_sent_and_one_now_empty_is_sent_as_null():
@@ -46,8 +51,9 @@ def test_held_and_fields_together_are_the_whole_event_so_a_missing_one_is_create
     parts = linked_parts(full, STORED)
     assert not set(parts["held"]) & set(parts["fields"])
     whole = {**parts["held"], **parts["fields"], "id": parts["id"]}
-    assert whole == {**{k: v for k, v in full.items() if k != "at" and v is not None},
-                     "token_id": "x"}
+    assert {k: v for k, v in whole.items() if v is not None} == {
+        **{k: v for k, v in full.items() if k not in ("at", "token_ids") and v is not None},
+        "token_id": "x"}
 
 
 def test_when_what_was_stored_is_not_known_every_field_is_sent_nulls_included():
@@ -56,7 +62,7 @@ def test_when_what_was_stored_is_not_known_every_field_is_sent_nulls_included():
     parts = linked_parts(event(), None)
     assert parts["held"] == {}
     assert parts["fields"] == {**{k: v for k, v in event().items() if k not in ("id", "at")},
-                               "token_id": "x"}
+                               "token_id": "x", "token_ids": None}
     assert parts["fields"]["reason"] is None
 
 
@@ -82,7 +88,8 @@ def test_a_created_event_leaves_out_empty_fields():
     assert parts["at"] == AT.isoformat()
     assert "at" not in parts["fields"]
     assert parts["fields"] == {**{k: v for k, v in event().items()
-                                  if k != "at" and v is not None}, "token_id": "x"}
+                                  if k not in ("at", "token_ids") and v is not None},
+                               "token_id": "x"}
 
 
 def test_the_token_scalar_is_there_only_for_an_event_naming_one_token():
@@ -92,3 +99,31 @@ def test_the_token_scalar_is_there_only_for_an_event_naming_one_token():
     parts = linked_parts(event(token_ids=["x", "y"]), stored)
     assert parts["fields"]["token_id"] is None  # the stored scalar goes with the second token
     assert linked_parts(event(), stored)["held"]["token_id"] == "x"
+
+
+def test_the_store_leaves_out_prev_and_a_list_of_one_token_and_the_reader_gives_them_back():
+    """`prev` repeats the MAC before the event in its chain (the readers take it there); a list
+    of one token is the scalar, of none no property: the event read back is the event signed."""
+    ring = KeyRing.from_spec(KeyRing.generate_spec())
+    for ids in (["x"], [], ["x", "y"]):
+        signed = {**event(token_ids=ids), "prev": "ab" * 32, "key_version": ring.active}
+        signed["mac"] = sign(ring, signed)
+        fields = created_parts(signed)["fields"]
+        assert "prev" not in fields
+        assert ("token_ids" in fields) == (len(ids) > 1)
+        read = event_of({**fields, "at": AT})
+        assert {**read, "prev": "ab" * 32} == {k: v for k, v in signed.items() if v is not None}
+        assert sign(ring, {**read, "prev": "ab" * 32}) == signed["mac"]
+
+
+def test_an_event_stored_before_reads_as_stored():
+    """Events stored before the store left fields out hold `prev` and `token_ids` (the list of
+    one token beside its scalar): read as they are."""
+    old = {**event(), "at": AT, "token_id": "x", "prev": "cd" * 32, "mac": "ef" * 32}
+    assert event_of(old) == {k: v for k, v in old.items() if k != "token_id"}
+
+
+def test_a_chain_id_is_19_digits():
+    """Digits take half a UUID's store in every event and in the (chain, seq) index."""
+    ids = {new_chain_id() for _ in range(1000)}
+    assert len(ids) == 1000 and all(len(i) == 19 and i.isdigit() for i in ids)

@@ -48,36 +48,77 @@ def valid(ring: KeyRing, event: Mapping[str, Any], **override: Any) -> bool:
         return False
 
 
+def stores_prev(event: Mapping[str, Any]) -> bool:
+    """Whether the event was stored with its `prev` (by a version before the store left it out:
+    it repeats the MAC of the event before it in the chain, which is where the readers take it
+    from)."""
+    return event.get("prev") is not None
+
+
+def holds(ring: KeyRing, event: Mapping[str, Any], prev: str | None, **override: Any
+          ) -> bool | None:
+    """Whether the event's MAC holds after the MAC `prev` (the event before it in its chain,
+    the checkpoint's, or "" at the start); None when that is not known (the event before is
+    missing) and the event does not hold its own `prev`."""
+    if stores_prev(event):
+        return valid(ring, event, **override)
+    if prev is None:
+        return None
+    return valid(ring, event, prev=prev, **override)
+
+
 def verify_chain(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]], *,
                  checkpoint: tuple[int, str] | None = None,
                  head: int | None = None) -> list[Finding]:
     """Findings for one chain. `events` are that chain's events (any order); `checkpoint` is
-    (seq, mac) of the last pruned event; `head` the last sequence number the writer recorded."""
-    start, prev_mac = (checkpoint[0] + 1, checkpoint[1]) if checkpoint else (1, "")
+    (seq, mac) of the last pruned event; `head` the last sequence number the writer recorded.
+
+    An event's `prev` is the MAC of the event before it in the chain (the first at the number
+    before its own), the checkpoint's right after the checkpoint, "" at 1; events stored before
+    the store left `prev` out hold their own. The MAC of an event right after a missing number,
+    or right after a named one, covers a MAC that is gone or may have been changed: it is not
+    checked (the finding before names the place), unless the event holds its own `prev`."""
+    start = checkpoint[0] + 1 if checkpoint else 1
     by_seq: dict[int, list[Mapping[str, Any]]] = {}
     for event in events:
         by_seq.setdefault(int(event["seq"]), []).append(event)
+
+    def link(seq: int) -> str | None:
+        """The MAC an event at `seq` follows, as stored; None if unknown."""
+        if checkpoint is not None and seq == start:
+            return checkpoint[1]
+        if seq == 1:
+            return ""
+        before = by_seq.get(seq - 1)
+        return before[0].get("mac") if before else None
+
     # Events left below the checkpoint (by a prune of a version that went by time alone, when a
     # chain runs in the order its events were linked): out of the links now, still signed, so
     # an edit of one is named too.
     findings: list[Finding] = [Finding("edited", chain, s, e.get("id"))
                                for s in sorted(by_seq) if s < start
-                               for e in by_seq[s] if not valid(ring, e)]
+                               for e in by_seq[s] if holds(ring, e, link(s)) is False]
     seqs = sorted(s for s in by_seq if s >= start)
-    invalid = {id(e): e for s in seqs for e in by_seq[s] if not valid(ring, e)}
     last = max([*seqs, head or 0, start - 1])
+    prev_mac: str | None = checkpoint[1] if checkpoint else ""
     for seq in range(start, last + 1):
         here = by_seq.get(seq)
         if not here:
             findings.append(Finding("deleted", chain, seq, None))
+            prev_mac = None
             continue
-        good = [e for e in here if id(e) not in invalid]
+        after_finding = bool(findings) and findings[-1].seq == seq - 1
+        # After a named event, an event that does not follow the MAC stored there is not named
+        # for it: that MAC may be what was changed (the finding before names it).
+        checked = {id(e): holds(ring, e, None if after_finding else prev_mac) for e in here}
+        good = [e for e in here if checked[id(e)] is not False]
         for event in here:
-            if id(event) not in invalid:
+            if checked[id(event)] is not False:
                 continue
             if good or (len(here) > 1 and event is not here[0]):
                 kind = "inserted"
-            elif any(valid(ring, event, seq=other) for other in seqs if other != seq):
+            elif any(holds(ring, event, link(other), seq=other) for other in seqs
+                     if other != seq):
                 kind = "reordered"
             else:
                 kind = "edited"
@@ -85,8 +126,8 @@ def verify_chain(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]],
         if len(good) > 1:
             findings.extend(Finding("inserted", chain, seq, e.get("id")) for e in good[1:])
         chosen = good[0] if good else here[0]
-        if good and chosen.get("prev") != prev_mac and not (
-                findings and findings[-1].seq == seq - 1):
+        if (good and stores_prev(chosen) and prev_mac is not None
+                and chosen.get("prev") != prev_mac and not after_finding):
             findings.append(Finding("inserted", chain, seq, chosen.get("id")))
         prev_mac = chosen.get("mac")
     return findings

@@ -61,11 +61,56 @@ def token_ref(event: Mapping[str, Any]) -> str | None:
     return ids[0] if ids and len(ids) == 1 else None
 
 
+def mac_of(props: Mapping[str, Any]) -> Any:
+    """The MAC an event stores, as the hex text it signed: two halves of raw bytes
+    (`stored_form`), or the text events stored before hold (or whatever an edit left)."""
+    mac, end = props.get("mac"), props.get(MAC_END)
+    if isinstance(mac, bytes | bytearray) and isinstance(end, bytes | bytearray):
+        return (bytes(mac) + bytes(end)).hex()
+    if isinstance(mac, bytes | bytearray):
+        return bytes(mac).hex()
+    return mac
+
+
 def event_of(props: Any) -> dict[str, Any]:
+    """An event as stored, as the event it is: with its tokens' list and its MAC as hex text
+    (`stored_form`)."""
     out = dict(props)
-    out.pop(TOKEN_REF, None)  # an index key, not a field of the event
+    if "mac" in out or MAC_END in out:
+        out["mac"] = mac_of(out)
+        out.pop(MAC_END, None)
+    ref = out.pop(TOKEN_REF, None)  # an index key, not a field of the event
+    if "token_ids" not in out:
+        out["token_ids"] = [ref] if ref is not None else []
     if out.get("at") is not None:
         out["at"] = native(out["at"])
+    return out
+
+
+# What the store leaves out of an event (docs/adr/0024): `prev` repeats the MAC of the event
+# before it in its chain, which is where every reader takes it from (audit/chain.py
+# `verify_chain`, the pruner, cypher/audit/export); and `token_ids` unless it names several
+# tokens: one is the scalar `token_id`, none is no property, and `event_of` gives the list back
+# (no version ever stored a null list). And its MAC is stored as raw bytes, in two halves of
+# 16 (`mac`, `mac_end`): 64 hex characters take a 128-byte string record of their own, while a
+# byte array of 16 fits in the property record (three of its four 8-byte blocks; 32 bytes
+# would not fit one property). Events stored before hold `prev`, the list and a hex MAC, which
+# the readers use as they are.
+DERIVED = ("prev",)
+MAC_END = "mac_end"
+MAC_HALF = 16
+
+
+def stored_form(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The properties an event is stored as (its time apart)."""
+    out = {k: v for k, v in event.items() if k not in DERIVED}
+    ids = out.get("token_ids")
+    if ids is not None and len(ids) <= 1:
+        del out["token_ids"]
+    mac = out.get("mac")
+    if isinstance(mac, str):
+        raw = bytes.fromhex(mac)
+        out["mac"], out[MAC_END] = raw[:MAC_HALF], raw[MAC_HALF:]
     return out
 
 
@@ -73,7 +118,7 @@ def created_parts(event: Mapping[str, Any]) -> dict[str, Any]:
     """An event no statement stored yet, as audit/write_batch takes it: its time as text
     (`datetime_text`) and its other fields, those without a value left out (a property that
     is not there reads as null, which is what was signed)."""
-    fields = {k: v for k, v in event.items() if k != "at" and v is not None}
+    fields = {k: v for k, v in stored_form(event).items() if k != "at" and v is not None}
     if (ref := token_ref(event)) is not None:
         fields[TOKEN_REF] = ref
     return {"at": datetime_text(event.get("at")), "fields": fields}
@@ -87,10 +132,14 @@ def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any] | None
     stored, and a field it stored that the event no longer has is sent as null. Held and fields
     together are the whole event, so one whose write rolled back is created whole. `stored`
     None (not known): every field is sent, nulls included."""
+    ref = token_ref(event)
+    event = stored_form(event)
     held: dict[str, Any] = {}
     fields: dict[str, Any] = {}
     known = stored if stored is not None else {}
-    names = [*event, *(k for k in known if k in FIELDS and k not in event)]
+    # A field the stored form leaves out is sent as null when the write may have stored it.
+    names = [*event, *(k for k in (*known, *(("token_ids",) if stored is None else ()))
+                       if k in FIELDS and k not in event)]
     for k in names:
         if k in ("at", "id"):
             continue
@@ -99,13 +148,25 @@ def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any] | None
             held[k] = v
         elif v is not None or k in known or stored is None:
             fields[k] = v
-    ref = token_ref(event)
     if known.get(TOKEN_REF) == ref and ref is not None:
         held[TOKEN_REF] = ref
     elif ref is not None or TOKEN_REF in known:
         fields[TOKEN_REF] = ref
     return {"id": event["id"], "at": datetime_text(event.get("at")), "held": held,
             "fields": fields}
+
+
+def with_prev(event: dict[str, Any], before: Mapping[str, Any] | None,
+              checkpoint_mac: str | None) -> dict[str, Any]:
+    """The event with its `prev`: its own if it holds one, else "" at 1, the MAC of the event
+    `before` it in its chain, or the checkpoint's right after a pruned prefix (None when the
+    event before is missing, or for an event in no chain)."""
+    if event.get("prev") is not None:
+        return event
+    seq = event.get("seq")
+    prev = ("" if seq == 1 else mac_of(before) if before is not None else checkpoint_mac
+            if seq is not None else None)
+    return {**event, "prev": prev}
 
 
 class ChainForked(RuntimeError):
@@ -173,7 +234,7 @@ class AuditRepository:
             records = await self._db.read("audit/export", since=since, until=until,
                                           after_at=after_at, after_id=after_id, limit=page)
             for r in records:
-                yield event_of(r["event"])
+                yield with_prev(event_of(r["event"]), r["before"], r["checkpoint_mac"])
             if len(records) < page:
                 return
             last = records[-1]["event"]
@@ -193,6 +254,12 @@ class AuditRepository:
                                       after_id=after[1], batch=batch)
         return [{**r, "at": native(r["at"])} for r in records]
 
-    async def prune(self, ids: list[str], checkpoints: list[dict[str, Any]]) -> int:
-        records = await self._db.write("audit/prune", ids=ids, checkpoints=checkpoints)
+    async def prune(self, events: list[Mapping[str, Any]], checkpoints: list[dict[str, Any]]
+                    ) -> int:
+        """Delete `events` ({id, chain, seq} of a chain's prefix as `prune_prefix` read them,
+        or {id, node} as `prune_leftovers` did) and move the `checkpoints` forward."""
+        records = await self._db.write(
+            "audit/prune", checkpoints=checkpoints,
+            events=[{"id": e["id"], "chain": e.get("chain"), "seq": e.get("seq"),
+                     "node": e.get("node")} for e in events])
         return records[0]["pruned"] if records else 0

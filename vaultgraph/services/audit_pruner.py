@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..audit.chain import valid
+from ..audit.chain import stores_prev, valid
 from ..crypto import KeyRing
 from ..repository.audit import BEGINNING, AuditRepository, native
 from .audit_log import checkpoint_sig
@@ -78,7 +78,8 @@ class AuditPruner:
                 top = prefix[-1]
                 checkpoint = {"chain": chain, "seq": top["seq"], "mac": top["mac"],
                               "sig": checkpoint_sig(self._ring, chain, top["seq"], top["mac"])}
-                pruned += await self._repo.prune([r["id"] for r in prefix], [checkpoint])
+                pruned += await self._repo.prune(
+                    [{k: r[k] for k in ("id", "chain", "seq")} for r in prefix], [checkpoint])
                 reread = False
                 if defect is None and len(prefix) < batch:
                     return pruned
@@ -99,9 +100,11 @@ class AuditPruner:
             return "gap"
         if following is not None and following.get("seq") == seq:
             return "two events at one number"
-        if not isinstance(row.get("at"), datetime) or row.get("prev") != prev:
+        # An event stored with its `prev` (by an earlier version) must name the MAC before it;
+        # one stored without it is signed over that MAC, so its MAC holding links it.
+        if not isinstance(row.get("at"), datetime) or (stores_prev(row) and row["prev"] != prev):
             return "not linked to the event before"
-        if not valid(self._ring, row):
+        if not valid(self._ring, row, prev=prev):
             return "MAC does not hold"
         return None
 
@@ -109,9 +112,9 @@ class AuditPruner:
         pruned, after = 0, (BEGINNING, "")
         while True:
             rows = await self._repo.prune_leftovers(cutoff, after, batch)
-            ids = [r["id"] for r in rows if r["out_of_order"] and r["id"] is not None]
-            if ids:
-                pruned += await self._repo.prune(ids, [])
+            strays = [r for r in rows if r["out_of_order"] and r["id"] is not None]
+            if strays:
+                pruned += await self._repo.prune(strays, [])
             # The page's last event still there (one another prune deleted reads as nulls).
             last = next((r for r in reversed(rows) if r["id"] is not None), None)
             if len(rows) < batch or last is None:

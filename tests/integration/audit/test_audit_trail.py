@@ -11,11 +11,14 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 from factories import database, key_headers, make_application, new_tenant, retime_chain
+from neo4j.exceptions import ConstraintError
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit import context as audit_context
+from vaultgraph.audit.chain import sign
+from vaultgraph.audit.query import LogFilter
 from vaultgraph.errors import Unavailable
-from vaultgraph.repository.audit import BEGINNING, END, AuditRepository, native
+from vaultgraph.repository.audit import BEGINNING, END, AuditRepository, event_of, native
 from vaultgraph.repository.database import Database
 from vaultgraph.services.audit_writer import AuditWriter
 
@@ -133,7 +136,8 @@ async def test_events_hold_no_data_masks_metadata_values_or_fingerprints(
                        headers={**admin_headers, "Content-Type": "application/merge-patch+json"})
     await settle(client)
     rows = await cypher(client, "MATCH (e:AuditEvent) "
-                                "WHERE e.tenant_id IS NOT NULL AND $id IN e.token_ids "
+                                "WHERE e.tenant_id IS NOT NULL AND $id IN "
+                                "coalesce(e.token_ids, [e.token_id]) "
                                 "RETURN properties(e) AS p", id=card["id"])
     assert len(rows) >= 3
     text = str(rows)
@@ -161,7 +165,8 @@ async def test_a_write_and_its_event_commit_together(client, admin_headers, tena
     # At the answer, the write's event is already there (written with the token).
     # (The tenant is the test's own: the shared test database keeps other runs' events, and
     # the id is fixed.)
-    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) WHERE $id IN e.token_ids "
+    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) WHERE $id IN "
+                                "coalesce(e.token_ids, [e.token_id]) "
                                 "AND e.route = 'POST /tokens' RETURN e.outcome AS o",
                         id=card["id"], t=tenant.tenant_id)
     assert rows == [{"o": "success"}]
@@ -213,9 +218,14 @@ async def test_a_write_s_event_is_completed_in_place(client, admin_headers, tena
     assert done["node"] == skeleton["node"] and done["labels"] == ["AuditEvent"]
     assert done["p"]["at"] == skeleton["p"]["at"] and done["p"]["id"] == skeleton["p"]["id"]
     assert "pending" not in done["p"]
-    assert (done["p"]["token_ids"], done["p"]["status"], done["p"]["user_agent"]) == (
-        [card["id"]], 201, "audit-test/1")
-    assert {"chain", "seq", "prev", "mac", "key_version"} <= set(done["p"])
+    # The one token is stored as the scalar alone (linking removed the list the write stored),
+    # `prev` not at all (it is the MAC before the event in its chain, where the readers take
+    # it), the MAC as raw bytes in two halves (repository/audit.py stored_form).
+    assert (done["p"]["token_id"], done["p"]["status"], done["p"]["user_agent"]) == (
+        card["id"], 201, "audit-test/1")
+    assert {"chain", "seq", "mac", "mac_end", "key_version"} <= set(done["p"])
+    assert not {"prev", "token_ids"} & set(done["p"])
+    assert [len(done["p"]["mac"]), len(done["p"]["mac_end"])] == [16, 16]
     assert await verify_own_chain(client) == []
 
 
@@ -257,7 +267,8 @@ async def test_every_event_time_is_stored_as_the_datetime_it_was_taken(client, a
     assert resp.status == 200
     after = datetime.now(UTC)
     await settle(client)
-    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) WHERE $id IN e.token_ids "
+    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) WHERE $id IN "
+                                "coalesce(e.token_ids, [e.token_id]) "
                                 "RETURN e.route AS route, valueType(e.at) AS kind, e.at AS at "
                                 "ORDER BY e.at", t=tenant.tenant_id, id=card["id"])
     zoned = "ZONED DATETIME NOT NULL"
@@ -268,7 +279,8 @@ async def test_every_event_time_is_stored_as_the_datetime_it_was_taken(client, a
     assert taken[0].microsecond or taken[1].microsecond  # not cut to whole seconds
     # Each names the one token as its scalar reference, indexed with the event's time ("all
     # events of token X" seeks on it), and has no AUDIT_REF (kept for events naming several).
-    refs = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) WHERE $id IN e.token_ids "
+    refs = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) WHERE $id IN "
+                                "coalesce(e.token_ids, [e.token_id]) "
                                 "RETURN e.token_id AS ref, COUNT { (e)-[:AUDIT_REF]->() } AS rels",
                         t=tenant.tenant_id, id=card["id"])
     assert refs == [{"ref": card["id"], "rels": 0}] * 2
@@ -350,13 +362,14 @@ async def test_verify_names_a_deleted_tail(client, six_events):
 
 
 async def test_verify_names_an_inserted_event(client, six_events):
+    forged = f"forged-{uuid.uuid4()}"  # the shared test database keeps other runs' events
     await cypher(client, "MATCH (e:AuditEvent {id: $id}) WITH properties(e) AS p "
-                         "CREATE (f:AuditEvent) SET f = {id: 'forged-event', chain: p.chain, "
+                         "CREATE (f:AuditEvent) SET f = {id: $forged, chain: p.chain, "
                          "seq: p.seq, prev: p.prev, mac: p.mac, at: p.at, outcome: 'success', "
                          "key_version: p.key_version, tenant_id: p.tenant_id}",
-                 id=six_events[1]["id"])
+                 id=six_events[1]["id"], forged=forged)
     assert await verify_own_chain(client) == [
-        f"inserted: chain {chain_of(client)} seq 2 (event forged-event)"]
+        f"inserted: chain {chain_of(client)} seq 2 (event {forged})"]
 
 
 async def test_verify_names_reordered_events(client, six_events):
@@ -455,15 +468,98 @@ async def test_a_prune_stops_before_a_tampered_event_and_signs_no_forged_mac(
         found.format(c=chain)]
 
 
+async def stored_as_before(client, chain: str, seqs: range | None = None) -> list[dict]:
+    """The chain's events (those at `seqs`, or all) as versions before docs/adr/0024 stored
+    them: each with its `prev` (the MAC before it), its list of tokens (beside the scalar of
+    one) and its MAC as hex text. Returns the chain's events as read, with their `prev`."""
+    events = [e async for e in client.server.app[services_key].audit_log._repo
+              .chain_events(chain)]
+    prev = ""
+    for event in events:
+        event["prev"], prev = prev, event["mac"]
+    await cypher(client, "UNWIND $rows AS r MATCH (e:AuditEvent {chain: $c, seq: r.seq}) "
+                         "SET e.prev = r.prev, e.mac = r.mac, e.token_ids = r.token_ids "
+                         "REMOVE e.mac_end", c=chain,
+                 rows=[{k: e[k] for k in ("seq", "prev", "mac", "token_ids")} for e in events
+                       if seqs is None or e["seq"] in seqs])
+    return events
+
+
+async def test_events_stored_before_fields_were_left_out_still_verify_list_export_and_prune(
+        client, six_events):
+    """A store upgraded in place: the chain's first events as earlier versions stored them
+    (`prev`, the list of one token, a hex MAC), the rest as this one does. The chain verifies
+    across the two, `GET /logs` answers as before, the export gives every event its `prev`
+    and whole MAC (each verifies on its own), an edit of a stored `prev` is named, and a prune
+    takes the mixed prefix."""
+    chain = chain_of(client)
+    services = client.server.app[services_key]
+    audit_log = services.audit_log
+    await retimed(client, dict.fromkeys(range(1, 7), datetime(1990, 1, 1, tzinfo=UTC)))
+    rows = await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.token_id AS t, "
+                                "e.tenant_id AS tenant LIMIT 1", c=chain)
+    token, tenant_id = rows[0]["t"], rows[0]["tenant"]
+    # (read as GET /logs reads, without a request: one would go on the chain re-signed here)
+    listed = await audit_log.page(tenant_id, LogFilter(token_id=token), 50, None)
+    assert {e["id"] for e in six_events} == {e["id"] for e in listed[0]}
+    events = await stored_as_before(client, chain, range(1, 4))
+    stored = await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.seq AS seq, "
+                                  "e.prev IS NOT NULL AS prev, valueType(e.mac) AS mac "
+                                  "ORDER BY seq", c=chain)
+    assert [(r["prev"], r["mac"].split()[0]) for r in stored] == (
+        [(True, "STRING")] * 3 + [(False, "LIST<INTEGER")] * 3)
+    assert await verify_own_chain(client) == []
+    assert await audit_log.page(tenant_id, LogFilter(token_id=token), 50, None) == listed
+    since, until = datetime(1989, 1, 1, tzinfo=UTC), datetime(1991, 1, 1, tzinfo=UTC)
+    exported = {e["id"]: e async for e in audit_log._repo.export(since=since, until=until)
+                if e.get("chain") == chain}
+    assert sorted(e["seq"] for e in exported.values()) == [1, 2, 3, 4, 5, 6]
+    for event in events:
+        assert (exported[event["id"]]["prev"], exported[event["id"]]["mac"]) == (
+            event["prev"], event["mac"])
+        assert sign(audit_log._ring, exported[event["id"]]) == event["mac"]
+    assert {e["tenant_id"] for e in exported.values()} == {tenant_id}
+    await cypher(client, "MATCH (e:AuditEvent {chain: $c, seq: 2}) SET e.prev = $forged",
+                 c=chain, forged="00" * 32)
+    assert await verify_own_chain(client) == [f"edited: chain {chain} seq 2 "
+                                              f"(event {six_events[1]['id']})"]
+    await cypher(client, "MATCH (e:AuditEvent {chain: $c, seq: 2}) SET e.prev = $prev",
+                 c=chain, prev=events[1]["prev"])
+    await services.audit_pruner.prune_before(datetime(2000, 1, 1, tzinfo=UTC))
+    assert await chain_events(client) == []
+    assert await checkpoint_of(client) == 6
+    assert await verify_own_chain(client) == []
+
+
+async def test_an_upgrade_drops_the_unique_index_on_every_event_s_id(client, six_events):
+    """A store made by an earlier version has a unique index on every event's id; the schema
+    applied at start-up drops it, and keeps ids unique among the events writes stored and the
+    writer has yet to link (linking finds them by id; a write's transaction run twice is
+    refused)."""
+    db = database(client.server.app)
+    await cypher(client, "CREATE CONSTRAINT audit_event_id IF NOT EXISTS "
+                         "FOR (e:AuditEvent) REQUIRE e.id IS UNIQUE")
+    await db.apply_schema()
+    names = {r["name"] for r in await cypher(client, "SHOW CONSTRAINTS YIELD name")}
+    assert "audit_event_id" not in names and "audit_pending_event_id" in names
+    pending = f"pending-{uuid.uuid4()}"
+    await cypher(client, "CREATE (:AuditEvent:PendingAuditEvent {id: $id})", id=pending)
+    with pytest.raises(ConstraintError):
+        await cypher(client, "CREATE (:AuditEvent:PendingAuditEvent {id: $id})", id=pending)
+    await cypher(client, "MATCH (e:PendingAuditEvent {id: $id}) DETACH DELETE e", id=pending)
+    assert await verify_own_chain(client) == []
+
+
 async def pruned_by_time_alone(client, six_events) -> None:
     """What a prune that went by time alone (before prunes took only a chain's prefix) could
     leave: seq 1 and 3 pruned, the checkpoint at 3, seq 2 (a write's event linked after a later
-    read's) left below it."""
+    read's) left below it. Only versions that stored each event's `prev` pruned so: the chain
+    is stored as they stored it."""
     audit_log = client.server.app[services_key].audit_log
     chain = chain_of(client)
-    [third] = await cypher(client, "MATCH (e:AuditEvent {chain: $c, seq: 3}) "
-                                   "RETURN e.mac AS mac", c=chain)
-    gone = [six_events[0]["id"], six_events[2]["id"]]
+    events = await stored_as_before(client, chain)
+    third = events[2]
+    gone = [events[0], events[2]]
     await audit_log._repo.prune(gone, [{"chain": chain, "seq": 3, "mac": third["mac"],
                                         "sig": audit_log.checkpoint_sig(chain, 3, third["mac"])}])
     assert [e["seq"] for e in await chain_events(client)] == [2, 4, 5, 6]
@@ -561,7 +657,7 @@ async def test_logs_page_through_events_of_one_instant(client, six_events, audit
     events = await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN properties(e) AS p",
                           c=chain_of(client))
     # The chain's events: the six, and any other request's in the same chain (the auditor's).
-    own = sorted((e["p"] for e in events), key=lambda e: e["id"], reverse=True)
+    own = sorted((event_of(e["p"]) for e in events), key=lambda e: e["id"], reverse=True)
     read = next(e for e in own if e.get("token_ids"))
     token = read["token_ids"][0]
     for filters in ({}, {"token_id": token}, {"application_id": read["application_id"]},

@@ -231,7 +231,8 @@ async def test_one_audit_event_per_call(client, admin_headers, destination, prox
                       json={"a": f"{{{{ {number} }}}}", "b": f"{{{{ {other} | last4 }}}}"})
     await client.post(proxied(proxy), headers=admin_headers, json={"a": "{{ missing-one }}"})
     rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t, operation: 'token:use'}) "
-                                "RETURN e.route AS route, e.token_ids AS ids, e.status AS status, "
+                                "RETURN e.route AS route, coalesce(e.token_ids, [e.token_id]) "
+                                "AS ids, e.status AS status, "
                                 "e.reason AS reason ORDER BY e.at", t=tenant.tenant_id)
     route = f"POST /proxy/{proxy['id']}/{{path}}"
     assert rows == [{"route": route, "ids": [number, other], "status": 418,
