@@ -51,7 +51,7 @@ async def read_response(reader: asyncio.StreamReader, wait: float = 10.0) -> byt
     return head + await asyncio.wait_for(reader.readexactly(length), wait)
 
 
-async def wait_ready(served, within: float = 20.0) -> None:
+async def wait_ready(served, within: float = 120.0) -> None:
     import aiohttp
 
     loop = asyncio.get_running_loop()

@@ -130,11 +130,12 @@ async def test_ready_is_503_until_the_statements_are_planned(serve, monkeypatch)
         await wait_ready(served)
 
 
-# The write path, rehearsed before /ready turns 200: each statement a first create, read,
-# update, link, delete and audit batch send, run for real in one transaction committed, and
-# then removed.
-REHEARSED = ["tokens/create", "tokens/create", "tokens/get", "tokens/lock_for_update",
-             "tokens/update", "graph/link", "tokens/delete"] + ["audit/write_batch"] * 6
+# The write path, rehearsed before /ready turns 200: each statement an API key's look-up and a
+# first create, read, update, link, delete and audit batch send, run for real in one
+# transaction committed, and then removed.
+REHEARSED = ["auth/authenticate", "tokens/create", "tokens/create", "tokens/get",
+             "tokens/lock_for_update", "tokens/update", "graph/link", "tokens/delete"] + [
+             "audit/write_batch"] * 6
 
 
 async def test_the_write_path_is_rehearsed_before_ready_and_leaves_nothing(serve, caplog):
