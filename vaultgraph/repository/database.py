@@ -30,7 +30,6 @@ Only repositories use this module.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -160,16 +159,26 @@ class Database:
         query = query or self.catalog[name]
         loop = asyncio.get_running_loop()
         until = self._deadline(budgeted)
+        # What this statement spends of the request's budget (`deadline.spending`), inline:
+        # this runs for every statement.
+        budget = deadline.get() if budgeted else None
+        started = loop.time()
         attempt = 0
-        with spending() if budgeted else contextlib.nullcontext():
+        try:
             async with map_errors():
                 while True:
                     try:
                         async with asyncio.timeout_at(until):
-                            async with _in_use(), self.session(mode) as session:
-                                result = await session.run(
-                                    _bounded(query, until - loop.time()), params)
-                                return [record async for record in result]
+                            # The sessions at work (each holds a pooled connection: `_in_use`).
+                            in_use = metrics.NEO4J_SESSIONS_IN_USE
+                            in_use.inc()
+                            try:
+                                async with self.session(mode) as session:
+                                    result = await session.run(
+                                        _bounded(query, until - loop.time()), params)
+                                    return [record async for record in result]
+                            finally:
+                                in_use.dec()
                     except TimeoutError:
                         raise timed_out() from None
                     except TransientError:
@@ -179,6 +188,9 @@ class Database:
                             raise
                         metrics.NEO4J_RETRIES.labels("statement").inc()
                         await asyncio.sleep(pause)
+        finally:
+            if budget is not None:
+                budget.remaining -= loop.time() - started
 
     async def transaction(self, work: Callable[[Transaction], Awaitable[T]]) -> T:
         """Several statements in one managed write transaction (one commit); the driver may
