@@ -113,7 +113,9 @@ async def main(names: list[str]) -> None:
             for r in range(rounds):
                 rng = random.Random(f"{w.name}-{r}")  # noqa: S311 - request variety
                 pool = http_pool(w, ctx, rng)
-                for name, svc in services.items():
+                # Turn about: which goes first alternates, so neither gains from going first.
+                order = list(services.items())
+                for name, svc in order[::-1] if r % 2 else order:
                     await loadgens[name].run(pool, warmup)
                     before = cpu.snapshot({"service": svc.pid})
                     result = await loadgens[name].run(pool, seconds)
