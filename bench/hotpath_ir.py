@@ -9,7 +9,8 @@ one service worker (`python -m vaultgraph.server`) under callgrind with instrume
 sends HOTPATH_IR_WARMUP requests of the workload one at a time on one keep-alive connection,
 switches instrumentation on, sends HOTPATH_IR_REQUESTS more, and reads the instructions counted
 (Ir) from callgrind's dump: instructions per request, the driver's and the audit writer's
-included (they are the same work in both trees). Slow (valgrind runs the service ~50 times
+included (they are the same work in both trees); the service's work on timers is switched off
+or made rarer than the run (`Worker`). Slow (valgrind runs the service ~50 times
 slower): a few hundred requests are enough, the count varies little from run to run.
 `callgrind_annotate <file>` on the kept dumps (printed) shows where the instructions go.
 """
@@ -64,7 +65,14 @@ class Worker:
         self.env = {**os.environ, "VAULTGRAPH_PORT": str(port), "VAULTGRAPH_KEK": kek,
                     "VAULTGRAPH_RATE_LIMIT": "1e9", "VAULTGRAPH_RATE_BURST": "1000000000",
                     "VAULTGRAPH_METRICS_PORT": "0", "VAULTGRAPH_WORKERS": "1",
-                    "VAULTGRAPH_HOME": str(out.parent)}
+                    "VAULTGRAPH_HOME": str(out.parent),
+                    # Work on a timer is counted per second, not per request: under valgrind a
+                    # request takes ~50 times longer, so a timer's share would swamp the
+                    # request path's and vary with the machine's load. Off, or rarer than the
+                    # run: the webhook sender's poll, the expiry sweep, the authentication
+                    # cache's refresh (a look-up a second).
+                    "VAULTGRAPH_WEBHOOK_POLL_INTERVAL": "0",
+                    "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "0", "VAULTGRAPH_AUTH_CACHE_TTL": "3600"}
         if tree != PROJECT_ROOT:
             self.env["PYTHONPATH"] = str(tree)
         self.proc: subprocess.Popen | None = None
