@@ -9,7 +9,7 @@ from aiohttp import web
 from .access_generation import AccessGeneration
 from .api import metrics, middleware
 from .api.idempotency import idempotency
-from .api.ratelimit import add_headers, rate_limit, throttle_failed_auth
+from .api.ratelimit import add_headers
 from .api.routes import add_routes
 from .api.typedefs import services_key, settings_key
 from .settings import Settings
@@ -21,15 +21,10 @@ from .wiring import open_services
 # any decision about the request (a refusal costs like an answer); idempotency comes last (its
 # entries are per application; a request over the limit or refused claims no key).
 MIDDLEWARES = (
-    middleware.trailing_slash,
-    metrics.count_requests,
-    middleware.trace,
+    middleware.observe,
     middleware.audit,
     middleware.errors,
-    throttle_failed_auth,
-    middleware.authenticate,
-    rate_limit,
-    middleware.authorize,
+    middleware.access,
     idempotency,
 )
 

@@ -158,6 +158,11 @@ def configure(level: str = "INFO", fmt: str = "json", coalesce_interval: float =
     handler.addFilter(CoalescingFilter(coalesce_interval))
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter(
         "%(asctime)s %(levelname)s %(name)s %(message)s"))
+    # Records keep only what the formatters write: not the caller's file, function and line
+    # (finding them walks the stack on every record), nor thread and process names. One
+    # record is made per request (its log line); these cost it more than formatting it.
+    logging._srcfile = None  # the logging documentation's own switch for the caller look-up
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -7,25 +7,28 @@ problem+json answers."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import re
-import secrets
 import time
-import uuid
 from datetime import UTC, datetime
 
 import orjson
 from aiohttp import web
 from marshmallow import ValidationError
 
+from .. import metrics
 from ..audit import context as audit_context
 from ..audit.event import MAX_TOKEN_IDS, MAX_USER_AGENT, bounded_text, outcome_of
 from ..auth.apikeys import HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
 from ..deadline import request_deadline
-from ..errors import MAX_LISTED_ERRORS, VaultError, add_error, field_name
+from ..errors import MAX_LISTED_ERRORS, Unauthenticated, VaultError, add_error, field_name
 from ..logging_setup import trace_id_var
+from . import metrics as api_metrics
 from . import problems, ratelimit
+from .metrics import CLIENT_CLOSED
 from .request_io import problem_response
 from .typedefs import PRINCIPAL, TRACE_ID, services_key, settings_key
 
@@ -56,70 +59,96 @@ def _from_traceparent(value: str) -> tuple[str, str] | None:
     return trace_id, flags
 
 
+def new_uuid4_hex() -> str:
+    """`uuid.uuid4().hex` without building a `uuid.UUID` (half the cost; two a request): 16
+    random bytes with the version (4) and RFC 4122 variant bits set."""
+    b = bytearray(os.urandom(16))
+    b[6] = b[6] & 0x0F | 0x40
+    b[8] = b[8] & 0x3F | 0x80
+    return b.hex()
+
+
+def new_uuid4_text() -> str:
+    """`str(uuid.uuid4())`: 8-4-4-4-12 lower-case hex digits."""
+    h = new_uuid4_hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 @web.middleware
-async def trailing_slash(request: web.Request, handler) -> web.StreamResponse:
-    """`/tokens/` is `/tokens`: a path that matches no route only because of its trailing slash
-    is served by the route without it, for every method and with no redirect (clients such as
-    the Basis Theory SDK add the slash; a redirect would turn their POST into a GET). Only the
-    path changes: the query string (filters, `size`, `start`) is kept as it came, and the path
-    stays as it was encoded."""
+async def observe(request: web.Request, handler) -> web.StreamResponse:
+    """What every request gets, outermost, in one layer:
+
+    - its trailing slash: `/tokens/` is `/tokens`: a path that matches no route only because
+      of its trailing slash is served by the route without it, for every method and with no
+      redirect (clients such as the Basis Theory SDK add the slash; a redirect would turn their
+      POST into a GET). Only the path changes: the query string (filters, `size`, `start`) is
+      kept as it came, and the path stays as it was encoded. The whole chain then runs on that
+      route (and counts, traces and logs the request once);
+    - its metrics: counted by route template, method and status and timed (the concrete path
+      is never a label: paths carry token ids);
+    - its trace id: a valid W3C `traceparent`'s, else an `SVC-TRACE-ID` that is a well-formed
+      W3C trace id (`well_formed_trace_id`: anything else is ignored), else a new one. It is
+      answered in `SVC-TRACE-ID` and `traceparent` (a new span id of ours, the caller's
+      flags), written in every log line and audit event and in problem bodies;
+    - its log line (method, route template, status, milliseconds)."""
     match = request.match_info
-    url = request.rel_url
-    path = url.raw_path
-    if (match.http_exception is None or match.http_exception.status != 404
-            or len(path) < 2 or not path.endswith("/")):
-        return await handler(request)
-    stripped = request.clone(rel_url=url.with_path(path.rstrip("/") or "/", encoded=True,
-                                                   keep_query=True))
-    resolved = await request.app.router.resolve(stripped)
-    if resolved.http_exception is not None and resolved.http_exception.status == 404:
-        return await handler(request)
-    return await request.app._handle(stripped)  # the whole middleware chain, on the route
-
-
-@web.middleware
-async def trace(request: web.Request, handler) -> web.StreamResponse:
-    """The request's trace id: a valid W3C `traceparent`'s, else an `SVC-TRACE-ID` that is a
-    well-formed W3C trace id (`well_formed_trace_id`: anything else is ignored), else a new
-    one. It is answered in `SVC-TRACE-ID` and `traceparent` (a new span id of ours, the
-    caller's flags), written in every log line and audit event and in problem bodies."""
-    parent = _from_traceparent(request.headers.get(TRACEPARENT, ""))
-    incoming = request.headers.get(TRACE_HEADER, "")
+    failed = match.http_exception
+    if failed is not None and failed.status == 404:
+        path = request.rel_url.raw_path
+        if len(path) >= 2 and path.endswith("/"):
+            stripped = request.clone(rel_url=request.rel_url.with_path(
+                path.rstrip("/") or "/", encoded=True, keep_query=True))
+            resolved = await request.app.router.resolve(stripped)
+            if resolved.http_exception is None or resolved.http_exception.status != 404:
+                return await request.app._handle(stripped)  # the whole chain, on the route
+    resource = match.route.resource if failed is None else None
+    template = resource.canonical if resource is not None else None
+    method = request.method
+    started = time.perf_counter()
+    headers = request.headers
+    parent = _from_traceparent(headers.get(TRACEPARENT, ""))
     if parent is not None:
         trace_id, flags = parent
     else:
         # A new one is a UUID4's hex: random, and never all zero (its version digit is 4).
-        trace_id = incoming if well_formed_trace_id(incoming) else uuid.uuid4().hex
+        incoming = headers.get(TRACE_HEADER, "")
+        trace_id = incoming if well_formed_trace_id(incoming) else new_uuid4_hex()
         flags = "00"
     request[TRACE_ID] = trace_id
     token = trace_id_var.set(trace_id)
-    started = time.perf_counter()
-    status = 500
+    status = 500  # what the log line says of an exception
+    counted = 500
+    metrics.IN_PROGRESS.inc()
     try:
         response = await handler(request)
-        status = response.status
+        status = counted = response.status
         response.headers[TRACE_HEADER] = trace_id
-        response.headers[TRACEPARENT] = f"00-{trace_id}-{secrets.token_hex(8)}-{flags}"
+        response.headers[TRACEPARENT] = f"00-{trace_id}-{os.urandom(8).hex()}-{flags}"
         if draining(request):
             # Shutting down: this connection's next request must go to another process.
             response.force_close()
         return response
+    except web.HTTPException as exc:  # redirects; every error is a problem answer by now
+        counted = exc.status
+        raise
+    except asyncio.CancelledError:
+        counted = CLIENT_CLOSED  # the client went away first: not the service's failure
+        raise
     finally:
-        log.info("request", extra={
-            "method": request.method, "route": _route_name(request), "status": status,
-            "ms": round((time.perf_counter() - started) * 1000, 2)})
+        elapsed = time.perf_counter() - started
+        metrics.IN_PROGRESS.dec()
+        api_metrics.count_request(
+            template if template is not None else metrics.UNMATCHED_ROUTE,
+            method if method in metrics.METHODS else metrics.OTHER_METHOD, counted, elapsed)
+        # The route template, never the concrete path: paths carry token ids.
+        log.info("request", extra={"method": method, "route": template, "status": status,
+                                   "ms": round(elapsed * 1000, 2)})
         trace_id_var.reset(token)
 
 
 def draining(request: web.Request) -> bool:
     services = request.app.get(services_key)
     return services is not None and services.readiness.draining
-
-
-def _route_name(request: web.Request) -> str | None:
-    # The route template, never the concrete path: paths carry token ids.
-    resource = request.match_info.route.resource
-    return resource.canonical if resource is not None else None
 
 
 _HTTP_PROBLEMS = {
@@ -139,13 +168,15 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
     is linked into the chain without waiting; any other is group-committed first. An event
     that cannot be written turns the answer into a 503 with no data (fail closed)."""
     match = request.match_info
-    if match.http_exception is not None or declared(match.handler) == PUBLIC:
+    if match.http_exception is not None:
+        return await handler(request)
+    needed = declared(match.handler)
+    if needed == PUBLIC:
         return await handler(request)
     resource = match.route.resource
     route = f"{request.method} {resource.canonical}" if resource is not None else None
-    needed = declared(match.handler)
     note = audit_context.AuditNote(
-        id=str(uuid.uuid4()), at=datetime.now(UTC),
+        id=new_uuid4_text(), at=datetime.now(UTC),
         operation=",".join(needed) if isinstance(needed, tuple) else needed, route=route,
         trace_id=request.get(TRACE_ID), client_ip=request.remote,
         user_agent=bounded_text(request.headers.get("User-Agent"), MAX_USER_AGENT))
@@ -256,35 +287,59 @@ def _flatten(messages, prefix: str = "", out: dict[str, list[str]] | None = None
 
 
 @web.middleware
-async def authenticate(request: web.Request, handler) -> web.StreamResponse:
-    if request.match_info.http_exception is not None:
-        return await handler(request)  # unknown route or method: the error middleware answers
-    needed = declared(request.match_info.handler)
+async def access(request: web.Request, handler) -> web.StreamResponse:
+    """Who is asking, whether they may, and what it costs, in one layer (each step before the
+    next, as listed):
+
+    1. the failed-authentication throttle (api/ratelimit.py): an address over its failure
+       budget gets 429 before its key is looked up; the request holds one unit of that budget
+       until its key is known good;
+    2. authentication: the `SVC-API-KEY` becomes the request's principal (401 otherwise);
+    3. the rate limit (api/ratelimit.py `charge`): one unit of the application's bucket, spent
+       before anything is decided about the request, so a refusal is paid for like an answer;
+    4. authorisation: the route's declared permission (403 without it; a route that declares
+       none is refused: routes are protected by default).
+
+    Answers to a key may hold plaintext or a new API key: no browser or proxy may keep them
+    (`Cache-Control: no-store`). Public routes, and requests that match no route (the error
+    middleware answers them), pass through."""
+    match = request.match_info
+    if match.http_exception is not None:
+        return await handler(request)
+    needed = declared(match.handler)
     if needed == PUBLIC:
         return await handler(request)
-    principal = await request.app[services_key].authenticator.authenticate(
-        request.headers.get(HEADER))
-    ratelimit.authenticated(request)
-    request[PRINCIPAL] = principal
-    note = audit_context.current.get()
-    if note is not None:
-        note.principal = principal
-    response = await handler(request)
-    # Answers to a key may hold plaintext or a new API key: no browser or proxy may keep them.
+    services = request.app[services_key]
+    failures = services.rate_limits.auth_failures
+    reservation = None
+    if failures.enabled:
+        verdict, reservation = failures.reserve(request.remote or "",
+                                                request.headers.get(HEADER) or "")
+        if reservation is None:
+            ratelimit.refuse_failed_auth(verdict)
+    try:
+        principal = await services.authenticator.authenticate(request.headers.get(HEADER))
+        if reservation is not None:
+            # The key is good: the failure budget it reserved goes back at once (not when the
+            # request ends, so requests in flight hold none of it).
+            reservation.authenticated()
+        request[PRINCIPAL] = principal
+        note = audit_context.current.get()
+        if note is not None:
+            note.principal = principal
+        ratelimit.charge(request)
+        if needed != AUTHENTICATED and (
+                not needed or not all(principal.granted_anywhere(p) for p in needed)):
+            # No declaration means no access: routes are protected by default.
+            raise problems.Forbidden(
+                "The application lacks the permission for this operation.")
+        response = await handler(request)
+    except Unauthenticated:
+        if reservation is not None:
+            reservation.failed()
+        raise
+    finally:
+        if reservation is not None:
+            reservation.release()
     response.headers.setdefault("Cache-Control", "no-store")
     return response
-
-
-@web.middleware
-async def authorize(request: web.Request, handler) -> web.StreamResponse:
-    """The route's declared permission, checked once the request has been authenticated and
-    charged to its application's rate limit (a refusal is paid for like an answer)."""
-    principal = request.get(PRINCIPAL)
-    if principal is None:
-        return await handler(request)  # a public route, or no route: nothing to authorise
-    needed = declared(request.match_info.handler)
-    if needed != AUTHENTICATED and (
-            not needed or not all(principal.granted_anywhere(p) for p in needed)):
-        # No declaration means no access: routes are protected by default.
-        raise problems.Forbidden("The application lacks the permission for this operation.")
-    return await handler(request)

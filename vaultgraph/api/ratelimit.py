@@ -1,71 +1,40 @@
 """Rate limits (docs/bulk-and-idempotency.md): a token bucket per application, and one per client
 address for failed authentications. The buckets are in `services/ratelimits.py`.
 
-`throttle_failed_auth` sits outside authentication: an address over its failure budget gets
-429 before its key is looked up. A request spends one token before the look-up (requests sent
-at once must not all pass a check made before any of them failed) and `authenticate` gives it
-back once the key is good (`authenticated`); a 401 keeps it spent (the 401 itself is
-unchanged). See services/ratelimits.py FailedAuthentications.
-`rate_limit` sits right after authentication and before any decision about the request (its
-permission, its body, the token it names): each authenticated request spends one of its
-application's tokens, so a refusal (403, 404, 400…), which still writes an audit event, is paid
-for like an answer. A handler whose request weighs more (a search of many terms) spends the rest
-with `charge(request, cost)`. Every answer to an authenticated request carries
-`RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (added as the response is
-prepared, so problem answers and 429s carry them too)."""
+The `access` middleware (api/middleware.py) applies both. The failed-authentication throttle
+comes before authentication: an address over its failure budget gets 429 before its key is
+looked up. A request spends one token before the look-up (requests sent at once must not all
+pass a check made before any of them failed) and gets it back once the key is good; a 401 keeps
+it spent (the 401 itself is unchanged). See services/ratelimits.py FailedAuthentications.
+The application's bucket is charged (`charge`) right after authentication and before any
+decision about the request (its permission, its body, the token it names): each authenticated
+request spends one of its application's tokens, so a refusal (403, 404, 400…), which still
+writes an audit event, is paid for like an answer. A handler whose request weighs more (a search
+of many terms) spends the rest with `charge(request, cost)`. Every answer to an authenticated
+request carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (added as the
+response is prepared, so problem answers and 429s carry them too)."""
 
 from __future__ import annotations
+
+from typing import NoReturn
 
 from aiohttp import web
 
 from .. import metrics
-from ..auth.apikeys import HEADER
-from ..auth.permissions import PUBLIC, declared
-from ..errors import RateLimited, Unauthenticated
-from ..services.ratelimits import Reservation, Verdict
+from ..errors import RateLimited
+from ..services.ratelimits import Verdict
 from .typedefs import PRINCIPAL, services_key
 
 RATE_LIMIT: web.RequestKey[Verdict] = web.RequestKey("rate_limit")
-FAILURE_RESERVATION: web.RequestKey[Reservation] = web.RequestKey("failure_reservation")
 FAILED_AUTH = "Too many failed authentications from this address; retry later."
 OVER_LIMIT = "The application is over its rate limit; retry after the time in Retry-After."
 
 
-@web.middleware
-async def throttle_failed_auth(request: web.Request, handler) -> web.StreamResponse:
-    match = request.match_info
-    failures = request.app[services_key].rate_limits.auth_failures
-    if (match.http_exception is not None or declared(match.handler) == PUBLIC
-            or not failures.enabled):
-        return await handler(request)
-    verdict, reservation = failures.reserve(request.remote or "",
-                                            request.headers.get(HEADER) or "")
-    if reservation is None:
-        metrics.RATE_LIMITED.labels(limit="client_address").inc()
-        raise RateLimited(FAILED_AUTH, retry_after=verdict.retry_after)
-    request[FAILURE_RESERVATION] = reservation
-    try:
-        return await handler(request)
-    except Unauthenticated:
-        reservation.failed()
-        raise
-    finally:
-        reservation.release()
-
-
-def authenticated(request: web.Request) -> None:
-    """The request's key is good: the failure budget it reserved goes back at once (not when
-    the request ends, so requests in flight hold none of it)."""
-    reservation = request.get(FAILURE_RESERVATION)
-    if reservation is not None:
-        reservation.authenticated()
-
-
-@web.middleware
-async def rate_limit(request: web.Request, handler) -> web.StreamResponse:
-    """One unit of the application's bucket for every authenticated request."""
-    charge(request)
-    return await handler(request)
+def refuse_failed_auth(verdict: Verdict) -> NoReturn:
+    """The address is over its failed-authentication budget: 429, before its key is looked
+    up."""
+    metrics.RATE_LIMITED.labels(limit="client_address").inc()
+    raise RateLimited(FAILED_AUTH, retry_after=verdict.retry_after)
 
 
 def charge(request: web.Request, cost: int = 1) -> None:

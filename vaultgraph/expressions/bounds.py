@@ -6,8 +6,7 @@ import functools
 import gc
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -67,21 +66,33 @@ _deadline: ContextVar[tuple[float, float, int] | None] = ContextVar("expression_
                                                                     default=None)
 
 
-@contextmanager
-def time_budget(seconds: float = MAX_RENDER_SECONDS) -> Iterator[None]:
+class time_budget:
     """A deadline for everything rendered inside: `seconds` from now, or the deadline already in
     force when that ends sooner (a mask's leaves share the mask's; a request's total budget,
-    set around all its renders, caps each one)."""
-    outer = _deadline.get()
-    mine = time.monotonic() + seconds
-    if outer is not None and outer[0] <= mine:
-        yield
-        return
-    token = _deadline.set((mine, own_cpu() + seconds, threading.get_ident()))
-    try:
-        yield
-    finally:
-        _deadline.reset(token)
+    set around all its renders, caps each one). A class rather than a generator: it is entered
+    on every render.
+
+    The thread's CPU clock is read when the budget is entered, not at the first check: a
+    render that waited before its first filter call (a busy machine) must not have the wait
+    counted against it."""
+
+    __slots__ = ("_seconds", "_token")
+
+    def __init__(self, seconds: float = MAX_RENDER_SECONDS):
+        self._seconds = seconds
+        self._token = None
+
+    def __enter__(self) -> None:
+        outer = _deadline.get()
+        mine = time.monotonic() + self._seconds
+        if outer is None or outer[0] > mine:
+            self._token = _deadline.set((mine, own_cpu() + self._seconds,
+                                         threading.get_ident()))
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _deadline.reset(self._token)
+            self._token = None
 
 
 def _past(deadline: tuple[float, float, int]) -> bool:

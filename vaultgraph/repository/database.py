@@ -30,7 +30,8 @@ Only repositories use this module.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import builtins
+import importlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -48,6 +49,36 @@ from .neo4j_errors import map_errors, timed_out
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+# The driver's Bolt protocol modules: each writes a debug line for every RUN message.
+_BOLT_MODULES = tuple(f"neo4j._{kind}.io._bolt._bolt{v}" for kind in ("async", "sync")
+                      for v in (3, 4, 5, 6))
+
+
+def _quiet_run_debug_line() -> None:
+    """The driver builds its `C: RUN` debug line, `" ".join(map(repr, (query, parameters,
+    extra)))`, before `log.debug` decides to drop it: every statement's parameters (an audit
+    batch's events, a create's ciphertexts and digests) are turned into text and thrown away,
+    6 % of the instructions of a get (bench/hotpath_ir.py). In those modules `repr` serves that
+    line only; it becomes one that gives the real text while the module's logger is enabled for
+    DEBUG (the line is written as before) and an empty text otherwise (the line is dropped
+    anyway). A module laid out otherwise (no `log`, a `repr` of its own) is left as it is."""
+    for name in _BOLT_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        logger = getattr(module, "log", None)
+        if not isinstance(logger, logging.Logger) or "repr" in vars(module):
+            continue
+
+        def debug_only_repr(value: object, _logger: logging.Logger = logger) -> str:
+            return builtins.repr(value) if _logger.isEnabledFor(logging.DEBUG) else ""
+
+        module.repr = debug_only_repr  # type: ignore[attr-defined]
+
+
+_quiet_run_debug_line()
 
 DEFAULT_TIMEOUT = 10.0
 # VAULTGRAPH_NEO4J_READ_ROUTING: where reads go on a cluster (the driver's access modes).
@@ -160,16 +191,26 @@ class Database:
         query = query or self.catalog[name]
         loop = asyncio.get_running_loop()
         until = self._deadline(budgeted)
+        # What this statement spends of the request's budget (`deadline.spending`), inline:
+        # this runs for every statement.
+        budget = deadline.get() if budgeted else None
+        started = loop.time()
         attempt = 0
-        with spending() if budgeted else contextlib.nullcontext():
+        try:
             async with map_errors():
                 while True:
                     try:
                         async with asyncio.timeout_at(until):
-                            async with _in_use(), self.session(mode) as session:
-                                result = await session.run(
-                                    _bounded(query, until - loop.time()), params)
-                                return [record async for record in result]
+                            # The sessions at work (each holds a pooled connection: `_in_use`).
+                            in_use = metrics.NEO4J_SESSIONS_IN_USE
+                            in_use.inc()
+                            try:
+                                async with self.session(mode) as session:
+                                    result = await session.run(
+                                        _bounded(query, until - loop.time()), params)
+                                    return [record async for record in result]
+                            finally:
+                                in_use.dec()
                     except TimeoutError:
                         raise timed_out() from None
                     except TransientError:
@@ -179,6 +220,9 @@ class Database:
                             raise
                         metrics.NEO4J_RETRIES.labels("statement").inc()
                         await asyncio.sleep(pause)
+        finally:
+            if budget is not None:
+                budget.remaining -= loop.time() - started
 
     async def transaction(self, work: Callable[[Transaction], Awaitable[T]]) -> T:
         """Several statements in one managed write transaction (one commit); the driver may

@@ -1,0 +1,187 @@
+"""Instructions the service runs per request, counted by valgrind (callgrind): a figure the
+machine's other work does not move, for before/after comparisons of the request path on a
+shared machine. `python -m bench.hotpath_ir [workload ...]` (default: get create).
+
+Against the Neo4j of VAULTGRAPH_NEO4J_URI / VAULTGRAPH_NEO4J_PASSWORD (the test one will do:
+it adds a tenant named "bench" and a few hundred tokens), for each tree (this one, and
+HOTPATH_BASELINE=<dir> when set: a tree of another commit, e.g. from `git archive`), it starts
+one service worker (`python -m vaultgraph.server`) under callgrind with instrumentation off,
+sends HOTPATH_IR_WARMUP requests of the workload one at a time on one keep-alive connection,
+switches instrumentation on, sends HOTPATH_IR_REQUESTS more, and reads the instructions counted
+(Ir) from callgrind's dump: instructions per request, the driver's and the audit writer's
+included (they are the same work in both trees); the service's work on timers is switched off
+or made rarer than the run (`Worker`). Slow (valgrind runs the service ~50 times
+slower): a few hundred requests are enough, the count varies little from run to run.
+`callgrind_annotate <file>` on the kept dumps (printed) shows where the instructions go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import os
+import random
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from vaultgraph.catalog import Catalog
+from vaultgraph.crypto import KeyRing
+from vaultgraph.repository.database import Database
+from vaultgraph.settings import PROJECT_ROOT
+
+from .dataset import create_bench_tenant, load_tokens
+from .environment import new_kek, say
+from .run import http_pool
+from .workloads import WORKLOADS, Context, Request
+
+_TOTALS = re.compile(rb"^totals:\s+(\d+)", re.MULTILINE)
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(name) or default
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/ready", timeout=5) as resp:  # noqa: S310 - local
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+class Worker:
+    """One service worker under callgrind, instrumentation off until `count` asks."""
+
+    def __init__(self, tree: Path, port: int, kek: str, out: Path):
+        self.tree, self.port, self.out = tree, port, out
+        self.env = {**os.environ, "VAULTGRAPH_PORT": str(port), "VAULTGRAPH_KEK": kek,
+                    "VAULTGRAPH_RATE_LIMIT": "1e9", "VAULTGRAPH_RATE_BURST": "1000000000",
+                    "VAULTGRAPH_METRICS_PORT": "0", "VAULTGRAPH_WORKERS": "1",
+                    "VAULTGRAPH_HOME": str(out.parent),
+                    # Work on a timer is counted per second, not per request: under valgrind a
+                    # request takes ~50 times longer, so a timer's share would swamp the
+                    # request path's and vary with the machine's load. Off, or rarer than the
+                    # run: the webhook sender's poll, the expiry sweep, the authentication
+                    # cache's refresh (a look-up a second).
+                    "VAULTGRAPH_WEBHOOK_POLL_INTERVAL": "0",
+                    "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "0", "VAULTGRAPH_AUTH_CACHE_TTL": "3600"}
+        if tree != PROJECT_ROOT:
+            self.env["PYTHONPATH"] = str(tree)
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        log = open(self.out.with_suffix(".log"), "ab")
+        self.proc = subprocess.Popen(  # noqa: S603 - fixed argv
+            ["valgrind", "--tool=callgrind", "--instr-atstart=no",  # noqa: S607
+             f"--callgrind-out-file={self.out}", sys.executable, "-m", "vaultgraph.server"],
+            env=self.env, cwd=self.tree, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + 900
+        while not _ready(f"http://127.0.0.1:{self.port}"):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the service under valgrind did not start; see "
+                                   f"{self.out.with_suffix('.log')}")
+            time.sleep(1)
+
+    def control(self, *args: str) -> None:
+        subprocess.run(["callgrind_control", *args, str(self.proc.pid)],  # noqa: S603, S607
+                       check=True, capture_output=True)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _send(conn: http.client.HTTPConnection, key: str, r: Request) -> int:
+    headers = {"SVC-API-KEY": key}
+    if r.content_type:
+        headers["Content-Type"] = r.content_type
+    conn.request(r.method, r.path, body=r.body or None, headers=headers)
+    resp = conn.getresponse()
+    resp.read()
+    return resp.status
+
+
+def _drive(port: int, key: str, pool: list[Request], n: int) -> int:
+    """`n` requests one after another on one keep-alive connection; the errors (>= 400)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    errors = sum(_send(conn, key, pool[i % len(pool)]) >= 400 for i in range(n))
+    conn.close()
+    return errors
+
+
+def _instructions(dump_prefix: Path) -> int:
+    """Ir counted in the dumps callgrind wrote for `dump_prefix` (one per `-d`, and the last at
+    exit): the counting was on only between `-i on` and `-i off`."""
+    total = 0
+    for path in dump_prefix.parent.glob(dump_prefix.name + "*"):
+        if path.suffix == ".log":
+            continue
+        total += sum(int(n) for n in _TOTALS.findall(path.read_bytes()))
+    return total
+
+
+def _trees() -> dict[str, Path]:
+    trees = {"this tree": PROJECT_ROOT}
+    if os.environ.get("HOTPATH_BASELINE"):
+        trees["baseline"] = Path(os.environ["HOTPATH_BASELINE"]).resolve()
+    return trees
+
+
+async def main(names: list[str]) -> None:
+    requests = int(_env("HOTPATH_IR_REQUESTS", "300"))
+    warm = int(_env("HOTPATH_IR_WARMUP", "150"))
+    port = int(_env("HOTPATH_PORT", "8391"))
+    work = Path(tempfile.mkdtemp(prefix="hotpath-ir-"))
+    catalog = Catalog.load(PROJECT_ROOT / "cypher")
+    db = Database.connect(os.environ["VAULTGRAPH_NEO4J_URI"], "neo4j",
+                          os.environ["VAULTGRAPH_NEO4J_PASSWORD"], catalog, "neo4j")
+    # A version of its own: the service's start-up key check looks only at tenants made under
+    # it, not at those other runs left in a shared database under other keys.
+    kek = f"hot{secrets.token_hex(4)}:{new_kek().partition(':')[2]}"
+    tenant = await create_bench_tenant(db, KeyRing.from_spec(kek))
+    ids = await load_tokens(db, tenant, 0, int(_env("HOTPATH_TOKENS", "500")), 500)
+    ctx = Context(tenant, ids, catalog, db.driver)
+    await db.close()
+    trees = _trees()
+    results: dict[tuple[str, str], float] = {}
+    for w in [w for w in WORKLOADS if w.name in names]:
+        pool = http_pool(w, ctx, random.Random(w.name))  # noqa: S311 - request variety
+        for label, tree in trees.items():
+            out = work / f"{w.name}-{label.replace(' ', '-')}.callgrind"
+            worker = Worker(tree, port, kek, out)
+            try:
+                worker.start()
+                errors = await asyncio.to_thread(_drive, port, tenant.app_key, pool, warm)
+                worker.control("-i", "on")
+                errors += await asyncio.to_thread(_drive, port, tenant.app_key, pool[warm:],
+                                                  requests)
+                worker.control("-i", "off")
+                worker.control("-d")
+            finally:
+                worker.stop()
+            per = _instructions(out) / requests
+            results[(w.name, label)] = per
+            say(f"{w.name}, {label}: {per / 1e6:.3f} M instructions a request "
+                f"({requests} requests, {errors} errors; {out})")
+    print(f"\nworkload   tree         M instructions a request   ({requests} requests)")
+    for (name, label), per in results.items():
+        print(f"{name:<10} {label:<12} {per / 1e6:>10.3f}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:] or ["get", "create"]))
