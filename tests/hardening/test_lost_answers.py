@@ -171,8 +171,10 @@ async def test_a_retry_of_a_create_whose_answer_was_lost_is_not_run_again(
         tokens = await stored(served, "MATCH (t:Token {tenant_id: $t}) RETURN t.id AS id",
                               t=tenant.tenant_id)
         assert len(tokens) == 1
-        [entry] = await stored(served, "MATCH (k:IdempotencyKey {key: 'lost-create'}) "
-                                       "RETURN k.state AS state, k.token_ids AS ids")
+        [entry] = await stored(served, "MATCH (k:IdempotencyKey {application_id: $a, "
+                                       "key: 'lost-create'}) "
+                                       "RETURN k.state AS state, k.token_ids AS ids",
+                               a=tenant.application_id)
         assert entry == {"state": "unanswered", "ids": [tokens[0]["id"]]}
     finally:
         await proxy.down()
