@@ -21,15 +21,16 @@ write (its operators, transaction state, locks, the commit's log append and inde
 audit trail's statement) had never run, and the first create after `/ready` still took seconds.
 So start-up then rehearses the write path (`rehearse`): an API key's look-up, a token's create,
 read, update, link and delete, and the audit writer's batches, each in a form the warm-up
-planned (audit prefix included; Neo4j makes a plan runnable on its first run, not when it
-plans it: a create in a form only planned took 0.8 s, in the rehearsed one 3 ms), for real, in one transaction that is committed (a rolled-back one never reaches the
-commit's work: the first create after it still took 2-3 s) — and then removed by
-`health/forget_rehearsal`. It all runs under a tenant id no tenant has (`warm-up:` and a random
-UUID; tenant ids are UUIDs) with an audit chain of the same prefix: no tenant, key or
-application is created, no tenant's list, search or trail can reach it while it exists, and
-webhooks, which belong to a tenant, never see it. Its locks are taken on its own new nodes only,
-so it is harmless on a database in use. The removal goes by the prefix, so what a start-up
-stopped between the commit and the removal left is removed by the next one.
+planned (audit prefix included; Neo4j makes a plan runnable on its first run, not when it plans
+it: a create in a form only planned took 0.8 s, in the rehearsed one 3 ms), for real, in one
+transaction that is committed (a rolled-back one never reaches the commit's work: the first
+create after it still took 2-3 s) — and then removed by `health/forget_rehearsal`. It all runs
+under a tenant id no tenant has (`warm-up:` and a random UUID; tenant ids are UUIDs) with an
+audit chain of the same prefix: no tenant, key or application is created, no tenant's list,
+search or trail can reach it while it exists, and webhooks, which belong to a tenant, never see
+it. Its locks are taken on its own new nodes only, so it is harmless on a database in use. The
+removal goes by the prefix, so what a start-up stopped between the commit and the removal left
+is removed by the next one.
 """
 
 from __future__ import annotations
