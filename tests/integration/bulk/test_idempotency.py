@@ -251,7 +251,9 @@ async def test_a_replay_s_audit_event_names_what_the_first_answer_showed(
                                      "RETURN properties(e) AS p", t=tenant.tenant_id,
                              trace=resp.headers["SVC-TRACE-ID"])
         events[resp is again] = row["p"]
-    assert events[False]["token_ids"] == events[True]["token_ids"] == [created["id"]]
+    # One token: held as the indexed scalar alone (no list of one).
+    assert events[False]["token_id"] == events[True]["token_id"] == created["id"]
+    assert "token_ids" not in events[False] and "token_ids" not in events[True]
     assert events[False]["transform"] and events[True]["transform"] == events[False]["transform"]
 
 
