@@ -50,11 +50,11 @@ from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j, port_in_use
 from vaultgraph.repository.database import Database
-from vaultgraph.settings import PROJECT_ROOT
+from vaultgraph.settings import PROJECT_ROOT, available_cpus
 
 from . import cpu
 from .config import ROOT
-from .dataset import Tenant, create_bench_tenant, load_tokens
+from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, load_tokens
 from .environment import interrupt, machine, say, stop_leftovers
 from .loadgen import Wrk, ensure_wrk, parse_wrk
 from .run import git_dirty, git_sha, write_results
@@ -62,7 +62,7 @@ from .stats import Result
 from .workloads import WORKLOADS, Context
 
 EACH_LUA = Path(__file__).resolve().parent / "wrk_each.lua"
-WORKLOAD_NAMES = ("create", "get")
+WORKLOAD_NAMES = ("create", "get", "list")  # those BENCH_DEFAULTS_AB_WORKLOADS may name
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,7 @@ class Settings:
     """BENCH_DEFAULTS_AB_* (docs/performance.md)."""
 
     variants: str = ""            # comma-separated subset of VARIANTS; empty: all
+    workloads: str = "create,get"  # comma-separated, of WORKLOAD_NAMES
     rounds: int = 4               # measured rounds
     warmup_rounds: int = 3        # discarded rounds before them
     duration: int = 20            # seconds of wrk per variant, workload and round
@@ -91,6 +92,14 @@ class Settings:
                 values[f.name] = type(f.default)(raw)
         return cls(**values)
 
+    def workload_names(self) -> list[str]:
+        names = [w.strip() for w in self.workloads.split(",") if w.strip()]
+        unknown = sorted(set(names) - set(WORKLOAD_NAMES))
+        if unknown or not names:
+            raise SystemExit(f"BENCH_DEFAULTS_AB_WORKLOADS: {', '.join(unknown) or 'none'}; "
+                             f"name some of {', '.join(WORKLOAD_NAMES)}")
+        return names
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -101,7 +110,7 @@ class Variant:
     heap: str = "512m"            # the settings' defaults, as `make run` starts Neo4j
     pagecache: str = "256m"
     large: bool = False           # large_tokens loaded instead of tokens
-    workers: int = 0              # make run: one per CPU
+    workers: int = 0              # make run: half the CPUs beside its local Neo4j
     output: str = "terminal"      # terminal (a pseudo-terminal) or file
     log_level: str = ""           # VAULTGRAPH_LOG_LEVEL when set (the default: INFO)
     threads: int = 2              # wrk -t
@@ -113,7 +122,9 @@ VARIANTS = {v.name: v for v in (
     DEFAULTS,
     dataclasses.replace(DEFAULTS, name="neo4j-1g-1g", change="Neo4j heap 1g, page cache 1g",
                         heap="1g", pagecache="1g"),
-    dataclasses.replace(DEFAULTS, name="one-worker", change="one service worker", workers=1),
+    dataclasses.replace(DEFAULTS, name="worker-per-cpu",
+                        change="one service worker per CPU (make run's rule until 2026-12)",
+                        workers=available_cpus()),
     dataclasses.replace(DEFAULTS, name="output-file", change="service output to a file",
                         output="file"),
     dataclasses.replace(DEFAULTS, name="log-warning",
@@ -401,8 +412,10 @@ class Load:
             rng = random.Random(f"{workload}-{self.calls}")  # noqa: S311 - request variety
             pool = [w.http(item) for item in w.items(self.context, rng)]
             return lambda: self.pool.run(pool, self.cfg.duration)
-        args = (["create", str(self.calls * 10_000)] if workload == "create"
-                else ["get", str(self.ids_file), str(self.calls)])
+        args = {"create": ["create", str(self.calls * 10_000)],
+                "get": ["get", str(self.ids_file), str(self.calls)],
+                "list": ["list", str(max(1, len(self.context.ids) // PER_CUSTOMER)),
+                         str(self.calls)]}[workload]
         return lambda: self._each(args)
 
     async def _each(self, args: list[str]) -> Result:
@@ -500,12 +513,12 @@ class Harness:
 
     async def rounds(self) -> dict:
         cfg = self.cfg
-        kept: dict[str, dict[str, list[dict]]] = {v.name: {w: [] for w in WORKLOAD_NAMES}
+        kept: dict[str, dict[str, list[dict]]] = {v.name: {w: [] for w in cfg.workload_names()}
                                                   for v in self.variants}
         total = cfg.warmup_rounds + cfg.rounds
         for n in range(total):
             warm = n < cfg.warmup_rounds
-            for workload in WORKLOAD_NAMES:
+            for workload in cfg.workload_names():
                 for v in rotated(self.variants, n):
                     got = await self.measure(v, workload)
                     label = "warm-up" if warm else "measured"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import ENTRY_POINT, LocalNeo4j
+from vaultgraph.settings import workers_beside_neo4j
 
 from . import stalls
 from .config import ROOT, BenchConfig
@@ -23,9 +24,10 @@ UNAUDITED = Path(__file__).resolve().parent / "unaudited"
 
 
 def service_workers() -> str:
-    """VAULTGRAPH_WORKERS for the service under test: as `make run`, one per CPU unless the
+    """VAULTGRAPH_WORKERS for the service under test: as `make run` (`serve --local-neo4j
+    --workers 0`), half the CPUs, since the benchmark's Neo4j shares the host, unless the
     environment says otherwise."""
-    return os.environ.get("VAULTGRAPH_WORKERS") or "0"
+    return os.environ.get("VAULTGRAPH_WORKERS") or str(workers_beside_neo4j())
 
 
 def say(message: str) -> None:

@@ -377,8 +377,8 @@ def bare_settings(environ: Mapping[str, str] | None = None) -> Settings:
 # -- entry points --------------------------------------------------------------------------
 
 def header(cfg: BenchConfig) -> dict:
-    # The service's processes (VAULTGRAPH_WORKERS; unset: one per CPU) and each one's audit
-    # lanes, as the service resolves them from the same environment.
+    # The service's processes (VAULTGRAPH_WORKERS; unset: half the CPUs, as make run) and
+    # each one's audit lanes, as the service resolves them from the same environment.
     service = Settings.from_env(workers=int(service_workers()))
     return {"date": datetime.now(UTC).isoformat(timespec="seconds"), "git_sha": git_sha(),
             "git_dirty": git_dirty(),

@@ -1,7 +1,9 @@
 -- wrk script that makes each request as it sends it, as a person load-testing the service by
 -- hand writes one (bench/defaults_ab.py): `create` posts a new Luhn-valid card with metadata
--- each time; `get` reads a stored token picked at random from a file of ids (one a line).
--- Arguments after `--`: the mode, then `create <first number>` or `get <ids file> <seed>`.
+-- each time; `get` reads a stored token picked at random from a file of ids (one a line);
+-- `list` reads a page of 50 tokens filtered by a customer picked at random (the data set has
+-- 50 tokens a customer). Arguments after `--`: the mode, then `create <first number>`,
+-- `get <ids file> <seed>` or `list <customers> <seed>`.
 -- Prints the same JSON summary as wrk_pool.lua.
 local key = os.getenv("BENCH_KEY")
 local counter = 0
@@ -14,6 +16,7 @@ end
 local mode
 local ids = {}
 local hi, lo = 0, 0
+local customers = 1
 local headers
 
 local REGIONS = {"eu-west", "eu-north", "us-east", "us-west", "ap-south", "ap-east", "sa-east",
@@ -47,14 +50,20 @@ function init(args)
     end
     f:close()
     math.randomseed(tonumber(args[3]) + tid)
+  elseif mode == "list" then
+    customers = tonumber(args[2])
+    math.randomseed(tonumber(args[3]) + tid)
   else
-    error("mode must be create or get")
+    error("mode must be create, get or list")
   end
 end
 
 function request()
   if mode == "get" then
     return wrk.format("GET", "/tokens/" .. ids[math.random(#ids)], headers)
+  elseif mode == "list" then
+    return wrk.format("GET", string.format("/tokens?metadata.customer_id=cus_%07d&size=50",
+                                           math.random(customers) - 1), headers)
   end
   lo = lo + 1
   if lo >= 10000000 then

@@ -56,6 +56,14 @@ def available_cpus(v2: Path = CGROUP_V2_CPU, v1: Path = CGROUP_V1_CPU) -> int:
     return min(cpus, quota) if quota else cpus
 
 
+def workers_beside_neo4j(cpus: int | None = None) -> int:
+    """`--workers 0` when Neo4j runs on the same host (`serve --local-neo4j`, so `make run`):
+    half the CPUs this process may use, at least one. There Neo4j spends about as much CPU a
+    request as the service does, and a worker per CPU costs every request more CPU, in the
+    service and in Neo4j, than it gains (docs/performance.md, "The default set-up")."""
+    return max(1, (available_cpus() if cpus is None else cpus) // 2)
+
+
 def _cgroup_quota(v2: Path, v1: Path) -> int | None:
     try:
         quota, period = v2.read_text().split()[:2]

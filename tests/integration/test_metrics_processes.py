@@ -62,7 +62,7 @@ def test_two_processes_sharing_the_directory_report_their_sum(settings, tmp_path
 
 
 def test_workers_zero_runs_one_per_cpu(settings):
-    """VAULTGRAPH_WORKERS=0 (what `make run` passes): one worker per CPU the process may use.
+    """VAULTGRAPH_WORKERS=0 without the local Neo4j: one worker per CPU the process may use.
     The test pins itself, and so the service it starts, to at most two CPUs."""
     import os
 

@@ -52,13 +52,13 @@ def test_bench_setup_is_the_benchmarks_configuration():
     v = VARIANTS["bench-setup"]
     assert (v.heap, v.pagecache, v.large, v.output, v.threads, v.load) == (
         "1g", "1g", True, "file", 1, "pool")
-    assert v.workers == DEFAULTS.workers  # both: one per CPU
+    assert v.workers == DEFAULTS.workers  # both: make run's
     assert v.log_level == DEFAULTS.log_level == ""  # both: the default level
 
 
 def test_select_puts_defaults_first_and_drops_repeats():
-    assert [v.name for v in select("one-worker, wrk-pool,one-worker")] == [
-        "defaults", "one-worker", "wrk-pool"]
+    assert [v.name for v in select("worker-per-cpu, wrk-pool,worker-per-cpu")] == [
+        "defaults", "worker-per-cpu", "wrk-pool"]
     assert [v.name for v in select("")] == list(VARIANTS)
     assert [v.name for v in select("defaults")] == ["defaults"]
 
@@ -77,10 +77,18 @@ def test_rounds_rotate_the_order():
 
 def test_settings_read_from_the_environment():
     cfg = Settings.from_env({"BENCH_DEFAULTS_AB_ROUNDS": "2", "BENCH_DEFAULTS_AB_DURATION": "5",
-                             "BENCH_DEFAULTS_AB_VARIANTS": "defaults,one-worker",
+                             "BENCH_DEFAULTS_AB_VARIANTS": "defaults,worker-per-cpu",
                              "BENCH_DEFAULTS_AB_TOKENS": ""})
-    assert (cfg.rounds, cfg.duration, cfg.variants) == (2, 5, "defaults,one-worker")
+    assert (cfg.rounds, cfg.duration, cfg.variants) == (2, 5, "defaults,worker-per-cpu")
     assert cfg.tokens == Settings().tokens and cfg.warmup_rounds == 3
+
+
+def test_workloads_default_to_create_and_get_and_an_unknown_one_is_named():
+    assert Settings().workload_names() == ["create", "get"]
+    cfg = Settings.from_env({"BENCH_DEFAULTS_AB_WORKLOADS": "get, list"})
+    assert cfg.workload_names() == ["get", "list"]
+    with pytest.raises(SystemExit, match="search"):
+        Settings(workloads="get,search").workload_names()
 
 
 def test_each_variant_has_its_own_neo4j_service_and_ports(tmp_path):
@@ -134,16 +142,16 @@ def test_summary_takes_medians_and_compares_with_defaults():
     summary = summarize({
         "defaults": {"create": [_sample(300, 90, 1.0), _sample(340, 80, 1.2),
                                 _sample(320, 200, 1.1)]},
-        "one-worker": {"create": [_sample(600, 50, 0.8, errors=2), _sample(700, 40, 0.9)]},
+        "worker-per-cpu": {"create": [_sample(600, 50, 0.8, errors=2), _sample(700, 40, 0.9)]},
     })
-    base, other = summary["defaults"]["create"], summary["one-worker"]["create"]
+    base, other = summary["defaults"]["create"], summary["worker-per-cpu"]["create"]
     assert (base["rps"], base["p99_ms"], base["cpu_ms"]["service"]) == (320, 90, 1.1)
     assert base["vs_defaults"] == 1.0
     assert other["rps"] == 650 and other["vs_defaults"] == round(650 / 320, 3)
     assert other["errors"] == 2
     assert other["cpu_ms"]["loadgen"] is None
     text = table(summary)
-    assert "| one-worker | create | 650 | 2.031 |" in text
+    assert "| worker-per-cpu | create | 650 | 2.031 |" in text
 
 
 def test_wrk_summary_line_is_parsed_with_timeouts_as_errors():

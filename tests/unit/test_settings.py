@@ -45,6 +45,21 @@ def test_workers_zero_means_one_per_cpu_this_process_may_use():
     assert Settings(workers=3).worker_count == 3
 
 
+@pytest.mark.parametrize(("cpus", "expected"), [(1, 1), (2, 1), (3, 1), (4, 2), (16, 8)])
+def test_beside_the_local_neo4j_workers_zero_is_half_the_cpus(cpus, expected, monkeypatch):
+    from vaultgraph.cli.serve import with_workers
+    from vaultgraph.settings import workers_beside_neo4j
+
+    assert workers_beside_neo4j(cpus) == expected
+    monkeypatch.setattr("vaultgraph.settings.available_cpus", lambda: cpus)
+    local = with_workers(Settings(workers=0), local=True, workers=None)
+    assert local.workers == local.worker_count == expected
+    # Without the local Neo4j, 0 stays one per CPU; a number given is kept either way.
+    assert with_workers(Settings(), local=False, workers=0).worker_count == cpus
+    assert with_workers(Settings(workers=0), local=True, workers=3).worker_count == 3
+    assert with_workers(Settings(workers=5), local=True, workers=None).worker_count == 5
+
+
 @pytest.mark.parametrize(("cpu_max", "cap"), [("150000 100000\n", 2), ("50000 100000\n", 1),
                                               ("100000 100000\n", 1), ("max 100000\n", None),
                                               ("100000 0\n", None), ("garbage\n", None)])

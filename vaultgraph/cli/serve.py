@@ -11,7 +11,7 @@ import sys
 import orjson
 
 from ..failures import Failure
-from ..settings import Settings
+from ..settings import Settings, workers_beside_neo4j
 from . import common
 
 
@@ -21,7 +21,8 @@ def add_parser(sub) -> None:
                    help="start the local Neo4j (and stop it on exit), bootstrap on first run")
     p.add_argument("--workers", type=int, metavar="N",
                    help="serve with N processes on one port (SO_REUSEPORT); 0: one per CPU "
-                        "this process may use; default VAULTGRAPH_WORKERS or 1")
+                        "this process may use, half of them with --local-neo4j; default "
+                        "VAULTGRAPH_WORKERS or 1")
 
 
 def command(settings: Settings, args: argparse.Namespace) -> int:
@@ -48,13 +49,22 @@ def bootstrap(settings: Settings) -> None:
           f"  application_id {created['application_id']}\n" + shown, file=sys.stderr)
 
 
+def with_workers(settings: Settings, *, local: bool, workers: int | None) -> Settings:
+    """`settings` with the processes to run: `--workers` over VAULTGRAPH_WORKERS; 0 is one per
+    CPU, or half the CPUs (at least one) when the local Neo4j shares the host."""
+    if workers is not None:
+        settings = dataclasses.replace(settings, workers=workers)
+    if local and settings.workers == 0:
+        settings = dataclasses.replace(settings, workers=workers_beside_neo4j())
+    return settings
+
+
 def serve(settings: Settings, *, local: bool, workers: int | None = None) -> int:
     from ..logging_setup import configure
     from ..neo4j_local import port_in_use
     from ..server import run
 
-    if workers is not None:
-        settings = dataclasses.replace(settings, workers=workers)
+    settings = with_workers(settings, local=local, workers=workers)
     configure(settings.log_level, settings.log_format, settings.log_coalesce_interval)
     if port_in_use(settings.port, settings.host):
         raise Failure(f"port {settings.port} on {settings.host} is in use by another process",
