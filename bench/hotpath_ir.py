@@ -10,8 +10,13 @@ sends HOTPATH_IR_WARMUP requests of the workload one at a time on one keep-alive
 switches instrumentation on, sends HOTPATH_IR_REQUESTS more, and reads the instructions counted
 (Ir) from callgrind's dump: instructions per request, the driver's and the audit writer's
 included (they are the same work in both trees); the service's work on timers is switched off
-or made rarer than the run (`Worker`). Slow (valgrind runs the service ~50 times
-slower): a few hundred requests are enough, the count varies little from run to run.
+or made rarer than the run (`Worker`). The bare client (bench/workloads.py: the same statements,
+crypto and audit events through the plain driver) is counted the same way, in a process of its
+own under callgrind running the same number of operations one at a time, and "added" is the
+service's count less the bare client's: what the HTTP layer, the middlewares, validation and
+presentation cost a request, in instructions rather than in milliseconds (HOTPATH_IR_BARE=0
+skips it). Slow (valgrind runs the service ~50 times slower): a few hundred requests are
+enough, the count varies little from run to run.
 `callgrind_annotate <file>` on the kept dumps (printed) shows where the instructions go.
 """
 
@@ -39,7 +44,7 @@ from vaultgraph.settings import PROJECT_ROOT
 
 from .dataset import create_bench_tenant, load_tokens
 from .environment import new_kek, say
-from .run import http_pool
+from .run import bare_op, bare_settings, http_pool
 from .workloads import WORKLOADS, Context, Request
 
 _TOTALS = re.compile(rb"^totals:\s+(\d+)", re.MULTILINE)
@@ -135,6 +140,82 @@ def _instructions(dump_prefix: Path) -> int:
     return total
 
 
+class BareWorker:
+    """The bare client of one workload in a child process under callgrind (`--bare`): it sets
+    itself up and warms up uncounted, then counts `requests` operations when told to."""
+
+    def __init__(self, workload: str, kek: str, out: Path, warm: int, requests: int):
+        self.out = out
+        self.proc = subprocess.Popen(  # noqa: S603 - fixed argv
+            ["valgrind", "--tool=callgrind", "--instr-atstart=no",  # noqa: S607
+             f"--callgrind-out-file={out}", sys.executable, "-m", "bench.hotpath_ir",
+             "--bare", workload, str(warm), str(requests)],
+            env={**os.environ, "VAULTGRAPH_KEK": kek}, cwd=PROJECT_ROOT, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=open(out.with_suffix(".log"), "ab"), start_new_session=True)
+
+    def _expect(self, word: str) -> str:
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith(word):
+            raise RuntimeError(f"the bare client under valgrind said {line!r}; see "
+                               f"{self.out.with_suffix('.log')}")
+        return line
+
+    def count(self) -> int:
+        """Runs the counted operations; their errors."""
+        self._expect("warm")
+        subprocess.run(["callgrind_control", "-i", "on", str(self.proc.pid)],  # noqa: S603, S607
+                       check=True, capture_output=True)
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        errors = int(self._expect("done").split()[1])
+        for args in (("-i", "off"), ("-d",)):
+            subprocess.run(["callgrind_control", *args, str(self.proc.pid)],  # noqa: S603, S607
+                           check=True, capture_output=True)
+        self.proc.stdin.write("exit\n")
+        self.proc.stdin.flush()
+        self.proc.wait(timeout=300)
+        return errors
+
+
+async def _bare_child(name: str, warm: int, requests: int) -> None:
+    """`--bare`: the bare client's side of BareWorker, talking on stdin/stdout."""
+    from vaultgraph.repository.audit import AuditRepository
+    from vaultgraph.services.audit_writer import AuditWriter
+
+    catalog = Catalog.load(PROJECT_ROOT / "cypher")
+    db = Database.connect(os.environ["VAULTGRAPH_NEO4J_URI"], "neo4j",
+                          os.environ["VAULTGRAPH_NEO4J_PASSWORD"], catalog, "neo4j")
+    ring = KeyRing.from_spec(os.environ["VAULTGRAPH_KEK"])
+    tenant = await create_bench_tenant(db, ring)
+    ids = await load_tokens(db, tenant, 0, int(_env("HOTPATH_TOKENS", "500")), 500)
+    defaults = bare_settings()
+    audit = AuditWriter(AuditRepository(db), ring, max_batch=defaults.audit_batch_max,
+                        max_wait=defaults.audit_batch_wait, lanes=defaults.audit_lane_count)
+    ctx = Context(tenant, ids, catalog, db.driver, audit=audit)
+    w = next(w for w in WORKLOADS if w.name == name)
+    op = bare_op(w, ctx)
+    items = w.items(ctx, random.Random(w.name))  # noqa: S311 - request variety
+
+    async def run(start: int, n: int) -> int:
+        errors = 0
+        for i in range(start, start + n):
+            try:
+                await op(items[i % len(items)])
+            except Exception:  # counted, as the service side counts answers >= 400
+                errors += 1
+        return errors
+
+    await run(0, warm)
+    print("warm", flush=True)
+    await asyncio.to_thread(sys.stdin.readline)
+    errors = await run(warm, requests)
+    print(f"done {errors}", flush=True)
+    await asyncio.to_thread(sys.stdin.readline)
+    await audit.stop()
+    await db.close()
+
+
 def _trees() -> dict[str, Path]:
     trees = {"this tree": PROJECT_ROOT}
     if os.environ.get("HOTPATH_BASELINE"):
@@ -158,6 +239,7 @@ async def main(names: list[str]) -> None:
     ctx = Context(tenant, ids, catalog, db.driver)
     await db.close()
     trees = _trees()
+    bare = os.environ.get("HOTPATH_IR_BARE", "1") not in ("0", "false", "no")
     results: dict[tuple[str, str], float] = {}
     for w in [w for w in WORKLOADS if w.name in names]:
         pool = http_pool(w, ctx, random.Random(w.name))  # noqa: S311 - request variety
@@ -178,10 +260,27 @@ async def main(names: list[str]) -> None:
             results[(w.name, label)] = per
             say(f"{w.name}, {label}: {per / 1e6:.3f} M instructions a request "
                 f"({requests} requests, {errors} errors; {out})")
-    print(f"\nworkload   tree         M instructions a request   ({requests} requests)")
+        if bare:
+            out = work / f"{w.name}-bare.callgrind"
+            errors = await asyncio.to_thread(
+                BareWorker(w.name, kek, out, warm, requests).count)
+            results[(w.name, "bare client")] = per = _instructions(out) / requests
+            say(f"{w.name}, bare client: {per / 1e6:.3f} M instructions an operation "
+                f"({requests} operations, {errors} errors; {out})")
+    print(f"\nworkload   tree          M instructions a request   ({requests} requests)")
     for (name, label), per in results.items():
-        print(f"{name:<10} {label:<12} {per / 1e6:>10.3f}")
+        print(f"{name:<10} {label:<13} {per / 1e6:>10.3f}")
+    if bare:
+        print("\nadded by the service (its count less the bare client's), M instructions")
+        for (name, label), per in results.items():
+            base = results.get((name, "bare client"))
+            if label != "bare client" and base is not None:
+                print(f"{name:<10} {label:<13} {(per - base) / 1e6:>10.3f}"
+                      f"   ({per / base:.2f} x the bare client)")
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:] or ["get", "create"]))
+    if sys.argv[1:2] == ["--bare"]:
+        asyncio.run(_bare_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+    else:
+        asyncio.run(main(sys.argv[1:] or ["get", "create"]))
