@@ -39,7 +39,10 @@ from pathlib import Path
 
 from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
+from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.repository.database import Database
+from vaultgraph.server import tune_gc
+from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.settings import PROJECT_ROOT
 
 from .dataset import create_bench_tenant, load_tokens
@@ -178,21 +181,25 @@ class BareWorker:
         return errors
 
 
+def bare_context(db: Database, ring: KeyRing, tenant, ids: list[str],
+                 catalog: Catalog) -> tuple[Context, AuditWriter]:
+    """The bare client's context and its audit writer, set as the bare client of `make bench`."""
+    defaults = bare_settings()
+    audit = AuditWriter(AuditRepository(db), ring, max_batch=defaults.audit_batch_max,
+                        max_wait=defaults.audit_batch_wait, lanes=defaults.audit_lane_count)
+    return Context(tenant, ids, catalog, db.driver, audit=audit), audit
+
+
 async def _bare_child(name: str, warm: int, requests: int) -> None:
     """`--bare`: the bare client's side of BareWorker, talking on stdin/stdout."""
-    from vaultgraph.repository.audit import AuditRepository
-    from vaultgraph.services.audit_writer import AuditWriter
-
+    tune_gc(bare_settings())  # as make bench's bare client collects its garbage
     catalog = Catalog.load(PROJECT_ROOT / "cypher")
     db = Database.connect(os.environ["VAULTGRAPH_NEO4J_URI"], "neo4j",
                           os.environ["VAULTGRAPH_NEO4J_PASSWORD"], catalog, "neo4j")
     ring = KeyRing.from_spec(os.environ["VAULTGRAPH_KEK"])
     tenant = await create_bench_tenant(db, ring)
     ids = await load_tokens(db, tenant, 0, int(_env("HOTPATH_TOKENS", "500")), 500)
-    defaults = bare_settings()
-    audit = AuditWriter(AuditRepository(db), ring, max_batch=defaults.audit_batch_max,
-                        max_wait=defaults.audit_batch_wait, lanes=defaults.audit_lane_count)
-    ctx = Context(tenant, ids, catalog, db.driver, audit=audit)
+    ctx, audit = bare_context(db, ring, tenant, ids, catalog)
     w = next(w for w in WORKLOADS if w.name == name)
     op = bare_op(w, ctx)
     items = w.items(ctx, random.Random(w.name))  # noqa: S311 - request variety
@@ -204,6 +211,10 @@ async def _bare_child(name: str, warm: int, requests: int) -> None:
                 await op(items[i % len(items)])
             except Exception:  # counted, as the service side counts answers >= 400
                 errors += 1
+            # One at a time, as the service's requests come: a write's chain link is committed
+            # before the next operation starts, not batched with the next ones' (which the
+            # service, idle between a client's requests, never gets to do here).
+            await audit.settle()
         return errors
 
     await run(0, warm)
