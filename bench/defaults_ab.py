@@ -227,10 +227,11 @@ class Output:
         return child
 
     def _drain(self) -> None:
+        master = self._master  # close() clears it while this may still be reading
         while True:
             try:
-                chunk = os.read(self._master, 65536)
-            except OSError:  # the child side closed
+                chunk = os.read(master, 65536)
+            except OSError:  # the child side closed, or close() did
                 return
             if not chunk:
                 return
@@ -421,12 +422,24 @@ class Load:
         return parse_wrk(out.decode(errors="replace"), proc.returncode)
 
 
-async def measure_window(groups: dict[str, int], run: Callable[[], Awaitable[Result]]) -> dict:
+async def measure_window(groups: dict[str, int], run: Callable[[], Awaitable[Result]],
+                         reaping: tuple[str, ...] = ()) -> dict:
     """One measured run: wrk's figures and the CPU milliseconds per request of each named
-    process tree (`cpu.snapshot`), the `other-*` trees summed as `others`."""
-    before = cpu.snapshot(groups)
+    process tree (`cpu.snapshot`), the `other-*` trees summed as `others`. A group named in
+    `reaping` also counts the children its root has reaped (`cpu.reaped_ticks`): a server
+    that forks a process a connection and waits for it (PostgreSQL) would otherwise lose a
+    closed connection's ticks from its tree."""
+
+    def snapshot() -> dict[str, int]:
+        ticks = cpu.snapshot(groups)
+        for name in reaping:
+            if name in groups:
+                ticks[name] += cpu.reaped_ticks(groups[name])
+        return ticks
+
+    before = snapshot()
     result = await run()
-    after = cpu.snapshot(groups)
+    after = snapshot()
     spent = cpu.per_request(before, after, result.requests)
     idle = sum(v or 0 for k, v in spent.items() if k.startswith("other-"))
     cpu_ms = {k: v for k, v in spent.items() if not k.startswith("other-")}
