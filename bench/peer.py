@@ -95,6 +95,7 @@ class Settings:
     secrets_port: int = 8792      # secrets; its metrics on the next port
     pg_port: int = 55432          # the private PostgreSQL cluster
     pg_shared_buffers: str = "256MB"  # Neo4j's page cache as make run starts it
+    secrets_idle_connections: int = 25  # its DB_MAX_IDLE_CONNECTIONS (its default: 5)
     source: str = ""              # a secrets checkout to build; empty: a clone of `mirror`
     mirror: str = "/work/.mirror/allisson+secrets/repo"
     home: str = str(ROOT / ".vaultgraph" / "peer")
@@ -124,7 +125,7 @@ def secrets_settings(cfg: Settings) -> dict[str, str]:
         # the fifth would close after each request and open again (a PostgreSQL backend forked
         # each time), a cost of the default pool rather than of the service.
         "DB_MAX_OPEN_CONNECTIONS": "25",
-        "DB_MAX_IDLE_CONNECTIONS": "25",
+        "DB_MAX_IDLE_CONNECTIONS": str(cfg.secrets_idle_connections),
         "SERVER_HOST": "127.0.0.1",
         "SERVER_PORT": str(cfg.secrets_port),
         "METRICS_PORT": str(cfg.secrets_port + 1),

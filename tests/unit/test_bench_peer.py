@@ -56,6 +56,8 @@ def test_secrets_runs_without_rate_limits_on_the_private_cluster():
     assert env["RATE_LIMIT_ENABLED"] == env["RATE_LIMIT_TOKEN_ENABLED"] == "false"
     assert env["DB_DRIVER"] == "postgres" and ":55432/" in env["DB_CONNECTION_STRING"]
     assert env["DB_MAX_IDLE_CONNECTIONS"] == env["DB_MAX_OPEN_CONNECTIONS"]
+    default_pool = secrets_settings(Settings.from_env({"BENCH_PEER_SECRETS_IDLE_CONNECTIONS": "5"}))
+    assert default_pool["DB_MAX_IDLE_CONNECTIONS"] == "5"
     assert env["METRICS_PORT"] == str(int(env["SERVER_PORT"]) + 1)
 
 
