@@ -73,10 +73,13 @@ SIDES = ("vaultgraph", "secrets")
 KEY_NAME = "bench-cards"
 # Only what the two workloads need: tokenize (encrypt) and detokenize (decrypt).
 POLICY = '[{"path":"/v1/tokenization/*","capabilities":["encrypt","decrypt"]}]'
-# secrets' tables counted at the end: its audit trail and its tokens.
-COUNTED = ("audit_logs", "tokenization_tokens")
+# Read from secrets' cluster at the end: its audit rows and tokens, and the database's own
+# statistics of the work done (index scans over its tables, transactions committed).
+COUNTED = ("audit_logs", "tokenization_tokens", "index_scans", "commits")
 COUNT_ROWS = ("SELECT count(*) AS audit_logs FROM audit_logs;\n"
-              "SELECT count(*) AS tokenization_tokens FROM tokenization_tokens;\n")
+              "SELECT count(*) AS tokenization_tokens FROM tokenization_tokens;\n"
+              "SELECT sum(idx_scan)::bigint AS index_scans FROM pg_stat_user_tables;\n"
+              "SELECT xact_commit AS commits FROM pg_stat_database WHERE datname = 'postgres';\n")
 
 
 @dataclass(frozen=True)
@@ -371,8 +374,8 @@ class Postgres:
         say(f"PostgreSQL ready on 127.0.0.1:{self.cfg.pg_port} (pid {self.proc.pid})")
 
     def count_rows(self) -> dict[str, int | None]:
-        """secrets' audit rows and tokens, read by a single-user backend once the server has
-        stopped (no client program needed)."""
+        """COUNTED, read by a single-user backend once the server has stopped (no client
+        program needed; a stopped server has written its statistics out)."""
         done = subprocess.run(  # noqa: S603 - fixed argv
             [self.server, "--single", "-D", str(self.data), "postgres"], input=COUNT_ROWS,
             capture_output=True, text=True, cwd="/",
@@ -714,7 +717,10 @@ async def run(cfg: Settings) -> dict:
     # What secrets wrote, counted in the stopped cluster: an audit row a request (the loading
     # batches' included; wrk's count leaves out the requests in flight when a run ends).
     rows = harness.pg.count_rows()
-    rows["requests_answered"] = harness.sent["secrets"] + harness.secrets.batches
+    rows["requests_answered"] = answered = harness.sent["secrets"] + harness.secrets.batches
+    for key in ("index_scans", "commits"):
+        if rows.get(key) is not None and answered:
+            rows[f"{key}_per_request"] = round(rows[key] / answered, 2)
     out["secrets"]["rows"] = rows
     say(f"secrets wrote {rows}")
     out["wall_seconds"] = round(time.monotonic() - began)
