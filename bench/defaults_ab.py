@@ -430,11 +430,19 @@ async def measure_window(groups: dict[str, int], run: Callable[[], Awaitable[Res
     that forks a process a connection and waits for it (PostgreSQL) would otherwise lose a
     closed connection's ticks from its tree."""
 
+    def reaped() -> dict[str, int]:
+        return {name: cpu.reaped_ticks(groups[name]) for name in reaping if name in groups}
+
     def snapshot() -> dict[str, int]:
-        ticks = cpu.snapshot(groups)
-        for name in reaping:
-            if name in groups:
-                ticks[name] += cpu.reaped_ticks(groups[name])
+        # A child reaped while the process table is read would be counted twice (alive in the
+        # table, and reaped) or not at all: read again until no child was reaped meanwhile.
+        for _ in range(10):
+            first = reaped()
+            ticks = cpu.snapshot(groups)
+            if reaped() == first:
+                break
+        for name, spent in first.items():
+            ticks[name] += spent
         return ticks
 
     before = snapshot()

@@ -3,6 +3,7 @@ peer's CLI, the card numbers it loads, the ratios and the table it reports."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import pytest
@@ -13,7 +14,8 @@ from vaultgraph.settings import PROJECT_ROOT
 if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from bench.defaults_ab import summarize
+from bench import cpu
+from bench.defaults_ab import measure_window, summarize
 from bench.peer import (
     Settings,
     json_object_with,
@@ -25,6 +27,7 @@ from bench.peer import (
     single_user_counts,
     table,
 )
+from bench.stats import Result
 from vaultgraph.expressions.filters import luhn_valid
 
 
@@ -125,3 +128,28 @@ def test_a_workload_missing_on_one_side_has_no_ratio():
     summary = summarize({"vaultgraph": {"create": [_sample(300, 3.0, 1.0)]},
                          "secrets": {"get": [_sample(400, 0.5, 1.5)]}})
     assert ratios(summary) == {}
+
+
+def test_a_connection_reaped_while_the_process_table_is_read_is_counted_once(monkeypatch):
+    # The database's tree: its root (5 ticks) and a backend (100 ticks) that ends and is
+    # reaped while the first snapshot reads the table; the window then adds 10 ticks.
+    state = {"alive": True, "reaped": 0, "root": 5, "scans": 0}
+
+    def snapshot(groups):
+        ticks = state["root"] + (100 if state["alive"] else 0)
+        state["scans"] += 1
+        if state["scans"] == 1:  # the backend ends during the first scan
+            state["alive"], state["reaped"] = False, 100
+        return {"database": ticks}
+
+    monkeypatch.setattr(cpu, "snapshot", snapshot)
+    monkeypatch.setattr(cpu, "reaped_ticks", lambda pid: state["reaped"])
+
+    async def run():
+        state["root"] += 10
+        return Result(requests=10, errors=0, seconds=1.0, p50_ms=1.0, p99_ms=2.0,
+                      p999_ms=3.0)
+
+    out = asyncio.run(measure_window({"database": 1}, run, reaping=("database",)))
+    assert out["cpu_ms"]["database"] == round(10 * cpu.TICK_MS / 10, 3)
+    assert state["scans"] == 3  # the first read again, once
