@@ -84,13 +84,19 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ=None) -> Settings:
-        env = os.environ if environ is None else environ
-        values = {}
-        for f in dataclasses.fields(cls):
-            raw = env.get("BENCH_DEFAULTS_AB_" + f.name.upper())
-            if raw:
-                values[f.name] = type(f.default)(raw)
-        return cls(**values)
+        return settings_from_env(cls, "BENCH_DEFAULTS_AB_", environ)
+
+
+def settings_from_env(cls, prefix: str, environ=None):
+    """A settings dataclass from `prefix` + FIELD environment variables, each converted to its
+    default's type; unset or empty: the default."""
+    env = os.environ if environ is None else environ
+    values = {}
+    for f in dataclasses.fields(cls):
+        raw = env.get(prefix + f.name.upper())
+        if raw:
+            values[f.name] = type(f.default)(raw)
+    return cls(**values)
 
     def workload_names(self) -> list[str]:
         names = [w.strip() for w in self.workloads.split(",") if w.strip()]
@@ -232,10 +238,11 @@ class Output:
         return child
 
     def _drain(self) -> None:
+        master = self._master  # close() clears it while this may still be reading
         while True:
             try:
-                chunk = os.read(self._master, 65536)
-            except OSError:  # the child side closed
+                chunk = os.read(master, 65536)
+            except OSError:  # the child side closed, or close() did
                 return
             if not chunk:
                 return
@@ -428,6 +435,42 @@ class Load:
         return parse_wrk(out.decode(errors="replace"), proc.returncode)
 
 
+async def measure_window(groups: dict[str, int], run: Callable[[], Awaitable[Result]],
+                         reaping: tuple[str, ...] = ()) -> dict:
+    """One measured run: wrk's figures and the CPU milliseconds per request of each named
+    process tree (`cpu.snapshot`), the `other-*` trees summed as `others`. A group named in
+    `reaping` also counts the children its root has reaped (`cpu.reaped_ticks`): a server
+    that forks a process a connection and waits for it (PostgreSQL) would otherwise lose a
+    closed connection's ticks from its tree."""
+
+    def reaped() -> dict[str, int]:
+        return {name: cpu.reaped_ticks(groups[name]) for name in reaping if name in groups}
+
+    def snapshot() -> dict[str, int]:
+        # A child reaped while the process table is read would be counted twice (alive in the
+        # table, and reaped) or not at all: read again until no child was reaped meanwhile.
+        for _ in range(10):
+            first = reaped()
+            ticks = cpu.snapshot(groups)
+            if reaped() == first:
+                break
+        for name, spent in first.items():
+            ticks[name] += spent
+        return ticks
+
+    before = snapshot()
+    result = await run()
+    after = snapshot()
+    spent = cpu.per_request(before, after, result.requests)
+    idle = sum(v or 0 for k, v in spent.items() if k.startswith("other-"))
+    cpu_ms = {k: v for k, v in spent.items() if not k.startswith("other-")}
+    cpu_ms["others"] = round(idle, 3)
+    out = {k: v for k, v in result.to_dict().items()
+           if k in ("requests", "errors", "seconds", "rps", "p50_ms", "p99_ms", "p999_ms")}
+    out["cpu_ms"] = cpu_ms
+    return out
+
+
 # -- the run ---------------------------------------------------------------------------------
 
 class Harness:
@@ -496,19 +539,10 @@ class Harness:
         groups = self.groups(variant)
         written = service.output.written()
         run = self.loads[variant.name].prepare(workload)
-        before = cpu.snapshot(groups)
-        result = await run()
-        after = cpu.snapshot(groups)
-        spent = cpu.per_request(before, after, result.requests)
-        idle = sum(v or 0 for k, v in spent.items() if k.startswith("other-"))
-        cpu_ms = {k: v for k, v in spent.items() if not k.startswith("other-")}
-        cpu_ms["others"] = round(idle, 3)
-        out = {k: v for k, v in result.to_dict().items()
-               if k in ("requests", "errors", "seconds", "rps", "p50_ms", "p99_ms", "p999_ms")}
-        out["cpu_ms"] = cpu_ms
+        out = await measure_window(groups, run)
         out["output_bytes_per_request"] = (
-            round((service.output.written() - written) / result.requests, 1)
-            if result.requests else None)
+            round((service.output.written() - written) / out["requests"], 1)
+            if out["requests"] else None)
         return out
 
     async def rounds(self) -> dict:
