@@ -86,6 +86,14 @@ class Settings:
     def from_env(cls, environ=None) -> Settings:
         return settings_from_env(cls, "BENCH_DEFAULTS_AB_", environ)
 
+    def workload_names(self) -> list[str]:
+        names = [w.strip() for w in self.workloads.split(",") if w.strip()]
+        unknown = sorted(set(names) - set(WORKLOAD_NAMES))
+        if unknown or not names:
+            raise SystemExit(f"BENCH_DEFAULTS_AB_WORKLOADS: {', '.join(unknown) or 'none'}; "
+                             f"name some of {', '.join(WORKLOAD_NAMES)}")
+        return names
+
 
 def settings_from_env(cls, prefix: str, environ=None):
     """A settings dataclass from `prefix` + FIELD environment variables, each converted to its
@@ -97,14 +105,6 @@ def settings_from_env(cls, prefix: str, environ=None):
         if raw:
             values[f.name] = type(f.default)(raw)
     return cls(**values)
-
-    def workload_names(self) -> list[str]:
-        names = [w.strip() for w in self.workloads.split(",") if w.strip()]
-        unknown = sorted(set(names) - set(WORKLOAD_NAMES))
-        if unknown or not names:
-            raise SystemExit(f"BENCH_DEFAULTS_AB_WORKLOADS: {', '.join(unknown) or 'none'}; "
-                             f"name some of {', '.join(WORKLOAD_NAMES)}")
-        return names
 
 
 @dataclass(frozen=True)

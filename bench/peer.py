@@ -49,6 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from vaultgraph.neo4j_local import port_in_use
+from vaultgraph.settings import workers_beside_neo4j
 
 from .config import ROOT
 from .defaults_ab import (
@@ -100,7 +101,8 @@ class Settings:
     pg_shared_buffers: str = "256MB"  # Neo4j's page cache as make run starts it
     secrets_idle_connections: int = 25  # its DB_MAX_IDLE_CONNECTIONS (its default: 5)
     source: str = ""              # a secrets checkout to build; empty: a clone of `mirror`
-    mirror: str = "/work/.mirror/allisson+secrets/repo"
+    mirror: str = "https://github.com/allisson/secrets.git"  # a git URL or a local clone
+    version: str = "v0.28.0"      # the tag (or commit) built from `mirror`; empty: its HEAD
     home: str = str(ROOT / ".vaultgraph" / "peer")
 
     @classmethod
@@ -429,6 +431,9 @@ class Secrets:
             shutil.rmtree(source, ignore_errors=True)
             subprocess.run(["git", "clone", "--quiet", self.cfg.mirror,  # noqa: S603, S607
                             str(source)], check=True)
+            if self.cfg.version:
+                subprocess.run(["git", "checkout", "--quiet", self.cfg.version],  # noqa: S603, S607
+                               cwd=source, check=True)
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=source,  # noqa: S607
                                 capture_output=True, text=True, check=False)
         self.commit = commit.stdout.strip() or None
@@ -700,7 +705,7 @@ async def run(cfg: Settings) -> dict:
            "date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
            "settings": dataclasses.asdict(cfg),
            "vaultgraph": {"neo4j_heap": DEFAULTS.heap, "neo4j_pagecache": DEFAULTS.pagecache,
-                          "workers": "one per CPU", "rate_limit": "1e9 (off)",
+                          "workers": workers_beside_neo4j(), "rate_limit": "1e9 (off)",
                           "load": "bench/wrk_each.lua"},
            "secrets": {"env": secrets_settings(cfg), "policy": json.loads(POLICY),
                        "tokenization_key": {"name": KEY_NAME, "format": "luhn-preserving",
