@@ -191,26 +191,16 @@ class Database:
         query = query or self.catalog[name]
         loop = asyncio.get_running_loop()
         until = self._deadline(budgeted)
-        # What this statement spends of the request's budget (`deadline.spending`), inline:
-        # this runs for every statement.
-        budget = deadline.get() if budgeted else None
-        started = loop.time()
         attempt = 0
-        try:
+        with spending(budgeted):
             async with map_errors():
                 while True:
                     try:
-                        async with asyncio.timeout_at(until):
-                            # The sessions at work (each holds a pooled connection: `_in_use`).
-                            in_use = metrics.NEO4J_SESSIONS_IN_USE
-                            in_use.inc()
-                            try:
-                                async with self.session(mode) as session:
-                                    result = await session.run(
-                                        _bounded(query, until - loop.time()), params)
-                                    return [record async for record in result]
-                            finally:
-                                in_use.dec()
+                        async with (asyncio.timeout_at(until), _in_use(),
+                                    self.session(mode) as session):
+                            result = await session.run(
+                                _bounded(query, until - loop.time()), params)
+                            return [record async for record in result]
                     except TimeoutError:
                         raise timed_out() from None
                     except TransientError:
@@ -220,9 +210,6 @@ class Database:
                             raise
                         metrics.NEO4J_RETRIES.labels("statement").inc()
                         await asyncio.sleep(pause)
-        finally:
-            if budget is not None:
-                budget.remaining -= loop.time() - started
 
     async def transaction(self, work: Callable[[Transaction], Awaitable[T]]) -> T:
         """Several statements in one managed write transaction (one commit); the driver may
@@ -336,7 +323,10 @@ class Transaction:
 
 
 class _in_use:
-    """Counts the driver sessions at work (each holds a pooled connection while it runs)."""
+    """Counts the driver sessions at work (each holds a pooled connection while it runs). A
+    class, not a generator: every statement enters one."""
+
+    __slots__ = ()
 
     async def __aenter__(self):
         metrics.NEO4J_SESSIONS_IN_USE.inc()
