@@ -175,8 +175,12 @@ async def main(names: list[str]) -> None:
             print(f"\n== {w.name}: profiled CPU a request, service {d['service_ms']:.3f} ms, "
                   f"bare client {d['bare_ms']:.3f} ms, added {d['added_ms']:.3f} ms "
                   f"({svc}, {bare})")
+            # Shares of what the service runs more of (the packages it adds to): the bare
+            # client's own extras (its pure-Python event loop) are listed, negative, apart.
+            more = sum(ms for _, ms in d["by_package"] if ms > 0)
             for name, ms in d["by_package"]:
-                print(f"  {ms:8.3f} ms {100 * ms / d['added_ms']:6.1f} %  {name}")
+                share = f"{100 * ms / more:5.1f} %" if ms > 0 else "       "
+                print(f"  {ms:8.3f} ms {share}  {name}")
             print("  function (service less bare client):       calls    ms")
             for name, calls, ms in d["functions"]:
                 print(f"  {name[:60]:<60} {calls:6.1f} {ms:7.3f}")

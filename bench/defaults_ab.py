@@ -3,7 +3,7 @@ The default set-up): `make run` as a user starts it — `vaultgraph serve --loca
 --workers 0` with the settings' defaults, its output on a terminal — measured the way a person
 load-tests it by hand: `wrk -t2 -c32 -d20s` with a script that makes each request as it sends
 it (`bench/wrk_each.lua`), three discarded warm-up rounds, then four measured rounds. Each
-variant changes ONE thing from that (the benchmark's Neo4j memory, one worker, output to a
+variant changes ONE thing from that (the benchmark's Neo4j memory, a worker per CPU, output to a
 file, no log line a request, one wrk thread, the benchmark's prepared request pool, 100,000
 tokens loaded), and
 `bench-setup` changes all of the benchmark's at once, so the figure `make bench` reports is
@@ -16,13 +16,14 @@ benchmark's 7689. Every variant's processes run from the start to the end; round
 between variants (the order rotating each round) so they share the machine's state.
 
 Reported per variant and workload (create: `POST /tokens`, a new card each time; get:
-`GET /tokens/{id}` of a random stored token, masked): the medians over the measured rounds of
+`GET /tokens/{id}` of a random stored token, masked; with BENCH_DEFAULTS_AB_WORKLOADS naming
+it, list: a page of 50 by a customer's metadata): the medians over the measured rounds of
 requests per second, p50 and p99 (wrk's), CPU milliseconds per request of the service, Neo4j
 and the load generator (from /proc), bytes the service wrote to its output per request, and
 req/s against `defaults`; written to `bench/results/defaults-ab-latest.json` and a dated copy.
 
     .venv/bin/python -m bench.defaults_ab
-    BENCH_DEFAULTS_AB_VARIANTS=defaults,one-worker BENCH_DEFAULTS_AB_DURATION=5 ...
+    BENCH_DEFAULTS_AB_VARIANTS=defaults,worker-per-cpu BENCH_DEFAULTS_AB_DURATION=5 ...
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j, port_in_use
 from vaultgraph.repository.database import Database
-from vaultgraph.settings import PROJECT_ROOT, available_cpus
+from vaultgraph.settings import PROJECT_ROOT, available_cpus, workers_beside_neo4j
 
 from . import cpu
 from .config import ROOT
@@ -370,8 +371,9 @@ class ServiceProcess:
                 raise RuntimeError(f"the service on {self.port} did not become ready in "
                                    f"{within:.0f}s; its last output:\n{self.output.tail()}")
             await asyncio.sleep(0.5)  # a point where Ctrl-C cancels the run
-        say(f"service ready on {self.url} (pid {self.proc.pid}, {self.workers or 'one per CPU'}"
-            f" worker(s), output to a {self.output.kind})")
+        workers = self.workers or workers_beside_neo4j()
+        say(f"service ready on {self.url} (pid {self.proc.pid}, {workers} worker(s), output to "
+            f"a {self.output.kind})")
 
     @property
     def pid(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -27,7 +28,9 @@ def service_workers() -> str:
     """VAULTGRAPH_WORKERS for the service under test: as `make run` (`serve --local-neo4j
     --workers 0`), half the CPUs, since the benchmark's Neo4j shares the host, unless the
     environment says otherwise."""
-    return os.environ.get("VAULTGRAPH_WORKERS") or str(workers_beside_neo4j())
+    workers = os.environ.get("VAULTGRAPH_WORKERS") or "0"
+    # The service runs without --local-neo4j, so 0 is passed on as make run resolves it.
+    return str(workers_beside_neo4j()) if workers.strip() == "0" else workers
 
 
 def say(message: str) -> None:
@@ -161,6 +164,11 @@ def interrupt(proc: subprocess.Popen | None, *, within: float) -> bool:
     try:
         proc.wait(timeout=within)
     except subprocess.TimeoutExpired:
+        # Started in a session of its own: its workers (and a Neo4j `--local-neo4j` started
+        # without a session of its own) go with it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if os.getpgid(proc.pid) == proc.pid:
+                os.killpg(proc.pid, signal.SIGKILL)
         proc.kill()
         proc.wait()
     return True

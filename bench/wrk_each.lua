@@ -1,8 +1,9 @@
 -- wrk script that makes each request as it sends it, as a person load-testing the service by
 -- hand writes one (bench/defaults_ab.py): `create` posts a new Luhn-valid card with metadata
 -- each time; `get` reads a stored token picked at random from a file of ids (one a line);
--- `list` reads a page of 50 tokens filtered by a customer picked at random (the data set has
--- 50 tokens a customer). Arguments after `--`: the mode, then `create <first number>`,
+-- `list` reads a page of 50 tokens filtered by a customer picked at random among the loaded
+-- ones (the data set loads 50 tokens a customer; the creates of a run add tokens to the same
+-- customers, so a page stays full). Arguments after `--`: the mode, then `create <first number>`,
 -- `get <ids file> <seed>` or `list <customers> <seed>`.
 -- Prints the same JSON summary as wrk_pool.lua.
 local key = os.getenv("BENCH_KEY")
@@ -40,7 +41,8 @@ function init(args)
   headers = {["SVC-API-KEY"] = key}
   if mode == "create" then
     headers["Content-Type"] = "application/json"
-    -- 15 digits: 5, the thread, then 13 from a counter that starts at the given number.
+    -- 15 digits (5, the thread, then 13 from a counter that starts at the given number), then
+    -- the Luhn check digit.
     hi = tonumber(args[2]) + tid * 1000
     lo = 0
   elseif mode == "get" then

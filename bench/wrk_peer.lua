@@ -59,7 +59,8 @@ function init(args)
   headers = {["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json"}
   if mode == "create" then
     path = "/v1/tokenization/keys/" .. args[2] .. "/tokenize"
-    -- 16 digits: 5, the thread, then 13 from a counter that starts at the given number.
+    -- 15 digits (5, the thread, then 13 from a counter that starts at the given number), then
+    -- the Luhn check digit.
     hi = tonumber(args[3]) + tid * 1000
     lo = 0
   elseif mode == "get" then
