@@ -123,7 +123,10 @@ def _service_profile(port: int, kek: str, out: Path, key: str, pool, warm: int,
         time.sleep(0.5)
         _drive(port, key, pool[warm:], requests)
         proc.send_signal(signal.SIGUSR2)
+        deadline = time.monotonic() + 120
         while not out.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the profiled service wrote no profile; see {log.name}")
             time.sleep(0.2)
         time.sleep(1)  # the dump is written whole before the file is read
     finally:

@@ -449,8 +449,9 @@ async def measure_window(groups: dict[str, int], run: Callable[[], Awaitable[Res
         return {name: cpu.reaped_ticks(groups[name]) for name in reaping if name in groups}
 
     def snapshot() -> dict[str, int]:
-        # A child reaped while the process table is read would be counted twice (alive in the
-        # table, and reaped) or not at all: read again until no child was reaped meanwhile.
+        # A child reaped after its root's reaped ticks were read and before the process table
+        # is would be in neither (and its ticks counted in the next window): read again until
+        # no child was reaped meanwhile.
         for _ in range(10):
             first = reaped()
             ticks = cpu.snapshot(groups)

@@ -149,13 +149,14 @@ class BareWorker:
 
     def __init__(self, workload: str, kek: str, out: Path, warm: int, requests: int):
         self.out = out
-        self.proc = subprocess.Popen(  # noqa: S603 - fixed argv
-            ["valgrind", "--tool=callgrind", "--instr-atstart=no",  # noqa: S607
-             f"--callgrind-out-file={out}", sys.executable, "-m", "bench.hotpath_ir",
-             "--bare", workload, str(warm), str(requests)],
-            env={**os.environ, "VAULTGRAPH_KEK": kek}, cwd=PROJECT_ROOT, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=open(out.with_suffix(".log"), "ab"), start_new_session=True)
+        with open(out.with_suffix(".log"), "ab") as log:
+            self.proc = subprocess.Popen(  # noqa: S603 - fixed argv
+                ["valgrind", "--tool=callgrind", "--instr-atstart=no",  # noqa: S607
+                 f"--callgrind-out-file={out}", sys.executable, "-m", "bench.hotpath_ir",
+                 "--bare", workload, str(warm), str(requests)],
+                env={**os.environ, "VAULTGRAPH_KEK": kek}, cwd=PROJECT_ROOT, text=True,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                start_new_session=True)
 
     def _expect(self, word: str) -> str:
         line = self.proc.stdout.readline().strip()
@@ -165,7 +166,15 @@ class BareWorker:
         return line
 
     def count(self) -> int:
-        """Runs the counted operations; their errors."""
+        """Runs the counted operations; their errors. The child is gone when it returns."""
+        try:
+            return self._count()
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+
+    def _count(self) -> int:
         self._expect("warm")
         subprocess.run(["callgrind_control", "-i", "on", str(self.proc.pid)],  # noqa: S603, S607
                        check=True, capture_output=True)

@@ -132,15 +132,15 @@ def test_a_workload_missing_on_one_side_has_no_ratio():
 
 def test_a_connection_reaped_while_the_process_table_is_read_is_counted_once(monkeypatch):
     # The database's tree: its root (5 ticks) and a backend (100 ticks) that ends and is
-    # reaped while the first snapshot reads the table; the window then adds 10 ticks.
+    # reaped after the reaped ticks were first read and before the table is: in neither, the
+    # backend's 100 ticks would land in the window (110 ticks, not 10). The window adds 10.
     state = {"alive": True, "reaped": 0, "root": 5, "scans": 0}
 
     def snapshot(groups):
-        ticks = state["root"] + (100 if state["alive"] else 0)
         state["scans"] += 1
-        if state["scans"] == 1:  # the backend ends during the first scan
+        if state["scans"] == 1:  # the backend ends as the first scan starts
             state["alive"], state["reaped"] = False, 100
-        return {"database": ticks}
+        return {"database": state["root"] + (100 if state["alive"] else 0)}
 
     monkeypatch.setattr(cpu, "snapshot", snapshot)
     monkeypatch.setattr(cpu, "reaped_ticks", lambda pid: state["reaped"])
