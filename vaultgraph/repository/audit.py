@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..audit.event import FIELDS
+from ..audit.event import FIELDS, OUTCOMES
 from ..audit.ids import STORE_NAMES, compact_ids, expand_ids, query_ids
 from ..audit.query import LogFilter
 from .database import Database
@@ -209,7 +209,7 @@ class AuditRepository:
         records = await self._db.read(
             _statement(where), **query_ids(tenant_id=tenant_id, token_id=where.token_id,
                                            application_id=where.application_id),
-            operation=where.operation,
+            operation=where.operation, outcomes=list(OUTCOMES),
             outcome=where.outcome, since=where.since or BEGINNING, until=where.until or END,
             before_at=before[0], before_id=before[1], limit=limit)
         return [event_of(e) for e in one_list(records, "events")]

@@ -97,7 +97,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "tokens/list_by_type": {"types": []},
     "tokens/list_by_ids": {"ids": []},
     "proxies/call": {"ids": []},
-    "audit/list": _NO_APPLICATION,
+    "audit/list": {**_NO_APPLICATION, "outcomes": ["success"]},
     "audit/list_by_token": {**_NO_APPLICATION, "token_id": _ID, "token_key": 1,
                             "token_rest": 1},
     "audit/list_by_operation": {**_NO_APPLICATION, "operation": "token:read"},
