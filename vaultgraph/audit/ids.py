@@ -12,6 +12,7 @@ given back on reading (`expand_ids`), so what an event's MAC covers does not cha
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +23,9 @@ COMPACT = {"tenant_id": ("tenant_key", "tenant_rest"),
            "application_id": ("application_key", "application_rest"),
            "token_id": ("token_key", "token_rest")}
 STORE_NAMES = tuple(n for pair in COMPACT.values() for n in pair)
+# A UUID's canonical text: what `str(uuid.UUID(...))` gives, and only that (the text read back
+# must be the text signed).
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def id_parts(value: str | None) -> tuple[int | None, int | None, str | None]:
@@ -29,15 +33,10 @@ def id_parts(value: str | None) -> tuple[int | None, int | None, str | None]:
     text as its 64-bit hash, no rest, and the text; None as nothing."""
     if value is None:
         return None, None, None
-    if len(value) == 36:
-        try:
-            u = uuid.UUID(value)
-        except ValueError:
-            u = None
-        if u is not None and str(u) == value:
-            raw = u.bytes
-            return (int.from_bytes(raw[:8], "big", signed=True),
-                    int.from_bytes(raw[8:], "big", signed=True), None)
+    if _CANONICAL_UUID.fullmatch(value):  # the halves straight from the hex: no uuid.UUID
+        raw = bytes.fromhex(value.replace("-", ""))
+        return (int.from_bytes(raw[:8], "big", signed=True),
+                int.from_bytes(raw[8:], "big", signed=True), None)
     digest = hashlib.blake2b(value.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True), None, value
 
@@ -48,10 +47,10 @@ def id_text(key: Any, rest: Any) -> str:
                          + rest.to_bytes(8, "big", signed=True)))
 
 
-def compact_ids(fields: Mapping[str, Any]) -> dict[str, Any]:
+def compact_ids(fields: Mapping[str, Any], *, in_place: bool = False) -> dict[str, Any]:
     """`fields` with each id of `COMPACT` they hold as `id_parts` keeps it (a null left as it
-    is)."""
-    out = dict(fields)
+    is); `in_place`, `fields` itself, changed."""
+    out = fields if in_place and isinstance(fields, dict) else dict(fields)
     for name, (key_name, rest_name) in COMPACT.items():
         value = out.get(name)
         if not isinstance(value, str):

@@ -115,7 +115,7 @@ def stored_form(event: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(mac, str):
         raw = bytes.fromhex(mac)
         out["mac"], out[MAC_END] = raw[:MAC_HALF], raw[MAC_HALF:]
-    return compact_ids(out)
+    return compact_ids(out, in_place=True)
 
 
 def created_parts(event: Mapping[str, Any]) -> dict[str, Any]:

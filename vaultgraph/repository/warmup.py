@@ -46,6 +46,7 @@ from typing import Any
 import neo4j
 from neo4j.exceptions import ClientError
 
+from ..audit.event import OUTCOMES
 from ..errors import Unavailable
 from .audit import created_parts, linked_parts
 from .audit_prefix import audited_params, audited_text
@@ -97,7 +98,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "tokens/list_by_type": {"types": []},
     "tokens/list_by_ids": {"ids": []},
     "proxies/call": {"ids": []},
-    "audit/list": {**_NO_APPLICATION, "outcomes": ["success"]},
+    "audit/list": {**_NO_APPLICATION, "outcomes": list(OUTCOMES)},  # a seek per outcome
     "audit/list_by_token": {**_NO_APPLICATION, "token_id": _ID, "token_key": 1,
                             "token_rest": 1},
     "audit/list_by_operation": {**_NO_APPLICATION, "operation": "token:read"},
