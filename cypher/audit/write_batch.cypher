@@ -9,11 +9,11 @@
 // (label :PendingAuditEvent, unique by id): found by id and completed with `fields` alone — what differs from
 // what the write stored, and the chain's fields — so their time and what the write already
 // stored (`held`), which the indexes hold, are not written again; one that is not there (the
-// write rolled back) is created whole from both. An event naming one token holds it as the
-// scalar `token_id` (in its fields, indexed with tenant and time); one naming several gets an
-// AUDIT_REF self-loop per token, with the tenant's id as text (`ev.tenant_id`: the fields hold
-// it as integers, repository/audit.py). The head records the last sequence number, so a deleted tail
-// is seen.
+// write rolled back) is created whole from both. An event naming one token holds it as a
+// scalar (`token_key` and `token_rest` in its fields, indexed with tenant and time); one
+// naming several gets an AUDIT_REF self-loop per token, with the tenant's id as text
+// (`ev.tenant_id`: the fields hold it as integers, repository/audit.py). The head records the
+// last sequence number, so a deleted tail is seen.
 MERGE (c:AuditChain {id: $chain})
 SET c.updated_at = datetime()
 WITH c, coalesce(c.seq, 0) = $head_seq - size($created) - size($linked) AS in_order

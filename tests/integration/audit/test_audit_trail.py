@@ -605,6 +605,28 @@ async def test_an_upgrade_drops_the_unique_index_on_every_event_s_id(client, six
     assert await verify_own_chain(client) == []
 
 
+async def test_the_schema_indexes_the_ids_integers_and_keeps_the_text_s_indexes(client):
+    """Applied at every start-up, the schema keeps an index per `GET /logs` filter on the ids'
+    integers (docs/adr/0026), none on (tenant_key, at) alone, and the indexes on the ids' text
+    that events stored before are found by; applied again, it changes nothing."""
+    db = database(client.server.app)
+    shown = ("SHOW INDEXES YIELD name, labelsOrTypes, properties, type "
+             "WHERE name STARTS WITH 'audit_' RETURN name, labelsOrTypes, properties, type")
+    before = await cypher(client, shown)
+    await db.apply_schema()
+    await db.apply_schema()
+    after = await cypher(client, shown)
+    assert sorted(after, key=str) == sorted(before, key=str)
+    indexed = {tuple(r["properties"]) for r in after if r["labelsOrTypes"] == ["AuditEvent"]
+               and r["type"] == "RANGE"}
+    assert {("tenant_key", "application_key", "at"), ("tenant_key", "operation", "at"),
+            ("tenant_key", "outcome", "at"), ("tenant_key", "token_key", "at"),
+            ("tenant_id", "at"), ("tenant_id", "application_id", "at"),
+            ("tenant_id", "operation", "at"), ("tenant_id", "outcome", "at"),
+            ("tenant_id", "token_id", "at"), ("chain", "seq"), ("at",)} <= indexed
+    assert ("tenant_key", "at") not in indexed
+
+
 async def pruned_by_time_alone(client, six_events) -> None:
     """What a prune that went by time alone (before prunes took only a chain's prefix) could
     leave: seq 1 and 3 pruned, the checkpoint at 3, seq 2 (a write's event linked after a later
