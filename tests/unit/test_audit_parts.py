@@ -192,3 +192,19 @@ def test_a_write_s_event_whose_statement_stored_text_ids_has_the_text_removed_wh
     assert (parts["fields"]["tenant_key"], parts["fields"]["tenant_rest"]) == id_parts(tenant)[:2]
     assert (parts["fields"]["token_key"], parts["fields"]["token_rest"]) == id_parts(token)[:2]
     assert parts["tenant_id"] == tenant
+
+
+def test_a_key_id_is_stored_as_16_bytes_and_read_back_as_the_text_signed():
+    """Three property blocks where the text took four (docs/adr/0026); a key id that is no
+    UUID in its canonical text is kept as it is."""
+    ring = KeyRing.from_spec(KeyRing.generate_spec())
+    key = str(uuid.uuid4())
+    signed = {**event(key_id=key), "prev": "ab" * 32, "key_version": ring.active}
+    signed["mac"] = sign(ring, signed)
+    fields = created_parts(signed)["fields"]
+    assert fields["key_id"] == uuid.UUID(key).bytes
+    read = event_of({**fields, "at": AT})
+    assert read["key_id"] == key
+    assert sign(ring, {**read, "prev": "ab" * 32}) == signed["mac"]
+    for other in (key.upper(), "k", None):
+        assert created_parts(event(key_id=other))["fields"].get("key_id") == other

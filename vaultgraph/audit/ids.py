@@ -7,7 +7,8 @@ key of 10 bytes where the text took 39. The indexes hold only the key; a seek on
 against the rest per event, so two ids whose first halves agree only cost a filtered row. Any
 other id (a token id chosen by its caller, the application `system`, the start-up rehearsal's
 tenant) keeps its text under its own name, with a 64-bit hash of it as its key. The text is
-given back on reading (`expand_ids`), so what an event's MAC covers does not change."""
+given back on reading (`expand_ids`), so what an event's MAC covers does not change. The API
+key's id, which no index holds, is kept as its 16 bytes (`AS_BYTES`)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ STORE_NAMES = tuple(n for pair in COMPACT.values() for n in pair)
 # A UUID's canonical text: what `str(uuid.UUID(...))` gives, and only that (the text read back
 # must be the text signed).
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# Ids stored as their 16 bytes (three property blocks where the text takes four: an event's
+# property records then hold it one record smaller, docs/adr/0026) and given back as text; no
+# index holds them.
+AS_BYTES = ("key_id",)
 
 
 def id_parts(value: str | None) -> tuple[int | None, int | None, str | None]:
@@ -48,9 +53,14 @@ def id_text(key: Any, rest: Any) -> str:
 
 
 def compact_ids(fields: Mapping[str, Any], *, in_place: bool = False) -> dict[str, Any]:
-    """`fields` with each id of `COMPACT` they hold as `id_parts` keeps it (a null left as it
-    is); `in_place`, `fields` itself, changed."""
+    """`fields` with each id of `COMPACT` they hold as `id_parts` keeps it, and each of
+    `AS_BYTES` that is a canonical UUID as its bytes (a null left as it is); `in_place`,
+    `fields` itself, changed."""
     out = fields if in_place and isinstance(fields, dict) else dict(fields)
+    for name in AS_BYTES:
+        value = out.get(name)
+        if isinstance(value, str) and _CANONICAL_UUID.fullmatch(value):
+            out[name] = bytes.fromhex(value.replace("-", ""))
     for name, (key_name, rest_name) in COMPACT.items():
         value = out.get(name)
         if not isinstance(value, str):
@@ -65,6 +75,10 @@ def compact_ids(fields: Mapping[str, Any], *, in_place: bool = False) -> dict[st
 
 def expand_ids(props: dict[str, Any]) -> dict[str, Any]:
     """Stored properties with each id `compact_ids` split given back as its text (in place)."""
+    for name in AS_BYTES:
+        value = props.get(name)
+        if isinstance(value, bytes | bytearray) and len(value) == 16:
+            props[name] = str(uuid.UUID(bytes=bytes(value)))
     for name, (key_name, rest_name) in COMPACT.items():
         rest = props.pop(rest_name, None)
         key = props.pop(key_name, None)

@@ -498,17 +498,17 @@ async def test_a_prune_stops_before_a_tampered_event_and_signs_no_forged_mac(
 
 
 async def ids_as_text(client, chain: str, seqs: range | None = None) -> None:
-    """The chain's events (those at `seqs`, or all) with their tenant's, application's and
-    token's ids as text, as versions before docs/adr/0026 stored them (and no integers)."""
+    """The chain's events (those at `seqs`, or all) with their tenant's, application's, token's
+    and key's ids as text, as versions before docs/adr/0026 stored them (and no integers)."""
     events = [e async for e in client.server.app[services_key].audit_log._repo
               .chain_events(chain)]
     await cypher(client, "UNWIND $rows AS r MATCH (e:AuditEvent {chain: $c, seq: r.seq}) "
                          "SET e.tenant_id = r.tenant_id, e.application_id = r.application_id, "
-                         "e.token_id = r.token_id "
+                         "e.token_id = r.token_id, e.key_id = r.key_id "
                          "REMOVE e.tenant_key, e.tenant_rest, e.application_key, "
                          "e.application_rest, e.token_key, e.token_rest", c=chain,
                  rows=[{"seq": e["seq"], "tenant_id": e["tenant_id"],
-                        "application_id": e["application_id"],
+                        "application_id": e["application_id"], "key_id": e["key_id"],
                         "token_id": e["token_ids"][0] if len(e["token_ids"]) == 1 else None}
                        for e in events if seqs is None or e["seq"] in seqs])
 
@@ -558,7 +558,8 @@ async def test_events_stored_before_fields_were_left_out_still_verify_list_expor
     await ids_as_text(client, chain, range(4, 5))
     stored = await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.seq AS seq, "
                                   "e.prev IS NOT NULL AS prev, valueType(e.mac) AS mac, "
-                                  "e.tenant_id IS NULL AND e.tenant_key IS NOT NULL AS keys "
+                                  "e.tenant_id IS NULL AND e.tenant_key IS NOT NULL "
+                                  "AND valueType(e.key_id) STARTS WITH 'LIST' AS keys "
                                   "ORDER BY seq", c=chain)
     assert [(r["prev"], r["mac"].split()[0], r["keys"]) for r in stored] == (
         [(True, "STRING", False)] * 3 + [(False, "LIST<INTEGER", False)]
