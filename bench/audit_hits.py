@@ -19,6 +19,7 @@ from typing import Any
 
 from vaultgraph.audit import context as audit_context
 from vaultgraph.audit.chain import sign
+from vaultgraph.audit.ids import compact_ids
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.audit import created_parts, linked_parts
@@ -58,7 +59,7 @@ async def profile(neo: LocalNeo4j, size: int) -> dict:
                     token_ids=list(event["token_ids"]),
                     principal=SimpleNamespace(tenant_id=tenant, application_id=application,
                                               key_id=key))
-                stored = note.skeleton()
+                stored = compact_ids(note.skeleton())  # as audit/context.py write_event
                 await db.driver.execute_query(AUDIT_PREFIX + "RETURN 1",
                                               audited_params({}, stored),
                                               database_=db.database)

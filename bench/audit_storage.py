@@ -10,6 +10,9 @@ the number of events. The store's growth is also given per store file and per in
     .venv/bin/python -m bench.audit_storage            # 100,000 events
     BENCH_AUDIT_EVENTS=20000 .venv/bin/python -m bench.audit_storage
     BENCH_AUDIT_EVENTS=20000 BENCH_AUDIT_WARMUP=10000 .venv/bin/python -m bench.audit_storage
+
+`BENCH_AUDIT_WITHOUT=key_id,user_agent` writes the events without those fields (null, so not
+stored): what they take of the store, the property records' packing included.
 """
 
 from __future__ import annotations
@@ -64,17 +67,24 @@ def _sizes(path: Path, indexes: dict[str, str]) -> dict[str, int]:
     return out
 
 
+WITHOUT = tuple(f for f in os.environ.get("BENCH_AUDIT_WITHOUT", "").split(",") if f)
+
+
 def _event(tenant: str, application: str, key: str) -> dict:
     """A get's event as the audit middleware writes it: one token, masked, a browser-sized
-    user agent."""
-    return {
+    user agent (less the fields of `BENCH_AUDIT_WITHOUT`)."""
+    return _without({
         "id": str(uuid.uuid4()), "at": datetime.now(UTC), "tenant_id": tenant,
         "application_id": application, "key_id": key, "operation": "token:read",
         "route": "GET /tokens/{id}", "token_ids": [str(uuid.uuid4())], "outcome": "success",
         "status": 200, "transform": "mask", "transform_counts": None,
         "trace_id": uuid.uuid4().hex, "client_ip": "10.0.12.34",
         "user_agent": "python-httpx/0.28.1", "reason": None,
-    }
+    })
+
+
+def _without(event: dict) -> dict:
+    return {**event, **dict.fromkeys(WITHOUT)} if WITHOUT else event
 
 
 async def _connect(neo: LocalNeo4j) -> Database:
@@ -176,6 +186,7 @@ def main() -> int:
         neo.stop()
         after, files_after = _size(store), _sizes(store, indexes)
     result.update(events=events, warmup_events=warmup, concurrency=concurrency,
+                  without=list(WITHOUT),
                   store_bytes_before=before, store_bytes_after=after,
                   bytes_per_event=round((after - before) / (events + warmup), 1))
     growth = {name: round((size - files_before.get(name, 0)) / (events + warmup), 1)

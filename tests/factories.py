@@ -19,10 +19,11 @@ from typing import Any, TypeVar
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit.chain import sign
+from vaultgraph.audit.ids import query_ids
 from vaultgraph.auth.apikeys import HEADER
 from vaultgraph.auth.permissions import TOKEN_PERMISSIONS
 from vaultgraph.neo4j_local import LocalNeo4j
-from vaultgraph.repository.audit import MAC_END, stored_form
+from vaultgraph.repository.audit import MAC_END, event_of, stored_form
 from vaultgraph.settings import Settings
 
 T = TypeVar("T")
@@ -187,3 +188,16 @@ async def retime_chain(services, chain: str, at: Callable[[dict], datetime]) -> 
                                                     if k in ("mac", MAC_END)}}
                   for e in events]},
         database_=db.database)
+
+
+# Audit events hold a UUID tenant's (application's, token's) id as two integers
+# (vaultgraph/audit/ids.py): a test matches its tenant's events with
+# `MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr})` and these parameters, and reads
+# the tokens an event names from its properties as the service does.
+def audit_tenant(tenant_id: str) -> dict[str, int | None]:
+    parts = query_ids(tenant_id=tenant_id)
+    return {"tk": parts["tenant_key"], "tr": parts["tenant_rest"]}
+
+
+def audit_tokens(props) -> list[str]:
+    return event_of(props)["token_ids"]

@@ -1,10 +1,33 @@
-// A page of events of one operation, newest first: a seek on (tenant_id, operation, at).
-MATCH (e:AuditEvent) USING INDEX SEEK e:AuditEvent(tenant_id, operation, at)
-WHERE e.tenant_id = $tenant_id AND e.operation = $operation
-  AND e.at >= $since AND e.at <= $until
-  AND e.at <= $before_at AND CASE WHEN e.at = $before_at THEN e.id < $before_id ELSE true END
-  AND ($application_id IS NULL OR e.application_id = $application_id)
-  AND ($outcome IS NULL OR e.outcome = $outcome)
-WITH e ORDER BY e.tenant_id DESC, e.operation DESC, e.at DESC, e.id DESC
+// A page of events of one operation, newest first: a seek on (tenant_key, operation, at).
+// Events hold the ids as integers (docs/adr/0026, audit/ids.py): the first branch seeks on the
+// tenant's key and checks the rest of its id per event (`coalesce`: the rest of a UUID, the text
+// of any other id); the second seeks on the ids' text, for events stored before. Each branch reads
+// in index order and stops at a page; the newest of the two pages are the page.
+CALL () {
+  MATCH (e:AuditEvent) USING INDEX SEEK e:AuditEvent(tenant_key, operation, at)
+  WHERE e.tenant_key = $tenant_key
+    AND e.operation = $operation
+    AND e.at >= $since AND e.at <= $until
+    AND e.at <= $before_at AND CASE WHEN e.at = $before_at THEN e.id < $before_id ELSE true END
+    AND coalesce(e.tenant_rest = $tenant_rest, e.tenant_id = $tenant_id)
+    AND ($application_id IS NULL OR (e.application_key = $application_key
+         AND coalesce(e.application_rest = $application_rest, e.application_id = $application_id)))
+    AND ($outcome IS NULL OR e.outcome = $outcome)
+  WITH e ORDER BY e.tenant_key DESC, e.operation DESC, e.at DESC, e.id DESC
+  LIMIT $limit
+  RETURN e
+  UNION
+  MATCH (e:AuditEvent) USING INDEX SEEK e:AuditEvent(tenant_id, operation, at)
+  WHERE e.tenant_id = $tenant_id
+    AND e.operation = $operation
+    AND e.at >= $since AND e.at <= $until
+    AND e.at <= $before_at AND CASE WHEN e.at = $before_at THEN e.id < $before_id ELSE true END
+    AND ($application_id IS NULL OR e.application_id = $application_id)
+    AND ($outcome IS NULL OR e.outcome = $outcome)
+  WITH e ORDER BY e.tenant_id DESC, e.operation DESC, e.at DESC, e.id DESC
+  LIMIT $limit
+  RETURN e
+}
+WITH e ORDER BY e.at DESC, e.id DESC
 LIMIT $limit
 RETURN collect(properties(e)) AS events

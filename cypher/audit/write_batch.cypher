@@ -9,10 +9,11 @@
 // (label :PendingAuditEvent, unique by id): found by id and completed with `fields` alone — what differs from
 // what the write stored, and the chain's fields — so their time and what the write already
 // stored (`held`), which the indexes hold, are not written again; one that is not there (the
-// write rolled back) is created whole from both. An event naming one token holds it as the
-// scalar `token_id` (in its fields, indexed with tenant and time); one naming several gets an
-// AUDIT_REF self-loop per token. The head records the last sequence number, so a deleted tail
-// is seen.
+// write rolled back) is created whole from both. An event naming one token holds it as a
+// scalar (`token_key` and `token_rest` in its fields, indexed with tenant and time); one
+// naming several gets an AUDIT_REF self-loop per token, with the tenant's id as text
+// (`ev.tenant_id`: the fields hold it as integers, repository/audit.py). The head records the
+// last sequence number, so a deleted tail is seen.
 MERGE (c:AuditChain {id: $chain})
 SET c.updated_at = datetime()
 WITH c, coalesce(c.seq, 0) = $head_seq - size($created) - size($linked) AS in_order
@@ -21,7 +22,7 @@ FOREACH (ev IN CASE WHEN in_order THEN $created ELSE [] END |
   SET e = ev.fields, e.at = datetime(ev.at)
   FOREACH (token_id IN CASE WHEN size(ev.fields.token_ids) > 1 THEN ev.fields.token_ids
                             ELSE [] END |
-    CREATE (e)-[:AUDIT_REF {tenant_id: ev.fields.tenant_id, token_id: token_id, at: e.at}]->(e)))
+    CREATE (e)-[:AUDIT_REF {tenant_id: ev.tenant_id, token_id: token_id, at: e.at}]->(e)))
 FOREACH (ev IN CASE WHEN in_order THEN $linked ELSE [] END |
   MERGE (e:PendingAuditEvent {id: ev.id})
   ON CREATE SET e:AuditEvent, e = ev.held, e += ev.fields, e.id = ev.id, e.at = datetime(ev.at)
@@ -29,7 +30,6 @@ FOREACH (ev IN CASE WHEN in_order THEN $linked ELSE [] END |
   REMOVE e:PendingAuditEvent
   FOREACH (token_id IN CASE WHEN size(coalesce(ev.fields.token_ids, ev.held.token_ids)) > 1
                             THEN coalesce(ev.fields.token_ids, ev.held.token_ids) ELSE [] END |
-    CREATE (e)-[:AUDIT_REF {tenant_id: coalesce(ev.held.tenant_id, ev.fields.tenant_id),
-                            token_id: token_id, at: e.at}]->(e)))
+    CREATE (e)-[:AUDIT_REF {tenant_id: ev.tenant_id, token_id: token_id, at: e.at}]->(e)))
 SET c.seq = CASE WHEN in_order THEN $head_seq ELSE c.seq END
 RETURN in_order

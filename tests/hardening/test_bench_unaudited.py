@@ -10,6 +10,7 @@ import os
 
 import aiohttp
 import neo4j
+from factories import audit_tenant
 
 from vaultgraph.settings import PROJECT_ROOT
 from vaultgraph.wiring import open_services
@@ -24,8 +25,9 @@ async def _events(settings, tenant_id: str) -> int:
         settings.neo4j_uri, auth=(settings.neo4j_user, settings.resolved_neo4j_password()))
     try:
         records, _, _ = await driver.execute_query(
-            "MATCH (e:AuditEvent {tenant_id: $tenant}) RETURN count(e) AS n",
-            tenant=tenant_id, database_=settings.neo4j_database)
+            "MATCH (e:AuditEvent) WHERE e.tenant_id = $tenant "
+            "OR (e.tenant_key = $tk AND e.tenant_rest = $tr) RETURN count(e) AS n",
+            tenant=tenant_id, **audit_tenant(tenant_id), database_=settings.neo4j_database)
         return records[0]["n"]
     finally:
         await driver.close()

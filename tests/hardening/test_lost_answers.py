@@ -11,6 +11,7 @@ import asyncio
 
 import aiohttp
 import orjson
+from factories import audit_tenant
 
 from vaultgraph.api.typedefs import services_key
 
@@ -78,9 +79,9 @@ async def stored(served, query: str, **params) -> list[dict]:
 async def events(served, tenant_id: str, route: str) -> list[dict]:
     await served.app[services_key].audit_writer.settle()
     return await stored(served, """
-        MATCH (e:AuditEvent {tenant_id: $t}) WHERE e.route = $route
+        MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr}) WHERE e.route = $route
         RETURN e.outcome AS outcome, e.status AS status, e:PendingAuditEvent AS pending,
-               e.chain IS NOT NULL AS chained""", t=tenant_id, route=route)
+               e.chain IS NOT NULL AS chained""", **audit_tenant(tenant_id), route=route)
 
 
 async def own_chain_verifies(served) -> bool:

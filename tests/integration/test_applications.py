@@ -15,7 +15,14 @@ from datetime import datetime
 
 import orjson
 import pytest
-from factories import blocked_behind, database, key_headers, make_application, new_tenant
+from factories import (
+    audit_tenant,
+    blocked_behind,
+    database,
+    key_headers,
+    make_application,
+    new_tenant,
+)
 
 from vaultgraph.auth import apikeys
 
@@ -494,8 +501,9 @@ async def _tenant_properties(client, tenant_id: str) -> str:
     driver = database(client.server.app).driver
     records, _, _ = await driver.execute_query(
         "MATCH (n) WHERE n.tenant_id = $tenant_id OR (n:Tenant AND n.id = $tenant_id) "
+        "OR (n.tenant_key = $tk AND n.tenant_rest = $tr) "  # audit events
         "OPTIONAL MATCH (n)-[r]-() RETURN properties(n) AS node, collect(properties(r)) AS rels",
-        {"tenant_id": tenant_id})
+        {"tenant_id": tenant_id, **audit_tenant(tenant_id)})
     return repr([(r["node"], r["rels"]) for r in records])
 
 

@@ -11,7 +11,7 @@ import dataclasses
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
-from factories import retime_chain
+from factories import audit_tenant, audit_tokens, retime_chain
 
 from vaultgraph.audit.event import SYSTEM
 from vaultgraph.services import expiry
@@ -79,12 +79,12 @@ async def sweep_at_once(settings, a, b) -> set[str]:
         (expiry.REASON, expiry.ACTOR, 0)}
 
     events = await cypher(a, """
-        MATCH (e:AuditEvent {tenant_id: $t})
-        RETURN coalesce(e.token_ids, [e.token_id]) AS token_ids, e.application_id AS application_id,
+        MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr})
+        RETURN properties(e) AS p, e.application_id AS application_id,
                e.operation AS operation, e.outcome AS outcome, e.status AS status,
                e.reason AS reason, e.chain AS chain, e.seq AS seq,
-               e:PendingAuditEvent AS pending""", t=tenant.tenant_id)
-    per_token = Counter(token for e in events for token in e["token_ids"])
+               e:PendingAuditEvent AS pending""", **audit_tenant(tenant.tenant_id))
+    per_token = Counter(token for e in events for token in audit_tokens(e["p"]))
     assert per_token == Counter({f"expired-{i}": 1 for i in range(EXPIRED)})
     assert {(e["application_id"], e["operation"], e["outcome"], e["status"], e["reason"],
              e["pending"]) for e in events} == {
@@ -155,8 +155,10 @@ async def test_two_serving_replicas_sweep_together_and_count_each_token_once(set
         for _ in range(600):
             [state] = await graph("""
                 CALL () { MATCH (t:Token {tenant_id: $t}) RETURN count(t) AS live }
-                CALL () { MATCH (e:PendingAuditEvent {tenant_id: $t}) RETURN count(e) AS pending }
-                RETURN live, pending""", t=tenant.tenant_id)
+                CALL () { MATCH (e:PendingAuditEvent) WHERE e.tenant_id = $t
+                            OR (e.tenant_key = $tk AND e.tenant_rest = $tr)
+                          RETURN count(e) AS pending }
+                RETURN live, pending""", t=tenant.tenant_id, **audit_tenant(tenant.tenant_id))
             if state == {"live": 0, "pending": 0}:
                 break
             await asyncio.sleep(0.1)
@@ -164,10 +166,10 @@ async def test_two_serving_replicas_sweep_together_and_count_each_token_once(set
         counted = [scrape(port).get(SWEPT, 0.0) - was
                    for port, was in zip(ports, before, strict=True)]
 
-    events = await graph("MATCH (e:AuditEvent {tenant_id: $t}) RETURN coalesce(e.token_ids, "
-                         "[e.token_id]) AS ids, "
-                         "e.reason AS reason, e.chain AS chain", t=tenant.tenant_id)
-    assert Counter(i for e in events for i in e["ids"]) == Counter(
+    events = await graph("MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr}) "
+                         "RETURN properties(e) AS p, "
+                         "e.reason AS reason, e.chain AS chain", **audit_tenant(tenant.tenant_id))
+    assert Counter(i for e in events for i in audit_tokens(e["p"])) == Counter(
         {f"expired-{i}": 1 for i in range(EXPIRED)})
     assert {e["reason"] for e in events} == {expiry.REASON}
     assert all(e["chain"] for e in events)

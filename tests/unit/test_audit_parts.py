@@ -3,9 +3,11 @@ carries apart what its write already stored, so linking writes only the rest."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 
 from vaultgraph.audit.chain import sign
+from vaultgraph.audit.ids import compact_ids, id_parts, query_ids
 from vaultgraph.crypto import KeyRing
 from vaultgraph.repository.audit import created_parts, event_of, linked_parts
 from vaultgraph.services.audit_writer import new_chain_id
@@ -21,10 +23,12 @@ def event(**changes) -> dict:
             **changes}
 
 
-STORED = {"id": "e1", "at": AT, "tenant_id": "t", "application_id": "a", "key_id": "k",
-          "operation": "token:create", "route": "POST /tokens", "token_ids": ["x"],
-          "client_ip": "10.0.0.1", "user_agent": "ua", "trace_id": "tr", "outcome": "success",
-          "pending": True}
+# As a write's statement stores it (audit/context.py write_event): the ids with their keys.
+STORED = compact_ids({"id": "e1", "at": AT, "tenant_id": "t", "application_id": "a",
+                      "key_id": "k", "operation": "token:create", "route": "POST /tokens",
+                      "token_ids": ["x"], "client_ip": "10.0.0.1", "user_agent": "ua",
+                      "trace_id": "tr", "outcome": "success", "pending": True})
+X_KEY = id_parts("x")[0]
 
 
 def test_a_linked_event_sends_as_fields_only_what_its_write_did_not_store():
@@ -35,7 +39,7 @@ def test_a_linked_event_sends_as_fields_only_what_its_write_did_not_store():
     # The one token the event names is stored as its indexed scalar alone: linking writes it
     # and removes the list the write stored.
     assert parts["fields"] == {"status": 201, "chain": "c", "seq": 3, "token_id": "x",
-                               "token_ids": None}
+                               "token_key": X_KEY, "token_ids": None}
 
 
 def test_a_stored_field_that_changed_is_sent_and_one_now_empty_is_sent_as_null():
@@ -51,9 +55,9 @@ def test_held_and_fields_together_are_the_whole_event_so_a_missing_one_is_create
     parts = linked_parts(full, STORED)
     assert not set(parts["held"]) & set(parts["fields"])
     whole = {**parts["held"], **parts["fields"], "id": parts["id"]}
-    assert {k: v for k, v in whole.items() if v is not None} == {
+    assert {k: v for k, v in whole.items() if v is not None} == compact_ids({
         **{k: v for k, v in full.items() if k not in ("at", "token_ids") and v is not None},
-        "token_id": "x"}
+        "token_id": "x"})
 
 
 def test_when_what_was_stored_is_not_known_every_field_is_sent_nulls_included():
@@ -61,8 +65,10 @@ def test_when_what_was_stored_is_not_known_every_field_is_sent_nulls_included():
     empty field clears it, whatever the write stored."""
     parts = linked_parts(event(), None)
     assert parts["held"] == {}
-    assert parts["fields"] == {**{k: v for k, v in event().items() if k not in ("id", "at")},
-                               "token_id": "x", "token_ids": None}
+    assert parts["fields"] == {
+        **compact_ids({**{k: v for k, v in event().items() if k not in ("id", "at")},
+                       "token_id": "x"}),
+        "token_ids": None, "tenant_rest": None, "application_rest": None, "token_rest": None}
     assert parts["fields"]["reason"] is None
 
 
@@ -87,9 +93,9 @@ def test_a_created_event_leaves_out_empty_fields():
     parts = created_parts(event())
     assert parts["at"] == AT.isoformat()
     assert "at" not in parts["fields"]
-    assert parts["fields"] == {**{k: v for k, v in event().items()
-                                  if k not in ("at", "token_ids") and v is not None},
-                               "token_id": "x"}
+    assert parts["fields"] == compact_ids({**{k: v for k, v in event().items()
+                                              if k not in ("at", "token_ids") and v is not None},
+                                           "token_id": "x"})
 
 
 def test_the_token_scalar_is_there_only_for_an_event_naming_one_token():
@@ -127,3 +133,78 @@ def test_a_chain_id_is_19_digits():
     """Digits take half a UUID's store in every event and in the (chain, seq) index."""
     ids = {new_chain_id() for _ in range(1000)}
     assert len(ids) == 1000 and all(len(i) == 19 and i.isdigit() for i in ids)
+
+
+def test_uuid_ids_are_stored_as_two_integers_and_read_back_as_the_text_signed():
+    """A tenant's, application's or token's UUID is kept as its two 8-byte halves (the indexes
+    hold the first), without its text; the event read back is the event signed."""
+    ring = KeyRing.from_spec(KeyRing.generate_spec())
+    tenant, application, token = (str(uuid.uuid4()) for _ in range(3))
+    signed = {**event(tenant_id=tenant, application_id=application, token_ids=[token]),
+              "prev": "ab" * 32, "key_version": ring.active}
+    signed["mac"] = sign(ring, signed)
+    fields = created_parts(signed)["fields"]
+    assert not {"tenant_id", "application_id", "token_id", "token_ids"} & set(fields)
+    raw = uuid.UUID(tenant).bytes
+    assert fields["tenant_key"] == int.from_bytes(raw[:8], "big", signed=True)
+    assert fields["tenant_rest"] == int.from_bytes(raw[8:], "big", signed=True)
+    assert {type(fields[k]) for k in ("tenant_key", "tenant_rest", "application_key",
+                                      "application_rest", "token_key", "token_rest")} == {int}
+    read = event_of({**fields, "at": AT})
+    assert {**read, "prev": "ab" * 32} == {k: v for k, v in signed.items() if v is not None}
+    assert sign(ring, {**read, "prev": "ab" * 32}) == signed["mac"]
+    # The AUDIT_REF of an event naming several tokens carries the tenant's text.
+    assert created_parts({**signed, "token_ids": [token, "y"]})["tenant_id"] == tenant
+
+
+def test_only_a_canonical_uuid_loses_its_text():
+    """An id the service did not make as a UUID (upper case, a caller's token id, `system`)
+    keeps its text, with a hash of it as its key: it reads back as it was."""
+    u = str(uuid.uuid4())
+    for text in (u.upper(), "system", "warm-up:" + u, "a" * 36):
+        key, rest, kept = id_parts(text)
+        assert isinstance(key, int) and rest is None and kept == text
+    assert id_parts(u)[2] is None
+    assert id_parts("system") == id_parts("system") and id_parts("x") != id_parts("y")
+    fields = created_parts(event(application_id="system", token_ids=[u.upper()]))["fields"]
+    assert fields["application_id"] == "system" and fields["token_id"] == u.upper()
+    assert "application_rest" not in fields and "token_rest" not in fields
+    assert event_of({**fields, "at": AT})["token_ids"] == [u.upper()]
+
+
+def test_a_query_names_an_id_by_its_text_its_key_and_its_rest():
+    u = str(uuid.uuid4())
+    params = query_ids(tenant_id=u, token_id="mine", application_id=None)
+    assert params["tenant_id"] == u and (params["tenant_key"], params["tenant_rest"]) == \
+        id_parts(u)[:2]
+    assert params["token_rest"] is None and params["token_key"] == id_parts("mine")[0]
+    assert params["application_key"] is None and params["application_rest"] is None
+
+
+def test_a_write_s_event_whose_statement_stored_text_ids_has_the_text_removed_when_linked():
+    """The expiry sweeper's statement stores its events' ids as text: linking writes their
+    integers and removes the text, so the event leaves the text indexes."""
+    tenant, token = str(uuid.uuid4()), str(uuid.uuid4())
+    stored = {**STORED, "tenant_id": tenant, "token_ids": [token]}
+    del stored["tenant_key"]
+    parts = linked_parts(event(tenant_id=tenant, token_ids=[token]), stored)
+    assert parts["fields"]["tenant_id"] is None and parts["fields"]["token_ids"] is None
+    assert (parts["fields"]["tenant_key"], parts["fields"]["tenant_rest"]) == id_parts(tenant)[:2]
+    assert (parts["fields"]["token_key"], parts["fields"]["token_rest"]) == id_parts(token)[:2]
+    assert parts["tenant_id"] == tenant
+
+
+def test_a_key_id_is_stored_as_16_bytes_and_read_back_as_the_text_signed():
+    """Three property blocks where the text took four (docs/adr/0026); a key id that is no
+    UUID in its canonical text is kept as it is."""
+    ring = KeyRing.from_spec(KeyRing.generate_spec())
+    key = str(uuid.uuid4())
+    signed = {**event(key_id=key), "prev": "ab" * 32, "key_version": ring.active}
+    signed["mac"] = sign(ring, signed)
+    fields = created_parts(signed)["fields"]
+    assert fields["key_id"] == uuid.UUID(key).bytes
+    read = event_of({**fields, "at": AT})
+    assert read["key_id"] == key
+    assert sign(ring, {**read, "prev": "ab" * 32}) == signed["mac"]
+    for other in (key.upper(), "k", None):
+        assert created_parts(event(key_id=other))["fields"].get("key_id") == other

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from ..tokens.fields import TOKEN_ID_MAX_LENGTH
+from .ids import compact_ids
 
 
 @dataclass
@@ -95,12 +96,13 @@ def note_route(route: str) -> None:
 
 
 def write_event() -> dict[str, Any] | None:
-    """The event skeleton for a write's own transaction, or None outside a request. The caller
+    """The event skeleton for a write's own transaction, as it is stored (its tenant's and
+    application's ids as integers, `ids.compact_ids`), or None outside a request. The caller
     sends it: from here on the event may be stored (`AuditNote.stored`)."""
     note = current.get()
     if note is None or note.principal is None:
         return None
-    note.stored = note.skeleton()
+    note.stored = compact_ids(note.skeleton())
     return note.stored
 
 

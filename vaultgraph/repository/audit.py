@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..audit.event import FIELDS
+from ..audit.event import FIELDS, OUTCOMES
+from ..audit.ids import STORE_NAMES, compact_ids, expand_ids, query_ids
 from ..audit.query import LogFilter
 from .database import Database
 from .records import datetime_text, one_list
@@ -75,7 +76,7 @@ def mac_of(props: Mapping[str, Any]) -> Any:
 def event_of(props: Any) -> dict[str, Any]:
     """An event as stored, as the event it is: with its tokens' list and its MAC as hex text
     (`stored_form`)."""
-    out = dict(props)
+    out = expand_ids(dict(props))
     if "mac" in out or MAC_END in out:
         out["mac"] = mac_of(out)
         out.pop(MAC_END, None)
@@ -102,45 +103,56 @@ MAC_HALF = 16
 
 
 def stored_form(event: Mapping[str, Any]) -> dict[str, Any]:
-    """The properties an event is stored as (its time apart)."""
+    """The properties an event is stored as (its time apart): with its one token as the
+    scalar `token_id`, and the ids the indexes hold as integers (audit/ids.py `compact_ids`)."""
     out = {k: v for k, v in event.items() if k not in DERIVED}
     ids = out.get("token_ids")
     if ids is not None and len(ids) <= 1:
         del out["token_ids"]
+    if (ref := token_ref(event)) is not None:
+        out[TOKEN_REF] = ref
     mac = out.get("mac")
     if isinstance(mac, str):
         raw = bytes.fromhex(mac)
         out["mac"], out[MAC_END] = raw[:MAC_HALF], raw[MAC_HALF:]
-    return out
+    return compact_ids(out, in_place=True)
 
 
 def created_parts(event: Mapping[str, Any]) -> dict[str, Any]:
     """An event no statement stored yet, as audit/write_batch takes it: its time as text
-    (`datetime_text`) and its other fields, those without a value left out (a property that
-    is not there reads as null, which is what was signed)."""
+    (`datetime_text`), its tenant's id as text (for the AUDIT_REF of an event naming several
+    tokens) and its other fields, those without a value left out (a property that is not there
+    reads as null, which is what was signed)."""
     fields = {k: v for k, v in stored_form(event).items() if k != "at" and v is not None}
-    if (ref := token_ref(event)) is not None:
-        fields[TOKEN_REF] = ref
-    return {"at": datetime_text(event.get("at")), "fields": fields}
+    return {"at": datetime_text(event.get("at")), "tenant_id": event.get("tenant_id"),
+            "fields": fields}
+
+
+# What a write's statement may have stored that the event's stored form leaves out, so linking
+# removes it: a field (the list of one token), the scalar and the ids' integers.
+_REMOVABLE = frozenset((*FIELDS, TOKEN_REF, *STORE_NAMES))
+# What a write's statement may have stored of an event whose stored form it was not told.
+_MAYBE_STORED = ("token_ids", "tenant_id", "application_id", TOKEN_REF, *STORE_NAMES)
 
 
 def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any] | None
                  ) -> dict[str, Any]:
-    """An event a write's statement stored (or may have stored) as `stored`, as
-    audit/write_batch takes it: `held`, the fields it stored with the value (and type) the
-    event ends with; `fields`, the others, which linking writes — a null removes what the write
-    stored, and a field it stored that the event no longer has is sent as null. Held and fields
-    together are the whole event, so one whose write rolled back is created whole. `stored`
-    None (not known): every field is sent, nulls included."""
-    ref = token_ref(event)
+    """An event a write's statement stored (or may have stored) as `stored` (its stored form,
+    or the fields a statement stored as text), as audit/write_batch takes it: `held`, the
+    properties it stored with the value (and type) the event ends with; `fields`, the others,
+    which linking writes — a null removes what the write stored, and a property it stored that
+    the event no longer has is sent as null. Held and fields together are the whole event, so
+    one whose write rolled back is created whole. `stored` None (not known): every property is
+    sent, nulls included."""
+    tenant_id = event.get("tenant_id")
     event = stored_form(event)
     held: dict[str, Any] = {}
     fields: dict[str, Any] = {}
     known = stored if stored is not None else {}
-    # A field the stored form leaves out is sent as null when the write may have stored it.
-    names = [*event, *(k for k in (*known, *(("token_ids",) if stored is None else ()))
-                       if k in FIELDS and k not in event)]
-    for k in names:
+    # A property the stored form leaves out is sent as null when the write may have stored it.
+    names = [*event, *(k for k in (*known, *(_MAYBE_STORED if stored is None else ()))
+                       if k in _REMOVABLE and k not in event)]
+    for k in dict.fromkeys(names):
         if k in ("at", "id"):
             continue
         v = event.get(k)
@@ -148,12 +160,8 @@ def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any] | None
             held[k] = v
         elif v is not None or k in known or stored is None:
             fields[k] = v
-    if known.get(TOKEN_REF) == ref and ref is not None:
-        held[TOKEN_REF] = ref
-    elif ref is not None or TOKEN_REF in known:
-        fields[TOKEN_REF] = ref
-    return {"id": event["id"], "at": datetime_text(event.get("at")), "held": held,
-            "fields": fields}
+    return {"id": event["id"], "at": datetime_text(event.get("at")), "tenant_id": tenant_id,
+            "held": held, "fields": fields}
 
 
 def with_prev(event: dict[str, Any], before: Mapping[str, Any] | None,
@@ -199,8 +207,9 @@ class AuditRepository:
     async def page(self, *, tenant_id: str, where: LogFilter, before: tuple[datetime, str],
                    limit: int) -> list[dict[str, Any]]:
         records = await self._db.read(
-            _statement(where), tenant_id=tenant_id, token_id=where.token_id,
-            application_id=where.application_id, operation=where.operation,
+            _statement(where), **query_ids(tenant_id=tenant_id, token_id=where.token_id,
+                                           application_id=where.application_id),
+            operation=where.operation, outcomes=list(OUTCOMES),
             outcome=where.outcome, since=where.since or BEGINNING, until=where.until or END,
             before_at=before[0], before_id=before[1], limit=limit)
         return [event_of(e) for e in one_list(records, "events")]

@@ -46,6 +46,7 @@ from typing import Any
 import neo4j
 from neo4j.exceptions import ClientError
 
+from ..audit.event import OUTCOMES
 from ..errors import Unavailable
 from .audit import created_parts, linked_parts
 from .audit_prefix import audited_params, audited_text
@@ -85,17 +86,21 @@ SAMPLES: dict[str, Any] = {
     # The audit prefix's (audited_params): no Idempotency-Key held.
     "audit": {}, "audit_at": _ID, "idem_application": None, "idem_key": None,
     "idem_claim": None,
+    # The log statements' ids as integers (audit/ids.py query_ids): a UUID's two halves.
+    "tenant_key": 1, "tenant_rest": 1, "application_key": 1, "application_rest": 1,
+    "token_key": None, "token_rest": None,
 }
 # Statements that send a parameter with another type than the name's usual one.
-_NO_APPLICATION = {"application_id": None}
+_NO_APPLICATION = {"application_id": None, "application_key": None, "application_rest": None}
 OVERRIDES: dict[str, dict[str, Any]] = {
     "tokens/create": {"parent_id": None},
     "tokens/update": {"meta_kvs": [_ID]},  # a merge patch of metadata: an entry at least
     "tokens/list_by_type": {"types": []},
     "tokens/list_by_ids": {"ids": []},
     "proxies/call": {"ids": []},
-    "audit/list": _NO_APPLICATION,
-    "audit/list_by_token": {**_NO_APPLICATION, "token_id": _ID},
+    "audit/list": {**_NO_APPLICATION, "outcomes": list(OUTCOMES)},  # a seek per outcome
+    "audit/list_by_token": {**_NO_APPLICATION, "token_id": _ID, "token_key": 1,
+                            "token_rest": 1},
     "audit/list_by_operation": {**_NO_APPLICATION, "operation": "token:read"},
     "audit/list_by_outcome": {**_NO_APPLICATION, "outcome": "success"},
     # The audit writer's batch of events no statement stored (reads), and of writes' events.

@@ -15,6 +15,7 @@ import pytest
 from factories import PRIVATE_PASSWORD, database, new_tenant, private_neo4j
 
 from vaultgraph.app import create_app
+from vaultgraph.audit.ids import query_ids
 
 CANARY = "4111111111111111"
 CLIENTS = 8
@@ -67,8 +68,10 @@ async def test_stopping_neo4j_under_load_acknowledges_nothing_unrecorded(
     await asyncio.to_thread(private.start)
     db = database(client.server.app)
     records, _, _ = await db.driver.execute_query(
-        "MATCH (e:AuditEvent {tenant_id: $t}) RETURN e.trace_id AS trace",
-        {"t": tenant.tenant_id}, database_=db.database)
+        "MATCH (e:AuditEvent {tenant_key: $tenant_key, tenant_rest: $tenant_rest}) "
+        "RETURN e.trace_id AS trace",
+        {k: v for k, v in query_ids(tenant_id=tenant.tenant_id).items() if k != "tenant_id"},
+        database_=db.database)
     recorded = {r["trace"] for r in records}
 
     statuses = {status for _, status, _ in answers}

@@ -4,7 +4,7 @@ token data as the caller may see it; one 400 for unknown and unreadable ids alik
 from __future__ import annotations
 
 import orjson
-from factories import new_tenant
+from factories import audit_tenant, audit_tokens, new_tenant
 
 from vaultgraph.errors import MAX_FIELD_NAME, MAX_LISTED_ERRORS
 
@@ -98,11 +98,12 @@ async def test_the_audit_event_names_each_token_asked_for(client, admin_headers,
     visa = await create(client, admin_headers, card(VISA))
     await detokenize(client, admin_headers, [f"{{{{ {visa} }}}}", f"{{{{ {visa} | last4 }}}}"])
     await detokenize(client, admin_headers, ["{{ missing }}"], expect=400)
-    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t, route: 'POST /detokenize'}) "
-                                "RETURN coalesce(e.token_ids, [e.token_id]) AS ids, e.status "
+    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr, "
+                                "route: 'POST /detokenize'}) RETURN properties(e) AS p, e.status "
                                 "AS status ORDER BY e.at",
-                        t=tenant.tenant_id)
-    assert [(r["ids"], r["status"]) for r in rows] == [([visa], 200), (["missing"], 400)]
+                        **audit_tenant(tenant.tenant_id))
+    assert [(audit_tokens(r["p"]), r["status"]) for r in rows] == [([visa], 200),
+                                                                   (["missing"], 400)]
 
 
 async def test_an_error_list_is_bounded_however_many_strings_fail(client, admin_headers):

@@ -9,7 +9,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from factories import blocked_behind, database, new_tenant, wait_blocked
+from factories import audit_tenant, audit_tokens, blocked_behind, database, new_tenant, wait_blocked
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.app import create_app
@@ -117,11 +117,11 @@ async def test_a_sweep_logs_its_pass_under_its_trace_id(api, client, tenant, cap
     assert await client.server.app[services_key].expiry.sweep() >= 1
     [line] = [r for r in caplog.records if r.getMessage() == "expiry sweep"]
     assert line.swept >= 1
-    [event] = await cypher(client, """
-        MATCH (e:AuditEvent {tenant_id: $t})
-        WHERE 'logged-tok' IN coalesce(e.token_ids, [e.token_id])
-          AND e.application_id = 'system'
-        RETURN e.trace_id AS trace_id""", t=tenant.tenant_id)
+    [event] = [r for r in await cypher(client, """
+        MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr})
+        WHERE e.application_id = 'system'
+        RETURN e.trace_id AS trace_id, properties(e) AS p""", **audit_tenant(tenant.tenant_id))
+               if "logged-tok" in audit_tokens(r["p"])]
     assert line.trace_id == event["trace_id"] and len(event["trace_id"]) == 32
 
 
@@ -218,12 +218,12 @@ async def test_a_sweep_under_way_at_shutdown_hands_its_events_over(aiohttp_clien
         await held.commit()
         await stopping
     await app[services_key].audit_writer.settle()
-    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t}) WHERE $id IN "
-                                "coalesce(e.token_ids, [e.token_id]) "
-                                "AND e.reason = 'expired' "
+    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr}) "
+                                "WHERE e.reason = 'expired' "
                                 "RETURN e:PendingAuditEvent AS pending, e.chain IS NOT NULL AS "
-                                "chained", t=tenant.tenant_id, id=token["id"])
-    assert rows == [{"pending": False, "chained": True}]
+                                "chained, properties(e) AS p", **audit_tenant(tenant.tenant_id))
+    assert [{k: r[k] for k in ("pending", "chained")} for r in rows
+            if token["id"] in audit_tokens(r["p"])] == [{"pending": False, "chained": True}]
 
 
 async def test_an_interval_of_zero_leaves_only_on_demand_sweeps(aiohttp_client, settings):

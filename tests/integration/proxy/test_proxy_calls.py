@@ -9,7 +9,7 @@ import uuid
 
 import orjson
 import pytest
-from factories import database
+from factories import audit_tenant, audit_tokens, database
 
 from ._support import (
     app_headers,
@@ -230,10 +230,13 @@ async def test_one_audit_event_per_call(client, admin_headers, destination, prox
     await client.post(proxied(proxy, "teapot"), headers=admin_headers,
                       json={"a": f"{{{{ {number} }}}}", "b": f"{{{{ {other} | last4 }}}}"})
     await client.post(proxied(proxy), headers=admin_headers, json={"a": "{{ missing-one }}"})
-    rows = await cypher(client, "MATCH (e:AuditEvent {tenant_id: $t, operation: 'token:use'}) "
-                                "RETURN e.route AS route, coalesce(e.token_ids, [e.token_id]) "
-                                "AS ids, e.status AS status, "
-                                "e.reason AS reason ORDER BY e.at", t=tenant.tenant_id)
+    rows = [{"route": r["route"], "ids": audit_tokens(r["p"]), "status": r["status"],
+             "reason": r["reason"]}
+            for r in await cypher(client, "MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: "
+                                          "$tr, operation: 'token:use'}) RETURN e.route AS route, "
+                                          "properties(e) AS p, e.status AS status, "
+                                          "e.reason AS reason ORDER BY e.at",
+                                  **audit_tenant(tenant.tenant_id))]
     route = f"POST /proxy/{proxy['id']}/{{path}}"
     assert rows == [{"route": route, "ids": [number, other], "status": 418,
                      "reason": "forwarded"},

@@ -8,7 +8,7 @@ import logging
 import uuid
 
 import pytest
-from factories import free_port
+from factories import audit_tenant, free_port
 
 from vaultgraph.api.metrics import metrics_app
 from vaultgraph.api.typedefs import services_key
@@ -49,9 +49,11 @@ async def test_no_plaintext_reaches_neo4j_logs_or_metrics(
     assert any(canary.encode() in r["body"] for r in destination.requests)  # it was sent
     await client.server.app[services_key].audit_writer.settle()
 
+    # (audit events hold the tenant's id as two integers, vaultgraph/audit/ids.py)
     nodes = await cypher(client, "MATCH (n) WHERE n.tenant_id = $t OR n:Proxy "
+                                 "OR (n.tenant_key = $tk AND n.tenant_rest = $tr) "
                                  "RETURN labels(n) AS labels, properties(n) AS p",
-                         t=tenant.tenant_id)
+                         t=tenant.tenant_id, **audit_tenant(tenant.tenant_id))
     edges = await cypher(client, "MATCH ()-[r]->() WHERE r.tenant_id = $t "
                                  "RETURN properties(r) AS p", t=tenant.tenant_id)
     stored = str(nodes) + str(edges)

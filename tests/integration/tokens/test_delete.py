@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from factories import audit_tenant
+
 from ._support import SSN, VISA, card, cypher, rule
 
 AUDIT_FIELDS = {"tenant_id", "id", "type", "created_by", "created_at", "deleted_at",
@@ -60,8 +62,10 @@ async def test_no_metadata_of_a_deleted_token_remains_in_the_graph(api, client, 
     created = await api.create({"type": "token", "data": 1,
                                 "metadata": {"Distinctive-Key": "distinctive value 71"}})
     await api.delete(created["id"])
-    nodes = await cypher(client, "MATCH (n) WHERE n.tenant_id = $t RETURN properties(n) AS p",
-                         t=tenant.tenant_id)
+    nodes = await cypher(client, "MATCH (n) WHERE n.tenant_id = $t "
+                                 "OR (n.tenant_key = $tk AND n.tenant_rest = $tr) "  # audit events
+                                 "RETURN properties(n) AS p",
+                         t=tenant.tenant_id, **audit_tenant(tenant.tenant_id))
     rels = await cypher(client, "MATCH ()-[r]->() WHERE r.tenant_id = $t "
                                 "RETURN properties(r) AS p", t=tenant.tenant_id)
     assert nodes

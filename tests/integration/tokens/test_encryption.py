@@ -6,6 +6,7 @@ from __future__ import annotations
 import secrets
 
 import pytest
+from factories import audit_tenant
 
 from ._support import PROBLEM_JSON, cypher, rule
 
@@ -69,7 +70,9 @@ async def found_anywhere(client, needles: list[str]) -> set[str]:
 async def dump_tenant(client, tenant_id: str) -> str:
     """Every property of the tenant's nodes and relationships, as one text."""
     nodes = await cypher(client, "MATCH (n) WHERE n.tenant_id = $t "
-                                 "RETURN labels(n) AS l, properties(n) AS p", t=tenant_id)
+                                 "OR (n.tenant_key = $tk AND n.tenant_rest = $tr) "  # audit events
+                                 "RETURN labels(n) AS l, properties(n) AS p", t=tenant_id,
+                         **audit_tenant(tenant_id))
     rels = await cypher(client, "MATCH (n {tenant_id: $t})-[r]-() "
                                 "RETURN type(r) AS t, properties(r) AS p", t=tenant_id)
     return repr(nodes) + repr(rels)

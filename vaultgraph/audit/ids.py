@@ -1,0 +1,98 @@
+"""How the audit store keeps the ids it indexes (docs/adr/0026): a tenant's, an application's
+and a token's, as 64-bit integers rather than text.
+
+A UUID in its canonical text (36 lower-case characters, as the service makes them) is kept as
+two integers, `<name>_key` (its first 8 bytes) and `<name>_rest` (its last 8): a range index
+key of 10 bytes where the text took 39. The indexes hold only the key; a seek on it is checked
+against the rest per event, so two ids whose first halves agree only cost a filtered row. Any
+other id (a token id chosen by its caller, the application `system`, the start-up rehearsal's
+tenant) keeps its text under its own name, with a 64-bit hash of it as its key. The text is
+given back on reading (`expand_ids`), so what an event's MAC covers does not change. The API
+key's id, which no index holds, is kept as its 16 bytes (`AS_BYTES`)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+# The ids kept so, by the event field (or index key) naming them, and the names of the two
+# integers each is kept as.
+COMPACT = {"tenant_id": ("tenant_key", "tenant_rest"),
+           "application_id": ("application_key", "application_rest"),
+           "token_id": ("token_key", "token_rest")}
+STORE_NAMES = tuple(n for pair in COMPACT.values() for n in pair)
+# A UUID's canonical text: what `str(uuid.UUID(...))` gives, and only that (the text read back
+# must be the text signed).
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# Ids stored as their 16 bytes (three property blocks where the text takes four: an event's
+# property records then hold it one record smaller, docs/adr/0026) and given back as text; no
+# index holds them.
+AS_BYTES = ("key_id",)
+
+
+def id_parts(value: str | None) -> tuple[int | None, int | None, str | None]:
+    """(key, rest, text) of an id: a canonical UUID as its two halves and no text; any other
+    text as its 64-bit hash, no rest, and the text; None as nothing."""
+    if value is None:
+        return None, None, None
+    if _CANONICAL_UUID.fullmatch(value):  # the halves straight from the hex: no uuid.UUID
+        raw = bytes.fromhex(value.replace("-", ""))
+        return (int.from_bytes(raw[:8], "big", signed=True),
+                int.from_bytes(raw[8:], "big", signed=True), None)
+    digest = hashlib.blake2b(value.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True), None, value
+
+
+def id_text(key: Any, rest: Any) -> str:
+    """The canonical UUID text of the two halves `id_parts` gave."""
+    return str(uuid.UUID(bytes=key.to_bytes(8, "big", signed=True)
+                         + rest.to_bytes(8, "big", signed=True)))
+
+
+def compact_ids(fields: Mapping[str, Any], *, in_place: bool = False) -> dict[str, Any]:
+    """`fields` with each id of `COMPACT` they hold as `id_parts` keeps it, and each of
+    `AS_BYTES` that is a canonical UUID as its bytes (a null left as it is); `in_place`,
+    `fields` itself, changed."""
+    out = fields if in_place and isinstance(fields, dict) else dict(fields)
+    for name in AS_BYTES:
+        value = out.get(name)
+        if isinstance(value, str) and _CANONICAL_UUID.fullmatch(value):
+            out[name] = bytes.fromhex(value.replace("-", ""))
+    for name, (key_name, rest_name) in COMPACT.items():
+        value = out.get(name)
+        if not isinstance(value, str):
+            continue
+        key, rest, _ = id_parts(value)
+        out[key_name] = key
+        if rest is not None:
+            out[rest_name] = rest
+            del out[name]
+    return out
+
+
+def expand_ids(props: dict[str, Any]) -> dict[str, Any]:
+    """Stored properties with each id `compact_ids` split given back as its text (in place)."""
+    for name in AS_BYTES:
+        value = props.get(name)
+        if isinstance(value, bytes | bytearray) and len(value) == 16:
+            props[name] = str(uuid.UUID(bytes=bytes(value)))
+    for name, (key_name, rest_name) in COMPACT.items():
+        rest = props.pop(rest_name, None)
+        key = props.pop(key_name, None)
+        if isinstance(rest, int) and isinstance(key, int) and name not in props:
+            props[name] = id_text(key, rest)
+    return props
+
+
+def query_ids(**ids: str | None) -> dict[str, Any]:
+    """Parameters naming ids for the log statements: each as its text (`<name>`, which events
+    stored before these keys are sought by) and its key and rest."""
+    out: dict[str, Any] = {}
+    for name, value in ids.items():
+        key_name, rest_name = COMPACT[name]
+        key, rest, _ = id_parts(value)
+        out.update({name: value, key_name: key, rest_name: rest})
+    return out
