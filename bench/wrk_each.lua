@@ -6,6 +6,8 @@
 -- customers, so a page stays full). Arguments after `--`: the mode, then `create <first number>`,
 -- `get <ids file> <seed>` or `list <customers> <seed>`.
 -- Prints the same JSON summary as wrk_pool.lua.
+local common = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") ..
+                      "wrk_common.lua")
 local key = os.getenv("BENCH_KEY")
 local counter = 0
 
@@ -20,21 +22,9 @@ local hi, lo = 0, 0
 local customers = 1
 local headers
 
-local REGIONS = {"eu-west", "eu-north", "us-east", "us-west", "ap-south", "ap-east", "sa-east",
-                 "af"}
+local REGIONS = common.REGIONS
 
-local function luhn(body)
-  local total, len = 0, #body
-  for pos = 0, len - 1 do
-    local d = tonumber(body:sub(len - pos, len - pos))
-    if pos % 2 == 0 then
-      d = d * 2
-      if d > 9 then d = d - 9 end
-    end
-    total = total + d
-  end
-  return body .. tostring((10 - total % 10) % 10)
-end
+local luhn = common.luhn
 
 function init(args)
   mode = args[1]
@@ -82,11 +72,4 @@ function request()
   return wrk.format("POST", "/tokens", headers, body)
 end
 
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    'BENCH_JSON {"requests":%d,"duration_us":%d,"connect":%d,"read":%d,"write":%d,' ..
-    '"status":%d,"timeout":%d,"p50":%.1f,"p99":%.1f,"p999":%.1f,"max":%.1f}\n',
-    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
-    latency:percentile(50), latency:percentile(99), latency:percentile(99.9), latency.max))
-end
+done = common.done

@@ -4,6 +4,8 @@
 -- wrk_each.lua's; `get` detokenizes a stored token picked at random from a file (one a line).
 -- Arguments after `--`: `create <key name> <first number>` or `get <ids file> <seed>`; the
 -- bearer token in BENCH_TOKEN. Prints the same JSON summary as wrk_pool.lua.
+local common = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") ..
+                      "wrk_common.lua")
 local token = os.getenv("BENCH_TOKEN")
 local counter = 0
 
@@ -18,22 +20,10 @@ local ids = {}
 local hi, lo = 0, 0
 local headers
 
-local REGIONS = {"eu-west", "eu-north", "us-east", "us-west", "ap-south", "ap-east", "sa-east",
-                 "af"}
+local REGIONS = common.REGIONS
 local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
-local function luhn(body)
-  local total, len = 0, #body
-  for pos = 0, len - 1 do
-    local d = tonumber(body:sub(len - pos, len - pos))
-    if pos % 2 == 0 then
-      d = d * 2
-      if d > 9 then d = d - 9 end
-    end
-    total = total + d
-  end
-  return body .. tostring((10 - total % 10) % 10)
-end
+local luhn = common.luhn
 
 local function base64(s)
   local out = {}
@@ -94,11 +84,4 @@ function request()
   return wrk.format("POST", path, headers, body)
 end
 
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    'BENCH_JSON {"requests":%d,"duration_us":%d,"connect":%d,"read":%d,"write":%d,' ..
-    '"status":%d,"timeout":%d,"p50":%.1f,"p99":%.1f,"p999":%.1f,"max":%.1f}\n',
-    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
-    latency:percentile(50), latency:percentile(99), latency:percentile(99.9), latency.max))
-end
+done = common.done

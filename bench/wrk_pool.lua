@@ -1,5 +1,7 @@
 -- wrk script: cycle through a pool of prepared requests (one a line: method, path, content
 -- type, body, tab-separated), each thread starting at its own offset; print a JSON summary.
+local common = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") ..
+                      "wrk_common.lua")
 local key = os.getenv("BENCH_KEY")
 local counter = 0
 local threads = {}
@@ -33,11 +35,4 @@ function request()
   return r
 end
 
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    'BENCH_JSON {"requests":%d,"duration_us":%d,"connect":%d,"read":%d,"write":%d,' ..
-    '"status":%d,"timeout":%d,"p50":%.1f,"p99":%.1f,"p999":%.1f,"max":%.1f}\n',
-    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
-    latency:percentile(50), latency:percentile(99), latency:percentile(99.9), latency.max))
-end
+done = common.done
