@@ -18,10 +18,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import cProfile
-import os
 import pstats
 import random
-import secrets
 import signal
 import subprocess
 import sys
@@ -29,15 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from vaultgraph.catalog import Catalog
-from vaultgraph.crypto import KeyRing
-from vaultgraph.repository.database import Database
 from vaultgraph.server import tune_gc
 from vaultgraph.settings import PROJECT_ROOT
 
-from .dataset import create_bench_tenant, load_tokens
-from .environment import new_kek, say
-from .hotpath_ir import Worker, _drive, _env, _ready, bare_context
+from .environment import say
+from .hotpath_ir import Worker, _drive, _env, _ready, bare_context, bench_tenant
 from .run import bare_op, bare_settings, http_pool
 from .workloads import WORKLOADS, Context
 
@@ -158,13 +152,7 @@ async def main(names: list[str]) -> None:
     warm = int(_env("ADDED_PROFILE_WARMUP", "300"))
     port = int(_env("HOTPATH_PORT", "8391"))
     work = Path(tempfile.mkdtemp(prefix="added-profile-"))
-    catalog = Catalog.load(PROJECT_ROOT / "cypher")
-    db = Database.connect(os.environ["VAULTGRAPH_NEO4J_URI"], "neo4j",
-                          os.environ["VAULTGRAPH_NEO4J_PASSWORD"], catalog, "neo4j")
-    kek = f"hot{secrets.token_hex(4)}:{new_kek().partition(':')[2]}"
-    ring = KeyRing.from_spec(kek)
-    tenant = await create_bench_tenant(db, ring)
-    ids = await load_tokens(db, tenant, 0, int(_env("HOTPATH_TOKENS", "500")), 500)
+    db, catalog, kek, ring, tenant, ids = await bench_tenant()
     ctx, audit = bare_context(db, ring, tenant, ids, catalog)
     tune_gc(bare_settings())  # as make bench's bare client collects its garbage
     try:

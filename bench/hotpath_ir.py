@@ -202,12 +202,7 @@ def bare_context(db: Database, ring: KeyRing, tenant, ids: list[str],
 async def _bare_child(name: str, warm: int, requests: int) -> None:
     """`--bare`: the bare client's side of BareWorker, talking on stdin/stdout."""
     tune_gc(bare_settings())  # as make bench's bare client collects its garbage
-    catalog = Catalog.load(PROJECT_ROOT / "cypher")
-    db = Database.connect(os.environ["VAULTGRAPH_NEO4J_URI"], "neo4j",
-                          os.environ["VAULTGRAPH_NEO4J_PASSWORD"], catalog, "neo4j")
-    ring = KeyRing.from_spec(os.environ["VAULTGRAPH_KEK"])
-    tenant = await create_bench_tenant(db, ring)
-    ids = await load_tokens(db, tenant, 0, int(_env("HOTPATH_TOKENS", "500")), 500)
+    db, catalog, _, ring, tenant, ids = await bench_tenant(os.environ["VAULTGRAPH_KEK"])
     ctx, audit = bare_context(db, ring, tenant, ids, catalog)
     w = next(w for w in WORKLOADS if w.name == name)
     op = bare_op(w, ctx)
@@ -236,6 +231,22 @@ async def _bare_child(name: str, warm: int, requests: int) -> None:
     await db.close()
 
 
+async def bench_tenant(kek: str | None = None) -> tuple[Database, Catalog, str, KeyRing, object,
+                                                        list[str]]:
+    """The Neo4j of VAULTGRAPH_NEO4J_URI, a bench tenant under `kek` (by default a key of a
+    version of its own: the service's start-up key check looks only at tenants made under it,
+    not at those other runs left in a shared database under other keys) and HOTPATH_TOKENS
+    tokens: (database, catalog, kek, key ring, tenant, token ids)."""
+    catalog = Catalog.load(PROJECT_ROOT / "cypher")
+    db = Database.connect(os.environ["VAULTGRAPH_NEO4J_URI"], "neo4j",
+                          os.environ["VAULTGRAPH_NEO4J_PASSWORD"], catalog, "neo4j")
+    kek = kek or f"hot{secrets.token_hex(4)}:{new_kek().partition(':')[2]}"
+    ring = KeyRing.from_spec(kek)
+    tenant = await create_bench_tenant(db, ring)
+    ids = await load_tokens(db, tenant, 0, int(_env("HOTPATH_TOKENS", "500")), 500)
+    return db, catalog, kek, ring, tenant, ids
+
+
 def _trees() -> dict[str, Path]:
     trees = {"this tree": PROJECT_ROOT}
     if os.environ.get("HOTPATH_BASELINE"):
@@ -248,14 +259,7 @@ async def main(names: list[str]) -> None:
     warm = int(_env("HOTPATH_IR_WARMUP", "150"))
     port = int(_env("HOTPATH_PORT", "8391"))
     work = Path(tempfile.mkdtemp(prefix="hotpath-ir-"))
-    catalog = Catalog.load(PROJECT_ROOT / "cypher")
-    db = Database.connect(os.environ["VAULTGRAPH_NEO4J_URI"], "neo4j",
-                          os.environ["VAULTGRAPH_NEO4J_PASSWORD"], catalog, "neo4j")
-    # A version of its own: the service's start-up key check looks only at tenants made under
-    # it, not at those other runs left in a shared database under other keys.
-    kek = f"hot{secrets.token_hex(4)}:{new_kek().partition(':')[2]}"
-    tenant = await create_bench_tenant(db, KeyRing.from_spec(kek))
-    ids = await load_tokens(db, tenant, 0, int(_env("HOTPATH_TOKENS", "500")), 500)
+    db, catalog, kek, _, tenant, ids = await bench_tenant()
     ctx = Context(tenant, ids, catalog, db.driver)
     await db.close()
     trees = _trees()

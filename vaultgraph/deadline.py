@@ -47,8 +47,8 @@ class spending:
 
     __slots__ = ("_budget", "_started")
 
-    def __init__(self, budgeted: bool = True) -> None:
-        self._budget = deadline.get() if budgeted else None
+    def __init__(self) -> None:
+        self._budget = deadline.get()
 
     def __enter__(self) -> None:
         if self._budget is not None:
