@@ -34,7 +34,6 @@ import os
 import pty
 import random
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -56,7 +55,7 @@ from vaultgraph.settings import PROJECT_ROOT, available_cpus, workers_beside_neo
 from . import cpu
 from .config import ROOT
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, load_tokens
-from .environment import interrupt, machine, say, stop_leftovers
+from .environment import interrupt, machine, say, stop_leftovers, unwind_on_sigterm
 from .loadgen import Wrk, ensure_wrk, parse_wrk
 from .run import git_dirty, git_sha, write_results
 from .stats import Result
@@ -589,13 +588,8 @@ async def run(cfg: Settings, variants: list[Variant]) -> dict:
     return out
 
 
-def _terminate(signum, frame):
-    # SIGTERM unwinds like Ctrl-C, so the finally block stops the services and Neo4j servers.
-    raise KeyboardInterrupt
-
-
 def main() -> int:
-    signal.signal(signal.SIGTERM, _terminate)
+    unwind_on_sigterm()
     cfg = Settings.from_env()
     variants = select(cfg.variants)
     say(f"variants: {', '.join(v.name for v in variants)}; {cfg.warmup_rounds} warm-up and "

@@ -33,6 +33,16 @@ def service_workers() -> str:
     return str(workers_beside_neo4j()) if workers.strip() == "0" else workers
 
 
+def unwind_on_sigterm() -> None:
+    """Make SIGTERM unwind like Ctrl-C (KeyboardInterrupt), so a harness's finally blocks stop
+    the services and databases it started when it is killed."""
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def say(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
 

@@ -63,7 +63,7 @@ from .defaults_ab import (
     settings_from_env,
     summarize,
 )
-from .environment import machine, say
+from .environment import machine, say, unwind_on_sigterm
 from .loadgen import ensure_wrk, parse_wrk
 from .run import git_dirty, git_sha, write_results
 from .stats import Result
@@ -740,13 +740,8 @@ async def run(cfg: Settings) -> dict:
     return out
 
 
-def _terminate(signum, frame):
-    # SIGTERM unwinds like Ctrl-C, so the finally block stops both services and databases.
-    raise KeyboardInterrupt
-
-
 def main() -> int:
-    signal.signal(signal.SIGTERM, _terminate)
+    unwind_on_sigterm()
     cfg = Settings.from_env()
     say(f"vaultgraph against allisson/secrets: {cfg.warmup_rounds} warm-up and {cfg.rounds} "
         f"measured rounds of {cfg.duration}s per service and workload")
