@@ -391,6 +391,9 @@ async def _bare_tokenize(ctx, batch):
         props["created_by"] = ctx.tenant.app_id
         rows.append(NewToken(index, token_id, props, None, meta_kvs(body["metadata"]), False,
                              []))
+    # The service names every token of the batch in the write's audit event (one AUDIT_REF
+    # each in the store): the bare side's event must name them too.
+    audit_context.note_tokens([row.id for row in rows])
     created = await ctx.tokens.create_many(tenant_id=ctx.tenant.tenant_id, rows=rows,
                                            expired=(expiry.ACTOR, expiry.REASON))
     if len(created) != len(rows) or None in created.values():
