@@ -118,7 +118,7 @@ class Variant:
     large: bool = False           # large_tokens loaded instead of tokens
     workers: int = 0              # make run: half the CPUs beside its local Neo4j
     output: str = "terminal"      # terminal (a pseudo-terminal) or file
-    log_level: str = ""           # VAULTGRAPH_LOG_LEVEL when set (the default: INFO)
+    settings: tuple[tuple[str, str], ...] = ()  # the service's VAULTGRAPH_* set otherwise
     threads: int = 2              # wrk -t
     load: str = "each"            # each (wrk_each.lua) or pool (the benchmark's wrk_pool.lua)
 
@@ -135,7 +135,15 @@ VARIANTS = {v.name: v for v in (
                         output="file"),
     dataclasses.replace(DEFAULTS, name="log-warning",
                         change="VAULTGRAPH_LOG_LEVEL=WARNING: no log line a request",
-                        log_level="WARNING"),
+                        settings=(("VAULTGRAPH_LOG_LEVEL", "WARNING"),)),
+    dataclasses.replace(DEFAULTS, name="audit-wait-2ms",
+                        change="VAULTGRAPH_AUDIT_BATCH_WAIT=0.002: an audit batch waits 2 ms at "
+                               "most for requests in flight",
+                        settings=(("VAULTGRAPH_AUDIT_BATCH_WAIT", "0.002"),)),
+    dataclasses.replace(DEFAULTS, name="audit-no-wait",
+                        change="VAULTGRAPH_AUDIT_BATCH_WAIT=0: an audit batch is written as soon "
+                               "as a lane is free",
+                        settings=(("VAULTGRAPH_AUDIT_BATCH_WAIT", "0"),)),
     dataclasses.replace(DEFAULTS, name="wrk-1-thread", change="wrk -t1", threads=1),
     dataclasses.replace(DEFAULTS, name="wrk-pool",
                         change="the benchmark's prepared request pool (wrk_pool.lua)",
@@ -317,12 +325,12 @@ class Neo4jStack:
 class ServiceProcess:
     """`vaultgraph serve --local-neo4j --workers N` with the defaults: only the home, the
     ports and the rate limits (off, as in the figures compared) are set, and a variant's own
-    change (Neo4j's memory, the log level)."""
+    change (Neo4j's memory, its own settings)."""
 
     def __init__(self, stack: Neo4jStack, port: int, workers: int, output: Output,
-                 log_level: str = ""):
+                 settings: tuple[tuple[str, str], ...] = ()):
         self.stack, self.port, self.workers, self.output = stack, port, workers, output
-        self.log_level = log_level
+        self.settings = settings
         self.url = f"http://127.0.0.1:{port}"
         self.proc: subprocess.Popen | None = None
 
@@ -340,8 +348,7 @@ class ServiceProcess:
         if (self.stack.heap, self.stack.pagecache) != (DEFAULTS.heap, DEFAULTS.pagecache):
             env["VAULTGRAPH_NEO4J_HEAP"] = self.stack.heap
             env["VAULTGRAPH_NEO4J_PAGECACHE"] = self.stack.pagecache
-        if self.log_level:
-            env["VAULTGRAPH_LOG_LEVEL"] = self.log_level
+        env.update(self.settings)
         return env
 
     def start(self) -> None:
@@ -494,7 +501,7 @@ class Harness:
             self.stacks[v.name] = stack
             output = Output(v.output, self.work_dir / f"service-{v.name}.log")
             self.services[v.name] = ServiceProcess(stack, self.cfg.port + n, v.workers, output,
-                                                   v.log_level)
+                                                   v.settings)
 
     async def start(self, wrk: str) -> None:
         shutil.rmtree(self.work_dir, ignore_errors=True)

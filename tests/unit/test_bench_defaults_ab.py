@@ -42,7 +42,7 @@ def test_defaults_are_the_settings_defaults_make_run_uses():
 
 @pytest.mark.parametrize("name", [n for n in VARIANTS if n not in ("defaults", "bench-setup")])
 def test_each_variant_changes_exactly_one_thing(name):
-    fields = ("heap", "pagecache", "large", "workers", "output", "log_level", "threads", "load")
+    fields = ("heap", "pagecache", "large", "workers", "output", "settings", "threads", "load")
     changed = [f for f in fields if getattr(VARIANTS[name], f) != getattr(DEFAULTS, f)]
     # The Neo4j memory is one change made of two settings.
     assert changed in (["heap", "pagecache"], [changed[0]]) and changed
@@ -53,7 +53,7 @@ def test_bench_setup_is_the_benchmarks_configuration():
     assert (v.heap, v.pagecache, v.large, v.output, v.threads, v.load) == (
         "1g", "1g", True, "file", 1, "pool")
     assert v.workers == DEFAULTS.workers  # both: make run's
-    assert v.log_level == DEFAULTS.log_level == ""  # both: the default level
+    assert v.settings == DEFAULTS.settings == ()  # both: the settings' defaults
 
 
 def test_select_puts_defaults_first_and_drops_repeats():
