@@ -32,7 +32,7 @@ from vaultgraph.settings import PROJECT_ROOT
 
 from .environment import say
 from .hotpath_ir import Worker, _drive, _env, _ready, bare_context, bench_tenant
-from .run import bare_op, bare_settings, http_pool
+from .run import bare_op, bare_settings, http_pool, provenance, write_results
 from .workloads import WORKLOADS, Context
 
 # Where a function's file lies decides its package; the first match wins.
@@ -155,6 +155,7 @@ async def main(names: list[str]) -> None:
     db, catalog, kek, ring, tenant, ids = await bench_tenant()
     ctx, audit = bare_context(db, ring, tenant, ids, catalog)
     tune_gc(bare_settings())  # as make bench's bare client collects its garbage
+    kept: dict[str, dict] = {}
     try:
         for w in [w for w in WORKLOADS if w.name in names]:
             pool = http_pool(w, ctx, random.Random(w.name))  # noqa: S311 - request variety
@@ -162,7 +163,8 @@ async def main(names: list[str]) -> None:
             await asyncio.to_thread(_service_profile, port, kek, svc, tenant.app_key, pool,
                                     warm, requests)
             await _bare_profile(ctx, w.name, bare, warm, requests)
-            d = difference(per_function(svc, requests), per_function(bare, requests))
+            d = kept[w.name] = difference(per_function(svc, requests),
+                                          per_function(bare, requests))
             print(f"\n== {w.name}: profiled CPU a request, service {d['service_ms']:.3f} ms, "
                   f"bare client {d['bare_ms']:.3f} ms, added {d['added_ms']:.3f} ms "
                   f"({svc}, {bare})")
@@ -179,6 +181,9 @@ async def main(names: list[str]) -> None:
         await audit.stop()
         await db.close()
     say(f"profiles in {work}")
+    record = {**provenance(), "settings": {"requests": requests, "warmup": warm},
+              "ms_a_request": kept}
+    say(f"written to {write_results(record, 'added-profile-')}")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from vaultgraph.catalog import Catalog
@@ -55,9 +54,9 @@ from vaultgraph.settings import PROJECT_ROOT, available_cpus, workers_beside_neo
 from . import cpu
 from .config import ROOT
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, load_tokens
-from .environment import interrupt, machine, say, stop_leftovers, unwind_on_sigterm
-from .loadgen import Wrk, ensure_wrk, parse_wrk
-from .run import git_dirty, git_sha, write_results
+from .environment import interrupt, say, stop_leftovers, unwind_on_sigterm
+from .loadgen import Wrk, ensure_wrk, run_wrk
+from .run import provenance, write_results
 from .stats import Result
 from .workloads import WORKLOADS, Context
 
@@ -436,11 +435,7 @@ class Load:
     async def _each(self, args: list[str]) -> Result:
         argv = [self.wrk, f"-t{self.variant.threads}", f"-c{self.cfg.connections}",
                 f"-d{self.cfg.duration}s", "-s", str(EACH_LUA), self.service.url, "--", *args]
-        proc = await asyncio.create_subprocess_exec(
-            *argv, env={**os.environ, "BENCH_KEY": self.service.stack.tenant.app_key},
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-        out, _ = await proc.communicate()
-        return parse_wrk(out.decode(errors="replace"), proc.returncode)
+        return await run_wrk(argv, {"BENCH_KEY": self.service.stack.tenant.app_key})
 
 
 async def measure_window(groups: dict[str, int], run: Callable[[], Awaitable[Result]],
@@ -580,9 +575,7 @@ async def run(cfg: Settings, variants: list[Variant]) -> dict:
     harness = Harness(cfg, variants)
     harness.plan()
     began = time.monotonic()
-    out = {"git_sha": git_sha(), "git_dirty": git_dirty(),
-           "date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
-           "settings": dataclasses.asdict(cfg),
+    out = {**provenance(), "settings": dataclasses.asdict(cfg),
            "variants": {v.name: dataclasses.asdict(v) for v in variants}}
     try:
         await harness.start(wrk)

@@ -47,7 +47,7 @@ from vaultgraph.settings import PROJECT_ROOT
 
 from .dataset import create_bench_tenant, load_tokens
 from .environment import new_kek, say
-from .run import bare_op, bare_settings, http_pool
+from .run import bare_op, bare_settings, http_pool, provenance, write_results
 from .workloads import WORKLOADS, Context, Request
 
 _TOTALS = re.compile(rb"^totals:\s+(\d+)", re.MULTILINE)
@@ -301,6 +301,25 @@ async def main(names: list[str]) -> None:
             if label != "bare client" and base is not None:
                 print(f"{name:<10} {label:<13} {(per - base) / 1e6:>10.3f}"
                       f"   ({per / base:.2f} x the bare client)")
+    say(f"written to {write_results(record(results, requests, warm, trees), 'hotpath-ir-')}")
+
+
+def record(results: dict[tuple[str, str], float], requests: int, warm: int,
+           trees: dict[str, Path]) -> dict:
+    """The run as bench/results keeps it: M instructions a request by workload and tree, and
+    what the service adds over the bare client (M, and as a multiple) where it was counted."""
+    workloads: dict[str, dict] = {}
+    for (name, label), per in results.items():
+        workloads.setdefault(name, {})[label] = round(per / 1e6, 4)
+    for counts in workloads.values():
+        base = counts.get("bare client")
+        if base:
+            counts["added"] = {label: {"m_instructions": round(per - base, 4),
+                                       "x_bare": round(per / base, 3)}
+                               for label, per in list(counts.items()) if label != "bare client"}
+    return {**provenance(), "settings": {"requests": requests, "warmup": warm,
+                                         "trees": {k: str(v) for k, v in trees.items()}},
+            "m_instructions_a_request": workloads}
 
 
 if __name__ == "__main__":

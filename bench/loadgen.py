@@ -80,11 +80,22 @@ class Wrk:
         argv = [self.binary, f"-t{self.threads}", f"-c{self.concurrency}",
                 f"-d{max(1, round(seconds))}s", "--timeout", "10s", "-s", str(LUA), self.url,
                 "--", str(pool_file)]
-        proc = await asyncio.create_subprocess_exec(
-            *argv, env={**os.environ, "BENCH_KEY": self.key},
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        return await run_wrk(argv, {"BENCH_KEY": self.key})
+
+
+async def run_wrk(argv: list[str], env: dict[str, str]) -> Result:
+    """Run wrk to its end (`env` added to ours) and parse its report; a run cancelled (the
+    harness interrupted) kills wrk rather than leave it loading the service for its `-d`."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, env={**os.environ, **env},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    try:
         out, _ = await proc.communicate()
-        return parse_wrk(out.decode(errors="replace"), proc.returncode)
+    except BaseException:
+        if proc.returncode is None:
+            proc.kill()
+        raise
+    return parse_wrk(out.decode(errors="replace"), proc.returncode)
 
 
 class PythonClient:

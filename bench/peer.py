@@ -45,7 +45,6 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from vaultgraph.neo4j_local import port_in_use
@@ -63,9 +62,9 @@ from .defaults_ab import (
     settings_from_env,
     summarize,
 )
-from .environment import machine, say, unwind_on_sigterm
-from .loadgen import ensure_wrk, parse_wrk
-from .run import git_dirty, git_sha, write_results
+from .environment import say, unwind_on_sigterm
+from .loadgen import ensure_wrk, run_wrk
+from .run import provenance, write_results
 from .stats import Result
 
 PEER_LUA = Path(__file__).resolve().parent / "wrk_peer.lua"
@@ -581,11 +580,7 @@ class PeerLoad:
     async def _run(self, args: list[str]) -> Result:
         argv = [self.wrk, f"-t{self.cfg.threads}", f"-c{self.cfg.connections}",
                 f"-d{self.cfg.duration}s", "-s", str(PEER_LUA), self.secrets.url, "--", *args]
-        proc = await asyncio.create_subprocess_exec(
-            *argv, env={**os.environ, "BENCH_TOKEN": self.secrets.bearer},
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-        out, _ = await proc.communicate()
-        return parse_wrk(out.decode(errors="replace"), proc.returncode)
+        return await run_wrk(argv, {"BENCH_TOKEN": self.secrets.bearer})
 
 
 # -- the run ---------------------------------------------------------------------------------
@@ -701,9 +696,7 @@ async def run(cfg: Settings) -> dict:
         raise SystemExit("[bench] wrk is required (apt-get install wrk)")
     harness = Harness(cfg)
     began = time.monotonic()
-    out = {"git_sha": git_sha(), "git_dirty": git_dirty(),
-           "date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
-           "settings": dataclasses.asdict(cfg),
+    out = {**provenance(), "settings": dataclasses.asdict(cfg),
            "vaultgraph": {"neo4j_heap": DEFAULTS.heap, "neo4j_pagecache": DEFAULTS.pagecache,
                           "workers": workers_beside_neo4j(), "rate_limit": "1e9 (off)",
                           "load": "bench/wrk_each.lua"},

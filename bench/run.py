@@ -380,9 +380,7 @@ def header(cfg: BenchConfig) -> dict:
     # The service's processes (VAULTGRAPH_WORKERS; unset: half the CPUs, as make run) and
     # each one's audit lanes, as the service resolves them from the same environment.
     service = Settings.from_env(workers=int(service_workers()))
-    return {"date": datetime.now(UTC).isoformat(timespec="seconds"), "git_sha": git_sha(),
-            "git_dirty": git_dirty(),
-            "machine": machine(),
+    return {**provenance(),
             "settings": {"duration_s": cfg.duration, "warmup_s": cfg.warmup,
                          "service_workers": service.worker_count,
                          "service_audit_lanes": service.audit_lane_count,
@@ -541,6 +539,13 @@ async def audit_events(b: Bench) -> int:
     records, _, _ = await b.db.driver.execute_query(
         "MATCH (e:AuditEvent) RETURN count(e) AS n", database_="neo4j")
     return records[0]["n"]
+
+
+def provenance() -> dict:
+    """What every record opens with: when, from which commit (and whether the tree had changes
+    beyond it), on what machine."""
+    return {"date": datetime.now(UTC).isoformat(timespec="seconds"), "git_sha": git_sha(),
+            "git_dirty": git_dirty(), "machine": machine()}
 
 
 def write_results(result: dict, stem: str) -> Path:
