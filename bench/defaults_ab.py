@@ -80,6 +80,7 @@ class Settings:
     bolt_port: int = 7871         # the Neo4j servers: these Bolt and HTTP ports and the next
     http_port: int = 7571
     home: str = str(ROOT / ".vaultgraph" / "defaults-ab")
+    baseline: str = ""            # a tree of another commit: adds the variant `baseline`
 
     @classmethod
     def from_env(cls, environ=None) -> Settings:
@@ -118,6 +119,7 @@ class Variant:
     workers: int = 0              # make run: half the CPUs beside its local Neo4j
     output: str = "terminal"      # terminal (a pseudo-terminal) or file
     settings: tuple[tuple[str, str], ...] = ()  # the service's VAULTGRAPH_* set otherwise
+    tree: str = ""                # the service's code from this tree (another commit's)
     threads: int = 2              # wrk -t
     load: str = "each"            # each (wrk_each.lua) or pool (the benchmark's wrk_pool.lua)
 
@@ -164,6 +166,18 @@ def select(names: str) -> list[Variant]:
                          f"BENCH_DEFAULTS_AB_VARIANTS takes {', '.join(VARIANTS)}")
     ordered = ["defaults"] + [n for n in dict.fromkeys(wanted) if n != "defaults"]
     return [VARIANTS[n] for n in ordered]
+
+
+def baseline(tree: str) -> list[Variant]:
+    """The variant `baseline` when BENCH_DEFAULTS_AB_BASELINE names a tree (another commit's,
+    from `git worktree add` or `git archive`): the defaults with the service run from it, so a
+    change is measured against its parent under the default set-up."""
+    if not tree:
+        return []
+    if not (Path(tree) / "vaultgraph" / "__init__.py").is_file():
+        raise SystemExit(f"[bench] BENCH_DEFAULTS_AB_BASELINE={tree}: no vaultgraph package there")
+    return [dataclasses.replace(DEFAULTS, name="baseline", change=f"the service from {tree}",
+                                tree=tree)]
 
 
 def rotated(items: list, n: int) -> list:
@@ -327,9 +341,9 @@ class ServiceProcess:
     change (Neo4j's memory, its own settings)."""
 
     def __init__(self, stack: Neo4jStack, port: int, workers: int, output: Output,
-                 settings: tuple[tuple[str, str], ...] = ()):
+                 settings: tuple[tuple[str, str], ...] = (), tree: str = ""):
         self.stack, self.port, self.workers, self.output = stack, port, workers, output
-        self.settings = settings
+        self.settings, self.tree = settings, tree
         self.url = f"http://127.0.0.1:{port}"
         self.proc: subprocess.Popen | None = None
 
@@ -348,6 +362,10 @@ class ServiceProcess:
             env["VAULTGRAPH_NEO4J_HEAP"] = self.stack.heap
             env["VAULTGRAPH_NEO4J_PAGECACHE"] = self.stack.pagecache
         env.update(self.settings)
+        if self.tree:  # its package and its statements ahead of this checkout's
+            tree = Path(self.tree).resolve()
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
+            env["VAULTGRAPH_CYPHER_DIR"] = str(tree / "cypher")
         return env
 
     def start(self) -> None:
@@ -496,7 +514,7 @@ class Harness:
             self.stacks[v.name] = stack
             output = Output(v.output, self.work_dir / f"service-{v.name}.log")
             self.services[v.name] = ServiceProcess(stack, self.cfg.port + n, v.workers, output,
-                                                   v.settings)
+                                                   v.settings, v.tree)
 
     async def start(self, wrk: str) -> None:
         shutil.rmtree(self.work_dir, ignore_errors=True)
@@ -591,7 +609,7 @@ async def run(cfg: Settings, variants: list[Variant]) -> dict:
 def main() -> int:
     unwind_on_sigterm()
     cfg = Settings.from_env()
-    variants = select(cfg.variants)
+    variants = select(cfg.variants) + baseline(cfg.baseline)
     say(f"variants: {', '.join(v.name for v in variants)}; {cfg.warmup_rounds} warm-up and "
         f"{cfg.rounds} measured rounds of {cfg.duration}s per variant and workload")
     result = asyncio.run(run(cfg, variants))

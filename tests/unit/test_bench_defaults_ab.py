@@ -22,8 +22,11 @@ from bench.defaults_ab import (
     DEFAULTS,
     VARIANTS,
     Harness,
+    Neo4jStack,
     Output,
+    ServiceProcess,
     Settings,
+    baseline,
     rotated,
     select,
     summarize,
@@ -191,3 +194,22 @@ def test_output_counts_what_the_child_writes_and_keeps_its_tail(tmp_path, kind):
     assert output.written() == 5007
     assert output.tail().endswith("the end") and len(output.tail()) == 4096
     output.close()
+
+
+def test_a_baseline_tree_runs_the_defaults_from_its_own_code(tmp_path):
+    (tmp_path / "vaultgraph").mkdir()
+    (tmp_path / "vaultgraph" / "__init__.py").write_text("")
+    [v] = baseline(str(tmp_path))
+    assert (v.name, v.tree) == ("baseline", str(tmp_path))
+    assert dataclasses.replace(v, name=DEFAULTS.name, change=DEFAULTS.change, tree="") == DEFAULTS
+    stack = Neo4jStack(tmp_path / "home", 7999, 7998, v.heap, v.pagecache)
+    env = ServiceProcess(stack, 8999, v.workers, Output("file", tmp_path / "out.log"),
+                         v.settings, v.tree).env()
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path.resolve())
+    assert env["VAULTGRAPH_CYPHER_DIR"] == str(tmp_path.resolve() / "cypher")
+    assert baseline("") == []
+
+
+def test_a_baseline_without_the_package_is_refused(tmp_path):
+    with pytest.raises(SystemExit, match="no vaultgraph package"):
+        baseline(str(tmp_path))
