@@ -1,4 +1,4 @@
-"""Token schemas, compiled once at import: the request bodies (loaded by the handlers) and the
+"""Token schemas: the request bodies (loaded by the handlers through api/loading.py) and the
 response bodies (dumped by api/endpoints.py). Both are what /openapi.json describes.
 
 Messages name the rule, never the submitted value (token data must not reach error bodies).
@@ -204,10 +204,6 @@ class UpdateTokenSchema(_TokenFields):
     expires_at = fields.String(allow_none=True, metadata={
         "description": "As on create; null: never expires.", "minLength": 1,
         "maxLength": _EXPIRES_AT_MAX_LENGTH})
-
-
-CREATE_TOKEN = CreateTokenSchema()
-UPDATE_TOKEN = UpdateTokenSchema()
 
 
 # -- response bodies (dumped by the endpoint that answers them) ----------------------------------
