@@ -79,19 +79,19 @@ def _card_number(value: Any) -> str:
 
 def luhn_valid(digits: str) -> bool:
     """True when an ASCII digit string passes the Luhn (mod 10) check."""
-    if not digits or not all("0" <= ch <= "9" for ch in digits):
+    # isdigit() alone would take other scripts' digits; an ASCII one is 0-9 only.
+    if not (digits.isascii() and digits.isdigit()):
         return False
     return _luhn_sum(digits) % 10 == 0
 
 
+# Every second digit from the right is doubled, less 9 when that makes two digits.
+_DOUBLED = str.maketrans("0123456789", "0246813579")
+
+
 def _luhn_sum(digits: str) -> int:
-    total = 0
-    for position, ch in enumerate(reversed(digits)):
-        digit = ord(ch) - 48
-        if position % 2 == 1:
-            digit = digit * 2 - 9 if digit > 4 else digit * 2
-        total += digit
-    return total
+    return (sum(map(int, digits[-1::-2]))
+            + sum(map(int, digits[-2::-2].translate(_DOUBLED))))
 
 
 # --- filters -------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ HMACs (fingerprint, search index values) and the non-sensitive fields.
 
 from __future__ import annotations
 
-import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,7 +30,12 @@ from ..repository.tokens import TokenFilter, TokenRepository, TokenUnitOfWork
 from ..search import BLIND_INDEX
 from ..settings import Settings
 from ..tokens import view
-from ..tokens.fields import normalize_container, parse_expires_at, validate_token_id
+from ..tokens.fields import (
+    has_control_character,
+    normalize_container,
+    parse_expires_at,
+    validate_token_id,
+)
 from ..tokens.merge_patch import merge_patch
 from ..tokens.stored import StoredToken
 from ..tokens.types import TokenType, get_type
@@ -315,7 +319,7 @@ class TokenService:
 
     async def list(self, principal: Principal, page: Page, *, ids: list[str],
                    types: list[str], metadata: dict[str, str]) -> Listing:
-        if any(unicodedata.category(ch) == "Cc" for key in metadata for ch in key):
+        if any(has_control_character(key) for key in metadata):
             # No stored key holds one (they are refused on write); a filter key that did could
             # reach across the key-value separator into a value that holds it.
             raise invalid("metadata", "filter keys must not contain control characters")
