@@ -6,6 +6,7 @@ HMACs (fingerprint, search index values) and the non-sensitive fields.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -106,6 +107,13 @@ class Summary:
     extras: dict
 
 
+@functools.lru_cache(maxsize=1_024)
+def stored_containers(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """Container paths as a token stores them: normalised, each once, sorted. Cached: a tenant's
+    tokens share a few sets of containers (their type's default, a token's own on update)."""
+    return tuple(sorted({normalize_container(path) for path in paths}))
+
+
 def meta_kvs(metadata: dict[str, str]) -> list[str]:
     """The indexed form of metadata: lower-cased key and value, for exact case-insensitive match.
 
@@ -191,7 +199,7 @@ class TokenService:
                 errors["expires_at"] = [str(exc)]
         draft = Draft(
             type=token_type, data=data, mask=body.get("mask"),
-            containers=sorted({normalize_container(c) for c in containers}),
+            containers=list(stored_containers(tuple(containers))),
             metadata=metadata, search_indexes=search_indexes,
             fingerprint_expression=body.get("fingerprint_expression")
             or token_type.default_fingerprint_expression or DEFAULT_FINGERPRINT_EXPRESSION,
