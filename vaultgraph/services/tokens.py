@@ -131,8 +131,10 @@ class TokenService:
 
     # -- presentation -------------------------------------------------------------------------
 
-    async def render(self, principal: Principal, items: list[Shown | Summary]) -> list[dict]:
-        """Response bodies; caller-written masks render off the event loop (rendering.py)."""
+    async def render(self, principal: Principal, items: list[Shown | Summary], *,
+                     shows_data: bool = True) -> list[dict]:
+        """Response bodies; caller-written masks render off the event loop (rendering.py).
+        Without `shows_data`, bodies without data and mask (view.present)."""
         def work() -> list[dict]:
             out = []
             for item in items:
@@ -141,7 +143,8 @@ class TokenService:
                 else:
                     body = view.present(item.token, item.transform, principal.keys,
                                         data=item.data, mask=item.mask,
-                                        plaintext_known=item.plaintext_known)
+                                        plaintext_known=item.plaintext_known,
+                                        shows_data=shows_data)
                 if item.extras is not None:
                     body["_extras"] = item.extras
                 out.append(body)
@@ -150,7 +153,7 @@ class TokenService:
         for item in items:
             note_tokens((item.token.id,),
                         item.transform if isinstance(item, Shown) else "summary")
-        if any(isinstance(i, Shown) and i.renders_caller_mask for i in items):
+        if shows_data and any(isinstance(i, Shown) and i.renders_caller_mask for i in items):
             return await self.renderer.run(work)
         return work()
 
@@ -297,9 +300,10 @@ class TokenService:
         transform = principal.decide(draft.containers, TOKEN_READ).transform
         return Shown(token, transform, data=draft.data, mask=draft.mask, plaintext_known=True)
 
-    async def create(self, principal: Principal, body: dict, *,
-                     parent_id: str | None = None) -> tuple[dict, bool]:
-        """The response body and whether it is an existing token (dedup)."""
+    async def create(self, principal: Principal, body: dict, *, parent_id: str | None = None,
+                     shows_data: bool = True) -> tuple[dict, bool]:
+        """The response body and whether it is an existing token (dedup); without
+        `shows_data`, a body without data and mask (render)."""
         prepared = self.prepare(principal, body)
         token_id, draft, props = prepared.id, prepared.draft, prepared.props
         try:
@@ -314,7 +318,7 @@ class TokenService:
         if result is None:
             raise NotFound(NOT_FOUND)
         [body] = await self.render(principal, [self.created_answer(
-            principal, prepared, result.token, result.deduplicated)])
+            principal, prepared, result.token, result.deduplicated)], shows_data=shows_data)
         return body, result.deduplicated
 
     async def get(self, principal: Principal, token_id: str) -> dict:
