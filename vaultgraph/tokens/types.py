@@ -8,7 +8,6 @@ fingerprint strips the separators so both spellings deduplicate together.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -42,14 +41,10 @@ class TokenType:
 # --- single-value rules: each returns a message, or None when the value is valid -------------
 
 
-@functools.cache
-def _digits_pattern(low: int, high: int) -> re.Pattern[str]:
-    # [0-9] rather than \d, which would also accept non-ASCII digits.
-    return re.compile(f"[0-9]{{{low},{high}}}")
-
-
 def _digits(value: Any, low: int, high: int) -> bool:
-    return isinstance(value, str) and _digits_pattern(low, high).fullmatch(value) is not None
+    # ASCII digits only: isdigit() alone would also accept other scripts' digits.
+    return (isinstance(value, str) and low <= len(value) <= high and value.isascii()
+            and value.isdigit())
 
 
 def _card_number(value: Any) -> str | None:
