@@ -1,5 +1,6 @@
 import gc
 import json
+import random
 import time
 from collections.abc import Mapping
 
@@ -567,6 +568,23 @@ def test_luhn_valid_numbers(number):
 )
 def test_luhn_invalid_numbers(number):
     assert not luhn_valid(number)
+
+
+def test_luhn_check_is_the_mod_10_rule_on_every_length_and_digit():
+    def by_the_rule(number: str) -> bool:
+        total = 0
+        for position, digit in enumerate(int(ch) for ch in reversed(number)):
+            if position % 2:
+                digit = sum(divmod(digit * 2, 10))
+            total += digit
+        return total % 10 == 0
+
+    rng = random.Random(7)
+    numbers = [str(n) for n in range(1000)] + [
+        "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 25)))
+        for _ in range(3000)]
+    assert [luhn_valid(n) for n in numbers] == [by_the_rule(n) for n in numbers]
+    assert sum(map(luhn_valid, numbers)) > 300  # both answers are exercised
 
 
 def test_a_mask_leaf_naming_a_scalar_keeps_its_json_type():

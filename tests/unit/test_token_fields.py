@@ -1,9 +1,12 @@
+import sys
+import unicodedata
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from vaultgraph.tokens.fields import (
     format_datetime,
+    has_control_character,
     metadata_filter_key,
     normalize_container,
     parse_expires_at,
@@ -328,3 +331,14 @@ def test_a_metadata_filter_names_its_key_case_insensitively():
     assert metadata_filter_key("metadatatier") is None
     assert metadata_filter_key("Metadata.tier") is None
     assert metadata_filter_key("type") is None
+
+
+# --- control characters ------------------------------------------------------------------------
+
+
+def test_control_characters_are_unicode_category_cc():
+    controls = {chr(c) for c in range(sys.maxunicode + 1)
+                if unicodedata.category(chr(c)) == "Cc"}
+    assert {ch for ch in map(chr, range(sys.maxunicode + 1))
+            if has_control_character(f"key{ch}key")} == controls
+    assert not has_control_character("customer_id \u00e9\u200b")

@@ -9,11 +9,11 @@ from marshmallow import ValidationError
 from ..auth.permissions import TOKEN_CREATE, TOKEN_READ
 from ..errors import Invalid, VaultError, add_error
 from ..services.bulk import BulkService
-from ..tokens.schemas import CREATE_TOKEN
 from . import problems
 from .endpoints import JSON, Body, Endpoints, Reply
 from .middleware import _flatten
 from .request_io import principal, read_json
+from .tokens import load_create
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()
@@ -47,7 +47,7 @@ def _load(item) -> dict | VaultError:
     if not isinstance(item, dict):
         return Invalid("The token is invalid.", errors={"body": [NOT_A_REQUEST]})
     try:
-        return CREATE_TOKEN.load(item)
+        return load_create(item)
     except ValidationError as exc:
         return Invalid("The token is invalid.", errors=_flatten(exc.normalized_messages()))
 

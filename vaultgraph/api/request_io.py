@@ -46,6 +46,10 @@ async def read_body(request: web.Request) -> bytes:
     holds a connection otherwise): 408 past `VAULTGRAPH_BODY_READ_TIMEOUT`; one the parser
     refuses (a malformed chunk) is a 400 that quotes none of it. Either closes the connection."""
     try:
+        if request.content.is_eof():
+            # The parser has the whole body (a small one comes with its headers): reading it
+            # cannot wait, so no timer is armed for it.
+            return await request.read()
         async with asyncio.timeout(request.app[settings_key].body_read_timeout or None):
             return await request.read()
     except TimeoutError:

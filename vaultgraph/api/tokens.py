@@ -9,14 +9,13 @@ from ..auth.permissions import TOKEN_CREATE, TOKEN_DELETE, TOKEN_READ, TOKEN_UPD
 from ..services.tokens import TokenService
 from ..tokens.fields import metadata_filter_key
 from ..tokens.schemas import (
-    CREATE_TOKEN,
-    UPDATE_TOKEN,
     CreateTokenSchema,
     DeduplicatedTokenSchema,
     TokenSchema,
     UpdateTokenSchema,
 )
 from .endpoints import MERGE_PATCH_JSON, Body, Endpoints, Reply
+from .loading import compile_loader
 from .paging import page_body, page_from_query
 from .request_io import principal, read_object
 from .schemas import TOKEN_PATH, PageQuery, TokenFilterQuery, TokenPageSchema
@@ -25,6 +24,9 @@ from .typedefs import services_key, settings_key
 endpoints = Endpoints()
 MERGE_PATCH = MERGE_PATCH_JSON
 TAG = "Tokens"
+# What CreateTokenSchema().load and UpdateTokenSchema().load give, compiled once (loading.py).
+load_create = compile_loader(CreateTokenSchema)
+load_update = compile_loader(UpdateTokenSchema)
 
 
 def service(request: web.Request) -> TokenService:
@@ -32,7 +34,7 @@ def service(request: web.Request) -> TokenService:
 
 
 async def create_body(request: web.Request) -> dict:
-    return CREATE_TOKEN.load(await read_object(request))
+    return load_create(await read_object(request))
 
 
 @endpoints.post(
@@ -97,7 +99,7 @@ async def get_token(request: web.Request):
     body=Body(UpdateTokenSchema, "A JSON merge patch (RFC 7386).", MERGE_PATCH_JSON),
     replies=(Reply(200, "The updated token.", TokenSchema),), errors=(404,))
 async def update_token(request: web.Request):
-    patch = UPDATE_TOKEN.load(await read_object(request, MERGE_PATCH))
+    patch = load_update(await read_object(request, MERGE_PATCH))
     return await service(request).update(principal(request), request.match_info["id"], patch)
 
 

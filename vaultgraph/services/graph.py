@@ -62,7 +62,9 @@ class GraphService:
                            body: dict) -> tuple[dict, bool]:
         """The child's body in the child-token shape (no data), and whether dedup returned an
         existing token. Token and link are written by one statement: both or neither."""
-        created, deduplicated = await self.tokens.create(principal, body, parent_id=parent_id)
+        # The child shape never shows data or mask: the answer is built without rendering them.
+        created, deduplicated = await self.tokens.create(principal, body, parent_id=parent_id,
+                                                         shows_data=False)
         out = view.child_view(created)
         if "_extras" in created:
             out["_extras"] = created["_extras"]

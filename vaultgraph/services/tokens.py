@@ -6,7 +6,7 @@ HMACs (fingerprint, search index values) and the non-sensitive fields.
 
 from __future__ import annotations
 
-import unicodedata
+import functools
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,7 +31,12 @@ from ..repository.tokens import TokenFilter, TokenRepository, TokenUnitOfWork
 from ..search import BLIND_INDEX
 from ..settings import Settings
 from ..tokens import view
-from ..tokens.fields import normalize_container, parse_expires_at, validate_token_id
+from ..tokens.fields import (
+    has_control_character,
+    normalize_container,
+    parse_expires_at,
+    validate_token_id,
+)
 from ..tokens.merge_patch import merge_patch
 from ..tokens.stored import StoredToken
 from ..tokens.types import TokenType, get_type
@@ -102,6 +107,13 @@ class Summary:
     extras: dict
 
 
+@functools.lru_cache(maxsize=1_024)
+def stored_containers(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """Container paths as a token stores them: normalised, each once, sorted. Cached: a tenant's
+    tokens share a few sets of containers (their type's default, a token's own on update)."""
+    return tuple(sorted({normalize_container(path) for path in paths}))
+
+
 def meta_kvs(metadata: dict[str, str]) -> list[str]:
     """The indexed form of metadata: lower-cased key and value, for exact case-insensitive match.
 
@@ -119,8 +131,10 @@ class TokenService:
 
     # -- presentation -------------------------------------------------------------------------
 
-    async def render(self, principal: Principal, items: list[Shown | Summary]) -> list[dict]:
-        """Response bodies; caller-written masks render off the event loop (rendering.py)."""
+    async def render(self, principal: Principal, items: list[Shown | Summary], *,
+                     shows_data: bool = True) -> list[dict]:
+        """Response bodies; caller-written masks render off the event loop (rendering.py).
+        Without `shows_data`, bodies without data and mask (view.present)."""
         def work() -> list[dict]:
             out = []
             for item in items:
@@ -129,7 +143,8 @@ class TokenService:
                 else:
                     body = view.present(item.token, item.transform, principal.keys,
                                         data=item.data, mask=item.mask,
-                                        plaintext_known=item.plaintext_known)
+                                        plaintext_known=item.plaintext_known,
+                                        shows_data=shows_data)
                 if item.extras is not None:
                     body["_extras"] = item.extras
                 out.append(body)
@@ -138,7 +153,7 @@ class TokenService:
         for item in items:
             note_tokens((item.token.id,),
                         item.transform if isinstance(item, Shown) else "summary")
-        if any(isinstance(i, Shown) and i.renders_caller_mask for i in items):
+        if shows_data and any(isinstance(i, Shown) and i.renders_caller_mask for i in items):
             return await self.renderer.run(work)
         return work()
 
@@ -187,7 +202,7 @@ class TokenService:
                 errors["expires_at"] = [str(exc)]
         draft = Draft(
             type=token_type, data=data, mask=body.get("mask"),
-            containers=sorted({normalize_container(c) for c in containers}),
+            containers=list(stored_containers(tuple(containers))),
             metadata=metadata, search_indexes=search_indexes,
             fingerprint_expression=body.get("fingerprint_expression")
             or token_type.default_fingerprint_expression or DEFAULT_FINGERPRINT_EXPRESSION,
@@ -285,9 +300,10 @@ class TokenService:
         transform = principal.decide(draft.containers, TOKEN_READ).transform
         return Shown(token, transform, data=draft.data, mask=draft.mask, plaintext_known=True)
 
-    async def create(self, principal: Principal, body: dict, *,
-                     parent_id: str | None = None) -> tuple[dict, bool]:
-        """The response body and whether it is an existing token (dedup)."""
+    async def create(self, principal: Principal, body: dict, *, parent_id: str | None = None,
+                     shows_data: bool = True) -> tuple[dict, bool]:
+        """The response body and whether it is an existing token (dedup); without
+        `shows_data`, a body without data and mask (render)."""
         prepared = self.prepare(principal, body)
         token_id, draft, props = prepared.id, prepared.draft, prepared.props
         try:
@@ -302,7 +318,7 @@ class TokenService:
         if result is None:
             raise NotFound(NOT_FOUND)
         [body] = await self.render(principal, [self.created_answer(
-            principal, prepared, result.token, result.deduplicated)])
+            principal, prepared, result.token, result.deduplicated)], shows_data=shows_data)
         return body, result.deduplicated
 
     async def get(self, principal: Principal, token_id: str) -> dict:
@@ -315,7 +331,7 @@ class TokenService:
 
     async def list(self, principal: Principal, page: Page, *, ids: list[str],
                    types: list[str], metadata: dict[str, str]) -> Listing:
-        if any(unicodedata.category(ch) == "Cc" for key in metadata for ch in key):
+        if any(has_control_character(key) for key in metadata):
             # No stored key holds one (they are refused on write); a filter key that did could
             # reach across the key-value separator into a value that holds it.
             raise invalid("metadata", "filter keys must not contain control characters")

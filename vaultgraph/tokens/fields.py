@@ -25,6 +25,9 @@ _FORBIDDEN_ID_CHARS = frozenset("#/\\+?[]|&=%<>{}^")
 _FORBIDDEN_ID_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp"})
 
 _CONTAINER_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
+# Unicode's control characters (category Cc): C0, DEL and C1. One search instead of a category
+# look-up per character (tests/unit/test_token_fields.py checks the range against unicodedata).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 _EXPIRES_AT_MESSAGE = (
     "must be a date-time as 'M/D/YYYY h:mm:ss AM|PM +hh:mm', 'M/D/YYYY' or ISO 8601"
@@ -45,6 +48,11 @@ def metadata_filter_key(name: str) -> str | None:
     if not name.startswith(METADATA_PREFIX):
         return None
     return name[len(METADATA_PREFIX):].lower()
+
+
+def has_control_character(text: str) -> bool:
+    """Whether `text` holds a character of Unicode category Cc."""
+    return _CONTROL.search(text) is not None
 
 
 def validate_token_id(value: object) -> str:

@@ -1,4 +1,4 @@
-"""Token schemas, compiled once at import: the request bodies (loaded by the handlers) and the
+"""Token schemas: the request bodies (loaded by the handlers through api/loading.py) and the
 response bodies (dumped by api/endpoints.py). Both are what /openapi.json describes.
 
 Messages name the rule, never the submitted value (token data must not reach error bodies).
@@ -10,7 +10,6 @@ them as `{field}`).
 from __future__ import annotations
 
 import copy
-import unicodedata
 from collections.abc import Iterable
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validates
@@ -28,6 +27,7 @@ from .fields import (
     CONTAINER_MAX_SEGMENTS,
     TOKEN_ID_MAX_LENGTH,
     TOKEN_ID_MIN_LENGTH,
+    has_control_character,
     normalize_container,
     validate_token_id,
 )
@@ -42,21 +42,25 @@ MAX_EXPRESSION = MAX_EXPRESSION_LENGTH
 MAX_DATA_DEPTH = 64
 
 
-def _depth(value) -> int:
-    """Nesting depth of a JSON value (a scalar is 0), without recursion."""
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if isinstance(item, dict):
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-    return deepest
+def _nested_deeper_than(value, limit: int) -> bool:
+    """Whether a JSON value nests more than `limit` levels (a scalar is 0), without recursion:
+    level by level, stopping past the limit."""
+    level = [value]
+    for _ in range(limit + 1):
+        below = []
+        for item in level:
+            if isinstance(item, dict):
+                below.extend(item.values())
+            elif isinstance(item, list):
+                below.extend(item)
+        if not below:
+            return False
+        level = below
+    return True
 
 
 def _data(value) -> None:
-    if _depth(value) > MAX_DATA_DEPTH:
+    if _nested_deeper_than(value, MAX_DATA_DEPTH):
         raise ValidationError(f"must be nested at most {MAX_DATA_DEPTH} levels deep")
 
 
@@ -153,7 +157,7 @@ class _TokenFields(Schema):
         for key, item in (value or {}).items():
             if not key or len(key) > MAX_METADATA_KEY:
                 raise ValidationError(f"keys must be 1 to {MAX_METADATA_KEY} characters")
-            if any(unicodedata.category(ch) == "Cc" for ch in key):
+            if has_control_character(key):
                 # The filter index joins key and value with U+001F: keys must not hold it.
                 raise ValidationError("keys must not contain control characters")
             if item is not None and len(item) > MAX_METADATA_VALUE:
@@ -204,10 +208,6 @@ class UpdateTokenSchema(_TokenFields):
     expires_at = fields.String(allow_none=True, metadata={
         "description": "As on create; null: never expires.", "minLength": 1,
         "maxLength": _EXPIRES_AT_MAX_LENGTH})
-
-
-CREATE_TOKEN = CreateTokenSchema()
-UPDATE_TOKEN = UpdateTokenSchema()
 
 
 # -- response bodies (dumped by the endpoint that answers them) ----------------------------------

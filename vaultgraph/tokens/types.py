@@ -42,8 +42,9 @@ class TokenType:
 
 
 def _digits(value: Any, low: int, high: int) -> bool:
-    # [0-9] rather than \d, which would also accept non-ASCII digits.
-    return isinstance(value, str) and re.fullmatch(f"[0-9]{{{low},{high}}}", value) is not None
+    # ASCII digits only: isdigit() alone would also accept other scripts' digits.
+    return (isinstance(value, str) and low <= len(value) <= high and value.isascii()
+            and value.isdigit())
 
 
 def _card_number(value: Any) -> str | None:
@@ -132,20 +133,24 @@ def _object(
     optional: Mapping[str, Callable[[Any], str | None]],
 ) -> Callable[[Any], Errors]:
     allowed = ", ".join((*required, *optional))
+    # Built once: each field's rule, whether it is required, and the error key it is named by.
+    rules = tuple((name, rule, name in required, f"data.{name}")
+                  for name, rule in (*required.items(), *optional.items()))
+    names = frozenset((*required, *optional))
 
     def validate(data: Any) -> Errors:
         if not isinstance(data, dict):
             return {"data": ["must be an object"]}
         errors: Errors = {}
-        for name, rule in (*required.items(), *optional.items()):
+        for name, rule, is_required, key in rules:
             if name not in data:
-                if name in required:
-                    errors[f"data.{name}"] = ["is required"]
+                if is_required:
+                    errors[key] = ["is required"]
                 continue
             message = rule(data[name])
             if message:
-                errors[f"data.{name}"] = [message]
-        if any(name not in required and name not in optional for name in data):
+                errors[key] = [message]
+        if not names.issuperset(data):
             # Named by the allowed fields, never by the submitted ones: a key is data too.
             errors["data"] = [f"has fields that are not allowed; allowed: {allowed}"]
         return errors

@@ -62,8 +62,10 @@ def _plain(value: Any) -> Any:
 
 
 def present(token: StoredToken, transform: str, keys: TenantKeys, *, data: Any = None,
-            mask: Any = None, plaintext_known: bool = False) -> dict:
-    """The response body of one token. `data`/`mask` may be passed when already in hand."""
+            mask: Any = None, plaintext_known: bool = False, shows_data: bool = True) -> dict:
+    """The response body of one token. `data`/`mask` may be passed when already in hand.
+    Without `shows_data` (an answer that never shows them: a created child token) its data
+    and mask are left out, nothing is rendered; stored ones are still decrypted (checked)."""
     out: dict[str, Any] = {
         "id": token.id,
         "tenant_id": token.tenant_id,
@@ -73,6 +75,7 @@ def present(token: StoredToken, transform: str, keys: TenantKeys, *, data: Any =
         if not plaintext_known:
             data = decrypt_field(keys, token, "data")
             mask = decrypt_field(keys, token, "mask")
+    if shows_data and transform in (REVEAL, MASK):
         shown_mask = effective_mask(token, mask)
         if transform == REVEAL:
             out["data"] = data

@@ -34,6 +34,20 @@ async def test_child_is_created_linked_with_the_child_view(api, tenant):
     assert (await api.get(child["id"]))["data"]["number"].endswith("4242")
 
 
+async def test_child_answer_is_the_token_as_read_less_data_mask_and_indexes(api, caller):
+    parent = await api.create(customer())
+    for transform in ("mask", "reveal"):
+        reader = await caller(rule("/", transform, ["token:create", "token:read"]),
+                              permissions=["token:create", "token:read"], name=transform)
+        child = await reader.create_child(parent["id"], card(
+            mask={"number": "{{ data.number | last4 }}"}, search_indexes=["{{ data.number }}"]))
+        read = await reader.get(child["id"])
+        assert read["data"] == ({"number": "4242"} if transform == "mask" else card()["data"])
+        assert child == {name: value for name, value in read.items()
+                         if name not in {"data", "mask", "search_indexes"}}
+        assert ("fingerprint" in child) == (transform == "reveal")
+
+
 async def test_invalid_child_body_creates_nothing(api, tenant):
     parent = await api.create(customer())
     before = await tenant_counts(api.client, tenant.tenant_id)
