@@ -82,7 +82,7 @@ async def sweep_at_once(settings, a, b) -> set[str]:
         MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr})
         RETURN properties(e) AS p, e.application_id AS application_id,
                e.operation AS operation, e.outcome AS outcome, e.status AS status,
-               e.reason AS reason, e.chain AS chain, e.seq AS seq,
+               e.reason AS reason, toString(e.chain) AS chain, e.seq AS seq,
                e:PendingAuditEvent AS pending""", **audit_tenant(tenant.tenant_id))
     per_token = Counter(token for e in events for token in audit_tokens(e["p"]))
     assert per_token == Counter({f"expired-{i}": 1 for i in range(EXPIRED)})
@@ -116,8 +116,9 @@ async def aged(a, chains: set[str]) -> tuple[int, dict[str, int]]:
     for chain in chains:
         await retime_chain(a, chain, lambda e: OLD + timedelta(seconds=e["seq"]))
     tops = {r["chain"]: (r["seq"], r["n"]) for r in await cypher(a, """
-        MATCH (e:AuditEvent) WHERE e.chain IN $chains
-        RETURN e.chain AS chain, max(e.seq) AS seq, count(e) AS n""", chains=list(chains))}
+        MATCH (e:AuditEvent) WHERE toString(e.chain) IN $chains
+        RETURN toString(e.chain) AS chain, max(e.seq) AS seq, count(e) AS n""",
+        chains=list(chains))}
     return sum(n for _, n in tops.values()), {c: seq for c, (seq, _) in tops.items()}
 
 
@@ -129,7 +130,7 @@ async def test_audit_prunes_of_two_replicas_at_once_leave_one_checkpoint_per_cha
         pruned = await asyncio.gather(a.audit_pruner.prune_before(ANCIENT, batch=BATCH),
                                       b.audit_pruner.prune_before(ANCIENT, batch=BATCH))
         assert sum(pruned) == total  # each event counted by the prune that deleted it
-        [left] = await cypher(a, "MATCH (e:AuditEvent) WHERE e.chain IN $chains "
+        [left] = await cypher(a, "MATCH (e:AuditEvent) WHERE toString(e.chain) IN $chains "
                                  "RETURN count(e) AS n", chains=list(chains))
         assert left["n"] == 0
         checkpoints = await cypher(a, """

@@ -7,7 +7,7 @@ import uuid
 from datetime import UTC, datetime
 
 from vaultgraph.audit.chain import sign
-from vaultgraph.audit.ids import compact_ids, id_parts, query_ids
+from vaultgraph.audit.ids import chain_forms, chain_number, compact_ids, id_parts, query_ids
 from vaultgraph.crypto import KeyRing
 from vaultgraph.repository.audit import created_parts, event_of, linked_parts
 from vaultgraph.services.audit_writer import new_chain_id
@@ -129,10 +129,25 @@ def test_an_event_stored_before_reads_as_stored():
     assert event_of(old) == {k: v for k, v in old.items() if k != "token_id"}
 
 
-def test_a_chain_id_is_19_digits():
-    """Digits take half a UUID's store in every event and in the (chain, seq) index."""
+def test_a_chain_id_is_19_digits_stored_as_a_64_bit_integer_and_read_back_as_its_text():
+    """Every chain the writer starts is stored as the integer its digits name (docs/adr/0028:
+    10 bytes of the (chain, seq) index's key where the digits took 22), read back as the text
+    signed; an id that names no 64-bit integer (a chain started before) keeps its text."""
     ids = {new_chain_id() for _ in range(1000)}
     assert len(ids) == 1000 and all(len(i) == 19 and i.isdigit() for i in ids)
+    assert all(chain_number(i) == int(i) < 2**63 for i in ids)
+    ring = KeyRing.from_spec(KeyRing.generate_spec())
+    for chain in (min(ids), "9223372036854775807"):
+        signed = {**event(chain=chain), "prev": "ab" * 32, "key_version": ring.active}
+        signed["mac"] = sign(ring, signed)
+        fields = created_parts(signed)["fields"]
+        assert fields["chain"] == int(chain) and chain_forms(chain) == [chain, int(chain)]
+        back = event_of({**fields, "at": AT})
+        assert back["chain"] == chain and sign(ring, {**back, "prev": "ab" * 32}) == signed["mac"]
+    for kept in ("9223372036854775808", "9999999999999999999", "0123456789012345678", "c",
+                 "rehearsal-" + str(uuid.uuid4())):
+        assert chain_number(kept) is None and chain_forms(kept) == [kept]
+        assert created_parts(event(chain=kept))["fields"]["chain"] == kept
 
 
 def test_uuid_ids_are_stored_as_two_integers_and_read_back_as_the_text_signed():

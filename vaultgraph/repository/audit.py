@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..audit.event import FIELDS, OUTCOMES
-from ..audit.ids import STORE_NAMES, compact_ids, expand_ids, query_ids
+from ..audit.ids import STORE_NAMES, chain_forms, compact_ids, expand_ids, query_ids
 from ..audit.query import LogFilter
 from .database import Database
 from .records import datetime_text, one_list
@@ -225,8 +225,8 @@ class AuditRepository:
                            ) -> AsyncIterator[dict[str, Any]]:
         after = -1
         while True:
-            records = await self._db.read("audit/chain_events", chain=chain, after=after,
-                                          limit=page)
+            records = await self._db.read("audit/chain_events", chains=chain_forms(chain),
+                                          after=after, limit=page)
             for r in records:
                 yield event_of(r["event"])
             if len(records) < page:
@@ -253,7 +253,8 @@ class AuditRepository:
                            ) -> tuple[tuple[int, str], list[dict[str, Any]]]:
         """The chain's checkpoint, (0, "") if none, and its next `limit` events above it by
         `seq`, whole."""
-        records = await self._db.read("audit/prune_prefix", chain=chain, limit=limit)
+        records = await self._db.read("audit/prune_prefix", chain=chain,
+                                      chains=chain_forms(chain), limit=limit)
         return ((records[0]["done"], records[0]["done_mac"]),
                 [event_of(e) for e in records[0]["events"]])
 
@@ -269,6 +270,6 @@ class AuditRepository:
         or {id, node} as `prune_leftovers` did) and move the `checkpoints` forward."""
         records = await self._db.write(
             "audit/prune", checkpoints=checkpoints,
-            events=[{"id": e["id"], "chain": e.get("chain"), "seq": e.get("seq"),
-                     "node": e.get("node")} for e in events])
+            events=[{"id": e["id"], "chains": chain_forms(e["chain"]) if e.get("chain") else [],
+                     "seq": e.get("seq"), "node": e.get("node")} for e in events])
         return records[0]["pruned"] if records else 0

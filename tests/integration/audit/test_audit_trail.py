@@ -17,7 +17,7 @@ from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit import context as audit_context
 from vaultgraph.audit.chain import sign
 from vaultgraph.audit.event import OUTCOMES
-from vaultgraph.audit.ids import query_ids
+from vaultgraph.audit.ids import chain_forms, query_ids
 from vaultgraph.audit.query import LogFilter
 from vaultgraph.errors import Unavailable
 from vaultgraph.repository.audit import BEGINNING, END, AuditRepository, event_of, native
@@ -52,6 +52,10 @@ def of_token(token_id: str) -> dict:
 
 
 async def cypher(client, query: str, **params):
+    """Run `query`; a chain named `c` is also given as `cs`, the forms its events may hold its
+    id in (an integer, or the text of events stored before docs/adr/0028)."""
+    if isinstance(params.get("c"), str):
+        params["cs"] = chain_forms(params["c"])
     db = database(client.server.app)
     records, _, _ = await db.driver.execute_query(query, params, database_=db.database)
     return [r.data() for r in records]
@@ -348,7 +352,7 @@ async def test_concurrent_requests_and_rolled_back_writes_leave_a_whole_chain(
     statuses = sorted(r.status for r in await asyncio.gather(*requests))
     assert statuses == [200] * 30 + [409] * 5
     await settle(client)
-    rows = await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.seq AS s "
+    rows = await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs RETURN e.seq AS s "
                                 "ORDER BY s", c=chain_of(client))
     assert [r["s"] for r in rows] == list(range(1, len(rows) + 1))
     assert len(rows) >= 36
@@ -357,7 +361,7 @@ async def test_concurrent_requests_and_rolled_back_writes_leave_a_whole_chain(
 
 async def chain_events(client) -> list[dict]:
     await settle(client)
-    return await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.id AS id, "
+    return await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs RETURN e.id AS id, "
                                 "e.seq AS seq ORDER BY seq", c=chain_of(client))
 
 
@@ -433,7 +437,7 @@ def held_back(caplog, chain: str) -> list[str]:
 async def test_a_pruned_chain_still_verifies_from_its_checkpoint(client, six_events):
     pruner = client.server.app[services_key].audit_pruner
     ats = {r["seq"]: r["at"] for r in await cypher(
-        client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.seq AS seq, e.at AS at",
+        client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs RETURN e.seq AS seq, e.at AS at",
         c=chain_of(client))}
     cutoff = ats[4]  # the driver's own DateTime: exact to the nanosecond
     await pruner.prune_before(cutoff)  # (other tests' chains are pruned as well)
@@ -463,8 +467,8 @@ async def test_a_prune_leaves_nothing_of_a_chain_below_its_checkpoint(client, si
     assert await pruner.prune_before(cutoff) >= 1
     assert [e["seq"] for e in await chain_events(client)] == [2, 3, 4, 5, 6]
     assert await checkpoint_of(client) == 1
-    await cypher(client, "MATCH (e:AuditEvent {chain: $c, seq: 2}) DETACH DELETE e",
-                 c=chain_of(client))
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs AND e.seq = 2 "
+                         "DETACH DELETE e", c=chain_of(client))
     assert await verify_own_chain(client) == [f"deleted: chain {chain_of(client)} seq 2"]
     await pruner.prune_before(cutoff)  # seq 3 is old, but past the gap
     assert [e["seq"] for e in await chain_events(client)] == [3, 4, 5, 6]
@@ -473,9 +477,9 @@ async def test_a_prune_leaves_nothing_of_a_chain_below_its_checkpoint(client, si
 
 
 @pytest.mark.parametrize(("tamper", "defect", "found"), [
-    ("MATCH (e:AuditEvent {chain: $c, seq: 3}) SET e.outcome = 'denied'",
+    ("MATCH (e:AuditEvent) WHERE e.chain IN $cs AND e.seq = 3 SET e.outcome = 'denied'",
      "MAC does not hold", "edited: chain {c} seq 3"),
-    ("MATCH (e:AuditEvent {chain: $c, seq: 3}) WITH properties(e) AS p "
+    ("MATCH (e:AuditEvent) WHERE e.chain IN $cs AND e.seq = 3 WITH properties(e) AS p "
      "CREATE (f:AuditEvent) SET f = p {.*, id: 'forged-' + randomUUID(), mac: 'forged'}",
      "two events at one number", "inserted: chain {c} seq 3"),
 ])
@@ -497,12 +501,23 @@ async def test_a_prune_stops_before_a_tampered_event_and_signs_no_forged_mac(
         found.format(c=chain)]
 
 
+async def chain_as_text(client, chain: str, seqs: range | None = None) -> None:
+    """The chain's events (those at `seqs`, or all) with the chain's id as text, as versions
+    before docs/adr/0028 stored it."""
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs "
+                         "AND ($seqs IS NULL OR e.seq IN $seqs) SET e.chain = toString(e.chain)",
+                 c=chain, seqs=list(seqs) if seqs is not None else None)
+
+
 async def ids_as_text(client, chain: str, seqs: range | None = None) -> None:
     """The chain's events (those at `seqs`, or all) with their tenant's, application's, token's
-    and key's ids as text, as versions before docs/adr/0026 stored them (and no integers)."""
+    and key's ids as text, as versions before docs/adr/0026 stored them (and no integers), and
+    the chain's id as text."""
+    await chain_as_text(client, chain, seqs)
     events = [e async for e in client.server.app[services_key].audit_log._repo
               .chain_events(chain)]
-    await cypher(client, "UNWIND $rows AS r MATCH (e:AuditEvent {chain: $c, seq: r.seq}) "
+    await cypher(client, "UNWIND $rows AS r MATCH (e:AuditEvent) "
+                         "WHERE e.chain IN $cs AND e.seq = r.seq "
                          "SET e.tenant_id = r.tenant_id, e.application_id = r.application_id, "
                          "e.token_id = r.token_id, e.key_id = r.key_id "
                          "REMOVE e.tenant_key, e.tenant_rest, e.application_key, "
@@ -523,7 +538,8 @@ async def stored_as_before(client, chain: str, seqs: range | None = None) -> lis
     prev = ""
     for event in events:
         event["prev"], prev = prev, event["mac"]
-    await cypher(client, "UNWIND $rows AS r MATCH (e:AuditEvent {chain: $c, seq: r.seq}) "
+    await cypher(client, "UNWIND $rows AS r MATCH (e:AuditEvent) "
+                         "WHERE e.chain IN $cs AND e.seq = r.seq "
                          "SET e.prev = r.prev, e.mac = r.mac, e.token_ids = r.token_ids "
                          "REMOVE e.mac_end", c=chain,
                  rows=[{k: e[k] for k in ("seq", "prev", "mac", "token_ids")} for e in events
@@ -534,12 +550,14 @@ async def stored_as_before(client, chain: str, seqs: range | None = None) -> lis
 
 async def test_events_stored_before_fields_were_left_out_still_verify_list_export_and_prune(
         client, six_events):
-    """A store upgraded in place, twice: the chain's first events as versions before
-    docs/adr/0024 stored them (`prev`, the list of one token, a hex MAC, the ids as text), the
-    fourth as versions before docs/adr/0026 did (the ids as text), the rest as this one does.
-    The chain verifies across the three, `GET /logs` answers as before under every filter (the
-    text indexes' seeks and the integers' merged), the export gives every event its `prev`
-    and whole MAC (each verifies on its own), an edit of a stored `prev` is named, and a prune
+    """A store upgraded in place, three times: the chain's first events as versions before
+    docs/adr/0024 stored them (`prev`, the list of one token, a hex MAC, the ids and the chain's
+    id as text), the fourth as versions before docs/adr/0026 did (the ids and the chain's id as
+    text), the fifth as versions before docs/adr/0028 did (the chain's id as text), the sixth
+    as this one does. The chain verifies across the four, `GET /logs` answers as before under
+    every filter (the text indexes' seeks and the integers' merged), the export gives every
+    event its `prev` and whole MAC (each verifies on its own; the event before found whichever
+    form its chain's id takes), an edit of a stored `prev` is named, and a prune
     takes the mixed prefix."""
     chain = chain_of(client)
     services = client.server.app[services_key]
@@ -556,14 +574,16 @@ async def test_events_stored_before_fields_were_left_out_still_verify_list_expor
     assert {e["id"] for e in six_events} <= {e["id"] for e in listed[1][0]}
     events = await stored_as_before(client, chain, range(1, 4))
     await ids_as_text(client, chain, range(4, 5))
-    stored = await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.seq AS seq, "
+    await chain_as_text(client, chain, range(5, 6))
+    stored = await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs RETURN e.seq AS seq, "
                                   "e.prev IS NOT NULL AS prev, valueType(e.mac) AS mac, "
                                   "e.tenant_id IS NULL AND e.tenant_key IS NOT NULL "
-                                  "AND valueType(e.key_id) STARTS WITH 'LIST' AS keys "
-                                  "ORDER BY seq", c=chain)
-    assert [(r["prev"], r["mac"].split()[0], r["keys"]) for r in stored] == (
-        [(True, "STRING", False)] * 3 + [(False, "LIST<INTEGER", False)]
-        + [(False, "LIST<INTEGER", True)] * 2)
+                                  "AND valueType(e.key_id) STARTS WITH 'LIST' AS keys, "
+                                  "valueType(e.chain) AS chain_type ORDER BY seq", c=chain)
+    assert [(r["prev"], r["mac"].split()[0], r["keys"], r["chain_type"].split()[0])
+            for r in stored] == (
+        [(True, "STRING", False, "STRING")] * 3 + [(False, "LIST<INTEGER", False, "STRING")]
+        + [(False, "LIST<INTEGER", True, "STRING"), (False, "LIST<INTEGER", True, "INTEGER")])
     assert await verify_own_chain(client) == []
     assert [await audit_log.page(tenant_id, f, 50, None) for f in filters] == listed
     since, until = datetime(1989, 1, 1, tzinfo=UTC), datetime(1991, 1, 1, tzinfo=UTC)
@@ -575,12 +595,12 @@ async def test_events_stored_before_fields_were_left_out_still_verify_list_expor
             event["prev"], event["mac"])
         assert sign(audit_log._ring, exported[event["id"]]) == event["mac"]
     assert {e["tenant_id"] for e in exported.values()} == {tenant_id}
-    await cypher(client, "MATCH (e:AuditEvent {chain: $c, seq: 2}) SET e.prev = $forged",
-                 c=chain, forged="00" * 32)
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs AND e.seq = 2 "
+                         "SET e.prev = $forged", c=chain, forged="00" * 32)
     assert await verify_own_chain(client) == [f"edited: chain {chain} seq 2 "
                                               f"(event {six_events[1]['id']})"]
-    await cypher(client, "MATCH (e:AuditEvent {chain: $c, seq: 2}) SET e.prev = $prev",
-                 c=chain, prev=events[1]["prev"])
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs AND e.seq = 2 "
+                         "SET e.prev = $prev", c=chain, prev=events[1]["prev"])
     await services.audit_pruner.prune_before(datetime(2000, 1, 1, tzinfo=UTC))
     assert await chain_events(client) == []
     assert await checkpoint_of(client) == 6
@@ -681,7 +701,7 @@ async def test_an_export_pages_through_events_of_one_instant(client, six_events)
     run goes on after the last one it saw (a cursor made of the time as read would compare
     unequal to the stored one, and skip the rest of the run)."""
     audit_log = client.server.app[services_key].audit_log
-    await cypher(client, "MATCH (e:AuditEvent {chain: $c}) "
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs "
                          "SET e.at = datetime('1990-01-01T00:00:00Z')", c=chain_of(client))
     since, until = datetime(1989, 1, 1, tzinfo=UTC), datetime(1991, 1, 1, tzinfo=UTC)
     own = {e["id"] for e in six_events}
@@ -730,11 +750,11 @@ async def test_logs_page_through_events_of_one_instant(client, six_events, audit
     """Whichever index a filter reads, a page that ends inside a run of events of one instant
     goes on after the last one it saw: each event once, ties newest id first."""
     await settle(client)  # the auditor's application's event is linked into the chain first
-    await cypher(client, "MATCH (e:AuditEvent {chain: $c}) "
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs "
                          "SET e.at = datetime('1990-01-01T00:00:00Z') "
                          "WITH e MATCH (e)-[r:AUDIT_REF]->(e) SET r.at = e.at", c=chain_of(client))
-    events = await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN properties(e) AS p",
-                          c=chain_of(client))
+    events = await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs "
+                                  "RETURN properties(e) AS p", c=chain_of(client))
     # The chain's events: the six, and any other request's in the same chain (the auditor's).
     own = sorted((event_of(e["p"]) for e in events), key=lambda e: e["id"], reverse=True)
     read = next(e for e in own if e.get("token_ids"))
