@@ -64,6 +64,7 @@ FORGET = "health/forget_rehearsal"
 SAMPLES: dict[str, Any] = {
     "actor": _ID, "after": "", "after_at": _ID, "after_id": "", "application_id": _ID,
     "application_name": _ID, "batch": 1, "before_at": _WHEN, "before_id": "~", "chain": _ID,
+    "chains": [_ID, 1],  # a chain's id as text and as an integer (audit/ids.py chain_forms)
     "checkpoints": [], "child_id": _ID, "claim": _ID, "content_type": _ID, "created": [],
     "created_by": _ID, "cutoff": _WHEN, "dedup": False, "deleted_by": _ID, "depth": 1,
     "direction": _ID, "event": {}, "expired_actor": _ID, "expired_reason": "expired",
