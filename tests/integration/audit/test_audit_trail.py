@@ -20,9 +20,17 @@ from vaultgraph.audit.event import OUTCOMES
 from vaultgraph.audit.ids import chain_forms, query_ids
 from vaultgraph.audit.query import LogFilter
 from vaultgraph.errors import Unavailable
-from vaultgraph.repository.audit import BEGINNING, END, AuditRepository, event_of, native
+from vaultgraph.repository.audit import (
+    BEGINNING,
+    END,
+    AuditRepository,
+    event_of,
+    native,
+    time_forms,
+)
 from vaultgraph.repository.database import Database
-from vaultgraph.services.audit_writer import AuditWriter
+from vaultgraph.repository.records import at_number
+from vaultgraph.services.audit_writer import AuditWriter, new_chain_id
 
 CANARY = "4111111111111111"  # a Luhn-valid card number that must never reach an event
 EVENT_FIELDS = {"id", "at", "tenant_id", "application_id", "key_id", "operation", "route",
@@ -304,10 +312,11 @@ async def test_every_event_time_is_stored_as_the_datetime_it_was_taken(client, a
                                 "RETURN e.route AS route, valueType(e.at) AS kind, e.at AS at "
                                 "ORDER BY e.at",
                         **of_tenant(tenant.tenant_id), **of_token(card["id"]))
-    zoned = "ZONED DATETIME NOT NULL"
-    assert [(r["route"], r["kind"]) for r in rows] == [("POST /tokens", zoned),
-                                                       ("GET /tokens/{id}", zoned)]
-    taken = [r["at"].to_native() for r in rows]
+    # As an integer, microseconds since 1970 (docs/adr/0028).
+    kind = "INTEGER NOT NULL"
+    assert [(r["route"], r["kind"]) for r in rows] == [("POST /tokens", kind),
+                                                       ("GET /tokens/{id}", kind)]
+    taken = [native(r["at"]) for r in rows]
     assert before <= taken[0] <= taken[1] <= after
     assert taken[0].microsecond or taken[1].microsecond  # not cut to whole seconds
     # Each names the one token as its scalar reference, indexed with the event's time ("all
@@ -436,7 +445,7 @@ def held_back(caplog, chain: str) -> list[str]:
 
 async def test_a_pruned_chain_still_verifies_from_its_checkpoint(client, six_events):
     pruner = client.server.app[services_key].audit_pruner
-    ats = {r["seq"]: r["at"] for r in await cypher(
+    ats = {r["seq"]: native(r["at"]) for r in await cypher(
         client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs RETURN e.seq AS seq, e.at AS at",
         c=chain_of(client))}
     cutoff = ats[4]  # the driver's own DateTime: exact to the nanosecond
@@ -501,19 +510,23 @@ async def test_a_prune_stops_before_a_tampered_event_and_signs_no_forged_mac(
         found.format(c=chain)]
 
 
-async def chain_as_text(client, chain: str, seqs: range | None = None) -> None:
-    """The chain's events (those at `seqs`, or all) with the chain's id as text, as versions
-    before docs/adr/0028 stored it."""
+async def as_before_0028(client, chain: str, seqs: range | None = None) -> None:
+    """The chain's events (those at `seqs`, or all) with the chain's id as text and their time
+    as a DateTime (their AUDIT_REFs' too), as versions before docs/adr/0028 stored them."""
     await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs "
-                         "AND ($seqs IS NULL OR e.seq IN $seqs) SET e.chain = toString(e.chain)",
+                         "AND ($seqs IS NULL OR e.seq IN $seqs) SET e.chain = toString(e.chain) "
+                         "WITH e WHERE e.at IS :: INTEGER "
+                         "SET e.at = datetime({epochSeconds: e.at / 1000000, "
+                         "                     nanosecond: e.at % 1000000 * 1000}) "
+                         "WITH e OPTIONAL MATCH (e)-[r:AUDIT_REF]->(e) SET r.at = e.at",
                  c=chain, seqs=list(seqs) if seqs is not None else None)
 
 
 async def ids_as_text(client, chain: str, seqs: range | None = None) -> None:
     """The chain's events (those at `seqs`, or all) with their tenant's, application's, token's
     and key's ids as text, as versions before docs/adr/0026 stored them (and no integers), and
-    the chain's id as text."""
-    await chain_as_text(client, chain, seqs)
+    the chain's id and time as versions before docs/adr/0028 did."""
+    await as_before_0028(client, chain, seqs)
     events = [e async for e in client.server.app[services_key].audit_log._repo
               .chain_events(chain)]
     await cypher(client, "UNWIND $rows AS r MATCH (e:AuditEvent) "
@@ -552,8 +565,9 @@ async def test_events_stored_before_fields_were_left_out_still_verify_list_expor
         client, six_events):
     """A store upgraded in place, three times: the chain's first events as versions before
     docs/adr/0024 stored them (`prev`, the list of one token, a hex MAC, the ids and the chain's
-    id as text), the fourth as versions before docs/adr/0026 did (the ids and the chain's id as
-    text), the fifth as versions before docs/adr/0028 did (the chain's id as text), the sixth
+    id as text, the time as a DateTime), the fourth as versions before docs/adr/0026 did (the
+    ids and the chain's id as text, the time as a DateTime), the fifth as versions before
+    docs/adr/0028 did (the chain's id as text, the time as a DateTime), the sixth
     as this one does. The chain verifies across the four, `GET /logs` answers as before under
     every filter (the text indexes' seeks and the integers' merged), the export gives every
     event its `prev` and whole MAC (each verifies on its own; the event before found whichever
@@ -574,16 +588,19 @@ async def test_events_stored_before_fields_were_left_out_still_verify_list_expor
     assert {e["id"] for e in six_events} <= {e["id"] for e in listed[1][0]}
     events = await stored_as_before(client, chain, range(1, 4))
     await ids_as_text(client, chain, range(4, 5))
-    await chain_as_text(client, chain, range(5, 6))
+    await as_before_0028(client, chain, range(5, 6))
     stored = await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs RETURN e.seq AS seq, "
                                   "e.prev IS NOT NULL AS prev, valueType(e.mac) AS mac, "
                                   "e.tenant_id IS NULL AND e.tenant_key IS NOT NULL "
                                   "AND valueType(e.key_id) STARTS WITH 'LIST' AS keys, "
-                                  "valueType(e.chain) AS chain_type ORDER BY seq", c=chain)
-    assert [(r["prev"], r["mac"].split()[0], r["keys"], r["chain_type"].split()[0])
-            for r in stored] == (
-        [(True, "STRING", False, "STRING")] * 3 + [(False, "LIST<INTEGER", False, "STRING")]
-        + [(False, "LIST<INTEGER", True, "STRING"), (False, "LIST<INTEGER", True, "INTEGER")])
+                                  "valueType(e.chain) + ' ' + valueType(e.at) AS since_0028 "
+                                  "ORDER BY seq", c=chain)
+    before_0028 = "STRING NOT NULL ZONED DATETIME NOT NULL"
+    now = "INTEGER NOT NULL INTEGER NOT NULL"
+    assert [(r["prev"], r["mac"].split()[0], r["keys"], r["since_0028"]) for r in stored] == (
+        [(True, "STRING", False, before_0028)] * 3
+        + [(False, "LIST<INTEGER", False, before_0028)]
+        + [(False, "LIST<INTEGER", True, before_0028), (False, "LIST<INTEGER", True, now)])
     assert await verify_own_chain(client) == []
     assert [await audit_log.page(tenant_id, f, 50, None) for f in filters] == listed
     since, until = datetime(1989, 1, 1, tzinfo=UTC), datetime(1991, 1, 1, tzinfo=UTC)
@@ -701,8 +718,8 @@ async def test_an_export_pages_through_events_of_one_instant(client, six_events)
     run goes on after the last one it saw (a cursor made of the time as read would compare
     unequal to the stored one, and skip the rest of the run)."""
     audit_log = client.server.app[services_key].audit_log
-    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs "
-                         "SET e.at = datetime('1990-01-01T00:00:00Z')", c=chain_of(client))
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs SET e.at = $at",
+                 c=chain_of(client), at=at_number(datetime(1990, 1, 1, tzinfo=UTC)))
     since, until = datetime(1989, 1, 1, tzinfo=UTC), datetime(1991, 1, 1, tzinfo=UTC)
     own = {e["id"] for e in six_events}
     exported = [e["id"] async for e in audit_log._repo.export(since=since, until=until, page=2)]
@@ -750,9 +767,9 @@ async def test_logs_page_through_events_of_one_instant(client, six_events, audit
     """Whichever index a filter reads, a page that ends inside a run of events of one instant
     goes on after the last one it saw: each event once, ties newest id first."""
     await settle(client)  # the auditor's application's event is linked into the chain first
-    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs "
-                         "SET e.at = datetime('1990-01-01T00:00:00Z') "
-                         "WITH e MATCH (e)-[r:AUDIT_REF]->(e) SET r.at = e.at", c=chain_of(client))
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs SET e.at = $at "
+                         "WITH e MATCH (e)-[r:AUDIT_REF]->(e) SET r.at = e.at",
+                 c=chain_of(client), at=at_number(datetime(1990, 1, 1, tzinfo=UTC)))
     events = await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs "
                                   "RETURN properties(e) AS p", c=chain_of(client))
     # The chain's events: the six, and any other request's in the same chain (the auditor's).
@@ -799,12 +816,15 @@ async def test_a_page_of_the_trail_reads_a_page_not_the_trail(client, statement,
     tenant = str(uuid.uuid4())
     # Every shape of an event, interleaved: its ids as integers (docs/adr/0026) or as text
     # (events stored before); naming the token alone (the scalar) or among others (an
-    # AUDIT_REF self-loop per token; every event of older versions).
+    # AUDIT_REF self-loop per token; every event of older versions); its time as an integer
+    # (docs/adr/0028) or as a DateTime (events stored before).
     ids = query_ids(tenant_id=tenant, application_id=APP, token_id=TOK)
     await cypher(client, "UNWIND range(1, 150) AS i "
                          "CREATE (e:AuditEvent {id: $t + '-' + toString(1000 + i), "
                          "  operation: 'token:read', outcome: 'success', "
                          "  at: datetime('2020-01-01T00:00:00Z') + duration({seconds: i / 3})}) "
+                         "FOREACH (_ IN CASE WHEN i % 5 < 3 THEN [1] ELSE [] END | "
+                         "  SET e.at = e.at.epochSeconds * 1000000 + e.at.microsecond) "
                          "FOREACH (_ IN CASE WHEN i % 3 = 0 THEN [1] ELSE [] END | "
                          "  SET e.tenant_id = $t, e.application_id = $app) "
                          "FOREACH (_ IN CASE WHEN i % 3 > 0 THEN [1] ELSE [] END | "
@@ -825,19 +845,22 @@ async def test_a_page_of_the_trail_reads_a_page_not_the_trail(client, statement,
     db = database(client.server.app)
     params = {**query_ids(tenant_id=tenant, token_id=None, application_id=None),
               "operation": None, "outcome": None, "outcomes": list(OUTCOMES),
-              "since": BEGINNING, "until": END, "limit": 11}
+              "limit": 11}
     params.update(query_ids(**{k: v for k, v in filters.items() if k.endswith("_id")}))
     params.update({k: v for k, v in filters.items() if not k.endswith("_id")})
     mine = "MATCH (e:AuditEvent) WHERE e.id STARTS WITH $t "
     try:
-        newest = await cypher(client, mine + "RETURN e.at AS at, e.id AS id "
-                                             "ORDER BY at DESC, id DESC", t=tenant)
+        newest = await cypher(client, mine + "RETURN e.at AS at, e.id AS id, CASE WHEN "
+                                             "e.at IS :: INTEGER THEN e.at ELSE e.at.epochSeconds "
+                                             "* 1000000 + e.at.microsecond END AS instant "
+                                             "ORDER BY instant DESC, id DESC", t=tenant)
         assert len(newest) == 150
         for cursor in (None, newest[40], newest[140]):
             before = (END, "") if cursor is None else (native(cursor["at"]), cursor["id"])
             records, summary, _ = await db.driver.execute_query(
                 "PROFILE " + db.catalog.text(statement),
-                {**params, "before_at": before[0], "before_id": before[1]},
+                {**params, "before_id": before[1],
+                 "times": time_forms(since=BEGINNING, until=END, before=before[0])},
                 database_=db.database)
             page = [e["id"] for e in records[0]["events"]]
             after = newest if cursor is None else newest[newest.index(cursor) + 1:]
@@ -845,9 +868,12 @@ async def test_a_page_of_the_trail_reads_a_page_not_the_trail(client, statement,
             operators = _operators(summary.profile)
             # Each seek reads the page, and at most the rest of one instant's run (three events
             # share each); the seeks' pages (one per shape: two, three for a token; for every
-            # event, one per outcome and the text's) merged are the only rows sorted.
-            seeks = {"audit/list_by_token": 3, "audit/list": len(OUTCOMES) + 1}.get(statement, 2)
-            assert max(rows for op, rows in operators if "Seek" in op) <= 11 + 3, operators
+            # event, one per outcome and the text's; each once per form of the time) merged are
+            # the only rows sorted.
+            seeks = 2 * {"audit/list_by_token": 3, "audit/list": len(OUTCOMES) + 1}.get(
+                statement, 2)
+            # (A seek operator runs once per form of the time: its rows are both runs'.)
+            assert max(rows for op, rows in operators if "Seek" in op) <= 2 * (11 + 3), operators
             assert sum(rows for op, rows in operators if "Seek" in op) <= seeks * (11 + 3)
             assert [op for op, _ in operators].count("Top") == 1, operators
             assert "Sort" not in {op for op, _ in operators}, operators
@@ -875,11 +901,11 @@ async def test_every_log_statement_is_index_backed(client, statement):
               "outcome": "success", "outcomes": list(OUTCOMES), "since": None, "until": None,
               "before_at": None,
               "before_id": "", "limit": 10, "chain": "c", "after": 0, "after_at": None,
-              "after_id": "", "cutoff": None, "batch": 10}
+              "after_id": "", "cutoff": None, "batch": 10, "chains": chain_forms(new_chain_id())}
     from datetime import UTC, datetime
     now = datetime.now(UTC)
-    params.update(since=now - timedelta(days=1), until=now, before_at=now, after_at=now,
-                  cutoff=now)
+    params.update(times=time_forms(since=now - timedelta(days=1), until=now, before=now,
+                                   after=now, cutoff=now))
     _, summary, _ = await db.driver.execute_query(
         "EXPLAIN " + db.catalog.text(statement), params, database_=db.database)
     operators = set()
