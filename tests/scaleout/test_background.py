@@ -55,7 +55,9 @@ async def sweep_at_once(settings, a, b) -> set[str]:
     async with open_services(replica_settings(settings)) as other:
         await other.expiry.sweep()  # other tests' expired tokens: not part of this test
     tenant = await a.tenants.create("sweeps-at-once")
-    [started] = await cypher(a, "RETURN datetime() AS now")
+    # An event's time is stored as microseconds since 1970 (docs/adr/0028).
+    [started] = await cypher(a, "RETURN datetime().epochSeconds * 1000000 "
+                                "+ datetime().microsecond AS now")
     await cypher(a, EXPIRED_TOKENS, t=tenant.tenant_id, n=EXPIRED, kv=META)
 
     swept: list[int] = []
@@ -151,7 +153,8 @@ async def test_two_serving_replicas_sweep_together_and_count_each_token_once(set
                       **sweeping) as (a, _):
         tenant = a.create_tenant("serving-sweeps")
         before = [scrape(port).get(SWEPT, 0.0) for port in ports]
-        [started] = await graph("RETURN datetime() AS now")
+        [started] = await graph("RETURN datetime().epochSeconds * 1000000 "
+                                "+ datetime().microsecond AS now")
         await graph(EXPIRED_TOKENS, t=tenant.tenant_id, n=EXPIRED, kv=META)
         for _ in range(600):
             [state] = await graph("""
