@@ -6,8 +6,9 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
+from vaultgraph.app import create_app
 from vaultgraph.audit.chain import sign
-from vaultgraph.audit.ids import chain_forms, chain_number, compact_ids, id_parts, query_ids
+from vaultgraph.audit.ids import ROUTES, chain_forms, chain_number, compact_ids, id_parts, query_ids
 from vaultgraph.crypto import KeyRing
 from vaultgraph.repository.audit import (
     BEGINNING,
@@ -20,6 +21,7 @@ from vaultgraph.repository.audit import (
 )
 from vaultgraph.repository.records import at_number
 from vaultgraph.services.audit_writer import new_chain_id
+from vaultgraph.settings import Settings
 
 AT = datetime(2026, 11, 24, 13, 5, 7, 123456, tzinfo=UTC)
 AT_NUMBER = 1_795_525_507_123_456  # microseconds since 1970: how an event's time is stored
@@ -247,3 +249,26 @@ def test_an_event_s_time_is_stored_as_microseconds_and_read_back_as_the_instant_
     assert at_number(AT) == AT_NUMBER and at_number(None) is None
     assert time_forms(since=AT, before=END) == [
         {"since": AT_NUMBER, "before": at_number(END)}, {"since": AT, "before": END}]
+
+
+def test_a_route_the_service_names_is_stored_as_its_number_and_read_back_as_its_text():
+    """docs/adr/0028: one property block where the text took three. The table only grows (a
+    stored number names its route for ever): every route the app audits is in it, and a route
+    it does not hold (a proxy call's, named by its proxy) keeps its text."""
+    assert ROUTES[:4] == ("POST /tokens/search", "POST /tokens", "GET /tokens",
+                          "GET /tokens/{id}") and len(set(ROUTES)) == len(ROUTES)
+    app = create_app(Settings())
+    audited = {f"{r.method} {r.resource.canonical}" for r in app.router.routes()
+               if r.method not in ("HEAD", "*") and r.resource is not None
+               and not r.resource.canonical.startswith(("/health", "/ready", "/openapi",
+                                                        "/docs", "/static"))}
+    assert audited <= set(ROUTES), audited - set(ROUTES)
+    ring = KeyRing.from_spec(KeyRing.generate_spec())
+    for route, stored in (("GET /tokens/{id}", 4), ("POST /proxy/p1/{path}", None), (None, None)):
+        signed = {**event(route=route), "prev": "ab" * 32, "key_version": ring.active}
+        signed["mac"] = sign(ring, signed)
+        fields = created_parts(signed)["fields"]
+        assert fields.get("route") == (stored if stored is not None else route)
+        back = event_of({**fields, "at": created_parts(signed)["at"]})
+        assert back.get("route") == route
+        assert sign(ring, {**back, "prev": "ab" * 32}) == signed["mac"]

@@ -17,7 +17,7 @@ from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit import context as audit_context
 from vaultgraph.audit.chain import sign
 from vaultgraph.audit.event import OUTCOMES
-from vaultgraph.audit.ids import chain_forms, query_ids
+from vaultgraph.audit.ids import ROUTES, chain_forms, query_ids, route_number
 from vaultgraph.audit.query import LogFilter
 from vaultgraph.errors import Unavailable
 from vaultgraph.repository.audit import (
@@ -64,6 +64,8 @@ async def cypher(client, query: str, **params):
     id in (an integer, or the text of events stored before docs/adr/0028)."""
     if isinstance(params.get("c"), str):
         params["cs"] = chain_forms(params["c"])
+    if isinstance(params.get("route"), str):
+        params["route"] = route_number(params["route"])
     db = database(client.server.app)
     records, _, _ = await db.driver.execute_query(query, params, database_=db.database)
     return [r.data() for r in records]
@@ -197,8 +199,9 @@ async def test_a_write_and_its_event_commit_together(client, admin_headers, tena
     # the id is fixed.)
     rows = await cypher(client, "MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr}) WHERE "
                                 + NAMES_TOKEN + " "
-                                "AND e.route = 'POST /tokens' RETURN e.outcome AS o",
-                        **of_token(card["id"]), **of_tenant(tenant.tenant_id))
+                                "AND e.route = $route RETURN e.outcome AS o",
+                        **of_token(card["id"]), **of_tenant(tenant.tenant_id),
+                        route="POST /tokens")
     assert rows == [{"o": "success"}]
     # A refused write (the id is taken) rolls back, event and all; its own event says so.
     resp = await client.post("/tokens", json={"type": "card", "id": "tok-audit-1",
@@ -207,9 +210,9 @@ async def test_a_write_and_its_event_commit_together(client, admin_headers, tena
     assert resp.status == 409
     await settle(client)  # the first event is linked without holding the answer
     rows = await cypher(client, "MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr}) "
-                                "WHERE e.route = 'POST /tokens' "
+                                "WHERE e.route = $route "
                                 "RETURN e.outcome AS o ORDER BY e.at",
-                        **of_tenant(tenant.tenant_id))
+                        **of_tenant(tenant.tenant_id), route="POST /tokens")
     assert [r["o"] for r in rows] == ["success", "conflict"]
     pending = await cypher(client, "MATCH (e:PendingAuditEvent "
                                    "{tenant_key: $tk, tenant_rest: $tr}) RETURN e.id",
@@ -233,14 +236,15 @@ async def test_a_write_s_event_is_completed_in_place(client, admin_headers, tena
     try:
         card = await create_card(client, admin_headers | {"User-Agent": "audit-test/1"})
         query = ("MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr}) "
-                 "WHERE e.route = 'POST /tokens' "
+                 "WHERE e.route = $route "
                  "RETURN properties(e) AS p, labels(e) AS labels, elementId(e) AS node")
-        [skeleton] = await cypher(client, query, **of_tenant(tenant.tenant_id))
+        [skeleton] = await cypher(client, query, **of_tenant(tenant.tenant_id),
+                                  route="POST /tokens")
     finally:
         gate.set()
         writer._write = real_write
     await settle(client)
-    [done] = await cypher(client, query, **of_tenant(tenant.tenant_id))
+    [done] = await cypher(client, query, **of_tenant(tenant.tenant_id), route="POST /tokens")
     assert sorted(skeleton["labels"]) == ["AuditEvent", "PendingAuditEvent"]
     assert skeleton["p"]["pending"] is True and "chain" not in skeleton["p"]
     # What the request knew when its write was sent is stored by the write itself; linking
@@ -285,9 +289,10 @@ async def test_a_write_whose_commit_went_unconfirmed_has_its_event_linked_once(
     assert resp.status == 503
     await settle(client)
     rows = await cypher(client, "MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr}) "
-                                "WHERE e.route = 'POST /tokens' RETURN e.outcome AS outcome, "
+                                "WHERE e.route = $route RETURN e.outcome AS outcome, "
                                 "e.status AS status, e:PendingAuditEvent AS pending, "
-                                "e.chain IS NOT NULL AS chained", **of_tenant(tenant.tenant_id))
+                                "e.chain IS NOT NULL AS chained", **of_tenant(tenant.tenant_id),
+                        route="POST /tokens")
     assert rows == [{"outcome": "unavailable", "status": 503, "pending": False,
                      "chained": True}]
     # The change did commit, and it has its one event.
@@ -314,8 +319,8 @@ async def test_every_event_time_is_stored_as_the_datetime_it_was_taken(client, a
                         **of_tenant(tenant.tenant_id), **of_token(card["id"]))
     # As an integer, microseconds since 1970 (docs/adr/0028).
     kind = "INTEGER NOT NULL"
-    assert [(r["route"], r["kind"]) for r in rows] == [("POST /tokens", kind),
-                                                       ("GET /tokens/{id}", kind)]
+    assert [(r["route"], r["kind"]) for r in rows] == [(route_number("POST /tokens"), kind),
+                                                       (route_number("GET /tokens/{id}"), kind)]
     taken = [native(r["at"]) for r in rows]
     assert before <= taken[0] <= taken[1] <= after
     assert taken[0].microsecond or taken[1].microsecond  # not cut to whole seconds
@@ -511,15 +516,18 @@ async def test_a_prune_stops_before_a_tampered_event_and_signs_no_forged_mac(
 
 
 async def as_before_0028(client, chain: str, seqs: range | None = None) -> None:
-    """The chain's events (those at `seqs`, or all) with the chain's id as text and their time
-    as a DateTime (their AUDIT_REFs' too), as versions before docs/adr/0028 stored them."""
+    """The chain's events (those at `seqs`, or all) with the chain's id and the route as text
+    and their time as a DateTime (their AUDIT_REFs' too), as versions before docs/adr/0028
+    stored them."""
     await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs "
-                         "AND ($seqs IS NULL OR e.seq IN $seqs) SET e.chain = toString(e.chain) "
+                         "AND ($seqs IS NULL OR e.seq IN $seqs) SET e.chain = toString(e.chain), "
+                         "e.route = CASE WHEN e.route IS :: INTEGER THEN $routes[e.route - 1] "
+                         "ELSE e.route END "
                          "WITH e WHERE e.at IS :: INTEGER "
                          "SET e.at = datetime({epochSeconds: e.at / 1000000, "
                          "                     nanosecond: e.at % 1000000 * 1000}) "
                          "WITH e OPTIONAL MATCH (e)-[r:AUDIT_REF]->(e) SET r.at = e.at",
-                 c=chain, seqs=list(seqs) if seqs is not None else None)
+                 c=chain, seqs=list(seqs) if seqs is not None else None, routes=list(ROUTES))
 
 
 async def ids_as_text(client, chain: str, seqs: range | None = None) -> None:
@@ -567,7 +575,7 @@ async def test_events_stored_before_fields_were_left_out_still_verify_list_expor
     docs/adr/0024 stored them (`prev`, the list of one token, a hex MAC, the ids and the chain's
     id as text, the time as a DateTime), the fourth as versions before docs/adr/0026 did (the
     ids and the chain's id as text, the time as a DateTime), the fifth as versions before
-    docs/adr/0028 did (the chain's id as text, the time as a DateTime), the sixth
+    docs/adr/0028 did (the chain's id and the route as text, the time as a DateTime), the sixth
     as this one does. The chain verifies across the four, `GET /logs` answers as before under
     every filter (the text indexes' seeks and the integers' merged), the export gives every
     event its `prev` and whole MAC (each verifies on its own; the event before found whichever
@@ -593,10 +601,11 @@ async def test_events_stored_before_fields_were_left_out_still_verify_list_expor
                                   "e.prev IS NOT NULL AS prev, valueType(e.mac) AS mac, "
                                   "e.tenant_id IS NULL AND e.tenant_key IS NOT NULL "
                                   "AND valueType(e.key_id) STARTS WITH 'LIST' AS keys, "
-                                  "valueType(e.chain) + ' ' + valueType(e.at) AS since_0028 "
+                                  "valueType(e.chain) + ' ' + valueType(e.at) + ' ' "
+                                  "+ valueType(e.route) AS since_0028 "
                                   "ORDER BY seq", c=chain)
-    before_0028 = "STRING NOT NULL ZONED DATETIME NOT NULL"
-    now = "INTEGER NOT NULL INTEGER NOT NULL"
+    before_0028 = "STRING NOT NULL ZONED DATETIME NOT NULL STRING NOT NULL"
+    now = "INTEGER NOT NULL INTEGER NOT NULL INTEGER NOT NULL"
     assert [(r["prev"], r["mac"].split()[0], r["keys"], r["since_0028"]) for r in stored] == (
         [(True, "STRING", False, before_0028)] * 3
         + [(False, "LIST<INTEGER", False, before_0028)]
