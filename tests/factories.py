@@ -24,6 +24,7 @@ from vaultgraph.auth.apikeys import HEADER
 from vaultgraph.auth.permissions import TOKEN_PERMISSIONS
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.audit import MAC_END, event_of, stored_form
+from vaultgraph.repository.records import at_number
 from vaultgraph.settings import Settings
 
 T = TypeVar("T")
@@ -180,12 +181,14 @@ async def retime_chain(services, chain: str, at: Callable[[dict], datetime]) -> 
         event["at"], event["prev"] = at(event), prev
         event["mac"] = prev = sign(audit_log._ring, event)
     db = services.database
-    # Stored as the writer stores an event (without `prev`, the MAC as two halves of bytes).
+    # Stored as the writer stores an event (without `prev`, the MAC as two halves of bytes, the
+    # time as an integer; the AUDIT_REFs hold the time too).
     await db.driver.execute_query(
         "UNWIND $rows AS r MATCH (e:AuditEvent {id: r.id}) "
-        "SET e.at = r.at, e.mac = r.mac, e.mac_end = r.mac_end",
-        {"rows": [{"id": e["id"], "at": e["at"], **{k: v for k, v in stored_form(e).items()
-                                                    if k in ("mac", MAC_END)}}
+        "SET e.at = r.at, e.mac = r.mac, e.mac_end = r.mac_end "
+        "WITH e OPTIONAL MATCH (e)-[ref:AUDIT_REF]->(e) SET ref.at = e.at",
+        {"rows": [{"id": e["id"], "at": at_number(e["at"]),
+                   **{k: v for k, v in stored_form(e).items() if k in ("mac", MAC_END)}}
                   for e in events]},
         database_=db.database)
 

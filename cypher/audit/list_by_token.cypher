@@ -6,12 +6,16 @@
 // (tenant_id, token_id, at). Each seek reads in index order and stops at a page; the newest of
 // the pages (at most three times the page, sorted) are the page. A deleted token's events stay
 // readable by its id.
-CALL () {
+// Each seek runs once per form of the time ($times: as integers, as events hold it since
+// docs/adr/0028, then as DateTimes, as events stored before do; list.cypher), and the page is
+// sorted by the instant whichever the form.
+UNWIND $times AS t
+CALL (t) {
   MATCH (e:AuditEvent) USING INDEX SEEK e:AuditEvent(tenant_key, token_key, at)
   WHERE e.tenant_key = $tenant_key
     AND e.token_key = $token_key
-    AND e.at >= $since AND e.at <= $until
-    AND e.at <= $before_at AND CASE WHEN e.at = $before_at THEN e.id < $before_id ELSE true END
+    AND e.at >= t.since AND e.at <= t.until
+    AND e.at <= t.before AND CASE WHEN e.at = t.before THEN e.id < $before_id ELSE true END
     AND coalesce(e.tenant_rest = $tenant_rest, e.tenant_id = $tenant_id)
     AND coalesce(e.token_rest = $token_rest, e.token_id = $token_id)
     AND ($application_id IS NULL OR (e.application_key = $application_key
@@ -25,8 +29,8 @@ CALL () {
   MATCH (e:AuditEvent) USING INDEX SEEK e:AuditEvent(tenant_id, token_id, at)
   WHERE e.tenant_id = $tenant_id
     AND e.token_id = $token_id
-    AND e.at >= $since AND e.at <= $until
-    AND e.at <= $before_at AND CASE WHEN e.at = $before_at THEN e.id < $before_id ELSE true END
+    AND e.at >= t.since AND e.at <= t.until
+    AND e.at <= t.before AND CASE WHEN e.at = t.before THEN e.id < $before_id ELSE true END
     AND ($application_id IS NULL OR e.application_id = $application_id)
     AND ($operation IS NULL OR e.operation = $operation)
     AND ($outcome IS NULL OR e.outcome = $outcome)
@@ -36,8 +40,8 @@ CALL () {
   UNION
   MATCH (e:AuditEvent)-[r:AUDIT_REF]->(e) USING INDEX SEEK r:AUDIT_REF(tenant_id, token_id, at)
   WHERE r.tenant_id = $tenant_id AND r.token_id = $token_id
-    AND r.at >= $since AND r.at <= $until
-    AND r.at <= $before_at AND CASE WHEN r.at = $before_at THEN e.id < $before_id ELSE true END
+    AND r.at >= t.since AND r.at <= t.until
+    AND r.at <= t.before AND CASE WHEN r.at = t.before THEN e.id < $before_id ELSE true END
     AND ($application_id IS NULL OR coalesce(e.application_id = $application_id,
          e.application_key = $application_key AND e.application_rest = $application_rest))
     AND ($operation IS NULL OR e.operation = $operation)
@@ -46,6 +50,7 @@ CALL () {
   LIMIT $limit
   RETURN e
 }
-WITH e ORDER BY e.at DESC, e.id DESC
+WITH e, CASE WHEN e.at IS :: INTEGER THEN e.at ELSE e.at.epochSeconds * 1000000 + e.at.microsecond END AS instant
+ORDER BY instant DESC, e.id DESC
 LIMIT $limit
 RETURN collect(properties(e)) AS events

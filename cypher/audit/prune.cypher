@@ -1,4 +1,4 @@
-// Delete pruned events ($events: {id, chain, seq} of a chain's prefix, or {id, node} of an event
+// Delete pruned events ($events: {id, chains, seq} of a chain's prefix, or {id, node} of an event
 // out of every chain's order) and move each chain's checkpoint forward (never back), in one
 // transaction: a pruned chain still verifies from its checkpoint. Prunes take one lock first,
 // so a prune's events are looked up only after any other prune committed: an event another
@@ -15,9 +15,10 @@ CALL () {
 }
 UNWIND $events AS ev
 CALL (ev) {
-  // An event of a chain's prefix, by its place (a seek on (chain, seq)).
+  // An event of a chain's prefix, by its place (a seek on (chain, seq), for each form of the
+  // chain's id it may hold: audit/ids.py chain_forms).
   MATCH (e:AuditEvent)
-  WHERE ev.node IS NULL AND e.chain = ev.chain AND e.seq = ev.seq AND e.id = ev.id
+  WHERE ev.node IS NULL AND e.chain IN ev.chains AND e.seq = ev.seq AND e.id = ev.id
   RETURN e
   UNION
   // An event out of every chain's order, by the node prune_leftovers read.

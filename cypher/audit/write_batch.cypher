@@ -2,8 +2,8 @@
 // The chain's head is locked first (the SET) and must stand at the number before the batch's
 // first: a batch that would fork the chain (another process writing with the same chain id, or
 // a writer that lost track of its head) writes no event and returns in_order = false, and the
-// writer starts a new chain. Each event's time comes as ISO-8601 text and is stored as the
-// DateTime it names (repository/audit.py). $created: {at, fields}, events no statement was sent
+// writer starts a new chain. Each event's time comes and is stored as an integer, microseconds
+// since 1970 (repository/audit.py, docs/adr/0028). $created: {at, fields}, events no statement was sent
 // to store (reads, refusals before any write), created whole. $linked: {id, at, held, fields},
 // events a write stored, or may have stored (its commit unconfirmed), in its own transaction
 // (label :PendingAuditEvent, unique by id): found by id and completed with `fields` alone — what differs from
@@ -19,13 +19,13 @@ SET c.updated_at = datetime()
 WITH c, coalesce(c.seq, 0) = $head_seq - size($created) - size($linked) AS in_order
 FOREACH (ev IN CASE WHEN in_order THEN $created ELSE [] END |
   CREATE (e:AuditEvent)
-  SET e = ev.fields, e.at = datetime(ev.at)
+  SET e = ev.fields, e.at = ev.at
   FOREACH (token_id IN CASE WHEN size(ev.fields.token_ids) > 1 THEN ev.fields.token_ids
                             ELSE [] END |
     CREATE (e)-[:AUDIT_REF {tenant_id: ev.tenant_id, token_id: token_id, at: e.at}]->(e)))
 FOREACH (ev IN CASE WHEN in_order THEN $linked ELSE [] END |
   MERGE (e:PendingAuditEvent {id: ev.id})
-  ON CREATE SET e:AuditEvent, e = ev.held, e += ev.fields, e.id = ev.id, e.at = datetime(ev.at)
+  ON CREATE SET e:AuditEvent, e = ev.held, e += ev.fields, e.id = ev.id, e.at = ev.at
   ON MATCH SET e += ev.fields, e.pending = null
   REMOVE e:PendingAuditEvent
   FOREACH (token_id IN CASE WHEN size(coalesce(ev.fields.token_ids, ev.held.token_ids)) > 1

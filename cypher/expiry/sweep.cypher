@@ -15,7 +15,8 @@
 // - a fingerprint no token holds any more lets its dedup lock go (@release_dedup_lock);
 // - each swept token leaves its audit event (application "system") in the same inner transaction
 //   as its deletion, pending until the sweeper links the returned events into its chain; its
-//   time is cut to the microsecond, as the event is signed (linking leaves a stored time as is);
+//   time is stored as audit events hold it, microseconds since 1970 (docs/adr/0028), which is
+//   what the event is signed with (linking leaves a stored time as is);
 // - and its webhook event (@outbox, cypher/fragments/), in that same inner transaction.
 MATCH (t:Token)
 WHERE t.expires_at < datetime()
@@ -41,7 +42,7 @@ CALL (t) {
   @release_dedup_lock(t, fingerprint)
   @outbox(webhook_event)
   CREATE (e:AuditEvent:PendingAuditEvent)
-  SET e = {id: randomUUID(), at: datetime.truncate('microsecond', datetime()),
+  SET e = {id: randomUUID(), at: datetime().epochSeconds * 1000000 + datetime().microsecond,
            tenant_id: t.tenant_id,
            application_id: $event.application_id, operation: $event.operation,
            trace_id: $event.trace_id, token_ids: [t.id], outcome: "success", status: 204,

@@ -14,6 +14,7 @@ import orjson
 from factories import audit_tenant
 
 from vaultgraph.api.typedefs import services_key
+from vaultgraph.audit.ids import route_number
 
 from .conftest import BoltProxy, Link, neo4j_address, wait_ready
 
@@ -81,7 +82,8 @@ async def events(served, tenant_id: str, route: str) -> list[dict]:
     return await stored(served, """
         MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr}) WHERE e.route = $route
         RETURN e.outcome AS outcome, e.status AS status, e:PendingAuditEvent AS pending,
-               e.chain IS NOT NULL AS chained""", **audit_tenant(tenant_id), route=route)
+               e.chain IS NOT NULL AS chained""", **audit_tenant(tenant_id),
+                             route=route_number(route))
 
 
 async def own_chain_verifies(served) -> bool:

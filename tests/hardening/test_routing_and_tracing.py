@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+from vaultgraph.audit.ids import route_number
+
 CARD = {"type": "card", "data": {"number": "4242424242424242", "expiration_month": 12,
                                  "expiration_year": 2030}}
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -89,8 +91,9 @@ async def _event_trace_ids(client, token_id: str) -> list[str]:
 
     db = database(client.server.app)
     records, _, _ = await db.driver.execute_query(
-        "MATCH (e:AuditEvent) WHERE e.route = 'GET /tokens/{id}' "
-        "RETURN e.trace_id AS trace_id, properties(e) AS p", database_=db.database)
+        "MATCH (e:AuditEvent) WHERE e.route = $route "
+        "RETURN e.trace_id AS trace_id, properties(e) AS p",
+        route=route_number("GET /tokens/{id}"), database_=db.database)
     return [r["trace_id"] for r in records if token_id in audit_tokens(r["p"])]
 
 

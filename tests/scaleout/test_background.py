@@ -55,7 +55,9 @@ async def sweep_at_once(settings, a, b) -> set[str]:
     async with open_services(replica_settings(settings)) as other:
         await other.expiry.sweep()  # other tests' expired tokens: not part of this test
     tenant = await a.tenants.create("sweeps-at-once")
-    [started] = await cypher(a, "RETURN datetime() AS now")
+    # An event's time is stored as microseconds since 1970 (docs/adr/0028).
+    [started] = await cypher(a, "RETURN datetime().epochSeconds * 1000000 "
+                                "+ datetime().microsecond AS now")
     await cypher(a, EXPIRED_TOKENS, t=tenant.tenant_id, n=EXPIRED, kv=META)
 
     swept: list[int] = []
@@ -82,7 +84,7 @@ async def sweep_at_once(settings, a, b) -> set[str]:
         MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr})
         RETURN properties(e) AS p, e.application_id AS application_id,
                e.operation AS operation, e.outcome AS outcome, e.status AS status,
-               e.reason AS reason, e.chain AS chain, e.seq AS seq,
+               e.reason AS reason, toString(e.chain) AS chain, e.seq AS seq,
                e:PendingAuditEvent AS pending""", **audit_tenant(tenant.tenant_id))
     per_token = Counter(token for e in events for token in audit_tokens(e["p"]))
     assert per_token == Counter({f"expired-{i}": 1 for i in range(EXPIRED)})
@@ -116,8 +118,9 @@ async def aged(a, chains: set[str]) -> tuple[int, dict[str, int]]:
     for chain in chains:
         await retime_chain(a, chain, lambda e: OLD + timedelta(seconds=e["seq"]))
     tops = {r["chain"]: (r["seq"], r["n"]) for r in await cypher(a, """
-        MATCH (e:AuditEvent) WHERE e.chain IN $chains
-        RETURN e.chain AS chain, max(e.seq) AS seq, count(e) AS n""", chains=list(chains))}
+        MATCH (e:AuditEvent) WHERE toString(e.chain) IN $chains
+        RETURN toString(e.chain) AS chain, max(e.seq) AS seq, count(e) AS n""",
+        chains=list(chains))}
     return sum(n for _, n in tops.values()), {c: seq for c, (seq, _) in tops.items()}
 
 
@@ -129,7 +132,7 @@ async def test_audit_prunes_of_two_replicas_at_once_leave_one_checkpoint_per_cha
         pruned = await asyncio.gather(a.audit_pruner.prune_before(ANCIENT, batch=BATCH),
                                       b.audit_pruner.prune_before(ANCIENT, batch=BATCH))
         assert sum(pruned) == total  # each event counted by the prune that deleted it
-        [left] = await cypher(a, "MATCH (e:AuditEvent) WHERE e.chain IN $chains "
+        [left] = await cypher(a, "MATCH (e:AuditEvent) WHERE toString(e.chain) IN $chains "
                                  "RETURN count(e) AS n", chains=list(chains))
         assert left["n"] == 0
         checkpoints = await cypher(a, """
@@ -150,7 +153,8 @@ async def test_two_serving_replicas_sweep_together_and_count_each_token_once(set
                       **sweeping) as (a, _):
         tenant = a.create_tenant("serving-sweeps")
         before = [scrape(port).get(SWEPT, 0.0) for port in ports]
-        [started] = await graph("RETURN datetime() AS now")
+        [started] = await graph("RETURN datetime().epochSeconds * 1000000 "
+                                "+ datetime().microsecond AS now")
         await graph(EXPIRED_TOKENS, t=tenant.tenant_id, n=EXPIRED, kv=META)
         for _ in range(600):
             [state] = await graph("""

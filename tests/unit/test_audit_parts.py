@@ -6,13 +6,25 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
+from vaultgraph.app import create_app
 from vaultgraph.audit.chain import sign
-from vaultgraph.audit.ids import compact_ids, id_parts, query_ids
+from vaultgraph.audit.ids import ROUTES, chain_forms, chain_number, compact_ids, id_parts, query_ids
 from vaultgraph.crypto import KeyRing
-from vaultgraph.repository.audit import created_parts, event_of, linked_parts
+from vaultgraph.repository.audit import (
+    BEGINNING,
+    END,
+    created_parts,
+    event_of,
+    linked_parts,
+    native,
+    time_forms,
+)
+from vaultgraph.repository.records import at_number
 from vaultgraph.services.audit_writer import new_chain_id
+from vaultgraph.settings import Settings
 
 AT = datetime(2026, 11, 24, 13, 5, 7, 123456, tzinfo=UTC)
+AT_NUMBER = 1_795_525_507_123_456  # microseconds since 1970: how an event's time is stored
 
 
 def event(**changes) -> dict:
@@ -33,7 +45,7 @@ X_KEY = id_parts("x")[0]
 
 def test_a_linked_event_sends_as_fields_only_what_its_write_did_not_store():
     parts = linked_parts(event(), STORED)
-    assert parts["id"] == "e1" and parts["at"] == AT.isoformat()
+    assert parts["id"] == "e1" and parts["at"] == AT_NUMBER
     assert parts["held"] == {k: v for k, v in STORED.items()
                              if k not in ("id", "at", "pending", "token_ids")}
     # The one token the event names is stored as its indexed scalar alone: linking writes it
@@ -91,7 +103,7 @@ def test_an_equal_value_of_another_type_is_written_again():
 
 def test_a_created_event_leaves_out_empty_fields():
     parts = created_parts(event())
-    assert parts["at"] == AT.isoformat()
+    assert parts["at"] == AT_NUMBER
     assert "at" not in parts["fields"]
     assert parts["fields"] == compact_ids({**{k: v for k, v in event().items()
                                               if k not in ("at", "token_ids") and v is not None},
@@ -129,10 +141,25 @@ def test_an_event_stored_before_reads_as_stored():
     assert event_of(old) == {k: v for k, v in old.items() if k != "token_id"}
 
 
-def test_a_chain_id_is_19_digits():
-    """Digits take half a UUID's store in every event and in the (chain, seq) index."""
+def test_a_chain_id_is_19_digits_stored_as_a_64_bit_integer_and_read_back_as_its_text():
+    """Every chain the writer starts is stored as the integer its digits name (docs/adr/0028:
+    10 bytes of the (chain, seq) index's key where the digits took 22), read back as the text
+    signed; an id that names no 64-bit integer (a chain started before) keeps its text."""
     ids = {new_chain_id() for _ in range(1000)}
     assert len(ids) == 1000 and all(len(i) == 19 and i.isdigit() for i in ids)
+    assert all(chain_number(i) == int(i) < 2**63 for i in ids)
+    ring = KeyRing.from_spec(KeyRing.generate_spec())
+    for chain in (min(ids), "9223372036854775807"):
+        signed = {**event(chain=chain), "prev": "ab" * 32, "key_version": ring.active}
+        signed["mac"] = sign(ring, signed)
+        fields = created_parts(signed)["fields"]
+        assert fields["chain"] == int(chain) and chain_forms(chain) == [chain, int(chain)]
+        back = event_of({**fields, "at": created_parts(signed)["at"]})
+        assert back["chain"] == chain and sign(ring, {**back, "prev": "ab" * 32}) == signed["mac"]
+    for kept in ("9223372036854775808", "9999999999999999999", "0123456789012345678", "c",
+                 "rehearsal-" + str(uuid.uuid4())):
+        assert chain_number(kept) is None and chain_forms(kept) == [kept]
+        assert created_parts(event(chain=kept))["fields"]["chain"] == kept
 
 
 def test_uuid_ids_are_stored_as_two_integers_and_read_back_as_the_text_signed():
@@ -208,3 +235,40 @@ def test_a_key_id_is_stored_as_16_bytes_and_read_back_as_the_text_signed():
     assert sign(ring, {**read, "prev": "ab" * 32}) == signed["mac"]
     for other in (key.upper(), "k", None):
         assert created_parts(event(key_id=other))["fields"].get("key_id") == other
+
+
+def test_an_event_s_time_is_stored_as_microseconds_and_read_back_as_the_instant_signed():
+    """docs/adr/0028: an integer of microseconds since 1970 (10 bytes of index key where a
+    DateTime took 17), exact both ways, before 1970 too; bounds go in both forms, since events
+    stored before hold a DateTime."""
+    for at in (AT, BEGINNING, END, datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+               datetime(1970, 1, 1, tzinfo=UTC)):
+        stored = at_number(at)
+        assert isinstance(stored, int) and native(stored) == at
+        assert native(stored).isoformat() == at.isoformat()  # what the MAC covers
+    assert at_number(AT) == AT_NUMBER and at_number(None) is None
+    assert time_forms(since=AT, before=END) == [
+        {"since": AT_NUMBER, "before": at_number(END)}, {"since": AT, "before": END}]
+
+
+def test_a_route_the_service_names_is_stored_as_its_number_and_read_back_as_its_text():
+    """docs/adr/0028: one property block where the text took three. The table only grows (a
+    stored number names its route for ever): every route the app audits is in it, and a route
+    it does not hold (a proxy call's, named by its proxy) keeps its text."""
+    assert ROUTES[:4] == ("POST /tokens/search", "POST /tokens", "GET /tokens",
+                          "GET /tokens/{id}") and len(set(ROUTES)) == len(ROUTES)
+    app = create_app(Settings())
+    audited = {f"{r.method} {r.resource.canonical}" for r in app.router.routes()
+               if r.method not in ("HEAD", "*") and r.resource is not None
+               and not r.resource.canonical.startswith(("/health", "/ready", "/openapi",
+                                                        "/docs", "/static"))}
+    assert audited <= set(ROUTES), audited - set(ROUTES)
+    ring = KeyRing.from_spec(KeyRing.generate_spec())
+    for route, stored in (("GET /tokens/{id}", 4), ("POST /proxy/p1/{path}", None), (None, None)):
+        signed = {**event(route=route), "prev": "ab" * 32, "key_version": ring.active}
+        signed["mac"] = sign(ring, signed)
+        fields = created_parts(signed)["fields"]
+        assert fields.get("route") == (stored if stored is not None else route)
+        back = event_of({**fields, "at": created_parts(signed)["at"]})
+        assert back.get("route") == route
+        assert sign(ring, {**back, "prev": "ab" * 32}) == signed["mac"]

@@ -8,7 +8,9 @@ against the rest per event, so two ids whose first halves agree only cost a filt
 other id (a token id chosen by its caller, the application `system`, the start-up rehearsal's
 tenant) keeps its text under its own name, with a 64-bit hash of it as its key. The text is
 given back on reading (`expand_ids`), so what an event's MAC covers does not change. The API
-key's id, which no index holds, is kept as its 16 bytes (`AS_BYTES`)."""
+key's id, which no index holds, is kept as its 16 bytes (`AS_BYTES`). A chain's id, 19 digits,
+is kept as the 64-bit integer they name (`chain_number`), and a route the service names as
+its number in `ROUTES` (docs/adr/0028)."""
 
 from __future__ import annotations
 
@@ -31,6 +33,57 @@ _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 # property records then hold it one record smaller, docs/adr/0026) and given back as text; no
 # index holds them.
 AS_BYTES = ("key_id",)
+# A chain's id as the writer makes it (services/audit_writer.py `new_chain_id`): 19 digits, no
+# leading zero. Kept as the integer they name where it fits 64 bits signed (the `(chain, seq)`
+# index's key 10 bytes where the digits took 22); any other id keeps its text.
+CHAIN = "chain"
+_CHAIN_DIGITS = re.compile(r"[1-9][0-9]{18}")
+_INT64_MAX = 2**63 - 1
+
+
+# The routes an event names, as the middleware names them (method and template): each stored
+# as its place in this table counting from 1, a small integer (one property block where the
+# text took three: the event's property records one fewer, docs/adr/0028). Append only: a
+# stored number names its route for ever, so an entry is never moved or removed. Any other
+# route (a proxy call's, named by its proxy; one added and not listed here yet) keeps its text.
+ROUTES = (
+    "POST /tokens/search", "POST /tokens", "GET /tokens", "GET /tokens/{id}",
+    "PATCH /tokens/{id}", "DELETE /tokens/{id}", "POST /tokenize", "POST /detokenize",
+    "POST /tokens/{parent_id}/children/{child_id}",
+    "DELETE /tokens/{parent_id}/children/{child_id}", "POST /tokens/{parent_id}/children",
+    "GET /tokens/{parent_id}/children", "GET /tokens/{id}/parents", "GET /tokens/{id}/graph",
+    "POST /applications", "GET /applications", "GET /applications/self",
+    "GET /applications/{id}", "PUT /applications/{id}", "DELETE /applications/{id}",
+    "POST /applications/{id}/keys", "GET /applications/{id}/keys",
+    "DELETE /applications/{id}/keys/{key_id}", "GET /logs", "POST /proxies", "GET /proxies",
+    "GET /proxies/{id}", "PATCH /proxies/{id}", "DELETE /proxies/{id}",
+    "GET /proxy/{proxy_id}/{path}", "POST /proxy/{proxy_id}/{path}",
+    "PUT /proxy/{proxy_id}/{path}", "PATCH /proxy/{proxy_id}/{path}",
+    "DELETE /proxy/{proxy_id}/{path}", "OPTIONS /proxy/{proxy_id}/{path}", "POST /webhooks",
+    "GET /webhooks", "GET /webhooks/{id}", "PATCH /webhooks/{id}", "DELETE /webhooks/{id}",
+    "POST /webhooks/{id}/secret", "GET /webhooks/{id}/deliveries", "POST /webhooks/{id}/test",
+)
+ROUTE_NUMBERS = {route: number for number, route in enumerate(ROUTES, 1)}
+
+
+def route_number(route: Any) -> Any:
+    """A route as it is stored: its number in `ROUTES`, or itself (its text, or None)."""
+    return ROUTE_NUMBERS.get(route, route) if isinstance(route, str) else route
+
+
+def chain_number(chain: Any) -> int | None:
+    """The integer a chain's id is stored as, or None if it keeps its text."""
+    if isinstance(chain, str) and _CHAIN_DIGITS.fullmatch(chain):
+        number = int(chain)
+        return number if number <= _INT64_MAX else None
+    return None
+
+
+def chain_forms(chain: str) -> list[Any]:
+    """The forms events of a chain may hold its id in: its text (events stored before
+    docs/adr/0028, or an id that is no number) and its integer, where it has one."""
+    number = chain_number(chain)
+    return [chain] if number is None else [chain, number]
 
 
 def id_parts(value: str | None) -> tuple[int | None, int | None, str | None]:
@@ -53,10 +106,15 @@ def id_text(key: Any, rest: Any) -> str:
 
 
 def compact_ids(fields: Mapping[str, Any], *, in_place: bool = False) -> dict[str, Any]:
-    """`fields` with each id of `COMPACT` they hold as `id_parts` keeps it, and each of
-    `AS_BYTES` that is a canonical UUID as its bytes (a null left as it is); `in_place`,
+    """`fields` with each id of `COMPACT` they hold as `id_parts` keeps it, each of
+    `AS_BYTES` that is a canonical UUID as its bytes (a null left as it is), the chain's id
+    as `chain_number` gives it, where it does, and the route as `route_number`; `in_place`,
     `fields` itself, changed."""
     out = fields if in_place and isinstance(fields, dict) else dict(fields)
+    if (number := chain_number(out.get(CHAIN))) is not None:
+        out[CHAIN] = number
+    if "route" in out:
+        out["route"] = route_number(out["route"])
     for name in AS_BYTES:
         value = out.get(name)
         if isinstance(value, str) and _CANONICAL_UUID.fullmatch(value):
@@ -75,6 +133,11 @@ def compact_ids(fields: Mapping[str, Any], *, in_place: bool = False) -> dict[st
 
 def expand_ids(props: dict[str, Any]) -> dict[str, Any]:
     """Stored properties with each id `compact_ids` split given back as its text (in place)."""
+    if isinstance(props.get(CHAIN), int):
+        props[CHAIN] = str(props[CHAIN])
+    route = props.get("route")
+    if isinstance(route, int) and 0 < route <= len(ROUTES):
+        props["route"] = ROUTES[route - 1]
     for name in AS_BYTES:
         value = props.get(name)
         if isinstance(value, bytes | bytearray) and len(value) == 16:

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..audit.event import FIELDS, OUTCOMES
-from ..audit.ids import STORE_NAMES, compact_ids, expand_ids, query_ids
+from ..audit.ids import STORE_NAMES, chain_forms, compact_ids, expand_ids, query_ids
 from ..audit.query import LogFilter
 from .database import Database
-from .records import datetime_text, one_list
+from .records import EPOCH, MICROSECOND, at_number, one_list
 
 BEGINNING = datetime(1, 1, 1, tzinfo=UTC)
 END = datetime(9999, 12, 31, tzinfo=UTC)
@@ -41,11 +41,22 @@ class ChainInfo:
 
 
 def native(at: Any) -> Any:
-    """A DateTime as read (the driver's, zoned "UTC" when stored at offset Z) as a Python
-    datetime at offset UTC. Sent back as read, it would be a zone-id DateTime, which Cypher
-    holds unequal to, and orders after, the stored value of the same instant: a cursor or cutoff
-    made of one would skip or take an event it should not."""
+    """An event's time as read, as a Python datetime at offset UTC: an integer (microseconds
+    since 1970, as events hold it since docs/adr/0028), or a DateTime (the driver's, zoned "UTC"
+    when stored at offset Z, as events stored before hold it). Sent back as read, a DateTime
+    would be a zone-id DateTime, which Cypher holds unequal to, and orders after, the stored
+    value of the same instant: a cursor or cutoff made of one would skip or take an event it
+    should not."""
+    if isinstance(at, int) and not isinstance(at, bool):
+        return EPOCH + at * MICROSECOND
     return at.to_native().astimezone(UTC) if hasattr(at, "to_native") else at
+
+
+def time_forms(**bounds: datetime) -> list[dict[str, Any]]:
+    """Bounds on events' times in both forms events hold them: as integers (since
+    docs/adr/0028) and as DateTimes (events stored before). A range seek finds values of its
+    bounds' type only, so the statements seek once per form (`UNWIND $times AS t`)."""
+    return [{k: at_number(v) for k, v in bounds.items()}, bounds]
 
 
 # An event naming exactly one token (most do: a get, an update, a delete) holds it also as a
@@ -119,12 +130,12 @@ def stored_form(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def created_parts(event: Mapping[str, Any]) -> dict[str, Any]:
-    """An event no statement stored yet, as audit/write_batch takes it: its time as text
-    (`datetime_text`), its tenant's id as text (for the AUDIT_REF of an event naming several
+    """An event no statement stored yet, as audit/write_batch takes it: its time as an integer
+    (`at_number`), its tenant's id as text (for the AUDIT_REF of an event naming several
     tokens) and its other fields, those without a value left out (a property that is not there
     reads as null, which is what was signed)."""
     fields = {k: v for k, v in stored_form(event).items() if k != "at" and v is not None}
-    return {"at": datetime_text(event.get("at")), "tenant_id": event.get("tenant_id"),
+    return {"at": at_number(event.get("at")), "tenant_id": event.get("tenant_id"),
             "fields": fields}
 
 
@@ -160,7 +171,7 @@ def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any] | None
             held[k] = v
         elif v is not None or k in known or stored is None:
             fields[k] = v
-    return {"id": event["id"], "at": datetime_text(event.get("at")), "tenant_id": tenant_id,
+    return {"id": event["id"], "at": at_number(event.get("at")), "tenant_id": tenant_id,
             "held": held, "fields": fields}
 
 
@@ -209,9 +220,10 @@ class AuditRepository:
         records = await self._db.read(
             _statement(where), **query_ids(tenant_id=tenant_id, token_id=where.token_id,
                                            application_id=where.application_id),
-            operation=where.operation, outcomes=list(OUTCOMES),
-            outcome=where.outcome, since=where.since or BEGINNING, until=where.until or END,
-            before_at=before[0], before_id=before[1], limit=limit)
+            operation=where.operation, outcomes=list(OUTCOMES), outcome=where.outcome,
+            times=time_forms(since=where.since or BEGINNING, until=where.until or END,
+                             before=before[0]),
+            before_id=before[1], limit=limit)
         return [event_of(e) for e in one_list(records, "events")]
 
     async def chains(self) -> list[ChainInfo]:
@@ -225,8 +237,8 @@ class AuditRepository:
                            ) -> AsyncIterator[dict[str, Any]]:
         after = -1
         while True:
-            records = await self._db.read("audit/chain_events", chain=chain, after=after,
-                                          limit=page)
+            records = await self._db.read("audit/chain_events", chains=chain_forms(chain),
+                                          after=after, limit=page)
             for r in records:
                 yield event_of(r["event"])
             if len(records) < page:
@@ -240,8 +252,9 @@ class AuditRepository:
                      ) -> AsyncIterator[dict[str, Any]]:
         after_at, after_id = BEGINNING, ""
         while True:
-            records = await self._db.read("audit/export", since=since, until=until,
-                                          after_at=after_at, after_id=after_id, limit=page)
+            records = await self._db.read(
+                "audit/export", times=time_forms(since=since, until=until, after=after_at),
+                after_id=after_id, limit=page)
             for r in records:
                 yield with_prev(event_of(r["event"]), r["before"], r["checkpoint_mac"])
             if len(records) < page:
@@ -253,13 +266,15 @@ class AuditRepository:
                            ) -> tuple[tuple[int, str], list[dict[str, Any]]]:
         """The chain's checkpoint, (0, "") if none, and its next `limit` events above it by
         `seq`, whole."""
-        records = await self._db.read("audit/prune_prefix", chain=chain, limit=limit)
+        records = await self._db.read("audit/prune_prefix", chain=chain,
+                                      chains=chain_forms(chain), limit=limit)
         return ((records[0]["done"], records[0]["done_mac"]),
                 [event_of(e) for e in records[0]["events"]])
 
     async def prune_leftovers(self, cutoff: datetime, after: tuple[datetime, str], batch: int
                               ) -> list[dict[str, Any]]:
-        records = await self._db.read("audit/prune_leftovers", cutoff=cutoff, after_at=after[0],
+        records = await self._db.read("audit/prune_leftovers",
+                                      times=time_forms(cutoff=cutoff, after=after[0]),
                                       after_id=after[1], batch=batch)
         return [{**r, "at": native(r["at"])} for r in records]
 
@@ -269,6 +284,6 @@ class AuditRepository:
         or {id, node} as `prune_leftovers` did) and move the `checkpoints` forward."""
         records = await self._db.write(
             "audit/prune", checkpoints=checkpoints,
-            events=[{"id": e["id"], "chain": e.get("chain"), "seq": e.get("seq"),
-                     "node": e.get("node")} for e in events])
+            events=[{"id": e["id"], "chains": chain_forms(e["chain"]) if e.get("chain") else [],
+                     "seq": e.get("seq"), "node": e.get("node")} for e in events])
         return records[0]["pruned"] if records else 0

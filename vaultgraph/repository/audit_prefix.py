@@ -10,20 +10,20 @@ from __future__ import annotations
 from typing import Any
 
 from ..audit import context as audit_context
-from .records import datetime_text
+from .records import at_number
 
 # A write's audit event is created by the write's own statement: this unit subquery runs first,
 # once, and commits or rolls back with the change. The event is completed and linked into its
 # chain by the audit writer (services/audit_writer.py) when the request's outcome is known. Its `at`
-# arrives apart from the rest, as text (`audited_params`), and is stored once, as a DateTime
-# (inside the map it would be stored as text first and then replaced, in every index holding it).
+# arrives apart from the rest, as the integer it is stored as (microseconds since 1970,
+# repository/audit.py `at_number`, docs/adr/0028), and is stored once.
 # When the request holds an Idempotency-Key entry ($idem), the same transaction marks it
 # `written`: committed with the change, rolled back with it, so a retry after an answer that
 # never came knows whether the first request changed anything (cypher/idempotency/claim). A
 # unit subquery: it never changes the statement's rows; a seek on the entry's key, which
 # finds nothing when the request holds no entry (null parameters).
 AUDIT_PREFIX = ("CALL () { CREATE (audit_event:AuditEvent:PendingAuditEvent) "
-                "SET audit_event = $audit, audit_event.at = datetime($audit_at) }\n"
+                "SET audit_event = $audit, audit_event.at = $audit_at }\n"
                 "CALL () { MATCH (idem_key:IdempotencyKey {application_id: $idem_application, "
                 "key: $idem_key}) WHERE idem_key.claim = $idem_claim "
                 "SET idem_key.written = true, idem_key.token_ids = $audit.token_ids }\n")
@@ -35,9 +35,9 @@ def audited_text(text: str) -> str:
 
 def audited_params(params: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
     """A write statement's parameters with the request's event for `AUDIT_PREFIX`: its `at` as
-    text (`datetime_text`) in a parameter of its own, the rest as a map."""
+    an integer (`at_number`) in a parameter of its own, the rest as a map."""
     fields = dict(event)
     idem = audit_context.claimed_key() or {}
-    return {**params, "audit": fields, "audit_at": datetime_text(fields.pop("at", None)),
+    return {**params, "audit": fields, "audit_at": at_number(fields.pop("at", None)),
             "idem_application": idem.get("application_id"), "idem_key": idem.get("key"),
             "idem_claim": idem.get("claim")}

@@ -1,10 +1,15 @@
-"""How values travel to and from Neo4j: datetimes sent as text, pages received as one list."""
+"""How values travel to and from Neo4j: datetimes sent as text (an audit event's as an integer),
+pages received as one list."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import neo4j
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
 
 
 def datetime_text(value: Any) -> Any:
@@ -13,6 +18,12 @@ def datetime_text(value: Any) -> Any:
     pure-Python time arithmetic, about 0.23 ms a value here; the text costs microseconds
     (docs/audit.md, "Cost and growth"). Anything else passes through unchanged."""
     return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def at_number(at: Any) -> Any:
+    """An audit event's time as it is stored (docs/adr/0028): the microseconds since 1970 of a
+    datetime (exact: integer arithmetic, no float), anything else (None) as it is."""
+    return (at - EPOCH) // MICROSECOND if isinstance(at, datetime) else at
 
 
 def one_list(records: list[neo4j.Record], key: str) -> list[Any]:

@@ -48,7 +48,7 @@ from neo4j.exceptions import ClientError
 
 from ..audit.event import OUTCOMES
 from ..errors import Unavailable
-from .audit import created_parts, linked_parts
+from .audit import created_parts, linked_parts, time_forms
 from .audit_prefix import audited_params, audited_text
 from .database import Database
 from .neo4j_errors import map_errors
@@ -64,6 +64,9 @@ FORGET = "health/forget_rehearsal"
 SAMPLES: dict[str, Any] = {
     "actor": _ID, "after": "", "after_at": _ID, "after_id": "", "application_id": _ID,
     "application_name": _ID, "batch": 1, "before_at": _WHEN, "before_id": "~", "chain": _ID,
+    "chains": [_ID, 1],  # a chain's id as text and as an integer (audit/ids.py chain_forms)
+    # The log statements' bounds on time, as integers and as DateTimes (audit.py time_forms).
+    "times": time_forms(since=_WHEN, until=_WHEN, before=_WHEN),
     "checkpoints": [], "child_id": _ID, "claim": _ID, "content_type": _ID, "created": [],
     "created_by": _ID, "cutoff": _WHEN, "dedup": False, "deleted_by": _ID, "depth": 1,
     "direction": _ID, "event": {}, "expired_actor": _ID, "expired_reason": "expired",
@@ -84,7 +87,7 @@ SAMPLES: dict[str, Any] = {
     "event_id": _ID, "events": [], "lease_ms": 1, "outcomes": [], "overlap_ms": 1,
     "retention_ms": 1, "room": {}, "room_default": 1, "scan": 1, "secret_ct": _ID, "url": _ID,
     # The audit prefix's (audited_params): no Idempotency-Key held.
-    "audit": {}, "audit_at": _ID, "idem_application": None, "idem_key": None,
+    "audit": {}, "audit_at": 1, "idem_application": None, "idem_key": None,
     "idem_claim": None,
     # The log statements' ids as integers (audit/ids.py query_ids): a UUID's two halves.
     "tenant_key": 1, "tenant_rest": 1, "application_key": 1, "application_rest": 1,
@@ -106,8 +109,8 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     # The audit writer's batch of events no statement stored (reads), and of writes' events.
     "audit/write_batch": {"created": [{}]},
     "audit/chain_events": {"after": 1},
-    "audit/export": {"after_at": _WHEN},
-    "audit/prune_leftovers": {"after_at": _WHEN},
+    "audit/export": {"times": time_forms(since=_WHEN, until=_WHEN, after=_WHEN)},
+    "audit/prune_leftovers": {"times": time_forms(cutoff=_WHEN, after=_WHEN)},
 }
 # Statements planned in more forms than one: each entry is planned too, over the samples.
 MORE_FORMS: dict[str, list[dict[str, Any]]] = {

@@ -17,12 +17,20 @@ from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit import context as audit_context
 from vaultgraph.audit.chain import sign
 from vaultgraph.audit.event import OUTCOMES
-from vaultgraph.audit.ids import query_ids
+from vaultgraph.audit.ids import ROUTES, chain_forms, query_ids, route_number
 from vaultgraph.audit.query import LogFilter
 from vaultgraph.errors import Unavailable
-from vaultgraph.repository.audit import BEGINNING, END, AuditRepository, event_of, native
+from vaultgraph.repository.audit import (
+    BEGINNING,
+    END,
+    AuditRepository,
+    event_of,
+    native,
+    time_forms,
+)
 from vaultgraph.repository.database import Database
-from vaultgraph.services.audit_writer import AuditWriter
+from vaultgraph.repository.records import at_number
+from vaultgraph.services.audit_writer import AuditWriter, new_chain_id
 
 CANARY = "4111111111111111"  # a Luhn-valid card number that must never reach an event
 EVENT_FIELDS = {"id", "at", "tenant_id", "application_id", "key_id", "operation", "route",
@@ -52,6 +60,12 @@ def of_token(token_id: str) -> dict:
 
 
 async def cypher(client, query: str, **params):
+    """Run `query`; a chain named `c` is also given as `cs`, the forms its events may hold its
+    id in (an integer, or the text of events stored before docs/adr/0028)."""
+    if isinstance(params.get("c"), str):
+        params["cs"] = chain_forms(params["c"])
+    if isinstance(params.get("route"), str):
+        params["route"] = route_number(params["route"])
     db = database(client.server.app)
     records, _, _ = await db.driver.execute_query(query, params, database_=db.database)
     return [r.data() for r in records]
@@ -185,8 +199,9 @@ async def test_a_write_and_its_event_commit_together(client, admin_headers, tena
     # the id is fixed.)
     rows = await cypher(client, "MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr}) WHERE "
                                 + NAMES_TOKEN + " "
-                                "AND e.route = 'POST /tokens' RETURN e.outcome AS o",
-                        **of_token(card["id"]), **of_tenant(tenant.tenant_id))
+                                "AND e.route = $route RETURN e.outcome AS o",
+                        **of_token(card["id"]), **of_tenant(tenant.tenant_id),
+                        route="POST /tokens")
     assert rows == [{"o": "success"}]
     # A refused write (the id is taken) rolls back, event and all; its own event says so.
     resp = await client.post("/tokens", json={"type": "card", "id": "tok-audit-1",
@@ -195,9 +210,9 @@ async def test_a_write_and_its_event_commit_together(client, admin_headers, tena
     assert resp.status == 409
     await settle(client)  # the first event is linked without holding the answer
     rows = await cypher(client, "MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr}) "
-                                "WHERE e.route = 'POST /tokens' "
+                                "WHERE e.route = $route "
                                 "RETURN e.outcome AS o ORDER BY e.at",
-                        **of_tenant(tenant.tenant_id))
+                        **of_tenant(tenant.tenant_id), route="POST /tokens")
     assert [r["o"] for r in rows] == ["success", "conflict"]
     pending = await cypher(client, "MATCH (e:PendingAuditEvent "
                                    "{tenant_key: $tk, tenant_rest: $tr}) RETURN e.id",
@@ -221,14 +236,15 @@ async def test_a_write_s_event_is_completed_in_place(client, admin_headers, tena
     try:
         card = await create_card(client, admin_headers | {"User-Agent": "audit-test/1"})
         query = ("MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr}) "
-                 "WHERE e.route = 'POST /tokens' "
+                 "WHERE e.route = $route "
                  "RETURN properties(e) AS p, labels(e) AS labels, elementId(e) AS node")
-        [skeleton] = await cypher(client, query, **of_tenant(tenant.tenant_id))
+        [skeleton] = await cypher(client, query, **of_tenant(tenant.tenant_id),
+                                  route="POST /tokens")
     finally:
         gate.set()
         writer._write = real_write
     await settle(client)
-    [done] = await cypher(client, query, **of_tenant(tenant.tenant_id))
+    [done] = await cypher(client, query, **of_tenant(tenant.tenant_id), route="POST /tokens")
     assert sorted(skeleton["labels"]) == ["AuditEvent", "PendingAuditEvent"]
     assert skeleton["p"]["pending"] is True and "chain" not in skeleton["p"]
     # What the request knew when its write was sent is stored by the write itself; linking
@@ -273,9 +289,10 @@ async def test_a_write_whose_commit_went_unconfirmed_has_its_event_linked_once(
     assert resp.status == 503
     await settle(client)
     rows = await cypher(client, "MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr}) "
-                                "WHERE e.route = 'POST /tokens' RETURN e.outcome AS outcome, "
+                                "WHERE e.route = $route RETURN e.outcome AS outcome, "
                                 "e.status AS status, e:PendingAuditEvent AS pending, "
-                                "e.chain IS NOT NULL AS chained", **of_tenant(tenant.tenant_id))
+                                "e.chain IS NOT NULL AS chained", **of_tenant(tenant.tenant_id),
+                        route="POST /tokens")
     assert rows == [{"outcome": "unavailable", "status": 503, "pending": False,
                      "chained": True}]
     # The change did commit, and it has its one event.
@@ -300,10 +317,11 @@ async def test_every_event_time_is_stored_as_the_datetime_it_was_taken(client, a
                                 "RETURN e.route AS route, valueType(e.at) AS kind, e.at AS at "
                                 "ORDER BY e.at",
                         **of_tenant(tenant.tenant_id), **of_token(card["id"]))
-    zoned = "ZONED DATETIME NOT NULL"
-    assert [(r["route"], r["kind"]) for r in rows] == [("POST /tokens", zoned),
-                                                       ("GET /tokens/{id}", zoned)]
-    taken = [r["at"].to_native() for r in rows]
+    # As an integer, microseconds since 1970 (docs/adr/0028).
+    kind = "INTEGER NOT NULL"
+    assert [(r["route"], r["kind"]) for r in rows] == [(route_number("POST /tokens"), kind),
+                                                       (route_number("GET /tokens/{id}"), kind)]
+    taken = [native(r["at"]) for r in rows]
     assert before <= taken[0] <= taken[1] <= after
     assert taken[0].microsecond or taken[1].microsecond  # not cut to whole seconds
     # Each names the one token as its scalar reference, indexed with the event's time ("all
@@ -348,7 +366,7 @@ async def test_concurrent_requests_and_rolled_back_writes_leave_a_whole_chain(
     statuses = sorted(r.status for r in await asyncio.gather(*requests))
     assert statuses == [200] * 30 + [409] * 5
     await settle(client)
-    rows = await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.seq AS s "
+    rows = await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs RETURN e.seq AS s "
                                 "ORDER BY s", c=chain_of(client))
     assert [r["s"] for r in rows] == list(range(1, len(rows) + 1))
     assert len(rows) >= 36
@@ -357,7 +375,7 @@ async def test_concurrent_requests_and_rolled_back_writes_leave_a_whole_chain(
 
 async def chain_events(client) -> list[dict]:
     await settle(client)
-    return await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.id AS id, "
+    return await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs RETURN e.id AS id, "
                                 "e.seq AS seq ORDER BY seq", c=chain_of(client))
 
 
@@ -432,8 +450,8 @@ def held_back(caplog, chain: str) -> list[str]:
 
 async def test_a_pruned_chain_still_verifies_from_its_checkpoint(client, six_events):
     pruner = client.server.app[services_key].audit_pruner
-    ats = {r["seq"]: r["at"] for r in await cypher(
-        client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.seq AS seq, e.at AS at",
+    ats = {r["seq"]: native(r["at"]) for r in await cypher(
+        client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs RETURN e.seq AS seq, e.at AS at",
         c=chain_of(client))}
     cutoff = ats[4]  # the driver's own DateTime: exact to the nanosecond
     await pruner.prune_before(cutoff)  # (other tests' chains are pruned as well)
@@ -463,8 +481,8 @@ async def test_a_prune_leaves_nothing_of_a_chain_below_its_checkpoint(client, si
     assert await pruner.prune_before(cutoff) >= 1
     assert [e["seq"] for e in await chain_events(client)] == [2, 3, 4, 5, 6]
     assert await checkpoint_of(client) == 1
-    await cypher(client, "MATCH (e:AuditEvent {chain: $c, seq: 2}) DETACH DELETE e",
-                 c=chain_of(client))
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs AND e.seq = 2 "
+                         "DETACH DELETE e", c=chain_of(client))
     assert await verify_own_chain(client) == [f"deleted: chain {chain_of(client)} seq 2"]
     await pruner.prune_before(cutoff)  # seq 3 is old, but past the gap
     assert [e["seq"] for e in await chain_events(client)] == [3, 4, 5, 6]
@@ -473,9 +491,9 @@ async def test_a_prune_leaves_nothing_of_a_chain_below_its_checkpoint(client, si
 
 
 @pytest.mark.parametrize(("tamper", "defect", "found"), [
-    ("MATCH (e:AuditEvent {chain: $c, seq: 3}) SET e.outcome = 'denied'",
+    ("MATCH (e:AuditEvent) WHERE e.chain IN $cs AND e.seq = 3 SET e.outcome = 'denied'",
      "MAC does not hold", "edited: chain {c} seq 3"),
-    ("MATCH (e:AuditEvent {chain: $c, seq: 3}) WITH properties(e) AS p "
+    ("MATCH (e:AuditEvent) WHERE e.chain IN $cs AND e.seq = 3 WITH properties(e) AS p "
      "CREATE (f:AuditEvent) SET f = p {.*, id: 'forged-' + randomUUID(), mac: 'forged'}",
      "two events at one number", "inserted: chain {c} seq 3"),
 ])
@@ -497,12 +515,30 @@ async def test_a_prune_stops_before_a_tampered_event_and_signs_no_forged_mac(
         found.format(c=chain)]
 
 
+async def as_before_0028(client, chain: str, seqs: range | None = None) -> None:
+    """The chain's events (those at `seqs`, or all) with the chain's id and the route as text
+    and their time as a DateTime (their AUDIT_REFs' too), as versions before docs/adr/0028
+    stored them."""
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs "
+                         "AND ($seqs IS NULL OR e.seq IN $seqs) SET e.chain = toString(e.chain), "
+                         "e.route = CASE WHEN e.route IS :: INTEGER THEN $routes[e.route - 1] "
+                         "ELSE e.route END "
+                         "WITH e WHERE e.at IS :: INTEGER "
+                         "SET e.at = datetime({epochSeconds: e.at / 1000000, "
+                         "                     nanosecond: e.at % 1000000 * 1000}) "
+                         "WITH e OPTIONAL MATCH (e)-[r:AUDIT_REF]->(e) SET r.at = e.at",
+                 c=chain, seqs=list(seqs) if seqs is not None else None, routes=list(ROUTES))
+
+
 async def ids_as_text(client, chain: str, seqs: range | None = None) -> None:
     """The chain's events (those at `seqs`, or all) with their tenant's, application's, token's
-    and key's ids as text, as versions before docs/adr/0026 stored them (and no integers)."""
+    and key's ids as text, as versions before docs/adr/0026 stored them (and no integers), and
+    the chain's id and time as versions before docs/adr/0028 did."""
+    await as_before_0028(client, chain, seqs)
     events = [e async for e in client.server.app[services_key].audit_log._repo
               .chain_events(chain)]
-    await cypher(client, "UNWIND $rows AS r MATCH (e:AuditEvent {chain: $c, seq: r.seq}) "
+    await cypher(client, "UNWIND $rows AS r MATCH (e:AuditEvent) "
+                         "WHERE e.chain IN $cs AND e.seq = r.seq "
                          "SET e.tenant_id = r.tenant_id, e.application_id = r.application_id, "
                          "e.token_id = r.token_id, e.key_id = r.key_id "
                          "REMOVE e.tenant_key, e.tenant_rest, e.application_key, "
@@ -523,7 +559,8 @@ async def stored_as_before(client, chain: str, seqs: range | None = None) -> lis
     prev = ""
     for event in events:
         event["prev"], prev = prev, event["mac"]
-    await cypher(client, "UNWIND $rows AS r MATCH (e:AuditEvent {chain: $c, seq: r.seq}) "
+    await cypher(client, "UNWIND $rows AS r MATCH (e:AuditEvent) "
+                         "WHERE e.chain IN $cs AND e.seq = r.seq "
                          "SET e.prev = r.prev, e.mac = r.mac, e.token_ids = r.token_ids "
                          "REMOVE e.mac_end", c=chain,
                  rows=[{k: e[k] for k in ("seq", "prev", "mac", "token_ids")} for e in events
@@ -534,12 +571,15 @@ async def stored_as_before(client, chain: str, seqs: range | None = None) -> lis
 
 async def test_events_stored_before_fields_were_left_out_still_verify_list_export_and_prune(
         client, six_events):
-    """A store upgraded in place, twice: the chain's first events as versions before
-    docs/adr/0024 stored them (`prev`, the list of one token, a hex MAC, the ids as text), the
-    fourth as versions before docs/adr/0026 did (the ids as text), the rest as this one does.
-    The chain verifies across the three, `GET /logs` answers as before under every filter (the
-    text indexes' seeks and the integers' merged), the export gives every event its `prev`
-    and whole MAC (each verifies on its own), an edit of a stored `prev` is named, and a prune
+    """A store upgraded in place, three times: the chain's first events as versions before
+    docs/adr/0024 stored them (`prev`, the list of one token, a hex MAC, the ids and the chain's
+    id as text, the time as a DateTime), the fourth as versions before docs/adr/0026 did (the
+    ids and the chain's id as text, the time as a DateTime), the fifth as versions before
+    docs/adr/0028 did (the chain's id and the route as text, the time as a DateTime), the sixth
+    as this one does. The chain verifies across the four, `GET /logs` answers as before under
+    every filter (the text indexes' seeks and the integers' merged), the export gives every
+    event its `prev` and whole MAC (each verifies on its own; the event before found whichever
+    form its chain's id takes), an edit of a stored `prev` is named, and a prune
     takes the mixed prefix."""
     chain = chain_of(client)
     services = client.server.app[services_key]
@@ -556,14 +596,20 @@ async def test_events_stored_before_fields_were_left_out_still_verify_list_expor
     assert {e["id"] for e in six_events} <= {e["id"] for e in listed[1][0]}
     events = await stored_as_before(client, chain, range(1, 4))
     await ids_as_text(client, chain, range(4, 5))
-    stored = await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN e.seq AS seq, "
+    await as_before_0028(client, chain, range(5, 6))
+    stored = await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs RETURN e.seq AS seq, "
                                   "e.prev IS NOT NULL AS prev, valueType(e.mac) AS mac, "
                                   "e.tenant_id IS NULL AND e.tenant_key IS NOT NULL "
-                                  "AND valueType(e.key_id) STARTS WITH 'LIST' AS keys "
+                                  "AND valueType(e.key_id) STARTS WITH 'LIST' AS keys, "
+                                  "valueType(e.chain) + ' ' + valueType(e.at) + ' ' "
+                                  "+ valueType(e.route) AS since_0028 "
                                   "ORDER BY seq", c=chain)
-    assert [(r["prev"], r["mac"].split()[0], r["keys"]) for r in stored] == (
-        [(True, "STRING", False)] * 3 + [(False, "LIST<INTEGER", False)]
-        + [(False, "LIST<INTEGER", True)] * 2)
+    before_0028 = "STRING NOT NULL ZONED DATETIME NOT NULL STRING NOT NULL"
+    now = "INTEGER NOT NULL INTEGER NOT NULL INTEGER NOT NULL"
+    assert [(r["prev"], r["mac"].split()[0], r["keys"], r["since_0028"]) for r in stored] == (
+        [(True, "STRING", False, before_0028)] * 3
+        + [(False, "LIST<INTEGER", False, before_0028)]
+        + [(False, "LIST<INTEGER", True, before_0028), (False, "LIST<INTEGER", True, now)])
     assert await verify_own_chain(client) == []
     assert [await audit_log.page(tenant_id, f, 50, None) for f in filters] == listed
     since, until = datetime(1989, 1, 1, tzinfo=UTC), datetime(1991, 1, 1, tzinfo=UTC)
@@ -575,12 +621,12 @@ async def test_events_stored_before_fields_were_left_out_still_verify_list_expor
             event["prev"], event["mac"])
         assert sign(audit_log._ring, exported[event["id"]]) == event["mac"]
     assert {e["tenant_id"] for e in exported.values()} == {tenant_id}
-    await cypher(client, "MATCH (e:AuditEvent {chain: $c, seq: 2}) SET e.prev = $forged",
-                 c=chain, forged="00" * 32)
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs AND e.seq = 2 "
+                         "SET e.prev = $forged", c=chain, forged="00" * 32)
     assert await verify_own_chain(client) == [f"edited: chain {chain} seq 2 "
                                               f"(event {six_events[1]['id']})"]
-    await cypher(client, "MATCH (e:AuditEvent {chain: $c, seq: 2}) SET e.prev = $prev",
-                 c=chain, prev=events[1]["prev"])
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs AND e.seq = 2 "
+                         "SET e.prev = $prev", c=chain, prev=events[1]["prev"])
     await services.audit_pruner.prune_before(datetime(2000, 1, 1, tzinfo=UTC))
     assert await chain_events(client) == []
     assert await checkpoint_of(client) == 6
@@ -681,8 +727,8 @@ async def test_an_export_pages_through_events_of_one_instant(client, six_events)
     run goes on after the last one it saw (a cursor made of the time as read would compare
     unequal to the stored one, and skip the rest of the run)."""
     audit_log = client.server.app[services_key].audit_log
-    await cypher(client, "MATCH (e:AuditEvent {chain: $c}) "
-                         "SET e.at = datetime('1990-01-01T00:00:00Z')", c=chain_of(client))
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs SET e.at = $at",
+                 c=chain_of(client), at=at_number(datetime(1990, 1, 1, tzinfo=UTC)))
     since, until = datetime(1989, 1, 1, tzinfo=UTC), datetime(1991, 1, 1, tzinfo=UTC)
     own = {e["id"] for e in six_events}
     exported = [e["id"] async for e in audit_log._repo.export(since=since, until=until, page=2)]
@@ -730,11 +776,11 @@ async def test_logs_page_through_events_of_one_instant(client, six_events, audit
     """Whichever index a filter reads, a page that ends inside a run of events of one instant
     goes on after the last one it saw: each event once, ties newest id first."""
     await settle(client)  # the auditor's application's event is linked into the chain first
-    await cypher(client, "MATCH (e:AuditEvent {chain: $c}) "
-                         "SET e.at = datetime('1990-01-01T00:00:00Z') "
-                         "WITH e MATCH (e)-[r:AUDIT_REF]->(e) SET r.at = e.at", c=chain_of(client))
-    events = await cypher(client, "MATCH (e:AuditEvent {chain: $c}) RETURN properties(e) AS p",
-                          c=chain_of(client))
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs SET e.at = $at "
+                         "WITH e MATCH (e)-[r:AUDIT_REF]->(e) SET r.at = e.at",
+                 c=chain_of(client), at=at_number(datetime(1990, 1, 1, tzinfo=UTC)))
+    events = await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs "
+                                  "RETURN properties(e) AS p", c=chain_of(client))
     # The chain's events: the six, and any other request's in the same chain (the auditor's).
     own = sorted((event_of(e["p"]) for e in events), key=lambda e: e["id"], reverse=True)
     read = next(e for e in own if e.get("token_ids"))
@@ -779,12 +825,15 @@ async def test_a_page_of_the_trail_reads_a_page_not_the_trail(client, statement,
     tenant = str(uuid.uuid4())
     # Every shape of an event, interleaved: its ids as integers (docs/adr/0026) or as text
     # (events stored before); naming the token alone (the scalar) or among others (an
-    # AUDIT_REF self-loop per token; every event of older versions).
+    # AUDIT_REF self-loop per token; every event of older versions); its time as an integer
+    # (docs/adr/0028) or as a DateTime (events stored before).
     ids = query_ids(tenant_id=tenant, application_id=APP, token_id=TOK)
     await cypher(client, "UNWIND range(1, 150) AS i "
                          "CREATE (e:AuditEvent {id: $t + '-' + toString(1000 + i), "
                          "  operation: 'token:read', outcome: 'success', "
                          "  at: datetime('2020-01-01T00:00:00Z') + duration({seconds: i / 3})}) "
+                         "FOREACH (_ IN CASE WHEN i % 5 < 3 THEN [1] ELSE [] END | "
+                         "  SET e.at = e.at.epochSeconds * 1000000 + e.at.microsecond) "
                          "FOREACH (_ IN CASE WHEN i % 3 = 0 THEN [1] ELSE [] END | "
                          "  SET e.tenant_id = $t, e.application_id = $app) "
                          "FOREACH (_ IN CASE WHEN i % 3 > 0 THEN [1] ELSE [] END | "
@@ -805,19 +854,22 @@ async def test_a_page_of_the_trail_reads_a_page_not_the_trail(client, statement,
     db = database(client.server.app)
     params = {**query_ids(tenant_id=tenant, token_id=None, application_id=None),
               "operation": None, "outcome": None, "outcomes": list(OUTCOMES),
-              "since": BEGINNING, "until": END, "limit": 11}
+              "limit": 11}
     params.update(query_ids(**{k: v for k, v in filters.items() if k.endswith("_id")}))
     params.update({k: v for k, v in filters.items() if not k.endswith("_id")})
     mine = "MATCH (e:AuditEvent) WHERE e.id STARTS WITH $t "
     try:
-        newest = await cypher(client, mine + "RETURN e.at AS at, e.id AS id "
-                                             "ORDER BY at DESC, id DESC", t=tenant)
+        newest = await cypher(client, mine + "RETURN e.at AS at, e.id AS id, CASE WHEN "
+                                             "e.at IS :: INTEGER THEN e.at ELSE e.at.epochSeconds "
+                                             "* 1000000 + e.at.microsecond END AS instant "
+                                             "ORDER BY instant DESC, id DESC", t=tenant)
         assert len(newest) == 150
         for cursor in (None, newest[40], newest[140]):
             before = (END, "") if cursor is None else (native(cursor["at"]), cursor["id"])
             records, summary, _ = await db.driver.execute_query(
                 "PROFILE " + db.catalog.text(statement),
-                {**params, "before_at": before[0], "before_id": before[1]},
+                {**params, "before_id": before[1],
+                 "times": time_forms(since=BEGINNING, until=END, before=before[0])},
                 database_=db.database)
             page = [e["id"] for e in records[0]["events"]]
             after = newest if cursor is None else newest[newest.index(cursor) + 1:]
@@ -825,9 +877,12 @@ async def test_a_page_of_the_trail_reads_a_page_not_the_trail(client, statement,
             operators = _operators(summary.profile)
             # Each seek reads the page, and at most the rest of one instant's run (three events
             # share each); the seeks' pages (one per shape: two, three for a token; for every
-            # event, one per outcome and the text's) merged are the only rows sorted.
-            seeks = {"audit/list_by_token": 3, "audit/list": len(OUTCOMES) + 1}.get(statement, 2)
-            assert max(rows for op, rows in operators if "Seek" in op) <= 11 + 3, operators
+            # event, one per outcome and the text's; each once per form of the time) merged are
+            # the only rows sorted.
+            seeks = 2 * {"audit/list_by_token": 3, "audit/list": len(OUTCOMES) + 1}.get(
+                statement, 2)
+            # (A seek operator runs once per form of the time: its rows are both runs'.)
+            assert max(rows for op, rows in operators if "Seek" in op) <= 2 * (11 + 3), operators
             assert sum(rows for op, rows in operators if "Seek" in op) <= seeks * (11 + 3)
             assert [op for op, _ in operators].count("Top") == 1, operators
             assert "Sort" not in {op for op, _ in operators}, operators
@@ -855,11 +910,11 @@ async def test_every_log_statement_is_index_backed(client, statement):
               "outcome": "success", "outcomes": list(OUTCOMES), "since": None, "until": None,
               "before_at": None,
               "before_id": "", "limit": 10, "chain": "c", "after": 0, "after_at": None,
-              "after_id": "", "cutoff": None, "batch": 10}
+              "after_id": "", "cutoff": None, "batch": 10, "chains": chain_forms(new_chain_id())}
     from datetime import UTC, datetime
     now = datetime.now(UTC)
-    params.update(since=now - timedelta(days=1), until=now, before_at=now, after_at=now,
-                  cutoff=now)
+    params.update(times=time_forms(since=now - timedelta(days=1), until=now, before=now,
+                                   after=now, cutoff=now))
     _, summary, _ = await db.driver.execute_query(
         "EXPLAIN " + db.catalog.text(statement), params, database_=db.database)
     operators = set()

@@ -46,7 +46,7 @@ async def settle() -> None:
 
 async def stored(client, ids: list[str]) -> list[tuple[str, int]]:
     records, _, _ = await database(client.server.app).driver.execute_query(
-        "MATCH (e:AuditEvent) WHERE e.id IN $ids RETURN e.chain AS chain, e.seq AS seq "
+        "MATCH (e:AuditEvent) WHERE e.id IN $ids RETURN toString(e.chain) AS chain, e.seq AS seq "
         "ORDER BY seq", ids=ids, database_="neo4j")
     return [(r["chain"], r["seq"]) for r in records]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import orjson
 from factories import audit_tenant, audit_tokens, new_tenant
 
+from vaultgraph.audit.ids import route_number
 from vaultgraph.errors import MAX_FIELD_NAME, MAX_LISTED_ERRORS
 
 from ._support import MASTERCARD, VISA, application, call, card, cypher, rule
@@ -99,9 +100,9 @@ async def test_the_audit_event_names_each_token_asked_for(client, admin_headers,
     await detokenize(client, admin_headers, [f"{{{{ {visa} }}}}", f"{{{{ {visa} | last4 }}}}"])
     await detokenize(client, admin_headers, ["{{ missing }}"], expect=400)
     rows = await cypher(client, "MATCH (e:AuditEvent {tenant_key: $tk, tenant_rest: $tr, "
-                                "route: 'POST /detokenize'}) RETURN properties(e) AS p, e.status "
+                                "route: $route}) RETURN properties(e) AS p, e.status "
                                 "AS status ORDER BY e.at",
-                        **audit_tenant(tenant.tenant_id))
+                        **audit_tenant(tenant.tenant_id), route=route_number("POST /detokenize"))
     assert [(audit_tokens(r["p"]), r["status"]) for r in rows] == [([visa], 200),
                                                                    (["missing"], 400)]
 
