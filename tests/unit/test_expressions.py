@@ -720,13 +720,17 @@ _MASKS = (
     {"a": "{{ data.number | reveal_last: 4, '*' }}", "b": "x {{ data.cvc }} y", "c": False},
     ["{{ data.absent }}", {"d": "{{ data.absent }}"}], {"bad": {1, 2}}, {"a": "{{ data | nope }}"},
     {"a": "{{ data.number | pad_left: 10000000 }}"}, {"0": {"1": {"2": {"3": "{{ data }}"}}}},
+    {"m": "{{ data.expiration_month }}", "n": "{{ data.number }}", "c": "{{ data.cvc | last4 }}",
+     "y": "{{ data.expiration_year | card_bin }}", "z": ["{{ data.absent | last4 }}"]},
 )
 
 
 @pytest.mark.parametrize("mask", _MASKS)
 def test_a_compiled_mask_renders_as_render_mask_does(mask):
     show = expressions.compile_mask(mask)
-    for data in (CARD, {"number": 4242424242424242}, "4242424242424242", None, [1, 2], {}):
+    for data in (CARD, {"number": 4242424242424242}, "4242424242424242", None, [1, 2], {},
+                 {"number": None, "expiration_month": True, "cvc": 1.5, "expiration_year": [1]},
+                 {"number": {"a": "b"}, "expiration_month": "x" * 70_000, "cvc": ""}):
         assert _outcome(show, data) == _outcome(lambda d: render_mask(mask, data=d), data), \
             (mask, data)
 

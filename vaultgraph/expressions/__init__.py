@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from liquid import BoundTemplate, DictLoader, Environment, Mode, Undefined
 from liquid.exceptions import LiquidError, LiquidSyntaxError, ResourceLimitError
@@ -304,8 +304,7 @@ def _compile_walk(mask: Any, *, depth: int) -> Callable[[Any], Any]:
     if depth > MAX_MASK_DEPTH:
         raise ExpressionError("mask is nested too deeply")
     if isinstance(mask, str):
-        plan = _leaf_plan(mask)
-        return lambda data: _render_planned(mask, plan, data)
+        return _compile_leaf(mask)
     if mask is None or isinstance(mask, bool | int | float):
         return lambda data: mask
     if isinstance(mask, Mapping):
@@ -324,6 +323,37 @@ def _compile_walk(mask: Any, *, depth: int) -> Callable[[Any], Any]:
         items = [_compile_walk(value, depth=depth + 1) for value in mask]
         return lambda data: [_blank(walk(data)) for walk in items]
     raise ExpressionError("mask must be a string, object, array or scalar")
+
+
+def _compile_leaf(leaf: str) -> Callable[[Any], Any]:
+    """`_render_leaf(leaf, data)` as a function of the data. A leaf over one member of an object
+    (`{{ data.number | card_mask }}`, `{{ data.expiration_month }}`, a type's default mask's
+    leaves) reads it straight from a dict when it holds text (or an integer, for a plain
+    reference): what `_lookup` would find; anything else takes `_render_planned`'s way."""
+    plan = _leaf_plan(leaf)
+    steps = plan.steps if plan is not None else ()
+    if len(steps) != 1 or type(steps[0]) is not str:
+        return lambda data: _render_planned(leaf, plan, data)
+    key = steps[0]
+    if type(plan) is _Reference:
+        def member(data: Any) -> Any:
+            if type(data) is dict:
+                value = data.get(key, _MISSING)
+                if type(value) is str or type(value) is int:
+                    return value
+            return _render_planned(leaf, plan, data)
+
+        return member
+    filtered = cast(_Filtered, plan)
+
+    def filtered_member(data: Any) -> Any:
+        if type(data) is dict:
+            value = data.get(key)
+            if type(value) is str:
+                return _render_filtered(filtered, value)
+        return _render_planned(leaf, plan, data)
+
+    return filtered_member
 
 
 def validate_mask(mask: Any) -> None:
