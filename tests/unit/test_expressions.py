@@ -722,6 +722,7 @@ _MASKS = (
     {"a": "{{ data.number | pad_left: 10000000 }}"}, {"0": {"1": {"2": {"3": "{{ data }}"}}}},
     {"m": "{{ data.expiration_month }}", "n": "{{ data.number }}", "c": "{{ data.cvc | last4 }}",
      "y": "{{ data.expiration_year | card_bin }}", "z": ["{{ data.absent | last4 }}"]},
+    {str(i): "{{ data.number | last4 }}" for i in range(20)},
 )
 
 

@@ -283,32 +283,51 @@ def _lookup(data: Any, steps: tuple[str | int, ...]) -> Any:
 
 
 def compile_mask(mask: Any) -> Callable[[Any], Any]:
-    """`render_mask(mask, data=...)` for one mask, its walk and each leaf's plan made once: for
-    masks shown on many tokens (a type's default). The same leaves' renders, bounds and
-    results; a mask the walk would refuse is rendered by `render_mask`, which refuses it."""
+    """`render_mask(mask, data=...)` for a mask shown on many tokens (a type's default): its
+    walk and each leaf's plan made once. A mask of at most `_DIRECT_LEAVES_AT_MOST` leaves that
+    all render directly (`_leaf_plan`) is walked without Liquid and without a deadline of its
+    own: each leaf is a look-up or one bounded filter over a bounded value (far below the
+    render budget), and the filters still check the request's deadline when one is in force;
+    a leaf whose value would need Liquid (a value of another type) has the whole mask rendered
+    by `render_mask` instead, under its deadline. Any other mask is rendered by `render_mask`."""
+    leaves: list[str] = []
     try:
-        walk = _compile_walk(mask, depth=0)
-    except ExpressionError:
+        walk = _compile_walk(mask, leaves, depth=0)
+    except (ExpressionError, _NeedsLiquid):
+        walk = None
+    if walk is None or len(leaves) > _DIRECT_LEAVES_AT_MOST:
         return lambda data: render_mask(mask, data=data)
 
     def render_compiled(data: Any) -> Any:
-        with time_budget():
+        try:
             shown = walk(data)
+        except _NeedsLiquid:
+            return render_mask(mask, data=data)
         return "" if shown is _MISSING else shown
 
     return render_compiled
 
 
-def _compile_walk(mask: Any, *, depth: int) -> Callable[[Any], Any]:
-    """`_walk_mask(mask, _render_leaf, ...)` as a function of the data."""
+_DIRECT_LEAVES_AT_MOST = 16
+
+
+class _NeedsLiquid(Exception):
+    """A mask leaf that does not render directly, when compiled or for the data at hand."""
+
+
+def _compile_walk(mask: Any, leaves: list[str], *, depth: int) -> Callable[[Any], Any]:
+    """`_walk_mask(mask, _render_leaf, ...)` as a function of the data, for leaves that render
+    directly (`_direct_leaf`); `leaves` gathers them."""
     if depth > MAX_MASK_DEPTH:
         raise ExpressionError("mask is nested too deeply")
     if isinstance(mask, str):
-        return _compile_leaf(mask)
+        leaves.append(mask)
+        return _direct_leaf(mask)
     if mask is None or isinstance(mask, bool | int | float):
         return lambda data: mask
     if isinstance(mask, Mapping):
-        members = [(key, _compile_walk(value, depth=depth + 1)) for key, value in mask.items()]
+        members = [(key, _compile_walk(value, leaves, depth=depth + 1))
+                   for key, value in mask.items()]
 
         def walk_object(data: Any) -> dict:
             out = {}
@@ -320,40 +339,43 @@ def _compile_walk(mask: Any, *, depth: int) -> Callable[[Any], Any]:
 
         return walk_object
     if isinstance(mask, list | tuple):
-        items = [_compile_walk(value, depth=depth + 1) for value in mask]
+        items = [_compile_walk(value, leaves, depth=depth + 1) for value in mask]
         return lambda data: [_blank(walk(data)) for walk in items]
     raise ExpressionError("mask must be a string, object, array or scalar")
 
 
-def _compile_leaf(leaf: str) -> Callable[[Any], Any]:
-    """`_render_leaf(leaf, data)` as a function of the data. A leaf over one member of an object
-    (`{{ data.number | card_mask }}`, `{{ data.expiration_month }}`, a type's default mask's
-    leaves) reads it straight from a dict when it holds text (or an integer, for a plain
-    reference): what `_lookup` would find; anything else takes `_render_planned`'s way."""
+def _direct_leaf(leaf: str) -> Callable[[Any], Any]:
+    """`_render_planned(leaf, plan, data)` as a function of the data for a leaf with a plan,
+    raising `_NeedsLiquid` where that would render the leaf with Liquid. A leaf over one member
+    of an object (a type's default mask's) reads it straight from a dict."""
     plan = _leaf_plan(leaf)
-    steps = plan.steps if plan is not None else ()
-    if len(steps) != 1 or type(steps[0]) is not str:
-        return lambda data: _render_planned(leaf, plan, data)
-    key = steps[0]
+    if plan is None:
+        raise _NeedsLiquid()
+    steps = plan.steps
+    key = steps[0] if len(steps) == 1 and type(steps[0]) is str else None
     if type(plan) is _Reference:
-        def member(data: Any) -> Any:
-            if type(data) is dict:
-                value = data.get(key, _MISSING)
-                if type(value) is str or type(value) is int:
-                    return value
-            return _render_planned(leaf, plan, data)
+        def reference(data: Any) -> Any:
+            value = (data.get(key, _MISSING) if key is not None and type(data) is dict
+                     else _lookup(data, steps))
+            if isinstance(value, str | int | float):  # bool is an int
+                return value
+            if value is _MISSING:
+                return _MISSING
+            if value is None:
+                return ""
+            raise _NeedsLiquid()
 
-        return member
+        return reference
     filtered = cast(_Filtered, plan)
 
-    def filtered_member(data: Any) -> Any:
-        if type(data) is dict:
-            value = data.get(key)
-            if type(value) is str:
-                return _render_filtered(filtered, value)
-        return _render_planned(leaf, plan, data)
+    def filtered_value(data: Any) -> Any:
+        value = (data.get(key, _MISSING) if key is not None and type(data) is dict
+                 else _lookup(data, steps))
+        if type(value) is str:
+            return _render_filtered(filtered, value)
+        raise _NeedsLiquid()
 
-    return filtered_member
+    return filtered_value
 
 
 def validate_mask(mask: Any) -> None:
