@@ -701,3 +701,47 @@ def test_a_directly_rendered_leaf_keeps_the_output_limit_and_the_budget():
     assert _direct(wide, "x" * 30_000) == _liquid(wide, "x" * 30_000)
     with time_budget(-1), pytest.raises(ExpressionLimitError):
         render_mask({"n": "{{ data.n | card_mask }}"}, data={"n": "4242424242424242"})
+
+
+def _outcome(render_it, data):
+    try:
+        return ("ok", render_it(data))
+    except ExpressionLimitError:
+        return ("limit", None)
+    except ExpressionError:
+        return ("error", None)
+
+
+_MASKS = (
+    None, 7, True, "{{ data.number | card_mask }}", "{{ data }}", "{{ data | upcase }}",
+    {"number": "{{ data.number | card_mask }}", "expiration_month": "{{ data.expiration_month }}",
+     "expiration_year": "{{ data.expiration_year }}"},
+    {"a": ["{{ data.absent }}", "{{ data.number | last4 }}", 3, None], "b": {"c": "{{ data }}"}},
+    {"a": "{{ data.number | reveal_last: 4, '*' }}", "b": "x {{ data.cvc }} y", "c": False},
+    ["{{ data.absent }}", {"d": "{{ data.absent }}"}], {"bad": {1, 2}}, {"a": "{{ data | nope }}"},
+    {"a": "{{ data.number | pad_left: 10000000 }}"}, {"0": {"1": {"2": {"3": "{{ data }}"}}}},
+    {"m": "{{ data.expiration_month }}", "n": "{{ data.number }}", "c": "{{ data.cvc | last4 }}",
+     "y": "{{ data.expiration_year | card_bin }}", "z": ["{{ data.absent | last4 }}"]},
+    {str(i): "{{ data.number | last4 }}" for i in range(20)},
+)
+
+
+@pytest.mark.parametrize("mask", _MASKS)
+def test_a_compiled_mask_renders_as_render_mask_does(mask):
+    show = expressions.compile_mask(mask)
+    for data in (CARD, {"number": 4242424242424242}, "4242424242424242", None, [1, 2], {},
+                 {"number": None, "expiration_month": True, "cvc": 1.5, "expiration_year": [1]},
+                 {"number": {"a": "b"}, "expiration_month": "x" * 70_000, "cvc": ""}):
+        assert _outcome(show, data) == _outcome(lambda d: render_mask(mask, data=d), data), \
+            (mask, data)
+
+
+def test_a_compiled_mask_keeps_the_depth_limit_and_the_budget():
+    deep: object = "{{ data }}"
+    for _ in range(40):
+        deep = {"a": deep}
+    with pytest.raises(ExpressionError):
+        expressions.compile_mask(deep)("x")
+    show = expressions.compile_mask({"n": "{{ data.n | card_mask }}"})
+    with time_budget(-1), pytest.raises(ExpressionLimitError):
+        show({"n": "4242424242424242"})

@@ -43,9 +43,12 @@ class AuditNote:
         """Note the tokens the request named, each once. An id longer than any token id may be
         names no token and is left out: its index entries (the AUDIT_REF) would pass the range
         index's key limit and fail the group commit that carries other requests' events."""
+        named = self.token_ids
+        seen = set(named)
         for token_id in ids:
-            if len(token_id) <= TOKEN_ID_MAX_LENGTH and token_id not in self.token_ids:
-                self.token_ids.append(token_id)
+            if len(token_id) <= TOKEN_ID_MAX_LENGTH and token_id not in seen:
+                seen.add(token_id)
+                named.append(token_id)
 
     def skeleton(self) -> dict[str, Any]:
         """The fields a write's transaction stores with the change: all the request knew when
@@ -72,6 +75,16 @@ def note_tokens(ids: list[str] | tuple[str, ...], transform: str | None = None) 
     note.name_tokens(ids)
     if transform is not None:
         note.transforms[transform] += len(ids) or 1
+
+
+def note_shown(ids: list[str], transforms: list[str]) -> None:
+    """Each token shown, under its transform: `note_tokens((id,), transform)` for each pair, in
+    one call for a page."""
+    note = current.get()
+    if note is None:
+        return
+    note.name_tokens(ids)
+    note.transforms.update(transforms)
 
 
 def note_transforms(counts: dict[str, int]) -> None:

@@ -6,7 +6,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..crypto import TenantKeys
-from .rules import Decision, Rule, allowed_on_each, decide, effective_rules, prefixes
+from .rules import Decision, Rule, decide, effective_rules, prefixes
+
+DECISIONS_KEPT = 256
 
 
 @dataclass(frozen=True)
@@ -18,6 +20,10 @@ class Principal:
     rules: tuple[Rule, ...]
     keys: TenantKeys = field(repr=False)
     effective: tuple[Rule, ...] = field(init=False, repr=False)
+    # Decisions made, by (containers, operation): a batch's or a page's tokens share a few sets
+    # of containers. Bounded: emptied when full (containers come from callers and tokens).
+    _decided: dict[tuple[tuple[str, ...], str], Decision] = field(
+        init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self):
         object.__setattr__(self, "effective", effective_rules(self.permissions, self.rules))
@@ -33,10 +39,18 @@ class Principal:
         return frozenset(out)
 
     def decide(self, containers: Iterable[str], operation: str) -> Decision:
-        return decide(self.effective, containers, operation)
+        key = (tuple(containers), operation)
+        decision = self._decided.get(key)
+        if decision is None:
+            decision = decide(self.effective, key[0], operation)
+            if len(self._decided) >= DECISIONS_KEPT:
+                self._decided.clear()
+            self._decided[key] = decision
+        return decision
 
     def allowed_on_each(self, containers: Iterable[str], operation: str) -> bool:
-        return allowed_on_each(self.effective, containers, operation)
+        """Whether `operation` is granted on every one of `containers`, each on its own."""
+        return all(self.decide((container,), operation).allowed for container in containers)
 
     def prefixes(self, operation: str) -> list[str]:
         return prefixes(self.effective, operation)

@@ -146,6 +146,8 @@ def _measure(value: Any, budget: int = MAX_VALUE_SIZE) -> tuple[int, int]:
 
 
 def _too_big(value: Any) -> bool:
+    if type(value) is str:  # most filters take and make text: its size is its length
+        return len(value) > MAX_VALUE_SIZE
     return _measure(value)[0] > MAX_VALUE_SIZE
 
 
@@ -174,8 +176,8 @@ def bounded_filter(name: str, func: Callable) -> Callable:
         deadline = _deadline.get()
         if deadline is not None and _past(deadline):
             raise ExpressionLimitError()
-        inputs = (value, *args, *(v for k, v in kwargs.items() if k not in _LIQUID_KWARGS))
-        if any(_too_big(v) for v in inputs):
+        if _too_big(value) or (args and any(_too_big(v) for v in args)) or (kwargs and any(
+                _too_big(v) for k, v in kwargs.items() if k not in _LIQUID_KWARGS)):
             raise ExpressionLimitError()
         if product_size is not None and product_size(value, *args) > MAX_VALUE_SIZE:
             raise ExpressionLimitError()

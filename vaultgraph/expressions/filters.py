@@ -71,6 +71,8 @@ def _char_arg(value: Any) -> str:
 
 
 def _card_number(value: Any) -> str:
+    if type(value) is str:  # what a mask passes: no Undefined, no mapping to look into
+        return value
     value = _plain(value)
     if isinstance(value, Mapping):
         value = _plain(value.get("number"))

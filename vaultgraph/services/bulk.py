@@ -35,6 +35,18 @@ UNRENDERED = "could not be rendered"
 MAX_DEPTH = 64  # JSON nesting of a detokenize payload
 
 
+def _renders_caller_expressions(item: dict | VaultError) -> bool:
+    """Whether preparing a loaded create request renders an expression its caller wrote: an id
+    expression, a fingerprint or search index expression, a mask (rendered on write against
+    its bounds). Without them only the type's defaults render (`TokenService.prepare`)."""
+    if isinstance(item, VaultError):
+        return False
+    raw_id = item.get("id")
+    return (item.get("fingerprint_expression") is not None or bool(item.get("search_indexes"))
+            or item.get("mask") is not None
+            or (raw_id is not None and ("{{" in raw_id or "{%" in raw_id)))
+
+
 @dataclass(frozen=True, slots=True)
 class Expression:
     path: tuple[str | int, ...]
@@ -76,10 +88,15 @@ class BulkService:
                 seen.add(prepared.id)
                 ready[index] = prepared
 
-        # Up to 100 items' id, fingerprint and search-index expressions are caller-written:
-        # they render off the event loop, under the request's one render budget (past it, the
-        # remaining items fail alone with a 400 on the expression).
-        await self.renderer.run(prepare_all)
+        # Up to 100 items' id, fingerprint and search-index expressions and masks may be
+        # caller-written: they render off the event loop, under the request's one render budget
+        # (past it, the remaining items fail alone with a 400 on the expression). Items that
+        # render only their types' own expressions are prepared inline, as a single create is,
+        # under the same budget.
+        if any(_renders_caller_expressions(item) for item in items):
+            await self.renderer.run(prepare_all)
+        else:
+            self.renderer.run_inline(prepare_all)
         if ready:
             note_tokens(tuple(p.id for p in ready.values()))  # in the write's own audit event
             created = await self.repo.create_many(

@@ -33,6 +33,12 @@ class Renderer:
         return await asyncio.get_running_loop().run_in_executor(
             self._pool, context.run, self._budgeted, work)
 
+    def run_inline(self, work: Callable[[], T]) -> T:
+        """`work()` on the calling thread, under the same one deadline: for work whose only
+        expressions are the service's own (a type's defaults), cheap and bounded, which a
+        single request renders inline too; the hop to the pool would cost more than it."""
+        return self._budgeted(work)
+
     def _budgeted(self, work: Callable[[], T]) -> T:
         with time_budget(self._budget):
             return work()

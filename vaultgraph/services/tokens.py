@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from ..audit.context import note_tokens
+from ..audit.context import note_shown, note_tokens
 from ..auth.permissions import TOKEN_CREATE, TOKEN_DELETE, TOKEN_READ, TOKEN_UPDATE
 from ..auth.principal import Principal
 from ..auth.rules import MASK
@@ -150,21 +150,25 @@ class TokenService:
                 out.append(body)
             return out
 
-        for item in items:
-            note_tokens((item.token.id,),
-                        item.transform if isinstance(item, Shown) else "summary")
+        note_shown([item.token.id for item in items],
+                   [item.transform if isinstance(item, Shown) else "summary" for item in items])
         if shows_data and any(isinstance(i, Shown) and i.renders_caller_mask for i in items):
             return await self.renderer.run(work)
         return work()
 
-    @staticmethod
-    def shown(principal: Principal, node: StoredToken, operation: str = TOKEN_READ) -> Shown:
-        return Shown(node, principal.decide(node.containers, operation).transform)
-
     async def present_all(self, principal: Principal, nodes: list[StoredToken],
                           operation: str = TOKEN_READ) -> list[dict]:
         """Each node under the transform of the rule that grants `operation` on it."""
-        return await self.render(principal, [self.shown(principal, n, operation) for n in nodes])
+        # A page's tokens share a few sets of containers: each set is decided once.
+        transforms: dict[tuple[str, ...], str] = {}
+        items = []
+        for node in nodes:
+            transform = transforms.get(node.containers)
+            if transform is None:
+                transform = transforms[node.containers] = principal.decide(
+                    node.containers, operation).transform
+            items.append(Shown(node, transform))
+        return await self.render(principal, items)
 
     # -- validation ---------------------------------------------------------------------------
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
 from ..auth.rules import MASK, REVEAL
 from ..crypto import CryptoError, TenantKeys
 from ..errors import IntegrityFailure
-from ..expressions import ExpressionError, render_mask
+from ..expressions import ExpressionError, compile_mask, render_mask
 from .fields import format_datetime
 from .stored import StoredToken
 from .types import get_type
@@ -42,14 +42,21 @@ def effective_mask(token: StoredToken, mask: Any) -> Any:
     return mask if mask is not None else _default_mask(token.type)
 
 
-@functools.cache
 def _default_mask(type_name: str) -> Any:
     """A type's default mask as plain JSON values, made once per type: shared by every response
     that shows it, so never mutated."""
+    return _default_masking(type_name)[0]
+
+
+@functools.cache
+def _default_masking(type_name: str) -> tuple[Any, Callable[[Any], Any] | None]:
+    """A type's default mask (plain JSON values) and its renderer (`compile_mask`), made once
+    per type: every token of the type shown masked without a mask of its own renders it."""
     token_type = get_type(type_name)
     if token_type is None or token_type.default_mask is None:
-        return None
-    return _plain(token_type.default_mask)
+        return None, None
+    mask = _plain(token_type.default_mask)
+    return mask, compile_mask(mask)
 
 
 def _plain(value: Any) -> Any:
@@ -76,12 +83,16 @@ def present(token: StoredToken, transform: str, keys: TenantKeys, *, data: Any =
             data = decrypt_field(keys, token, "data")
             mask = decrypt_field(keys, token, "mask")
     if shows_data and transform in (REVEAL, MASK):
-        shown_mask = effective_mask(token, mask)
+        if mask is None:
+            shown_mask, render_default = _default_masking(token.type)
+        else:
+            shown_mask, render_default = mask, None
         if transform == REVEAL:
             out["data"] = data
         elif shown_mask is not None:
             try:
-                out["data"] = render_mask(shown_mask, data=data)
+                out["data"] = (render_mask(shown_mask, data=data) if render_default is None
+                               else render_default(data))
             except ExpressionError:
                 log.warning("mask could not be rendered", extra={"token_id": token.id})
         if shown_mask is not None:

@@ -3,11 +3,14 @@ place."""
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 
 import orjson
+import pytest
 from factories import audit_tenant, audit_tokens
 
+from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit.ids import route_number
 from vaultgraph.errors import MAX_FIELD_NAME, MAX_LISTED_ERRORS
 
@@ -167,3 +170,32 @@ async def test_an_error_list_is_bounded_however_many_fields_fail(client, admin_h
     assert all(len(name) <= MAX_FIELD_NAME for name in problem["errors"])
     assert len(orjson.dumps(problem)) < 64_000
     assert await token_count(client, tenant.tenant_id) == 0
+
+
+@pytest.mark.parametrize("caller_written", [
+    {"fingerprint_expression": "{{ data.number | last4 }}"},
+    {"search_indexes": ["{{ data.number | last4 }}"]},
+    {"mask": {"number": "{{ data.number | last4 }}"}},
+    {"id": "card-{{ data.number | last4 }}"},
+])
+async def test_items_with_caller_written_expressions_are_prepared_off_the_event_loop(
+        client, admin_headers, tenant, monkeypatch, caller_written):
+    """A batch with an expression its caller wrote prepares every item on the renderer's
+    threads; one that renders only its types' own expressions prepares inline, as a single
+    create does."""
+    tokens = client.server.app[services_key].bulk.tokens
+    prepared_on: list[str] = []
+    prepare = tokens.prepare
+
+    def recording_prepare(principal, body):
+        prepared_on.append(threading.current_thread().name)
+        return prepare(principal, body)
+
+    monkeypatch.setattr(tokens, "prepare", recording_prepare)
+    loop_thread = threading.current_thread().name
+    await tokenize(client, admin_headers, [card(VISA), card(MASTERCARD)])
+    assert prepared_on == [loop_thread, loop_thread]
+    prepared_on.clear()
+    await tokenize(client, admin_headers, [card(AMEX), card(MASTERCARD, **caller_written)])
+    assert len(prepared_on) == 2
+    assert all(name.startswith("vaultgraph-render") for name in prepared_on), prepared_on
