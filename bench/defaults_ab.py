@@ -422,7 +422,8 @@ class Load:
     """wrk against one service, as a variant drives it."""
 
     def __init__(self, wrk: str, variant: Variant, service: ServiceProcess, cfg: Settings,
-                 work_dir: Path):
+                 work_dir: Path, place: int = 0):
+        """`place`: the variant's place in the run, which keeps its card numbers apart."""
         self.wrk, self.variant, self.service, self.cfg = wrk, variant, service, cfg
         self.work_dir = work_dir / variant.name
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -434,7 +435,7 @@ class Load:
                         variant.threads, self.work_dir)
         # Card numbers for the pool: past those loaded, and apart for each variant.
         self.context = Context(stack.tenant, stack.ids, catalog=None, driver=None,
-                               counter=20_000_000 + 1_000_000 * list(VARIANTS).index(variant.name))
+                               counter=20_000_000 + 1_000_000 * place)
 
     def prepare(self, workload: str) -> Callable[[], Awaitable[Result]]:
         """One run of `workload`, its request pool (if any) built now, outside the window."""
@@ -521,14 +522,14 @@ class Harness:
         self.work_dir.mkdir(parents=True)
         for stack in self.stacks.values():
             stack.fresh()
-        for v in self.variants:
+        for place, v in enumerate(self.variants):
             service = self.services[v.name]
             service.start()
             await service.ready()
             tokens = self.cfg.large_tokens if v.large else self.cfg.tokens
             say(f"{v.name}: loading {tokens:,} tokens into the Neo4j on {service.stack.bolt_port}")
             await service.stack.load(tokens)
-            self.loads[v.name] = Load(wrk, v, service, self.cfg, self.work_dir)
+            self.loads[v.name] = Load(wrk, v, service, self.cfg, self.work_dir, place)
 
     def stop(self) -> None:
         for service in reversed(list(self.services.values())):
