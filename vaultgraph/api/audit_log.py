@@ -82,7 +82,10 @@ def _cursor(after) -> tuple[datetime, str] | None:
         return None
     try:
         at, event_id = after
-        return datetime.fromisoformat(at), str(uuid.UUID(event_id))
+        when = datetime.fromisoformat(at)
+        if when.tzinfo is None:  # the service's cursors always carry the offset
+            raise ValueError(at)
+        return when, str(uuid.UUID(event_id))
     except (TypeError, ValueError):
         raise invalid("start", "is not a cursor this service issued") from None
 

@@ -206,7 +206,9 @@ class TokenService:
                 errors["expires_at"] = [str(exc)]
         draft = Draft(
             type=token_type, data=data, mask=body.get("mask"),
-            containers=list(stored_containers(tuple(containers))),
+            # A list over the limit is refused below: never normalised, never cached.
+            containers=(list(stored_containers(tuple(containers)))
+                        if len(containers) <= self.settings.max_containers else []),
             metadata=metadata, search_indexes=search_indexes,
             fingerprint_expression=body.get("fingerprint_expression")
             or token_type.default_fingerprint_expression or DEFAULT_FINGERPRINT_EXPRESSION,

@@ -156,6 +156,18 @@ async def test_containers_are_capped(api, settings):
                                   expect=400), "containers")
 
 
+async def test_a_list_of_containers_over_the_cap_is_not_kept(api, settings):
+    # The normalised lists are cached by their paths: one over the cap is refused before it is
+    # normalised, so a caller cannot fill the cache with large lists of its own.
+    from vaultgraph.services.tokens import stored_containers
+
+    stored_containers.cache_clear()
+    paths = [f"/over-{i}/" for i in range(settings.max_containers + 1)]
+    assert_names(await api.create({"type": "token", "data": 1, "containers": paths},
+                                  expect=400), "containers")
+    assert stored_containers.cache_info().currsize == 0
+
+
 async def test_search_indexes_are_capped(api, settings):
     n = settings.max_search_indexes
     await api.create({"type": "token", "data": 1,
