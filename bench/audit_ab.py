@@ -20,7 +20,6 @@ import os
 import random
 import statistics
 import time
-from datetime import UTC, datetime
 
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
@@ -32,7 +31,7 @@ from . import cpu
 from .audit_storage import _connect, fresh_neo4j
 from .dataset import create_bench_tenant, load_tokens
 from .environment import new_kek, say
-from .run import git_dirty, git_sha, write_results
+from .run import provenance, write_results
 from .workloads import WORKLOADS, Context, audited
 
 MEASURED = ("create", "get")
@@ -90,9 +89,7 @@ async def measure(neo: LocalNeo4j, rounds: int, requests: int, tokens: int) -> d
 
 
 def summarize(samples: dict[tuple[str, bool], list[dict]], rounds: int, requests: int) -> dict:
-    out: dict = {"git_sha": git_sha(), "git_dirty": git_dirty(),
-                 "date": datetime.now(UTC).isoformat(timespec="seconds"),
-                 "rounds": rounds, "requests_per_round": requests,
+    out: dict = {**provenance(), "rounds": rounds, "requests_per_round": requests,
                  "concurrency": CONCURRENCY, "workloads": {}}
     for name in MEASURED:
         row = {}

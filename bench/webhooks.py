@@ -40,7 +40,7 @@ from vaultgraph.app import create_app
 from vaultgraph.settings import Settings
 
 from .environment import new_kek, say
-from .run import git_dirty, git_sha, write_results
+from .run import provenance, write_results
 from .stats import percentile
 
 CONCURRENCY = 32
@@ -194,7 +194,7 @@ async def main() -> dict:
     during = sum(1 for t in received["arrivals"] for start, end in windows if start <= t <= end)
     busy = sum(end - start for start, end in windows)
     return {
-        "git_sha": git_sha(), "git_dirty": git_dirty(), "rounds": rounds,
+        **provenance(), "rounds": rounds,
         "sender": "inline" if sending else "off",
         "requests_per_round": requests, "concurrency": CONCURRENCY,
         "create": {"none": none, "one_webhook": one,
