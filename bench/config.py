@@ -34,6 +34,7 @@ class BenchConfig:
     audit_off: str = "create,get"   # workloads measured again with the trail on, then off
                                     # (bench/unaudited); empty: none
     jfr: bool = False               # JFR-record Neo4j during each measured window (bench/jfr.py)
+    bare_first: bool = False        # measure each workload's bare side before its service side
     scale_sizes: str = "10000,100000"  # make bench-scale; add 1000000 for the full run
     soak: float = 300.0             # make bench-soak: seconds of the get workload, after warm-up
     soak_sample: float = 15.0       # seconds between the soak's memory samples

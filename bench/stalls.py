@@ -69,6 +69,11 @@ def between(before: dict[str, float], after: dict[str, float]) -> dict:
         "gc_over_25ms": sum(over(GC, LONG_GC, generation=g) for g in generations),
         "audit_commits": round(delta(_key(f"{COMMIT}_count", {}))),
         "audit_commits_over_50ms": over(COMMIT, LATE),
+        # How long a group commit took on average (what every read in its batch waited for
+        # after the batch closed).
+        "audit_commit_mean_ms": (round(1000 * delta(_key(f"{COMMIT}_sum", {}))
+                                       / delta(_key(f"{COMMIT}_count", {})), 2)
+                                 if delta(_key(f"{COMMIT}_count", {})) else None),
         "gc_by_generation": by_generation,
     }
 

@@ -410,12 +410,12 @@ def test_a_window_counts_the_jvm_stops_after_its_mark(tmp_path):
 
 
 def _stall_exposition(lag_count, lag_le_50ms, lag_le_250ms, gc_count, gc_le_25ms, gc_sum,
-                      commits=(0, 0)):
+                      commits=(0, 0), commit_sum=0.5):
     lines = ["# TYPE vaultgraph_audit_commit_seconds histogram",
              f'vaultgraph_audit_commit_seconds_bucket{{le="0.05"}} {commits[1]}',
              f'vaultgraph_audit_commit_seconds_bucket{{le="+Inf"}} {commits[0]}',
              f"vaultgraph_audit_commit_seconds_count {commits[0]}",
-             "vaultgraph_audit_commit_seconds_sum 0.5",
+             f"vaultgraph_audit_commit_seconds_sum {commit_sum}",
              "# TYPE vaultgraph_event_loop_lag_seconds histogram"]
     for le, n in (("0.05", lag_le_50ms), ("0.25", lag_le_250ms), ("+Inf", lag_count)):
         lines.append(f'vaultgraph_event_loop_lag_seconds_bucket{{le="{le}"}} {n}')
@@ -440,11 +440,12 @@ def test_a_window_counts_its_process_stalls_from_two_scrapes():
                                                {"0": 0.01, "2": 0.0}, commits=(100, 100)))
     after = from_exposition(_stall_exposition(160, 157, 159, {"0": 52, "2": 1},
                                               {"0": 50, "2": 0}, {"0": 0.31, "2": 0.04},
-                                              commits=(400, 398)))
+                                              commits=(400, 398), commit_sum=2.0))
     window = between(before, after)
     assert window == {"loop_ticks": 150, "loop_late_over_50ms": 3, "loop_late_over_250ms": 1,
                       "gc_pauses": 48, "gc_ms": 340.0, "gc_over_25ms": 3,
                       "audit_commits": 300, "audit_commits_over_50ms": 2,
+                      "audit_commit_mean_ms": 5.0,
                       "gc_by_generation": {"0": {"pauses": 47, "ms": 300.0},
                                            "2": {"pauses": 1, "ms": 40.0}}}
     assert describe(window) == ("event loop late over 50 ms 3 times (1 over 250 ms); 3 "
