@@ -142,7 +142,8 @@ async def _serve() -> None:
     await site.start()
     print(runner.addresses[0][1], flush=True)
     stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    for signum in (signal.SIGTERM, signal.SIGINT):  # Ctrl-C reaches the whole group
+        asyncio.get_running_loop().add_signal_handler(signum, stop.set)
     await stop.wait()
     await runner.cleanup()
 

@@ -203,17 +203,21 @@ class Bench:
                 "neo4j_pagecache": self.cfg.neo4j_pagecache}
 
     async def teardown(self) -> None:
-        await self.stall_monitor.stop()
-        if self.session is not None:
-            await self.session.close()
-        self.destination.stop()
-        self.receiver.stop()
-        if self.audit is not None:
-            await self.audit.stop()
-        if self.db is not None:
-            await self.db.close()
-        if self.service is not None:
-            self.service.stop()
+        """Stop what the run started; the processes (the service, the receiver) even when an
+        earlier step fails, so none outlives the run."""
+        try:
+            await self.stall_monitor.stop()
+            if self.session is not None:
+                await self.session.close()
+            self.destination.stop()
+            if self.audit is not None:
+                await self.audit.stop()
+            if self.db is not None:
+                await self.db.close()
+        finally:
+            self.receiver.stop()
+            if self.service is not None:
+                self.service.stop()
 
     def context(self) -> Context:
         return Context(self.tenant, self.ids, self.db.catalog, self.db.driver,
