@@ -111,7 +111,8 @@ class Service:
             # (the check itself still runs on every request).
             "VAULTGRAPH_RATE_LIMIT": "1e9",
             "VAULTGRAPH_RATE_BURST": "1000000000",
-            # The proxy workload's destination is a local, plain-http server.
+            # The proxy workload's destination and webhook_create's receiver are local,
+            # plain-http servers.
             "VAULTGRAPH_WEBHOOK_ALLOW_HTTP": "true",
             "VAULTGRAPH_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
             # Scraped around each measured window (the audit writer's batch sizes).

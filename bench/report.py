@@ -65,10 +65,35 @@ def table(result: dict) -> str:
     notes += [f"- {n} ({side}): {text}"
               for n, w in result["workloads"].items() for side in ("service", "bare")
               if (text := process_stalls(side, w.get(side) or {}))]
+    notes += outbox_notes(result)
     if result.get("tokenize_vs_create") is not None:
         notes.append(f"- tokenize tokens/s ÷ create tokens/s (same run): "
                      f"{result['tokenize_vs_create']:.2f}")
     return "\n".join(lines + (["", *notes] if notes else []))
+
+
+def outbox_notes(result: dict) -> list[str]:
+    """Per workload with a subscribed webhook, how each side's deliveries kept up."""
+    notes = []
+    for name, w in result["workloads"].items():
+        sides = w.get("outbox") or {}
+        parts = []
+        for side in ("service", "bare"):
+            o = sides.get(side)
+            if not o:
+                continue
+            receiver = ((w.get(side) or {}).get("cpu_ms") or {}).get("receiver")
+            left = o["pending_after_drain"]
+            parts.append(
+                f"{side} {o['delivered_per_s']:,.0f}/s for {o['created_per_s']:,.0f} "
+                f"creates/s, {o['pending_at_end']} pending at the load's end (drained within "
+                f"the window in {o['drain_s']:g}s{f', {left} not' if left else ''}), "
+                f"lag p50 {_ms(o['lag_p50_ms'])} p99 {_ms(o['lag_p99_ms'])} ms, "
+                f"{o['received_bad']} refused by the receiver"
+                + ("" if receiver is None else f", receiver {receiver:.2f} ms CPU a create"))
+        if parts:
+            notes.append(f"- {name}: deliveries during the load: " + "; ".join(parts))
+    return notes
 
 
 def process_stalls(side: str, r: dict) -> str:

@@ -4,6 +4,7 @@ the service and against the bare driver, print the table and write bench/results
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import random
@@ -27,19 +28,21 @@ from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.repository.database import Database
 from vaultgraph.repository.proxies import ProxyRepository
 from vaultgraph.repository.tokens import TokenFilter
+from vaultgraph.repository.webhooks import WebhookRepository
 from vaultgraph.server import settle_heap, tune_gc
 from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.settings import PROJECT_ROOT, Settings
 from vaultgraph.stall_monitor import StallMonitor
 
-from . import cpu, first_sight, jfr, memory, plans, profile, report, stalls
+from . import cpu, first_sight, jfr, memory, outbox, plans, profile, report, stalls
 from .config import RESULTS, ROOT, BenchConfig
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
 from .destination import Destination
 from .environment import Service, machine, new_kek, say, service_workers, start_neo4j
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
 from .neo4j_log import DebugLog, PauseLog
+from .receiver import ReceiverProcess
 from .stats import AUDIT_TARGETS, Result, added_cpu, audit_cost, ratio
 from .workloads import WORKLOADS, Context, Request, Workload, audited
 
@@ -58,6 +61,14 @@ def bare_op(w: Workload, ctx: Context):
     async def op(item) -> None:
         await audited(ctx, w.http(item), w.bare(ctx, item))
     return op
+
+
+async def then(run: Awaitable[Result], tail: Callable[[], Awaitable[None]] | None) -> Result:
+    """`run`'s result, once `tail` (if any) has run after it."""
+    result = await run
+    if tail is not None:
+        await tail()
+    return result
 
 
 def _git(*args: str) -> str | None:
@@ -112,6 +123,8 @@ class Bench:
         self.stall_monitor = StallMonitor()
         self.destination = Destination()      # the proxy workload's
         self.proxy_id = ""
+        self.receiver = ReceiverProcess()     # the webhook_create workload's endpoint
+        self.outbox_profile: dict | None = None
         self.session: aiohttp.ClientSession | None = None
 
     # -- set-up ---------------------------------------------------------------------------
@@ -139,6 +152,9 @@ class Bench:
                 self.tenant.tenant_id, self.proxy_id, name="bench processor",
                 destination_url=self.destination.url, description=None, header_allowlist=[],
                 created_by=None)
+        if any(w.outbox and cfg.selected(w.name) for w in WORKLOADS):
+            self.receiver.start()
+        if cfg.selected("proxy") or self.receiver.proc is not None:
             self.session = aiohttp.ClientSession()
         self.service = Service(cfg, neo, self.kek)
         self.service.start()
@@ -187,16 +203,21 @@ class Bench:
                 "neo4j_pagecache": self.cfg.neo4j_pagecache}
 
     async def teardown(self) -> None:
-        await self.stall_monitor.stop()
-        if self.session is not None:
-            await self.session.close()
-        self.destination.stop()
-        if self.audit is not None:
-            await self.audit.stop()
-        if self.db is not None:
-            await self.db.close()
-        if self.service is not None:
-            self.service.stop()
+        """Stop what the run started; the processes (the service, the receiver) even when an
+        earlier step fails, so none outlives the run."""
+        try:
+            await self.stall_monitor.stop()
+            if self.session is not None:
+                await self.session.close()
+            self.destination.stop()
+            if self.audit is not None:
+                await self.audit.stop()
+            if self.db is not None:
+                await self.db.close()
+        finally:
+            self.receiver.stop()
+            if self.service is not None:
+                self.service.stop()
 
     def context(self) -> Context:
         return Context(self.tenant, self.ids, self.db.catalog, self.db.driver,
@@ -227,8 +248,18 @@ class Bench:
             t0, jit0 = time.monotonic(), cpu.jit_ticks(self.neo.running_pid())
             for w in workloads:
                 rng = random.Random(f"jvm-{w.name}-{rounds}")  # noqa: S311 - request variety
+                # An outbox workload's rounds run with a webhook subscribed, which the service's
+                # sender delivers (the bare round's events too: nothing is measured here), so
+                # Neo4j compiles the claims and outcomes as well; disabled after the round, its
+                # undelivered rest is paused, never sent.
+                hook = await outbox.subscribe(
+                    WebhookRepository(self.db), self.tenant.tenant_id, self.tenant.keys,
+                    f"{self.receiver.url}/hook/jvm", "jvm") if w.outbox else None
                 await self.loadgen.run(http_pool(w, ctx, rng), JVM_ROUND)
                 await run_bare(bare_op(w, ctx), w.items(ctx, rng), cfg.concurrency, JVM_ROUND)
+                if hook is not None:
+                    await outbox.unsubscribe(WebhookRepository(self.db), self.tenant.tenant_id,
+                                             hook[0])
             rounds += 1
             spent = (cpu.jit_ticks(self.neo.running_pid()) - jit0) * cpu.TICK_MS / 1000
             share = spent / (time.monotonic() - t0)
@@ -243,21 +274,33 @@ class Bench:
         return {"seconds": round(time.monotonic() - began), "rounds": rounds,
                 "jit_cores_last_round": None if share is None else round(share, 3)}
 
-    async def service_side(self, w: Workload, ctx: Context, rng: random.Random) -> Result:
+    async def service_side(self, w: Workload, ctx: Context, rng: random.Random, *,
+                           settle: Callable[[], Awaitable[None]] | None = None,
+                           tail: Callable[[], Awaitable[None]] | None = None,
+                           apart: Mapping[str, int] | None = None) -> Result:
+        """`settle`: awaited between the warm-up and the measured window; `tail`: awaited
+        after the load, within the window (its CPU counted, its time not: requests a second
+        are the load's); `apart`: more process groups whose CPU is read, and left out of the
+        others' (webhook_create's receiver)."""
         cfg = self.cfg
         if warmup := self.warmup():
             await self.loadgen.run(http_pool(w, ctx, rng), warmup)
+        if settle is not None:
+            await settle()
         pool = http_pool(w, ctx, rng)
         groups = {"service": self.service.pid, "neo4j": self.neo.running_pid(),
-                  "loadgen": os.getpid()}
+                  "loadgen": os.getpid(), **(apart or {})}
         return await self.measured(w, "service", ctx, groups, self.service.figures,
-                                   self.loadgen.run(pool, cfg.duration))
+                                   then(self.loadgen.run(pool, cfg.duration), tail))
 
     async def audit_on_off(self, names: list[str]) -> dict:
         """What the audit trail costs the whole service: each workload of `names` measured on
         the service as it is, then again on one started with the trail switched off
         (bench/unaudited), which serves the rest of the run. Same data, back to back."""
-        chosen = [w for w in WORKLOADS if w.name in names]
+        chosen = [w for w in WORKLOADS if w.name in names and not w.outbox]
+        for w in WORKLOADS:
+            if w.name in names and w.outbox:  # its deliveries need a phase of their own
+                say(f"BENCH_AUDIT_OFF: {w.name} is not measured on and off")
         def rng(w: Workload) -> random.Random:
             return random.Random(w.name)  # noqa: S311 - request variety
 
@@ -270,15 +313,21 @@ class Bench:
         return {name: audit_cost(on[name], off[name], AUDIT_TARGETS.get(name))
                 for name in on}
 
-    async def bare_side(self, w: Workload, ctx: Context, rng: random.Random) -> Result:
+    async def bare_side(self, w: Workload, ctx: Context, rng: random.Random, *,
+                        settle: Callable[[], Awaitable[None]] | None = None,
+                        tail: Callable[[], Awaitable[None]] | None = None,
+                        apart: Mapping[str, int] | None = None) -> Result:
+        """`settle`, `tail` and `apart` as for `service_side`."""
         cfg = self.cfg
         op = bare_op(w, ctx)
         if cfg.warmup > 0:
             await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.warmup)
+        if settle is not None:
+            await settle()
         # The bare side's client is this process: the driver and the load loop in one.
-        groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
-        return await self.measured(w, "bare", ctx, groups, stalls.from_registry,
-                                   run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration))
+        groups = {"neo4j": self.neo.running_pid(), "client": os.getpid(), **(apart or {})}
+        return await self.measured(w, "bare", ctx, groups, stalls.from_registry, then(
+            run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration), tail))
 
     async def measured(self, w: Workload, side: str, ctx: Context, groups: dict[str, int],
                        figures: Callable[[], dict[str, float]],
@@ -352,6 +401,111 @@ class Bench:
             entry["service_tokens_per_s"] = round(service.rps * w.items_per_request, 1)
         return entry
 
+    async def outbox_workload(self, w: Workload) -> dict:
+        """`w` with one subscribed webhook, each side delivering its own events to the
+        receiver: the service through its own sender (the outbox write and the delivery, both
+        in its CPU and its Neo4j's), the bare client through its delivery loop
+        (bench/outbox.py). The service's sender claims whatever delivery is due, so it must not
+        run while the bare side's events wait: the service is stopped for the bare window
+        (nothing of it runs then) and started again after it. Each side has a webhook of its
+        own, subscribed before its warm-up and disabled once its deliveries are drained. The
+        warm-up's deliveries are drained before the window, so it starts with an empty outbox,
+        and the window lasts past the load until the load's are drained too: each side's CPU
+        a create holds that create's delivery, however far behind its deliveries ran
+        (requests a second are the load's alone). Reported per side (`outbox`): the
+        deliveries that arrived during the load and per second, those pending at its end, how
+        long they took to drain, their lag, and what the receiver refused (a bad
+        signature)."""
+        ctx = self.context()
+        rng = random.Random(w.name)  # noqa: S311 - request variety
+        entry: dict = {"title": w.title, "outbox": {}}
+        repo = WebhookRepository(self.db)
+        apart = {"receiver": self.receiver.pid}
+
+        async def side(name: str, measure: Callable[..., Awaitable[Result]]) -> Result:
+            webhook_id, secret = await outbox.subscribe(
+                repo, self.tenant.tenant_id, self.tenant.keys,
+                f"{self.receiver.url}/hook/{name}", name)
+            await self.receiver_call("PUT", f"/secret/{name}", secret)
+            marks: dict = {}
+
+            async def settle() -> None:
+                marks["drain_before_s"], marks["pending_before"] = await self.drain(webhook_id)
+                marks["since"] = (await self.receiver_call("GET", f"/stats/{name}"))["received"]
+
+            async def tail() -> None:
+                marks["got"] = await self.receiver_call("GET", f"/stats/{name}")
+                marks["pending_at_end"] = await outbox.pending(self.db.driver, self.db.database,
+                                                               webhook_id)
+                marks["drain_s"], marks["pending_after_drain"] = await self.drain(webhook_id)
+
+            result = await measure(settle=settle, tail=tail, apart=apart)
+            if name == "service" and self.cfg.profile:
+                self.outbox_profile = await self.profile_workload(w)
+                await self.drain(webhook_id)
+            await outbox.unsubscribe(repo, self.tenant.tenant_id, webhook_id)
+            final = await self.receiver_call("GET", f"/stats/{name}?since={marks['since']}")
+            delivered = marks["got"]["received"] - marks["since"]
+            o = entry["outbox"][name] = {
+                "created_per_s": round(result.rps, 1), "delivered_during_load": delivered,
+                "delivered_per_s": round(delivered / result.seconds, 1) if result.seconds else None,
+                **{k: marks[k] for k in ("pending_at_end", "drain_s", "pending_after_drain",
+                                         "pending_before", "drain_before_s")},
+                "lag_p50_ms": final["lag_p50_ms"], "lag_p99_ms": final["lag_p99_ms"],
+                "received_bad": final["bad"],
+                "deliveries": await outbox.states(self.db.driver, self.db.database, webhook_id)}
+            say(f"{w.name} ({name}): {o['delivered_per_s']} deliveries/s during the load, "
+                f"{o['pending_at_end']} pending at its end (drained in {o['drain_s']}s within "
+                f"the window, {o['pending_after_drain']} left), lag p99 {o['lag_p99_ms']} ms, "
+                f"{o['received_bad']} refused by the receiver")
+            return result
+
+        status, _ = probe(self.service.url, self.tenant.app_key, w.http(w.items(ctx, rng)[0]))
+        entry["probe_status"] = status
+        if status >= 400:
+            say(f"{w.name}: the probe request answered {status}; measuring anyway")
+        say(f"{w.name}: service via {self.loadgen.name}, {self.cfg.concurrency} connections, "
+            "its sender delivering")
+        service = await side("service", functools.partial(self.service_side, w, ctx, rng))
+        entry["service_rss_mib_after"] = memory.mib(memory.tree_rss_bytes(self.service.pid))
+        say(f"{w.name}: service {service.rps:,.0f} req/s, p50 {service.p50_ms:.1f} ms")
+        unaudited = self.service.unaudited
+        self.service.stop()
+        say(f"{w.name}: service stopped for the bare window (its sender would deliver the bare "
+            "side's events)")
+        deliveries = outbox.BareDeliveries(ctx.webhooks, self.tenant.keys, self.session,
+                                           bare_settings())
+        ctx.outbox = deliveries.start()
+        try:
+            bare = await side("bare", functools.partial(self.bare_side, w, ctx, rng))
+        finally:
+            await deliveries.stop()
+            ctx.outbox = None
+            self.service = Service(self.cfg, self.neo, self.kek, unaudited=unaudited)
+            self.service.start()
+        entry["outbox"]["bare"].update(failed_attempts=deliveries.failed,
+                                       failed_passes=deliveries.errors,
+                                       first_error=deliveries.first_error)
+        say(f"{w.name}: bare    {bare.rps:,.0f} req/s, p50 {bare.p50_ms:.1f} ms")
+        entry.update(available=True, service=service.to_dict(), bare=bare.to_dict(),
+                     ratio=ratio(service, bare))
+        entry.update(added_cpu(service, bare, w.added_cpu_target_ms) or {})
+        if w.name in self.recordings:
+            entry["neo4j_jfr"] = self.recordings[w.name]
+        return entry
+
+    async def drain(self, webhook_id: str) -> tuple[float, int]:
+        """Until none of the webhook's deliveries is pending (at most a minute, or four
+        windows): (seconds, pending left)."""
+        return await outbox.drain(self.db.driver, self.db.database, webhook_id,
+                                  within=max(60.0, 4 * self.cfg.duration))
+
+    async def receiver_call(self, method: str, path: str, body: str = "") -> dict:
+        async with self.session.request(method, self.receiver.url + path,
+                                        data=body.encode()) as resp:
+            resp.raise_for_status()
+            return await resp.json() if resp.status == 200 else {}
+
     async def profile_workload(self, w: Workload) -> dict:
         """py-spy of the service while `w` runs once more (after its measurement, so the
         sampling costs the measured figures nothing); the collapsed stacks are kept gzipped beside
@@ -410,7 +564,13 @@ async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
         result["jvm_warmup"] = await b.warm_jvm(
             [w for w in WORKLOADS if cfg.selected(w.name) and w.bare])
         for w in WORKLOADS:
-            if cfg.selected(w.name):
+            if not cfg.selected(w.name):
+                continue
+            if w.outbox:  # a phase of its own: the service is restarted within it
+                result["workloads"][w.name] = await b.outbox_workload(w)
+                if cfg.profile:
+                    result.setdefault("profile", {})[w.name] = b.outbox_profile
+            else:
                 result["workloads"][w.name] = await b.workload(w)
                 if cfg.profile:
                     result.setdefault("profile", {})[w.name] = await b.profile_workload(w)

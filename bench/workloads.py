@@ -23,6 +23,7 @@ from vaultgraph.repository.database import Transaction
 from vaultgraph.repository.graph import GraphRepository
 from vaultgraph.repository.search import SearchRepository
 from vaultgraph.repository.tokens import NewToken, TokenFilter, TokenRepository
+from vaultgraph.repository.webhooks import WebhookRepository
 from vaultgraph.search.plan import compile
 from vaultgraph.search.query import Limits, parse, with_values
 from vaultgraph.services import expiry
@@ -68,6 +69,8 @@ class Context:
     destination: str = ""        # its destination URL, which the bare side posts to directly
     session: Any = None          # the bare side's aiohttp session to the destination
     tx: Any = None               # set: the bare reads run in this transaction (bench/plans.py)
+    outbox: Any = None           # webhook_create's bare deliveries (bench/outbox.py), woken
+                                 # after each create
 
     @property
     def principal(self) -> SimpleNamespace:
@@ -95,6 +98,10 @@ class Context:
     def search(self) -> SearchRepository:
         return SearchRepository(BareDriver(self))  # type: ignore[arg-type]
 
+    @property
+    def webhooks(self) -> WebhookRepository:
+        return WebhookRepository(BareDriver(self))  # type: ignore[arg-type]
+
 
 class BareDriver:
     """The Database interface the repositories use, as bare `neo4j` driver calls."""
@@ -111,11 +118,17 @@ class BareDriver:
     async def write(self, name: str, /, **params) -> list:
         return await self._run(name, params, neo4j.WRITE_ACCESS)
 
+    async def write_unaudited(self, name: str, /, **params) -> list:
+        """A write without a request's audit event (the outbox's claims and outcomes, as the
+        service's sender writes them)."""
+        return await self._run(name, params, neo4j.WRITE_ACCESS, audited=False)
+
     async def _run(self, name: str, params: dict, mode: str,
-                   query: neo4j.Query | None = None) -> list:
+                   query: neo4j.Query | None = None, audited: bool = True) -> list:
         ctx = self.ctx
         text = query or ctx.catalog[name]
-        event = audit_context.write_event() if mode == neo4j.WRITE_ACCESS else None
+        event = (audit_context.write_event() if audited and mode == neo4j.WRITE_ACCESS
+                 else None)
         if event is not None:  # as the service's Database: the write creates its own event
             text, params = audited_text(ctx.catalog.text(name)), audited_params(params, event)
         if ctx.plans is not None:
@@ -181,6 +194,9 @@ class Workload:
     # The most CPU the service may add over the bare client per request (docs/performance.md):
     # a single token, a 50-item page, a 10-item batch.
     added_cpu_target_ms: float = 0.30
+    # Measured in a phase of its own, with a subscribed webhook whose deliveries each side
+    # makes (bench/run.py `Bench.outbox_workload`, bench/outbox.py).
+    outbox: bool = False
 
 
 # -- shared pieces --------------------------------------------------------------------------
@@ -453,6 +469,16 @@ async def _bare_proxy(ctx, item):
             raise LookupError(f"the destination answered {resp.status}")
 
 
+# -- (j) create with one subscribed webhook: the outbox write and the delivery ---------------
+
+async def _bare_webhook_create(ctx, body):
+    """A create (its statement writes the delivery), then the bare deliveries woken, as the
+    service's sender is by its process's writes."""
+    await _bare_create(ctx, body)
+    if ctx.outbox is not None:
+        ctx.outbox.wake()
+
+
 PAGE_TARGET = 0.60   # ms the service may add for a page of 50
 BATCH_TARGET = 0.80  # ms the service may add for a batch of 10
 
@@ -483,4 +509,6 @@ WORKLOADS = (
              added_cpu_target_ms=BATCH_TARGET),
     Workload("proxy", "proxy call (one card a call, to a local destination)", _proxy_items,
              _proxy_http, _bare_proxy, route_probe=True),
+    Workload("webhook_create", "create token, one subscribed webhook (delivered)",
+             _create_items, _create_http, _bare_webhook_create, outbox=True),
 )

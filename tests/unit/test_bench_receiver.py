@@ -1,0 +1,93 @@
+"""The webhook_create workload's pieces that need no database: the receiver's checks of a
+delivery (bench/receiver.py), the bare deliveries' share of an endpoint against the sender's,
+and the report's note on how each side's deliveries kept up."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+
+import orjson
+
+from vaultgraph.services.webhook_sender import WebhookSender
+from vaultgraph.settings import PROJECT_ROOT, Settings
+from vaultgraph.webhooks import headers, new_secret
+
+if str(PROJECT_ROOT) not in sys.path:  # bench/ is the checkout's, not the distribution's
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+from bench.outbox import healthy_share
+from bench.receiver import Receiver
+from bench.report import outbox_notes
+
+
+def _event(event_id: str) -> bytes:
+    return orjson.dumps({"id": event_id, "type": "token.created",
+                         "timestamp": "2026-12-01T19:00:00.123456789Z", "tenant_id": "t",
+                         "data": {}})
+
+
+async def test_the_receiver_counts_deliveries_and_refuses_a_bad_signature(aiohttp_client):
+    receiver = Receiver()
+    client = await aiohttp_client(receiver.app())
+    secret, other = new_secret(), new_secret()
+    assert (await client.put("/secret/side", data=secret)).status == 204
+    now = int(time.time())
+
+    async def post(body: bytes, sent: dict) -> None:
+        resp = await client.post("/hook/side", data=body, headers=sent)
+        assert resp.status == 204
+
+    await post(_event("e1"), headers([secret], "e1", now, _event("e1")))
+    # While a rotation's old secret still signs, either signature will do.
+    await post(_event("e2"), headers([other, secret], "e2", now, _event("e2")))
+    await post(_event("e3"), headers([other], "e3", now, _event("e3")))  # another secret
+    await post(_event("e4"), headers([secret], "e4", now, _event("e5")))  # another body
+    await post(_event("e6"), headers([secret], "e7", now, _event("e6")))  # id not the body's
+    await post(b"not json", headers([secret], "e8", now, b"not json"))
+
+    stats = await (await client.get("/stats/side")).json()
+    assert stats["received"] == 6
+    assert stats["bad"] == 4
+    # The lag of the five that carried a timestamp (a date past: positive).
+    assert stats["lag_p50_ms"] > 0
+    since = await (await client.get("/stats/side?since=5")).json()
+    assert since["lag_p50_ms"] is None  # nothing timed after the fifth
+    other_hook = await (await client.get("/stats/other")).json()
+    assert other_hook == {"received": 0, "bad": 0, "lag_p50_ms": None, "lag_p99_ms": None}
+
+
+def _sender(settings: Settings) -> WebhookSender:
+    return WebhookSender(
+        None, None, None, schedule=settings.webhook_retry_schedule_seconds,  # type: ignore[arg-type]
+        lease=settings.webhook_lease, timeout=settings.webhook_timeout,
+        disable_after=settings.webhook_disable_after, interval=settings.webhook_poll_interval,
+        batch=settings.webhook_max_in_flight, per_endpoint=settings.webhook_endpoint_concurrency,
+        retention=settings.webhook_retention_days * 86_400)
+
+
+def test_the_bare_share_of_an_endpoint_is_the_senders():
+    base = Settings()
+    for changes in ({}, {"webhook_max_in_flight": 40}, {"webhook_lease": 11.0},
+                    {"webhook_timeout": 2.0, "webhook_endpoint_concurrency": 4},
+                    {"webhook_lease": 600.0, "webhook_timeout": 1.0}):
+        settings = dataclasses.replace(base, **changes)
+        assert healthy_share(settings) == _sender(settings)._deep, changes
+
+
+def test_the_report_says_how_each_sides_deliveries_kept_up():
+    side = {"created_per_s": 900.0, "delivered_during_load": 13_400, "delivered_per_s": 893.3,
+            "pending_at_end": 41, "drain_s": 0.4, "pending_after_drain": 0,
+            "lag_p50_ms": 12.5, "lag_p99_ms": 80.0, "received_bad": 0}
+    result = {"workloads": {
+        "get": {"service": {"rps": 1.0}},
+        "webhook_create": {"service": {"cpu_ms": {"receiver": 0.08}}, "bare": {},
+                           "outbox": {"service": side,
+                                      "bare": {**side, "pending_after_drain": 7}}}}}
+    [note] = outbox_notes(result)
+    assert note.startswith("- webhook_create: deliveries during the load: service 893/s for "
+                           "900 creates/s, 41 pending at the load's end (drained within the "
+                           "window in 0.4s), ")
+    assert "receiver 0.08 ms CPU a create; bare 893/s" in note
+    assert "(drained within the window in 0.4s, 7 not)" in note
