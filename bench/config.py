@@ -35,6 +35,8 @@ class BenchConfig:
                                     # (bench/unaudited); empty: none
     jfr: bool = False               # JFR-record Neo4j during each measured window (bench/jfr.py)
     bare_first: bool = False        # measure each workload's bare side before its service side
+    rounds: int = 1                 # windows per workload and side, the sides' order turned
+                                    # about each round; the figures are the windows' together
     scale_sizes: str = "10000,100000"  # make bench-scale; add 1000000 for the full run
     soak: float = 300.0             # make bench-soak: seconds of the get workload, after warm-up
     soak_sample: float = 15.0       # seconds between the soak's memory samples

@@ -66,10 +66,25 @@ def table(result: dict) -> str:
               for n, w in result["workloads"].items() for side in ("service", "bare")
               if (text := process_stalls(side, w.get(side) or {}))]
     notes += outbox_notes(result)
+    notes += round_notes(result)
     if result.get("tokenize_vs_create") is not None:
         notes.append(f"- tokenize tokens/s ÷ create tokens/s (same run): "
                      f"{result['tokenize_vs_create']:.2f}")
     return "\n".join(lines + (["", *notes] if notes else []))
+
+
+def round_notes(result: dict) -> list[str]:
+    """Per workload measured in several rounds (BENCH_ROUNDS), each round's added CPU and
+    Neo4j's, and which side went first: the spread the figures above average."""
+    notes = []
+    for name, w in result["workloads"].items():
+        rounds = w.get("rounds") or []
+        if rounds:
+            notes.append(f"- {name}, round by round (first side; added by the service; added in "
+                         "Neo4j): " + ", ".join(
+                             f"{r['first']}; {_cpu(r.get('added_cpu_ms'))}; "
+                             f"{_cpu(r.get('neo4j_added_cpu_ms'))}" for r in rounds))
+    return notes
 
 
 def outbox_notes(result: dict) -> list[str]:

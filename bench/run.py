@@ -43,7 +43,7 @@ from .environment import Service, machine, new_kek, say, service_workers, start_
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
 from .neo4j_log import DebugLog, PauseLog
 from .receiver import ReceiverProcess
-from .stats import AUDIT_TARGETS, Result, added_cpu, audit_cost, ratio
+from .stats import AUDIT_TARGETS, Result, added_cpu, audit_cost, combined, ratio
 from .workloads import WORKLOADS, Context, Request, Workload, audited
 
 JVM_ROUND = 3.0     # seconds per workload and side in a JVM warm-up round
@@ -377,20 +377,32 @@ class Bench:
             return entry
         if status >= 400:
             say(f"{w.name}: the probe request answered {status}; measuring anyway")
-        # The service's side first, unless BENCH_BARE_FIRST: a difference between the sides that
-        # follows the order (the store a write workload leaves, a JVM still compiling) shows
-        # when the order is turned about.
-        if self.cfg.bare_first:
-            bare = await self.bare_side(w, ctx, rng)
-            say(f"{w.name}: bare    {bare.rps:,.0f} req/s, p50 {bare.p50_ms:.1f} ms")
-        say(f"{w.name}: service via {self.loadgen.name}, {self.cfg.concurrency} connections")
-        service = await self.service_side(w, ctx, rng)
-        entry["service_rss_mib_after"] = memory.mib(memory.tree_rss_bytes(self.service.pid))
-        say(f"{w.name}: service {service.rps:,.0f} req/s, p50 {service.p50_ms:.1f} ms, "
-            f"resident {entry['service_rss_mib_after']} MiB")
-        if not self.cfg.bare_first:
-            bare = await self.bare_side(w, ctx, rng)
-            say(f"{w.name}: bare    {bare.rps:,.0f} req/s, p50 {bare.p50_ms:.1f} ms")
+        # The service's side first, unless BENCH_BARE_FIRST; with BENCH_ROUNDS, the order turns
+        # about each round. A difference between the sides that follows the order (the store a
+        # write workload leaves, a JVM still compiling) shows so, and rounds average it out.
+        sides: dict[str, list[Result]] = {"service": [], "bare": []}
+        for n in range(max(1, self.cfg.rounds)):
+            order = ["service", "bare"]
+            if self.cfg.bare_first != (n % 2 == 1):
+                order.reverse()
+            for side in order:
+                if side == "service":
+                    say(f"{w.name}: service via {self.loadgen.name}, "
+                        f"{self.cfg.concurrency} connections")
+                    one = await self.service_side(w, ctx, rng)
+                    entry["service_rss_mib_after"] = memory.mib(
+                        memory.tree_rss_bytes(self.service.pid))
+                else:
+                    one = await self.bare_side(w, ctx, rng)
+                sides[side].append(one)
+                say(f"{w.name}: {side:<7} {one.rps:,.0f} req/s, p50 {one.p50_ms:.1f} ms")
+        if len(sides["service"]) > 1:
+            entry["rounds"] = [
+                {"first": "service" if self.cfg.bare_first == (n % 2 == 1) else "bare",
+                 "service": s.to_dict(), "bare": b.to_dict(), "ratio": ratio(s, b),
+                 **(added_cpu(s, b, w.added_cpu_target_ms) or {})}
+                for n, (s, b) in enumerate(zip(sides["service"], sides["bare"], strict=True))]
+        service, bare = combined(sides["service"]), combined(sides["bare"])
         entry.update(available=True, service=service.to_dict(),
                      bare=bare.to_dict() if bare else None, ratio=ratio(service, bare))
         entry.update(added_cpu(service, bare, w.added_cpu_target_ms) or {})
@@ -547,7 +559,8 @@ def header(cfg: BenchConfig) -> dict:
                          "service_audit_lanes": service.audit_lane_count,
                          "concurrency": cfg.concurrency, "neo4j_heap": cfg.neo4j_heap,
                          "neo4j_pagecache": cfg.neo4j_pagecache,
-                         "first_side": "bare" if cfg.bare_first else "service"}}
+                         "first_side": "bare" if cfg.bare_first else "service",
+                         "rounds": cfg.rounds}}
 
 
 async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:

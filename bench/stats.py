@@ -61,6 +61,39 @@ class Result:
                    p999_ms=percentile(ordered, 99.9) * 1000)
 
 
+def combined(results: Sequence[Result]) -> Result:
+    """Several windows of one side as one: their requests, errors and seconds summed, CPU per
+    request, events per batch and transactions per request weighted by each window's
+    requests, and the median of the windows' percentiles (a window's latencies are not kept).
+    What each window's processes were held up by stays with the window (`stalls`,
+    `neo4j_background` are None here)."""
+    if len(results) == 1:
+        return results[0]
+    requests = sum(r.requests for r in results)
+
+    def weighted(values: list[tuple[int, float | None]]) -> float | None:
+        known = [(n, v) for n, v in values if v is not None]
+        total = sum(n for n, _ in known)
+        return round(sum(n * v for n, v in known) / total, 3) if total else None
+
+    def median(values: list[float]) -> float:
+        ordered = sorted(values)
+        middle = len(ordered) // 2
+        return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1]
+                                                         + ordered[middle]) / 2
+
+    groups = sorted({g for r in results for g in (r.cpu_ms or {})})
+    cpu_ms = {g: weighted([(r.requests, (r.cpu_ms or {}).get(g)) for r in results])
+              for g in groups} or None
+    return Result(
+        requests=requests, errors=sum(r.errors for r in results),
+        seconds=sum(r.seconds for r in results),
+        p50_ms=median([r.p50_ms for r in results]), p99_ms=median([r.p99_ms for r in results]),
+        p999_ms=median([r.p999_ms for r in results]), cpu_ms=cpu_ms,
+        audit_batch_mean=weighted([(r.requests, r.audit_batch_mean) for r in results]),
+        neo4j_tx=weighted([(r.requests, r.neo4j_tx) for r in results]))
+
+
 def ratio(service: Result | None, bare: Result | None) -> float | None:
     if service is None or bare is None or bare.rps <= 0:
         return None

@@ -82,6 +82,36 @@ def test_added_cpu_is_the_service_less_the_bare_client_and_judged_against_its_ta
     assert added_cpu(service, side(None), 0.30) is None
 
 
+def test_rounds_of_one_side_combine_weighted_by_their_requests():
+    from bench.stats import combined
+
+    first = Result(requests=300, errors=0, seconds=10, p50_ms=10, p99_ms=40, p999_ms=90,
+                   cpu_ms={"service": 1.0, "neo4j": 2.0}, audit_batch_mean=10.0, neo4j_tx=1.1,
+                   stalls={"gc_pauses": 3})
+    second = Result(requests=100, errors=2, seconds=10, p50_ms=30, p99_ms=60, p999_ms=70,
+                    cpu_ms={"service": 2.0, "neo4j": 4.0, "receiver": 0.5},
+                    audit_batch_mean=None, neo4j_tx=1.3)
+    both = combined([first, second])
+    assert (both.requests, both.errors, both.seconds) == (400, 2, 20)
+    assert both.rps == pytest.approx(19.9)
+    # CPU a request over both windows: the busier window weighs three times the other.
+    assert both.cpu_ms == {"neo4j": 2.5, "receiver": 0.5, "service": 1.25}
+    assert (both.audit_batch_mean, both.neo4j_tx) == (10.0, 1.15)
+    assert (both.p50_ms, both.p99_ms, both.p999_ms) == (20, 50, 80)  # medians of the windows
+    assert both.stalls is None  # a window's stalls stay with it
+    assert combined([first]) is first
+
+
+def test_the_report_lists_each_round_of_a_workload_measured_in_rounds():
+    from bench import report
+
+    rounds = [{"first": "service", "added_cpu_ms": 0.43, "neo4j_added_cpu_ms": 0.14},
+              {"first": "bare", "added_cpu_ms": 0.05, "neo4j_added_cpu_ms": -0.32}]
+    notes = report.round_notes({"workloads": {"update": {"rounds": rounds}, "get": {}}})
+    assert notes == ["- update, round by round (first side; added by the service; added in "
+                     "Neo4j): service; 0.43; 0.14, bare; 0.05; -0.32"]
+
+
 def test_the_cpu_table_prints_what_the_service_adds_and_its_target():
     from bench import report
 
