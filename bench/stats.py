@@ -71,10 +71,10 @@ def combined(results: Sequence[Result]) -> Result:
         return results[0]
     requests = sum(r.requests for r in results)
 
-    def weighted(values: list[tuple[int, float | None]]) -> float | None:
+    def weighted(values: list[tuple[int, float | None]], places: int = 3) -> float | None:
         known = [(n, v) for n, v in values if v is not None]
         total = sum(n for n, _ in known)
-        return round(sum(n * v for n, v in known) / total, 3) if total else None
+        return round(sum(n * v for n, v in known) / total, places) if total else None
 
     def median(values: list[float]) -> float:
         ordered = sorted(values)
@@ -90,7 +90,7 @@ def combined(results: Sequence[Result]) -> Result:
         seconds=sum(r.seconds for r in results),
         p50_ms=median([r.p50_ms for r in results]), p99_ms=median([r.p99_ms for r in results]),
         p999_ms=median([r.p999_ms for r in results]), cpu_ms=cpu_ms,
-        audit_batch_mean=weighted([(r.requests, r.audit_batch_mean) for r in results]),
+        audit_batch_mean=weighted([(r.requests, r.audit_batch_mean) for r in results], 1),
         neo4j_tx=weighted([(r.requests, r.neo4j_tx) for r in results]))
 
 
