@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 from aiohttp.test_utils import TestClient, TestServer
@@ -38,7 +37,7 @@ from vaultgraph.crypto import KeyRing
 from vaultgraph.settings import Settings
 
 from .environment import say
-from .run import git_dirty, git_sha, write_results
+from .run import provenance, write_results
 
 SOFTHSM = "/usr/lib/softhsm/libsofthsm2.so"
 
@@ -161,9 +160,7 @@ def main() -> int:
     requests = int(os.environ.get("BENCH_KEK_REQUESTS", "2000"))
     concurrency = int(os.environ.get("BENCH_KEK_CONCURRENCY", "32"))
     results = asyncio.run(run(tenants, requests, concurrency))
-    out = {"git_sha": git_sha(), "git_dirty": git_dirty(),
-           "at": datetime.now(UTC).isoformat(timespec="seconds"),
-           "tenants": tenants, "requests": requests, "concurrency": concurrency,
+    out = {**provenance(), "tenants": tenants, "requests": requests, "concurrency": concurrency,
            "results": results}
     latest = write_results(out, "kek-ab-")
     for provider, phases in results.items():

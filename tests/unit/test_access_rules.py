@@ -17,7 +17,6 @@ from vaultgraph.auth.rules import (
     REVEAL,
     Decision,
     Rule,
-    allowed_on_each,
     decide,
     effective_rules,
     prefixes,
@@ -118,11 +117,11 @@ def test_a_container_prefix_is_matched_from_the_start():
 # --- allowed_on_each: each container on its own ----------------------------------------------
 
 def test_a_write_needs_the_permission_on_every_container_on_its_own():
-    rules = (rule("/pci/", REVEAL, CREATE), rule("/general/", REVEAL, READ))
-    assert allowed_on_each(rules, ["/pci/", "/pci/high/"], CREATE)
-    assert not allowed_on_each(rules, ["/pci/", "/general/"], CREATE)
-    assert not allowed_on_each(rules, ["/general/"], CREATE)
-    assert allowed_on_each(rules, [], CREATE)  # nothing moved: nothing to refuse
+    caller = principal(rules=(rule("/pci/", REVEAL, CREATE), rule("/general/", REVEAL, READ)))
+    assert caller.allowed_on_each(["/pci/", "/pci/high/"], CREATE)
+    assert not caller.allowed_on_each(["/pci/", "/general/"], CREATE)
+    assert not caller.allowed_on_each(["/general/"], CREATE)
+    assert caller.allowed_on_each([], CREATE)  # nothing moved: nothing to refuse
 
 
 # --- prefixes ------------------------------------------------------------------------------

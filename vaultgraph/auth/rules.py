@@ -7,7 +7,7 @@ application with plain permissions and no rules behaves as one rule on `/` with 
 
 Rights on one container never stand for another: a write that places a token in containers
 (create) or changes them (update) needs the permission on each container it adds or removes
-(`allowed_on_each`), not on any one of them.
+(`Principal.allowed_on_each`), not on any one of them.
 """
 
 from __future__ import annotations
@@ -75,11 +75,6 @@ def decide(rules: Sequence[Rule], containers: Iterable[str], operation: str) -> 
         if operation in rule.permissions and any(c.startswith(rule.container) for c in containers):
             return Decision(True, rule.transform)
     return DENY
-
-
-def allowed_on_each(rules: Sequence[Rule], containers: Iterable[str], operation: str) -> bool:
-    """Whether `operation` is granted on every one of `containers`, each on its own."""
-    return all(decide(rules, (container,), operation).allowed for container in containers)
 
 
 def prefixes(rules: Sequence[Rule], operation: str) -> list[str]:
