@@ -39,21 +39,29 @@ async def test_the_receiver_counts_deliveries_and_refuses_a_bad_signature(aiohtt
         resp = await client.post("/hook/side", data=body, headers=sent)
         assert resp.status == 204
 
+    # An unreadable delivery first: the window's figures below must still line up.
+    await post(b"not json", headers([secret], "e0", now, b"not json"))
     await post(_event("e1"), headers([secret], "e1", now, _event("e1")))
     # While a rotation's old secret still signs, either signature will do.
     await post(_event("e2"), headers([other, secret], "e2", now, _event("e2")))
     await post(_event("e3"), headers([other], "e3", now, _event("e3")))  # another secret
     await post(_event("e4"), headers([secret], "e4", now, _event("e5")))  # another body
     await post(_event("e6"), headers([secret], "e7", now, _event("e6")))  # id not the body's
-    await post(b"not json", headers([secret], "e8", now, b"not json"))
 
     stats = await (await client.get("/stats/side")).json()
     assert stats["received"] == 6
     assert stats["bad"] == 4
     # The lag of the five that carried a timestamp (a date past: positive).
     assert stats["lag_p50_ms"] > 0
-    since = await (await client.get("/stats/side?since=5")).json()
-    assert since["lag_p50_ms"] is None  # nothing timed after the fifth
+    # From the 2nd delivery on (counted as `received` counts): the unreadable one is left out.
+    window = await (await client.get("/stats/side?since=1")).json()
+    assert (window["received"], window["bad"]) == (6, 3)
+    # The last delivery alone: timed, and refused.
+    last = await (await client.get("/stats/side?since=5")).json()
+    assert last["bad"] == 1
+    assert last["lag_p50_ms"] == last["lag_p99_ms"] > 0
+    after = await (await client.get("/stats/side?since=6")).json()
+    assert (after["bad"], after["lag_p50_ms"]) == (0, None)  # nothing after the sixth
     other_hook = await (await client.get("/stats/other")).json()
     assert other_hook == {"received": 0, "bad": 0, "lag_p50_ms": None, "lag_p99_ms": None}
 
