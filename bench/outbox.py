@@ -60,6 +60,11 @@ DRAIN_POLL = (0.1, 1.0)  # a drain's first wait between readings, doubled up to 
 # Deliveries of a webhook by state (the webhook_delivery_key index seeks on its prefix).
 STATES = ("MATCH (d:WebhookDelivery {webhook_id: $id}) WHERE d.event_id IS NOT NULL "
           "RETURN d.state AS state, count(*) AS n")
+# A webhook's attempts' durations (the POST, from its start to the answer's end: an event loop
+# running late shows in it), read after a window (the webhook_attempt index seeks on its prefix).
+ATTEMPTS = ("MATCH (a:WebhookAttempt {webhook_id: $id}) WHERE a.at IS NOT NULL "
+            "RETURN count(a) AS n, percentileCont(a.duration_ms, 0.5) AS p50, "
+            "percentileCont(a.duration_ms, 0.99) AS p99")
 # A webhook's pending deliveries, read within a measured window: sought among the pending ones
 # only (webhook_delivery_due), so each reading costs what is pending, not what was delivered.
 PENDING = ("MATCH (d:WebhookDelivery) USING INDEX d:WebhookDelivery(state, next_at) "
@@ -383,6 +388,15 @@ async def states(driver, database: str, webhook_id: str) -> dict[str, int]:
     """The webhook's deliveries by state (pending, delivered, failed, paused)."""
     records, _, _ = await driver.execute_query(STATES, id=webhook_id, database_=database)
     return {r["state"]: r["n"] for r in records}
+
+
+async def attempt_ms(driver, database: str, webhook_id: str) -> dict:
+    """The webhook's attempts: how many, and their durations' p50 and p99 in ms."""
+    records, _, _ = await driver.execute_query(ATTEMPTS, id=webhook_id, database_=database)
+    r = records[0]
+    return {"attempts": r["n"],
+            "attempt_p50_ms": None if r["p50"] is None else round(r["p50"], 1),
+            "attempt_p99_ms": None if r["p99"] is None else round(r["p99"], 1)}
 
 
 async def pending(driver, database: str, webhook_id: str) -> int:

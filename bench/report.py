@@ -112,6 +112,8 @@ def outbox_notes(result: dict) -> list[str]:
                 f"{f', {left} not' if left else ''}), "
                 f"lag p50 {_ms(o['lag_p50_ms'])} p99 {_ms(o['lag_p99_ms'])} ms, "
                 f"{o['received_bad']} refused by the receiver"
+                + ("" if o.get("attempt_p50_ms") is None else
+                   f", a POST {o['attempt_p50_ms']:g} ms (p50)")
                 + ("" if receiver is None else f", receiver {receiver:.2f} ms CPU a create")
                 + ("" if tx is None else f", Neo4j transactions a create {tx:.2f}")
                 + ("" if statements is None else

@@ -467,7 +467,8 @@ class Bench:
         that falls behind is not paid for it; `ratio_load`, of the load's alone. Reported per
         side (`outbox`): the deliveries that arrived during the load and per second, those
         pending at its end, how long they took to drain, their lag, what the receiver refused
-        (a bad signature), and on the bare side the claims and records its loop ran."""
+        (a bad signature), its webhook's attempts' durations (its warm-up's too), and on the
+        bare side the claims and records its loop ran."""
         entry: dict = {"title": w.title, "outbox": {}}
         if refused := outbox_refused():
             say(f"{w.name}: not measured: {refused}")
@@ -505,6 +506,7 @@ class Bench:
             # The window's figures, read before a profile's run delivers more.
             final = await self.receiver_call("GET", f"/stats/{name}?since={marks['since']}")
             states = await outbox.states(self.db.driver, self.db.database, webhook_id)
+            attempts = await outbox.attempt_ms(self.db.driver, self.db.database, webhook_id)
             if name == "service" and self.cfg.profile:
                 self.outbox_profile = await self.profile_workload(w)
                 await self.drain(webhook_id)
@@ -518,7 +520,7 @@ class Bench:
                 **{k: marks[k] for k in ("pending_at_end", "drain_s", "pending_after_drain",
                                          "pending_before", "drain_before_s")},
                 "lag_p50_ms": final["lag_p50_ms"], "lag_p99_ms": final["lag_p99_ms"],
-                "received_bad": final["bad"], "deliveries": states}
+                "received_bad": final["bad"], "deliveries": states, **attempts}
             if "counts_after" in marks:
                 o.update(loop_statements(marks["counts_before"], marks["counts_after"]))
             say(f"{w.name} ({name}): {o['delivered_per_s']} deliveries/s during the load, "

@@ -79,6 +79,9 @@ async def test_the_bare_side_delivers_every_create_once_signed(settings, aiohttp
         assert await outbox.states(db.driver, db.database, webhook_id) == {
             "delivered": CREATES}
         assert await _attempts(db, webhook_id) == {"success": CREATES}
+        timed = await outbox.attempt_ms(db.driver, db.database, webhook_id)
+        assert timed["attempts"] == CREATES
+        assert 0 < timed["attempt_p50_ms"] <= timed["attempt_p99_ms"]
 
         # Disabled, the webhook is written no more deliveries.
         await outbox.unsubscribe(repo, tenant.tenant_id, webhook_id)
