@@ -6,8 +6,8 @@ secret, and every delivery's `webhook-signature` is checked against it (Standard
 `v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, checked here
 with code of its own rather than the vault's), as is its `webhook-id` against the body's `id`.
 A delivery is answered 204 at once. `GET /stats/<name>?since=N` gives the deliveries received
-so far, how many failed the checks, and the lag (arrival less the event's `timestamp`, the
-change's commit) of those from the N-th on.
+so far, and of those from the N-th on (a count of deliveries, as `received` gives it) how many
+failed the checks and their lag (arrival less the event's `timestamp`, the change's commit).
 
     python -m bench.receiver      # prints its port on the first line, serves until stopped
 """
@@ -18,6 +18,7 @@ import asyncio
 import base64
 import hashlib
 import hmac
+import select
 import signal
 import subprocess
 import sys
@@ -36,8 +37,10 @@ from .stats import percentile
 class Hook:
     secret: bytes = b""
     received: int = 0
-    bad: int = 0
-    lags: list[float] = field(default_factory=list)
+    # Per delivery, in arrival order: whether it passed the checks, and its lag (None when
+    # its body carried no readable timestamp).
+    good: list[bool] = field(default_factory=list)
+    lags: list[float | None] = field(default_factory=list)
 
 
 def signed(secret: bytes, msg_id: str, timestamp: str, body: bytes, header: str) -> bool:
@@ -68,17 +71,18 @@ class Receiver:
         body = await request.read()
         now = time.time()
         hook.received += 1
+        ok, lag = False, None
         try:
             event = orjson.loads(body)
+            lag = now - _epoch(event["timestamp"])
             headers = request.headers
             ok = (headers["webhook-id"] == event["id"] and hook.secret != b"" and signed(
                 hook.secret, headers["webhook-id"], headers["webhook-timestamp"], body,
                 headers["webhook-signature"]))
-            hook.lags.append(now - _epoch(event["timestamp"]))
-        except (KeyError, ValueError, TypeError):
+        except (KeyError, ValueError, TypeError, AttributeError):
             ok = False
-        if not ok:
-            hook.bad += 1
+        hook.good.append(ok)
+        hook.lags.append(lag)
         return web.Response(status=204)
 
     async def secret(self, request: web.Request) -> web.Response:
@@ -90,9 +94,9 @@ class Receiver:
     async def stats(self, request: web.Request) -> web.Response:
         hook = self.hook(request.match_info["name"])
         since = int(request.query.get("since", "0"))
-        lags = sorted(hook.lags[since:])
+        lags = sorted(lag for lag in hook.lags[since:] if lag is not None)
         return web.json_response({
-            "received": hook.received, "bad": hook.bad,
+            "received": hook.received, "bad": hook.good[since:].count(False),
             "lag_p50_ms": round(percentile(lags, 50) * 1000, 1) if lags else None,
             "lag_p99_ms": round(percentile(lags, 99) * 1000, 1) if lags else None})
 
@@ -111,11 +115,18 @@ class ReceiverProcess:
         self.proc: subprocess.Popen | None = None
         self.url = ""
 
-    def start(self) -> ReceiverProcess:
+    def start(self, within: float = 30.0) -> ReceiverProcess:
+        """Started, its port read (at most `within` seconds: else it is stopped and this
+        raises)."""
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.receiver"], stdout=subprocess.PIPE,
             stdin=subprocess.DEVNULL, cwd=ROOT)
-        port = int(self.proc.stdout.readline())
+        ready, _, _ = select.select([self.proc.stdout], [], [], within)
+        line = self.proc.stdout.readline() if ready else b""
+        if not line.strip().isdigit():
+            self.stop()
+            raise RuntimeError(f"bench.receiver did not report its port within {within:g}s")
+        port = int(line)
         self.url = f"http://127.0.0.1:{port}"
         return self
 

@@ -49,6 +49,8 @@ def table(result: dict) -> str:
             lines.append(f"| {name} | not available: {w.get('note', '')} |" + " |" * 10)
             continue
         r = "-" if w["ratio"] is None else f"{w['ratio']:.2f}"
+        if w["ratio"] is not None and w.get("ratio_basis") == "with_drain":
+            r += " (with drain)"  # creates a second over the load and the drain: see the notes
         lines.append("| " + " | ".join([name, *_side(w["service"]), *_side(w["bare"]), r]) + " |")
     lines += cpu_table(result)
     lines += audit_table(result)
@@ -88,7 +90,8 @@ def round_notes(result: dict) -> list[str]:
 
 
 def outbox_notes(result: dict) -> list[str]:
-    """Per workload with a subscribed webhook, how each side's deliveries kept up."""
+    """Per workload with a subscribed webhook, how each side's deliveries kept up, and what its
+    ratio is of."""
     notes = []
     for name, w in result["workloads"].items():
         sides = w.get("outbox") or {}
@@ -99,16 +102,37 @@ def outbox_notes(result: dict) -> list[str]:
                 continue
             receiver = ((w.get(side) or {}).get("cpu_ms") or {}).get("receiver")
             left = o["pending_after_drain"]
+            rate = o.get("delivered_per_s")
+            statements = o.get("statements_per_delivery")
+            tx = (w.get(side) or {}).get("neo4j_tx")
             parts.append(
-                f"{side} {o['delivered_per_s']:,.0f}/s for {o['created_per_s']:,.0f} "
-                f"creates/s, {o['pending_at_end']} pending at the load's end (drained within "
-                f"the window in {o['drain_s']:g}s{f', {left} not' if left else ''}), "
+                f"{side} {'-' if rate is None else f'{rate:,.0f}'}/s for "
+                f"{o['created_per_s']:,.0f} creates/s, {o['pending_at_end']} pending at the "
+                f"load's end (drained within the window in {o['drain_s']:g}s"
+                f"{f', {left} not' if left else ''}), "
                 f"lag p50 {_ms(o['lag_p50_ms'])} p99 {_ms(o['lag_p99_ms'])} ms, "
                 f"{o['received_bad']} refused by the receiver"
-                + ("" if receiver is None else f", receiver {receiver:.2f} ms CPU a create"))
+                + ("" if o.get("attempt_p50_ms") is None else
+                   f", a POST {o['attempt_p50_ms']:g} ms (p50)")
+                + ("" if receiver is None else f", receiver {receiver:.2f} ms CPU a create")
+                + ("" if tx is None else f", Neo4j transactions a create {tx:.2f}")
+                + ("" if statements is None else
+                   f", {statements:.2f} loop statements a delivery ({o['claims']} claims, "
+                   f"{o['empty_claims']} empty, {o['records']} records)"))
         if parts:
             notes.append(f"- {name}: deliveries during the load: " + "; ".join(parts))
+        if w.get("ratio_basis") == "with_drain" and sides.get("service") and sides.get("bare"):
+            load = w.get("ratio_load")
+            notes.append(
+                f"- {name}: its ratio is of creates a second over the load and the drain of "
+                f"its deliveries (service {_rate(sides['service'].get('created_per_s_with_drain'))}"
+                f", bare {_rate(sides['bare'].get('created_per_s_with_drain'))}); over the load "
+                f"alone (the table's req/s) {'-' if load is None else f'{load:.2f}'}")
     return notes
+
+
+def _rate(v) -> str:
+    return "-" if v is None else f"{v:,.0f}/s"
 
 
 def process_stalls(side: str, r: dict) -> str:

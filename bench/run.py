@@ -129,7 +129,9 @@ class Bench:
 
     # -- set-up ---------------------------------------------------------------------------
 
-    async def setup(self) -> None:
+    async def setup(self, *, outbox_phase: bool = False) -> None:
+        """`outbox_phase`: the run may measure an outbox workload (`make bench`'s; the
+        receiver is started only then, and only if one is selected and can be measured)."""
         cfg = self.cfg
         cfg.work_dir.mkdir(parents=True, exist_ok=True)
         wrk = ensure_wrk() if cfg.loadgen == "wrk" else None
@@ -152,7 +154,8 @@ class Bench:
                 self.tenant.tenant_id, self.proxy_id, name="bench processor",
                 destination_url=self.destination.url, description=None, header_allowlist=[],
                 created_by=None)
-        if any(w.outbox and cfg.selected(w.name) for w in WORKLOADS):
+        if outbox_phase and outbox_refused() is None and any(
+                w.outbox and cfg.selected(w.name) for w in WORKLOADS):
             self.receiver.start()
         if cfg.selected("proxy") or self.receiver.proc is not None:
             self.session = aiohttp.ClientSession()
@@ -238,38 +241,72 @@ class Bench:
         compiler threads use under JIT_SETTLED of a core over a round (or BENCH_JVM_WARMUP
         seconds pass). A JVM compiles its hot paths for minutes after start: measured at once,
         the first workload's side ran on a Neo4j still interpreting and spending up to a core
-        on compilation (4 ms of JIT CPU per get), which the later side did not."""
+        on compilation (4 ms of JIT CPU per get), which the later side did not. Outbox
+        workloads are left to their phase's own warm-up (`warm_outbox`): a webhook delivered
+        here would have the service's sender wake for the bench tenant on every later write
+        (an empty claim each time) while the bare side's never does."""
+        workloads = [w for w in workloads if not w.outbox]
+        ctx = self.context()
+
+        async def one_round(n: int) -> None:
+            for w in workloads:
+                rng = random.Random(f"jvm-{w.name}-{n}")  # noqa: S311 - request variety
+                await self.loadgen.run(http_pool(w, ctx, rng), JVM_ROUND)
+                await run_bare(bare_op(w, ctx), w.items(ctx, rng), self.cfg.concurrency,
+                               JVM_ROUND)
+
+        return await self.jit_settled(one_round if workloads else None, "JVM warm-up")
+
+    async def warm_outbox(self, w: Workload) -> dict:
+        """An outbox workload's own JVM warm-up, at the start of its phase, as `warm_jvm`'s:
+        rounds of both sides with a webhook subscribed, the service's sender delivering its
+        side's events and a bare delivery loop the bare side's (either may take the other's:
+        nothing is measured here), so Neo4j has compiled the claims and outcomes; the webhook
+        is disabled after them, its undelivered rest paused, never sent."""
+        ctx = self.context()
+        repo = WebhookRepository(self.db)
+        webhook_id, _ = await outbox.subscribe(repo, self.tenant.tenant_id, self.tenant.keys,
+                                               f"{self.receiver.url}/hook/jvm", "jvm")
+
+        async def one_round(n: int) -> None:
+            rng = random.Random(f"jvm-{w.name}-{n}")  # noqa: S311 - request variety
+            await self.loadgen.run(http_pool(w, ctx, rng), JVM_ROUND)
+            deliveries = outbox.BareDeliveries(ctx.webhooks, self.tenant.keys, self.session,
+                                               bare_settings())
+            ctx.outbox = deliveries.start()
+            try:
+                await run_bare(bare_op(w, ctx), w.items(ctx, rng), self.cfg.concurrency,
+                               JVM_ROUND)
+            finally:
+                await deliveries.stop()
+                ctx.outbox = None
+
+        try:
+            return await self.jit_settled(one_round, f"{w.name}'s JVM warm-up")
+        finally:
+            await outbox.unsubscribe(repo, self.tenant.tenant_id, webhook_id)
+
+    async def jit_settled(self, one_round: Callable[[int], Awaitable[None]] | None,
+                          what: str) -> dict:
+        """`one_round` run again until Neo4j's JIT compiler threads use under JIT_SETTLED of a
+        core over a round, or BENCH_JVM_WARMUP seconds pass."""
         cfg = self.cfg
         began, rounds, share = time.monotonic(), 0, None
-        if cfg.jvm_warmup <= 0 or not workloads:
+        if cfg.jvm_warmup <= 0 or one_round is None:
             return {"seconds": 0, "rounds": 0, "jit_cores_last_round": None}
-        ctx = self.context()
         while time.monotonic() - began < cfg.jvm_warmup:
             t0, jit0 = time.monotonic(), cpu.jit_ticks(self.neo.running_pid())
-            for w in workloads:
-                rng = random.Random(f"jvm-{w.name}-{rounds}")  # noqa: S311 - request variety
-                # An outbox workload's rounds run with a webhook subscribed, which the service's
-                # sender delivers (the bare round's events too: nothing is measured here), so
-                # Neo4j compiles the claims and outcomes as well; disabled after the round, its
-                # undelivered rest is paused, never sent.
-                hook = await outbox.subscribe(
-                    WebhookRepository(self.db), self.tenant.tenant_id, self.tenant.keys,
-                    f"{self.receiver.url}/hook/jvm", "jvm") if w.outbox else None
-                await self.loadgen.run(http_pool(w, ctx, rng), JVM_ROUND)
-                await run_bare(bare_op(w, ctx), w.items(ctx, rng), cfg.concurrency, JVM_ROUND)
-                if hook is not None:
-                    await outbox.unsubscribe(WebhookRepository(self.db), self.tenant.tenant_id,
-                                             hook[0])
+            await one_round(rounds)
             rounds += 1
             spent = (cpu.jit_ticks(self.neo.running_pid()) - jit0) * cpu.TICK_MS / 1000
             share = spent / (time.monotonic() - t0)
-            say(f"JVM warm-up round {rounds}: Neo4j's JIT used {share:.2f} of a core "
+            say(f"{what} round {rounds}: Neo4j's JIT used {share:.2f} of a core "
                 f"({time.monotonic() - began:.0f}s so far)")
             if share < JIT_SETTLED:
                 break
         else:
-            say(f"JVM warm-up stopped at BENCH_JVM_WARMUP={cfg.jvm_warmup:g}s with the JIT "
-                "still compiling: the first workloads may measure a colder Neo4j")
+            say(f"{what} stopped at BENCH_JVM_WARMUP={cfg.jvm_warmup:g}s with the JIT "
+                "still compiling: the next workloads may measure a colder Neo4j")
         self.warmed = True
         return {"seconds": round(time.monotonic() - began), "rounds": rounds,
                 "jit_cores_last_round": None if share is None else round(share, 3)}
@@ -417,22 +454,32 @@ class Bench:
         """`w` with one subscribed webhook, each side delivering its own events to the
         receiver: the service through its own sender (the outbox write and the delivery, both
         in its CPU and its Neo4j's), the bare client through its delivery loop
-        (bench/outbox.py). The service's sender claims whatever delivery is due, so it must not
-        run while the bare side's events wait: the service is stopped for the bare window
-        (nothing of it runs then) and started again after it. Each side has a webhook of its
-        own, subscribed before its warm-up and disabled once its deliveries are drained. The
+        (bench/outbox.py). Measured after every other workload (bench_main), after a JVM
+        warm-up of its own (`warm_outbox`). The service's sender claims whatever delivery is
+        due, so it must not run while the bare side's events wait: the service is stopped for
+        the bare window (nothing of it runs then) and started again after it, and the next
+        measured workload gets the longer first warm-up. Each side has a webhook of its own,
+        subscribed before its warm-up and disabled once its deliveries are drained. The
         warm-up's deliveries are drained before the window, so it starts with an empty outbox,
         and the window lasts past the load until the load's are drained too: each side's CPU
-        a create holds that create's delivery, however far behind its deliveries ran
-        (requests a second are the load's alone). Reported per side (`outbox`): the
-        deliveries that arrived during the load and per second, those pending at its end, how
-        long they took to drain, their lag, and what the receiver refused (a bad
-        signature)."""
+        a create holds that create's delivery, however far behind its deliveries ran. Its
+        `ratio` is of creates a second over the load and the drain (`ratio_basis`), so a side
+        that falls behind is not paid for it; `ratio_load`, of the load's alone. Reported per
+        side (`outbox`): the deliveries that arrived during the load and per second, those
+        pending at its end, how long they took to drain, their lag, what the receiver refused
+        (a bad signature), its webhook's attempts' durations (its warm-up's too), and on the
+        bare side the claims and records its loop ran."""
+        entry: dict = {"title": w.title, "outbox": {}}
+        if refused := outbox_refused():
+            say(f"{w.name}: not measured: {refused}")
+            entry.update(available=False, service=None, bare=None, ratio=None, note=refused)
+            return entry
         ctx = self.context()
         rng = random.Random(w.name)  # noqa: S311 - request variety
-        entry: dict = {"title": w.title, "outbox": {}}
         repo = WebhookRepository(self.db)
         apart = {"receiver": self.receiver.pid}
+        entry["jvm_warmup"] = await self.warm_outbox(w)
+        deliveries: outbox.BareDeliveries | None = None
 
         async def side(name: str, measure: Callable[..., Awaitable[Result]]) -> Result:
             webhook_id, secret = await outbox.subscribe(
@@ -444,28 +491,38 @@ class Bench:
             async def settle() -> None:
                 marks["drain_before_s"], marks["pending_before"] = await self.drain(webhook_id)
                 marks["since"] = (await self.receiver_call("GET", f"/stats/{name}"))["received"]
+                if deliveries is not None:
+                    marks["counts_before"] = deliveries.counts()
 
             async def tail() -> None:
                 marks["got"] = await self.receiver_call("GET", f"/stats/{name}")
                 marks["pending_at_end"] = await outbox.pending(self.db.driver, self.db.database,
                                                                webhook_id)
                 marks["drain_s"], marks["pending_after_drain"] = await self.drain(webhook_id)
+                if deliveries is not None:
+                    marks["counts_after"] = deliveries.counts()
 
             result = await measure(settle=settle, tail=tail, apart=apart)
+            # The window's figures, read before a profile's run delivers more.
+            final = await self.receiver_call("GET", f"/stats/{name}?since={marks['since']}")
+            states = await outbox.states(self.db.driver, self.db.database, webhook_id)
+            attempts = await outbox.attempt_ms(self.db.driver, self.db.database, webhook_id)
             if name == "service" and self.cfg.profile:
                 self.outbox_profile = await self.profile_workload(w)
                 await self.drain(webhook_id)
             await outbox.unsubscribe(repo, self.tenant.tenant_id, webhook_id)
-            final = await self.receiver_call("GET", f"/stats/{name}?since={marks['since']}")
             delivered = marks["got"]["received"] - marks["since"]
             o = entry["outbox"][name] = {
-                "created_per_s": round(result.rps, 1), "delivered_during_load": delivered,
+                "created_per_s": round(result.rps, 1),
+                "created_per_s_with_drain": with_drain(result, marks["drain_s"]),
+                "delivered_during_load": delivered,
                 "delivered_per_s": round(delivered / result.seconds, 1) if result.seconds else None,
                 **{k: marks[k] for k in ("pending_at_end", "drain_s", "pending_after_drain",
                                          "pending_before", "drain_before_s")},
                 "lag_p50_ms": final["lag_p50_ms"], "lag_p99_ms": final["lag_p99_ms"],
-                "received_bad": final["bad"],
-                "deliveries": await outbox.states(self.db.driver, self.db.database, webhook_id)}
+                "received_bad": final["bad"], "deliveries": states, **attempts}
+            if "counts_after" in marks:
+                o.update(loop_statements(marks["counts_before"], marks["counts_after"]))
             say(f"{w.name} ({name}): {o['delivered_per_s']} deliveries/s during the load, "
                 f"{o['pending_at_end']} pending at its end (drained in {o['drain_s']}s within "
                 f"the window, {o['pending_after_drain']} left), lag p99 {o['lag_p99_ms']} ms, "
@@ -480,6 +537,9 @@ class Bench:
             "its sender delivering")
         service = await side("service", functools.partial(self.service_side, w, ctx, rng))
         entry["service_rss_mib_after"] = memory.mib(memory.tree_rss_bytes(self.service.pid))
+        # The service that served every workload, before it is stopped (the run's
+        # `memory_at_end` reads the one started after this phase, or the audit-off one).
+        entry["memory_before_restart"] = await self.memory()
         say(f"{w.name}: service {service.rps:,.0f} req/s, p50 {service.p50_ms:.1f} ms")
         unaudited = self.service.unaudited
         self.service.stop()
@@ -495,12 +555,19 @@ class Bench:
             ctx.outbox = None
             self.service = Service(self.cfg, self.neo, self.kek, unaudited=unaudited)
             self.service.start()
-        entry["outbox"]["bare"].update(failed_attempts=deliveries.failed,
-                                       failed_passes=deliveries.errors,
+            self.warmed = False  # a new service: the next workload's warm-up is the first's
+        # The service runs one sender per worker, each within the settings' bounds; the bare
+        # loop is one process's.
+        entry["outbox"]["service"]["senders"] = Settings.from_env(
+            workers=int(service_workers())).worker_count
+        entry["outbox"]["bare"].update(senders=1, failed_attempts=deliveries.failed,
+                                       errors=deliveries.errors,
                                        first_error=deliveries.first_error)
         say(f"{w.name}: bare    {bare.rps:,.0f} req/s, p50 {bare.p50_ms:.1f} ms")
+        drained = [entry["outbox"][s]["created_per_s_with_drain"] for s in ("service", "bare")]
         entry.update(available=True, service=service.to_dict(), bare=bare.to_dict(),
-                     ratio=ratio(service, bare))
+                     ratio=round(drained[0] / drained[1], 3) if drained[0] and drained[1]
+                     else None, ratio_load=ratio(service, bare), ratio_basis="with_drain")
         entry.update(added_cpu(service, bare, w.added_cpu_target_ms) or {})
         if w.name in self.recordings:
             entry["neo4j_jfr"] = self.recordings[w.name]
@@ -547,6 +614,30 @@ def bare_settings(environ: Mapping[str, str] | None = None) -> Settings:
     return Settings.from_env(environ, workers=1)
 
 
+def outbox_refused(environ: Mapping[str, str] | None = None) -> str | None:
+    """Why an outbox workload cannot be measured under this environment, or None."""
+    if bare_settings(environ).webhook_poll_interval <= 0:
+        return ("VAULTGRAPH_WEBHOOK_POLL_INTERVAL <= 0: the service's webhook sender does not "
+                "run, so its deliveries would never be made")
+    return None
+
+
+def with_drain(result: Result, drain_s: float | None) -> float | None:
+    """Creates a second over the load and the drain of its deliveries that followed it."""
+    seconds = result.seconds + (drain_s or 0.0)
+    return round((result.requests - result.errors) / seconds, 1) if seconds > 0 else None
+
+
+def loop_statements(before: dict[str, int], after: dict[str, int]) -> dict:
+    """The bare delivery loop's statements between two `counts()`: claims (and of them those
+    that found nothing), outcome records, and the statements a delivery."""
+    d = {k: after[k] - before[k] for k in after}
+    attempts = d["delivered"] + d["failed"]
+    return {"claims": d["claims"], "empty_claims": d["empty_claims"], "records": d["records"],
+            "statements_per_delivery": round((d["claims"] + d["records"]) / attempts, 3)
+            if attempts else None}
+
+
 # -- entry points --------------------------------------------------------------------------
 
 def header(cfg: BenchConfig) -> dict:
@@ -567,16 +658,23 @@ async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
     b = Bench(cfg, neo)
     began = time.monotonic()
     try:
-        await b.setup()
+        await b.setup(outbox_phase=True)
         await b.load_to(cfg.tokens)
         result = {**header(cfg), "loadgen": b.loadgen.name, "workloads": {},
                   "memory_at_rest": await b.memory()}
         if cfg.plans:
             result["plans"] = {w.name: await plans.profile_workload(w, b.context())
-                               for w in WORKLOADS if cfg.selected(w.name) and w.bare}
+                               for w in WORKLOADS if cfg.selected(w.name) and w.bare
+                               and not w.outbox}
+            for w in WORKLOADS:
+                if w.outbox and cfg.selected(w.name):
+                    say(f"BENCH_PLANS: {w.name} is not profiled (its bare step without a "
+                        "webhook subscribed would be a plain create)")
         result["jvm_warmup"] = await b.warm_jvm(
             [w for w in WORKLOADS if cfg.selected(w.name) and w.bare])
-        for w in WORKLOADS:
+        # Outbox workloads last, whatever the order: after their phase the service's sender
+        # knows the bench tenant and wakes on its writes, which no other window may pay.
+        for w in sorted(WORKLOADS, key=lambda w: w.outbox):
             if not cfg.selected(w.name):
                 continue
             if w.outbox:  # a phase of its own: the service is restarted within it

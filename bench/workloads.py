@@ -476,7 +476,7 @@ async def _bare_webhook_create(ctx, body):
     service's sender is by its process's writes."""
     await _bare_create(ctx, body)
     if ctx.outbox is not None:
-        ctx.outbox.wake()
+        ctx.outbox.wake(ctx.tenant.tenant_id)
 
 
 PAGE_TARGET = 0.60   # ms the service may add for a page of 50
