@@ -57,3 +57,15 @@ async def test_writes_find_webhooks_by_an_index_seek(client, name):
 async def test_the_senders_statements_scan_nothing(client, name):
     ops = await _ops(client, name)
     assert not SCANS & {op for op, _ in ops}, (name, ops)
+
+
+async def test_a_claim_reads_the_due_deliveries_in_index_order_and_stops_at_its_scan(client):
+    # A sort over every due delivery (Top) would read a whole backlog on every claim.
+    ops = await _ops(client, "webhooks/claim")
+    names = [op for op, _ in ops]
+    seek = next(i for i, (op, details) in enumerate(ops)
+                if op == "NodeIndexSeek" and "WebhookDelivery(state, next_at)" in details)
+    above = names[:seek]
+    assert "Limit" in above, ops
+    assert not any(op in ("Top", "Sort", "PartialTop") and "$scan" in details
+                   for op, details in ops), ops
