@@ -21,7 +21,7 @@ def _running(pid: int) -> bool:
     """Whether the process exists and is not a zombie waiting to be reaped."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or during the read
         return False
     return "\nState:\tZ" not in status
 
