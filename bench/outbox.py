@@ -43,18 +43,19 @@ import aiohttp
 
 from vaultgraph.crypto import CryptoError
 from vaultgraph.repository.webhooks import Claimed, WebhookRepository
+from vaultgraph.services import webhook_sender
 from vaultgraph.services.webhook_sender import (
+    ANSWER_KEPT,
     IDLE_FORGET,
-    LEASE_MARGIN,
     MAX_BACKOFF,
     RECORD_BATCH,
+    lease_margin,
     retry_in,
 )
 from vaultgraph.services.webhooks import SECRET_FIELD
 from vaultgraph.settings import Settings
 from vaultgraph.webhooks import TOKEN_CREATED, headers, new_secret, payload
 
-ANSWER_KEPT = 1024  # bytes of an endpoint's answer kept with the attempt, as the sender keeps
 DRAIN_POLL = (0.1, 1.0)  # a drain's first wait between readings, doubled up to the second
 
 # Deliveries of a webhook by state (the webhook_delivery_key index seeks on its prefix).
@@ -73,14 +74,11 @@ PENDING = ("MATCH (d:WebhookDelivery) USING INDEX d:WebhookDelivery(state, next_
 
 
 def healthy_share(settings: Settings) -> int:
-    """What a claim may take of one webhook whose last attempt succeeded: its lanes times the
-    attempts that fit in a lease if each took the whole timeout (the sender's rule, from the
-    same settings), at most what a process holds."""
-    lease, timeout = settings.webhook_lease, settings.webhook_timeout
-    margin = min(LEASE_MARGIN, max(0.0, lease - timeout) / 2)
-    depth = max(1, int((lease - margin) // timeout)) if timeout > 0 else 1
-    return min(max(1, settings.webhook_max_in_flight),
-               max(1, settings.webhook_endpoint_concurrency) * depth)
+    """What a claim may take of one webhook whose last attempt succeeded: the sender's rule
+    (`webhook_sender.healthy_share`), from the same settings."""
+    return webhook_sender.healthy_share(
+        max(1, settings.webhook_max_in_flight), max(1, settings.webhook_endpoint_concurrency),
+        settings.webhook_lease, settings.webhook_timeout)
 
 
 @dataclass(slots=True)
@@ -122,7 +120,7 @@ class BareDeliveries:
         self.deep = healthy_share(settings)
         self.lease = settings.webhook_lease
         self.timeout_s = settings.webhook_timeout
-        self.margin = min(LEASE_MARGIN, max(0.0, self.lease - self.timeout_s) / 2)
+        self.margin = lease_margin(self.lease, self.timeout_s)
         self.timeout = aiohttp.ClientTimeout(total=settings.webhook_timeout)
         self.interval = settings.webhook_poll_interval
         self.schedule = settings.webhook_retry_schedule_seconds

@@ -418,10 +418,12 @@ class Bench:
         # about each round. A difference between the sides that follows the order (the store a
         # write workload leaves, a JVM still compiling) shows so, and rounds average it out.
         sides: dict[str, list[Result]] = {"service": [], "bare": []}
+        firsts: list[str] = []
         for n in range(max(1, self.cfg.rounds)):
             order = ["service", "bare"]
             if self.cfg.bare_first != (n % 2 == 1):
                 order.reverse()
+            firsts.append(order[0])
             for side in order:
                 if side == "service":
                     say(f"{w.name}: service via {self.loadgen.name}, "
@@ -435,10 +437,9 @@ class Bench:
                 say(f"{w.name}: {side:<7} {one.rps:,.0f} req/s, p50 {one.p50_ms:.1f} ms")
         if len(sides["service"]) > 1:
             entry["rounds"] = [
-                {"first": "service" if self.cfg.bare_first == (n % 2 == 1) else "bare",
-                 "service": s.to_dict(), "bare": b.to_dict(), "ratio": ratio(s, b),
-                 **(added_cpu(s, b, w.added_cpu_target_ms) or {})}
-                for n, (s, b) in enumerate(zip(sides["service"], sides["bare"], strict=True))]
+                {"first": first, "service": s.to_dict(), "bare": b.to_dict(),
+                 "ratio": ratio(s, b), **(added_cpu(s, b, w.added_cpu_target_ms) or {})}
+                for first, s, b in zip(firsts, sides["service"], sides["bare"], strict=True)]
         service, bare = combined(sides["service"]), combined(sides["bare"])
         entry.update(available=True, service=service.to_dict(),
                      bare=bare.to_dict() if bare else None, ratio=ratio(service, bare))

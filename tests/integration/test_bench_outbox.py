@@ -8,8 +8,10 @@ webhook is asserted on."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import sys
+from types import SimpleNamespace
 
 import aiohttp
 
@@ -40,7 +42,11 @@ async def _attempts(db: Database, webhook_id: str) -> dict[str, int]:
     return {r["outcome"]: r["n"] for r in records}
 
 
-async def test_the_bare_side_delivers_every_create_once_signed(settings, aiohttp_server):
+@contextlib.asynccontextmanager
+async def _bare_webhook(settings, aiohttp_server, name: str, keys=None, **changes):
+    """A bench tenant with one webhook `name` to a local receiver, and the bare side's
+    webhook_create request running with its delivery loop (settings changed by `changes`):
+    yields them, everything stopped and closed after."""
     db = Database.connect(settings.neo4j_uri, settings.neo4j_user,
                           settings.resolved_neo4j_password(), Catalog.load(settings.cypher_dir),
                           settings.neo4j_database)
@@ -54,24 +60,37 @@ async def test_the_bare_side_delivers_every_create_once_signed(settings, aiohttp
         tenant = await create_bench_tenant(db, ring)
         repo = WebhookRepository(db)
         webhook_id, secret = await outbox.subscribe(
-            repo, tenant.tenant_id, tenant.keys, str(server.make_url("/hook/bare")), "bare")
-        async with session.put(server.make_url("/secret/bare"), data=secret) as resp:
-            assert resp.status == 204
+            repo, tenant.tenant_id, tenant.keys, str(server.make_url(f"/hook/{name}")), name)
         ctx = Context(tenant, [], db.catalog, db.driver, database=db.database, audit=audit,
                       session=session)
         deliveries = outbox.BareDeliveries(
-            ctx.webhooks, tenant.keys, session,
-            dataclasses.replace(settings, webhook_poll_interval=0.05))
+            ctx.webhooks, keys or tenant.keys, session,
+            dataclasses.replace(settings, webhook_poll_interval=0.05, **changes))
         ctx.outbox = deliveries.start()
         [workload] = [w for w in WORKLOADS if w.name == "webhook_create"]
-        op = bare_op(workload, ctx)
+        yield SimpleNamespace(db=db, receiver=receiver, server=server, session=session,
+                              tenant=tenant, repo=repo, webhook_id=webhook_id, secret=secret,
+                              ctx=ctx, deliveries=deliveries, op=bare_op(workload, ctx))
+    finally:
+        if deliveries is not None:
+            await deliveries.stop()
+        await session.close()
+        await audit.stop()
+        await db.close()
+
+
+async def test_the_bare_side_delivers_every_create_once_signed(settings, aiohttp_server):
+    async with _bare_webhook(settings, aiohttp_server, "bare") as it:
+        db, webhook_id, deliveries = it.db, it.webhook_id, it.deliveries
+        async with it.session.put(it.server.make_url("/secret/bare"), data=it.secret) as resp:
+            assert resp.status == 204
         for _ in range(CREATES):
-            await op(_new_card(ctx))
+            await it.op(_new_card(it.ctx))
         waited, left = await outbox.drain(db.driver, db.database, webhook_id, within=30)
         assert left == 0, f"{left} deliveries still pending after {waited}s"
         await deliveries.stop()
 
-        hook = receiver.hooks["bare"]
+        hook = it.receiver.hooks["bare"]
         assert (hook.received, hook.good.count(False)) == (CREATES, 0)
         assert deliveries.delivered >= CREATES  # and any left by other tests, elsewhere
         counts = deliveries.counts()
@@ -84,16 +103,10 @@ async def test_the_bare_side_delivers_every_create_once_signed(settings, aiohttp
         assert 0 < timed["attempt_p50_ms"] <= timed["attempt_p99_ms"]
 
         # Disabled, the webhook is written no more deliveries.
-        await outbox.unsubscribe(repo, tenant.tenant_id, webhook_id)
-        await op(_new_card(ctx))
+        await outbox.unsubscribe(it.repo, it.tenant.tenant_id, webhook_id)
+        await it.op(_new_card(it.ctx))
         assert await outbox.states(db.driver, db.database, webhook_id) == {
             "delivered": CREATES}
-    finally:
-        if deliveries is not None:
-            await deliveries.stop()
-        await session.close()
-        await audit.stop()
-        await db.close()
 
 
 class _Broken:
@@ -105,43 +118,17 @@ class _Broken:
 
 async def test_an_attempt_that_fails_is_recorded_as_an_error_and_stops_nothing(
         settings, aiohttp_server):
-    db = Database.connect(settings.neo4j_uri, settings.neo4j_user,
-                          settings.resolved_neo4j_password(), Catalog.load(settings.cypher_dir),
-                          settings.neo4j_database)
-    ring = KeyRing.from_spec(settings.kek)
-    receiver = Receiver()
-    server = await aiohttp_server(receiver.app())
-    audit = AuditWriter(AuditRepository(db), ring)
-    session = aiohttp.ClientSession()
-    deliveries = None
-    try:
-        tenant = await create_bench_tenant(db, ring)
-        repo = WebhookRepository(db)
-        webhook_id, _ = await outbox.subscribe(
-            repo, tenant.tenant_id, tenant.keys, str(server.make_url("/hook/broken")), "broken")
-        ctx = Context(tenant, [], db.catalog, db.driver, database=db.database, audit=audit,
-                      session=session)
-        deliveries = outbox.BareDeliveries(
-            ctx.webhooks, _Broken(), session,
-            dataclasses.replace(settings, webhook_poll_interval=0.05,
-                                webhook_retry_schedule="600"))
-        ctx.outbox = deliveries.start()
-        [workload] = [w for w in WORKLOADS if w.name == "webhook_create"]
-        op = bare_op(workload, ctx)
+    async with _bare_webhook(settings, aiohttp_server, "broken", keys=_Broken(),
+                             webhook_retry_schedule="600") as it:
+        deliveries = it.deliveries
         for _ in range(3):
-            await op(_new_card(ctx))
+            await it.op(_new_card(it.ctx))
         for _ in range(300):  # each tried once (the next try is 10 minutes away)
-            if sum((await _attempts(db, webhook_id)).values()) >= 3:
+            if sum((await _attempts(it.db, it.webhook_id)).values()) >= 3:
                 break
             await asyncio.sleep(0.1)
         await deliveries.stop()
         assert deliveries._task is None and not deliveries._sending
-        assert "broken" not in receiver.hooks  # nothing was posted
+        assert "broken" not in it.receiver.hooks  # nothing was posted
         assert deliveries.first_error == "RuntimeError: broken keys"
-        assert await _attempts(db, webhook_id) == {"error": 3}
-    finally:
-        if deliveries is not None:
-            await deliveries.stop()
-        await session.close()
-        await audit.stop()
-        await db.close()
+        assert await _attempts(it.db, it.webhook_id) == {"error": 3}

@@ -206,9 +206,9 @@ class TokenService:
                 errors["expires_at"] = [str(exc)]
         draft = Draft(
             type=token_type, data=data, mask=body.get("mask"),
-            # A list over the limit is refused below: never normalised, never cached.
-            containers=(list(stored_containers(tuple(containers)))
-                        if len(containers) <= self.settings.max_containers else []),
+            # A list refused above (over the limit) is never normalised, so never cached.
+            containers=([] if "containers" in errors
+                        else list(stored_containers(tuple(containers)))),
             metadata=metadata, search_indexes=search_indexes,
             fingerprint_expression=body.get("fingerprint_expression")
             or token_type.default_fingerprint_expression or DEFAULT_FINGERPRINT_EXPRESSION,

@@ -64,6 +64,19 @@ RECORD_BATCH = 500  # outcomes recorded per statement at most
 IDLE_FORGET = 300.0  # seconds after which an idle endpoint's last outcome is forgotten
 
 
+def lease_margin(lease: float, timeout: float) -> float:
+    """Seconds an attempt must end before its lease lapses: LEASE_MARGIN, less for a lease
+    barely longer than the timeout."""
+    return min(LEASE_MARGIN, max(0.0, lease - timeout) / 2)
+
+
+def healthy_share(batch: int, per_endpoint: int, lease: float, timeout: float) -> int:
+    """What a claim may take of one healthy endpoint: its lanes times the attempts that fit in
+    a lease if each took the whole timeout, at most what a process holds (`batch`)."""
+    depth = max(1, int((lease - lease_margin(lease, timeout)) // timeout)) if timeout > 0 else 1
+    return min(batch, per_endpoint * depth)
+
+
 def retry_in(schedule: Sequence[float], attempt: int) -> float | None:
     """Seconds until the next attempt after attempt number `attempt` (from 1) failed; None:
     that was the last."""
@@ -117,9 +130,8 @@ class WebhookSender:
         self._per_endpoint = max(1, per_endpoint)
         # A healthy endpoint's share: what its lanes start before the lease lapses even if
         # every attempt takes the whole timeout.
-        self._margin = min(LEASE_MARGIN, max(0.0, lease - timeout) / 2)
-        depth = max(1, int((lease - self._margin) // timeout)) if timeout > 0 else 1
-        self._deep = min(self._batch, self._per_endpoint * depth)
+        self._margin = lease_margin(lease, timeout)
+        self._deep = healthy_share(self._batch, self._per_endpoint, lease, timeout)
         self._retention = retention
         self._endpoints: dict[str, _Endpoint] = {}
         self._tenants: dict[str, float] = {}  # tenants with deliveries lately: last seen
