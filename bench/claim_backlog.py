@@ -29,7 +29,8 @@ from vaultgraph.settings import PROJECT_ROOT, Settings
 from .environment import say
 
 # The sender's defaults (services/webhook_sender.py): a claim of up to the deliveries a process
-# holds, scanning ten times as many, a healthy webhook's share.
+# holds, scanning ten times as many, the least share of a healthy webhook (a fast one may take
+# up to half what a process holds: webhook_sender.Shares).
 LIMIT, SCAN, SHARE = 256, 2560, 80
 BATCH = 10_000  # deliveries written a transaction
 

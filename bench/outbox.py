@@ -10,9 +10,10 @@ gets, for one process):
 
 - one claimer: a claim takes at most what the process may still hold (`webhook_max_in_flight`
   less what it holds, so the statement scans ten times that, as the sender's does), of a
-  webhook at most its share less what it holds: its lanes times lease ÷ timeout once its last
-  attempt here succeeded, its lanes (`webhook_endpoint_concurrency`) before; a webhook at its
-  share is skipped;
+  webhook at most its share less what it holds (`webhook_sender.Shares`: its lanes,
+  `webhook_endpoint_concurrency`, until an attempt succeeds; then paced by its slowest attempt
+  lately, between lanes times lease ÷ timeout and half what the process may hold); a webhook
+  at its share is skipped;
 - per webhook a queue of claimed deliveries served by that many lanes, each POST with the
   same body and Standard Webhooks headers (`vaultgraph.webhooks`), the secret decrypted with
   the tenant's key; an attempt's outcome is named as the sender names it (`success`, `status`,
@@ -20,10 +21,10 @@ gets, for one process):
 - one recorder: the outcomes of the attempts that ended, recorded in one statement while
   others go on (those ending meanwhile go in the next);
 - the claimer runs after a create (as the sender is woken by its process's writes for a
-  tenant it has delivered for lately), when a webhook whose claim filled its share has half
-  of it left, when the recorder brings what the process holds to half its bound after a claim
-  that took all the room, and otherwise every `webhook_poll_interval` seconds; wakes during a
-  claim make one more.
+  tenant it has delivered for lately), when a webhook whose last claim took all it was
+  offered has half its share left, when the recorder brings what the process holds to half
+  its bound after a claim that took all the room, and otherwise every
+  `webhook_poll_interval` seconds; wakes during a claim make one more.
 
 `counts()` gives the claims (and how many found nothing) and the outcome statements run, so a
 window's statements a delivery can be set beside the service's transactions a request.
@@ -43,14 +44,15 @@ import aiohttp
 
 from vaultgraph.crypto import CryptoError
 from vaultgraph.repository.webhooks import Claimed, WebhookRepository
-from vaultgraph.services import webhook_sender
 from vaultgraph.services.webhook_sender import (
     ANSWER_KEPT,
     IDLE_FORGET,
     MAX_BACKOFF,
     RECORD_BATCH,
+    Shares,
     lease_margin,
     retry_in,
+    slowest_lately,
 )
 from vaultgraph.services.webhooks import SECRET_FIELD
 from vaultgraph.settings import Settings
@@ -73,10 +75,10 @@ PENDING = ("MATCH (d:WebhookDelivery) USING INDEX d:WebhookDelivery(state, next_
            "RETURN count(d) AS n")
 
 
-def healthy_share(settings: Settings) -> int:
-    """What a claim may take of one webhook whose last attempt succeeded: the sender's rule
-    (`webhook_sender.healthy_share`), from the same settings."""
-    return webhook_sender.healthy_share(
+def shares(settings: Settings) -> Shares:
+    """What a claim may take of one webhook: the sender's rule (`webhook_sender.Shares`), from
+    the same settings."""
+    return Shares.of(
         max(1, settings.webhook_max_in_flight), max(1, settings.webhook_endpoint_concurrency),
         settings.webhook_lease, settings.webhook_timeout)
 
@@ -93,7 +95,8 @@ class _Endpoint:
     queue: deque[_Held] = field(default_factory=deque)  # claimed, not started
     sending: int = 0
     healthy: bool = False  # its last attempt succeeded
-    refill: bool = False  # a claim filled its share: claim again once half is sent
+    slowest: float = 0.0  # seconds, its slowest successful attempt lately
+    refill: bool = False  # a claim took all it was offered: claim again once half is sent
     used: float = 0.0
 
     @property
@@ -117,7 +120,7 @@ class BareDeliveries:
         self.session = session
         self.batch = max(1, settings.webhook_max_in_flight)
         self.per_endpoint = max(1, settings.webhook_endpoint_concurrency)
-        self.deep = healthy_share(settings)
+        self.shares = shares(settings)
         self.lease = settings.webhook_lease
         self.timeout_s = settings.webhook_timeout
         self.margin = lease_margin(self.lease, self.timeout_s)
@@ -209,8 +212,8 @@ class BareDeliveries:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), wait)
 
-    def _share(self, endpoint: _Endpoint | None) -> int:
-        return self.deep if endpoint is not None and endpoint.healthy else self.per_endpoint
+    def _share(self, endpoint: _Endpoint) -> int:
+        return self.shares.share(endpoint.healthy, endpoint.slowest)
 
     async def pass_once(self) -> int:
         """One claim, its deliveries queued to their lanes; how many it claimed."""
@@ -239,7 +242,7 @@ class BareDeliveries:
         if not claimed:
             self.empty_claims += 1
         self._holding += len(claimed)
-        touched: set[str] = set()
+        taken: dict[str, int] = {}
         for item in claimed:
             webhook_id = item.delivery["webhook_id"]
             endpoint = self._endpoints.get(webhook_id)
@@ -248,13 +251,14 @@ class BareDeliveries:
             endpoint.used = now
             self._tenants[item.delivery["tenant_id"]] = seen
             endpoint.queue.append(_Held(item, claim, deadline))
-            touched.add(webhook_id)
+            taken[webhook_id] = taken.get(webhook_id, 0) + 1
         for webhook_id, share in shares.items():
             if share <= 0:  # skipped as busy: more of its events may be due
                 self._endpoints[webhook_id].refill = True
-        for webhook_id in touched:
+        for webhook_id, took in taken.items():
             endpoint = self._endpoints[webhook_id]
-            if endpoint.held >= self._share(endpoint):
+            # It took all it was offered (of a new webhook, its lanes): more may be due.
+            if took >= shares.get(webhook_id, self.per_endpoint):
                 endpoint.refill = True
             self._start(endpoint)
         if len(claimed) >= room:
@@ -279,9 +283,11 @@ class BareDeliveries:
         try:
             started = time.perf_counter()
             outcome, status, error, response = await self.send(held.item)
+            seconds = time.perf_counter() - started
             success = outcome == "success"
             if success:
                 self.delivered += 1
+                endpoint.slowest = slowest_lately(endpoint.slowest, seconds)
             else:
                 self.failed += 1
             endpoint.healthy = success
@@ -289,7 +295,7 @@ class BareDeliveries:
             self._outcomes.append({
                 "webhook_id": delivery["webhook_id"], "event_id": delivery["event_id"],
                 "claim": held.claim, "success": success, "outcome": outcome, "status": status,
-                "error": error, "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                "error": error, "duration_ms": round(seconds * 1000, 2),
                 "response": response,
                 "retry_in": None if success else retry_in(self.schedule, attempt)})
             if self._recorder is None or self._recorder.done():

@@ -18,7 +18,7 @@ from vaultgraph.webhooks import headers, new_secret
 if str(PROJECT_ROOT) not in sys.path:  # bench/ is the checkout's, not the distribution's
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from bench.outbox import healthy_share
+from bench.outbox import shares
 from bench.receiver import Receiver
 from bench.report import outbox_notes, table
 from bench.run import loop_statements, outbox_refused, with_drain
@@ -84,7 +84,7 @@ def test_the_bare_share_of_an_endpoint_is_the_senders():
                     {"webhook_timeout": 2.0, "webhook_endpoint_concurrency": 4},
                     {"webhook_lease": 600.0, "webhook_timeout": 1.0}):
         settings = dataclasses.replace(base, **changes)
-        assert healthy_share(settings) == _sender(settings)._deep, changes
+        assert shares(settings) == _sender(settings)._shares, changes
 
 
 def test_the_report_says_how_each_sides_deliveries_kept_up():

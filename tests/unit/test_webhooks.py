@@ -1,5 +1,6 @@
 """Webhook payloads and signatures (checked against the standardwebhooks package), the retry
-schedule, and the settings that refuse a schedule or lease that cannot work."""
+schedule, what a claim may take of an endpoint, and the settings that refuse a schedule or
+lease that cannot work."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from vaultgraph import webhooks
-from vaultgraph.services.webhook_sender import _epoch, retry_in
+from vaultgraph.services.webhook_sender import Shares, _epoch, retry_in, slowest_lately
 from vaultgraph.settings import ConfigError, Settings
 
 STORED = {"event_id": "e1", "type": "token.deleted", "at": "2026-11-27T17:40:12.123456789Z",
@@ -64,6 +65,33 @@ def test_the_retry_schedule_then_failed():
     schedule = Settings().webhook_retry_schedule_seconds
     assert schedule == (5, 300, 1800, 7200, 18000, 36000, 36000)
     assert [retry_in(schedule, n) for n in range(1, 9)] == [*schedule, None]
+
+
+def test_a_healthy_endpoints_share_is_paced_by_its_slowest_attempt_lately():
+    shares = Shares.of(256, 16, 60.0, 10.0)  # the defaults
+    # Lanes times the 5 attempts a lease holds at the whole timeout; half of 256; attempts
+    # must start within the lease less its 1 s margin and a timeout.
+    assert (shares.lanes, shares.floor, shares.most, shares.window) == (16, 80, 128, 49.0)
+    assert shares.share(False, 0.01) == 16  # new or failing: its lanes, however fast it was
+    assert shares.share(True, 0.0) == 80  # no pace known: safe at the timeout
+    assert shares.share(True, 0.02) == 128  # fast: half of what a process holds
+    assert shares.share(True, 2.0) == 98  # 16 lanes x 49 s / (4 x 2 s)
+    assert shares.share(True, 10.0) == 80  # as slow as the timeout: never below the floor
+    # A process that holds less: the floor is all it holds, and a fast endpoint takes no more.
+    small = Shares.of(40, 16, 60.0, 10.0)
+    assert (small.floor, small.share(True, 0.001)) == (40, 40)
+
+
+def test_a_slow_attempt_counts_for_less_with_each_success_after_it():
+    slowest = slowest_lately(0.0, 2.0)
+    assert slowest == 2.0
+    assert slowest_lately(slowest, 3.0) == 3.0  # a slower one counts in full
+    for _ in range(35):
+        slowest = slowest_lately(slowest, 0.01)
+    assert 0.9 < slowest < 1.0  # 2 s x 0.98 ** 35
+    for _ in range(300):
+        slowest = slowest_lately(slowest, 0.01)
+    assert slowest == 0.01  # forgotten: the pace is the endpoint's own again
 
 
 def test_neo4j_times_with_nanoseconds_are_read():

@@ -11,17 +11,23 @@ the outcomes of the attempts that ended meanwhile are recorded together in one s
 kept alive between its deliveries (the outbound client's pool).
 
 Per endpoint: at most `per_endpoint` attempts to one webhook are in flight in a process (its
-lanes), and a claim takes for a webhook only what it can start before the lease lapses even
-if every attempt took the whole timeout: its lanes times lease/timeout for an endpoint whose
-last attempt here succeeded, its lanes alone for any other (new, failing or hanging), so an
-endpoint that hangs holds no more than before and never holds back another's deliveries (a
-claim skips the webhooks at their bound). A claimed delivery not started in time (the process
-stalled) is left to its lease; a stopping sender gives its unstarted claims back.
+lanes), and a claim takes of a webhook at most its share less what the process holds of it (a
+claim skips the webhooks at their share). A new, failing or hanging endpoint's share is its
+lanes, so one that hangs never holds back another's deliveries. A healthy one's (its last
+attempt here succeeded) is what its lanes start before the lease lapses: if every attempt
+took the whole timeout (lanes times lease/timeout) at least, and up to half of what a process
+holds while its attempts are fast (lanes times the time left to start them, over four times
+its slowest attempt lately). A webhook's next claim comes when half its share is sent, and
+takes that half: its pace is half its share a claim's round trip, so a fast endpoint's
+deliveries are not held back by a share sized for the timeout. A claimed delivery not started
+in time (the process stalled, or the endpoint slowed past what its share assumed) is left to
+its lease; a stopping sender gives its unstarted claims back.
 
 A pass runs at once after a write committed in this process for a tenant whose deliveries it
 has sent in the last minutes, or that changed a webhook (`written`, called by the database
 layer: the event is then sent about a round trip after its commit), when a webhook whose
-claims filled its share has sent half of them (more of its events may be due), and otherwise
+last claim took all it was offered has sent down to half its share (more of its events may
+be due; attempts that ended while the claim ran do not hide that), and otherwise
 every `interval` seconds (events written by other replicas, a tenant's first after a quiet
 spell). Wakes that come while a pass runs make one more pass, not one each.
 
@@ -71,10 +77,49 @@ def lease_margin(lease: float, timeout: float) -> float:
 
 
 def healthy_share(batch: int, per_endpoint: int, lease: float, timeout: float) -> int:
-    """What a claim may take of one healthy endpoint: its lanes times the attempts that fit in
-    a lease if each took the whole timeout, at most what a process holds (`batch`)."""
+    """The least a claim may take of one healthy endpoint: its lanes times the attempts that
+    fit in a lease if each took the whole timeout, at most what a process holds (`batch`)."""
     depth = max(1, int((lease - lease_margin(lease, timeout)) // timeout)) if timeout > 0 else 1
     return min(batch, per_endpoint * depth)
+
+
+PACE_HEADROOM = 4.0  # a healthy endpoint's share allows for its attempts slowing this much
+SLOWEST_DECAY = 0.98  # what an endpoint's slowest attempt counts for after each success since
+
+
+def slowest_lately(slowest: float, seconds: float) -> float:
+    """An endpoint's slowest successful attempt lately, once one more took `seconds`: an old
+    slow attempt counts for less with each success after it."""
+    return max(seconds, slowest * SLOWEST_DECAY)
+
+
+@dataclass(frozen=True, slots=True)
+class Shares:
+    """What a claim may take of one webhook (less what the process holds of it): `lanes` for
+    a new, failing or hanging endpoint; for a healthy one at least `floor` (safe if every
+    attempt took the whole timeout) and, while its attempts are fast, up to `most` (half what
+    a process holds): its lanes times the seconds a claim's deliveries have to start in
+    (`window`: the lease, less its margin and an attempt's timeout) over PACE_HEADROOM times
+    its slowest attempt lately."""
+
+    lanes: int
+    floor: int
+    most: int
+    window: float
+
+    @classmethod
+    def of(cls, batch: int, per_endpoint: int, lease: float, timeout: float) -> Shares:
+        floor = healthy_share(batch, per_endpoint, lease, timeout)
+        return cls(per_endpoint, floor, max(floor, batch // 2),
+                   lease - lease_margin(lease, timeout) - timeout)
+
+    def share(self, healthy: bool, slowest: float) -> int:
+        if not healthy:
+            return self.lanes
+        if slowest <= 0 or self.window <= 0:
+            return self.floor
+        paced = int(self.lanes * self.window / (PACE_HEADROOM * slowest))
+        return max(self.floor, min(self.most, paced))
 
 
 def retry_in(schedule: Sequence[float], attempt: int) -> float | None:
@@ -100,7 +145,8 @@ class _Endpoint:
     queue: deque[_Held] = field(default_factory=deque)  # claimed, not started
     sending: int = 0  # attempts in flight
     healthy: bool = False  # its last attempt here succeeded
-    refill: bool = False  # a claim filled its share: claim again once half is sent
+    slowest: float = 0.0  # seconds its slowest successful attempt lately took (slowest_lately)
+    refill: bool = False  # a claim took all it was offered: claim again once half is sent
     used: float = 0.0  # loop time of its last claim or attempt
 
     @property
@@ -128,10 +174,8 @@ class WebhookSender:
         self._interval = interval
         self._batch = max(1, batch)
         self._per_endpoint = max(1, per_endpoint)
-        # A healthy endpoint's share: what its lanes start before the lease lapses even if
-        # every attempt takes the whole timeout.
         self._margin = lease_margin(lease, timeout)
-        self._deep = healthy_share(self._batch, self._per_endpoint, lease, timeout)
+        self._shares = Shares.of(self._batch, self._per_endpoint, lease, timeout)
         self._retention = retention
         self._endpoints: dict[str, _Endpoint] = {}
         self._tenants: dict[str, float] = {}  # tenants with deliveries lately: last seen
@@ -226,8 +270,8 @@ class WebhookSender:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), wait)
 
-    def _share(self, endpoint: _Endpoint | None) -> int:
-        return self._deep if endpoint is not None and endpoint.healthy else self._per_endpoint
+    def _share(self, endpoint: _Endpoint) -> int:
+        return self._shares.share(endpoint.healthy, endpoint.slowest)
 
     async def pass_once(self) -> int:
         """Claim what this process may take on now and start sending it; how many claimed."""
@@ -253,7 +297,7 @@ class WebhookSender:
         claimed = await self._repo.claim(limit=room, lease=self._lease, claim=claim,
                                          room=shares, room_default=self._per_endpoint)
         self._holding += len(claimed)
-        touched: set[str] = set()
+        taken: dict[str, int] = {}
         for item in claimed:
             webhook_id = item.delivery["webhook_id"]
             endpoint = self._endpoints.get(webhook_id)
@@ -262,13 +306,14 @@ class WebhookSender:
             endpoint.used = now
             self._tenants[item.delivery["tenant_id"]] = seen
             endpoint.queue.append(_Held(item, claim, deadline))
-            touched.add(webhook_id)
+            taken[webhook_id] = taken.get(webhook_id, 0) + 1
         for webhook_id, share in shares.items():
             if share <= 0:  # skipped as busy: more of its events may be due
                 self._endpoints[webhook_id].refill = True
-        for webhook_id in touched:
+        for webhook_id, took in taken.items():
             endpoint = self._endpoints[webhook_id]
-            if endpoint.held >= self._share(endpoint):
+            # It took all it was offered (of a new webhook, its lanes): more may be due.
+            if took >= shares.get(webhook_id, self._per_endpoint):
                 endpoint.refill = True
             self._start(webhook_id, endpoint)
         if len(claimed) >= room:
@@ -307,6 +352,8 @@ class WebhookSender:
                 metrics.WEBHOOK_LAG.observe(max(0.0, time.time() - _epoch(delivery["at"])))
             elif wait is None:
                 metrics.WEBHOOK_FAILED.inc()
+            if success:
+                endpoint.slowest = slowest_lately(endpoint.slowest, duration_ms / 1000)
             endpoint.healthy = success
             self._outcomes.append({
                 "webhook_id": webhook_id, "event_id": delivery["event_id"],

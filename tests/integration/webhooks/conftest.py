@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 from aiohttp import web
-from factories import database
+from factories import database, new_tenant
 
 from vaultgraph.app import create_app
 
@@ -133,6 +133,29 @@ def delivering(settings, aiohttp_client):
                          schema_applied=True)
         return await aiohttp_client(app)
     return make
+
+
+async def backlog(delivering, receiver, count: int):
+    """`count` events for a webhook to `receiver`, waiting in the outbox: written by an app
+    that sends none. (its test client, the webhook)"""
+    client = await delivering(webhook_poll_interval=0.0)
+    tenant = await new_tenant(client.server.app)
+    headers = {"SVC-API-KEY": tenant.key}
+    hook = await make_webhook(client, headers, url=receiver.url)
+    for _ in range(count):
+        await make_token(client, headers)
+    return client, hook
+
+
+async def delivered_once(client, webhook_id: str, count: int) -> bool:
+    """Whether the webhook's `count` deliveries are each delivered at their first attempt
+    (waiting up to 30 s for the outcomes to be recorded)."""
+    for _ in range(600):
+        states = [(d["state"], d["attempts"]) for d in await outbox(client, webhook_id)]
+        if states == [("delivered", 1)] * count:
+            return True
+        await asyncio.sleep(0.05)
+    return False
 
 
 async def attempts(client, headers, webhook_id) -> list[dict]:

@@ -12,7 +12,16 @@ import orjson
 from factories import new_tenant
 from standardwebhooks.webhooks import Webhook
 
-from .conftest import Receiver, attempts_when, make_token, make_webhook, outbox, until
+from .conftest import (
+    Receiver,
+    attempts_when,
+    backlog,
+    delivered_once,
+    make_token,
+    make_webhook,
+    outbox,
+    until,
+)
 
 
 async def test_an_event_arrives_signed_and_is_recorded(delivering, receiver):
@@ -156,21 +165,12 @@ async def test_two_senders_never_send_one_event_at_once(delivering, receiver):
 async def test_two_senders_share_a_backlog_each_event_sent_once(delivering, receiver):
     # The events wait in the outbox (this app sends none), then two senders start on them at
     # once: their batch claims race for the same deliveries, and each is sent by one.
-    client = await delivering(webhook_poll_interval=0.0)
-    tenant = await new_tenant(client.server.app)
-    headers = {"SVC-API-KEY": tenant.key}
-    hook = await make_webhook(client, headers, url=receiver.url)
-    for _ in range(40):
-        await make_token(client, headers)
+    client, hook = await backlog(delivering, receiver, 40)
     await asyncio.gather(delivering(webhook_endpoint_concurrency=3),
                          delivering(webhook_endpoint_concurrency=3))
     await until(lambda: len(receiver.received) >= 40, what="40 deliveries")
     ids = [sent["webhook-id"] for sent, _ in receiver.received]
     assert len(ids) == len(set(ids)) == 40
     assert receiver.overlaps == []
-    for _ in range(600):
-        states = [(d["state"], d["attempts"]) for d in await outbox(client, hook["id"])]
-        if states == [("delivered", 1)] * 40:
-            break
-        await asyncio.sleep(0.05)
-    assert states == [("delivered", 1)] * 40  # recorded once each, by the sender that sent it
+    # Recorded once each, by the sender that sent it.
+    assert await delivered_once(client, hook["id"], 40)

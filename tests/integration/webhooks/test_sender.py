@@ -13,7 +13,16 @@ from factories import database, new_tenant
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.repository.webhooks import WebhookRepository
 
-from .conftest import attempts, attempts_when, make_token, make_webhook, outbox, until
+from .conftest import (
+    attempts,
+    attempts_when,
+    backlog,
+    delivered_once,
+    make_token,
+    make_webhook,
+    outbox,
+    until,
+)
 
 PATCH = "application/merge-patch+json"
 
@@ -33,6 +42,35 @@ async def hold_claims(client, webhook_id: str, claim: str) -> list[dict]:
         "d.next_at = datetime() + duration('PT1M'), d.not_before = d.next_at",
         {"id": webhook_id, "claim": claim}, database_=db.database)
     return await outbox(client, webhook_id)
+
+
+async def healthy_then_held(client, receiver, more: int) -> tuple[dict, dict]:
+    """A webhook to `receiver` whose first event was delivered (the endpoint is healthy); then
+    the receiver holds what comes and `more` events are written, the first of them held
+    under way. (headers, webhook)"""
+    tenant = await new_tenant(client.server.app)
+    headers = {"SVC-API-KEY": tenant.key}
+    hook = await make_webhook(client, headers, url=receiver.url)
+    await make_token(client, headers)
+    await attempts_when(client, headers, hook["id"], 1)
+    receiver.hold = asyncio.Event()
+    for _ in range(more):
+        await make_token(client, headers)
+    await until(lambda: receiver.holding == 1, what="the first of them under way")
+    return headers, hook
+
+
+async def claimed_when(client, webhook_id: str, count: int) -> int:
+    """How many of the webhook's pending deliveries are claimed, once `count` are (or after
+    12 s, however many)."""
+    claimed = 0
+    for _ in range(600):
+        claimed = sum(1 for d in await outbox(client, webhook_id)
+                      if d.get("claim") and d["state"] == "pending")
+        if claimed == count:
+            break
+        await asyncio.sleep(0.02)
+    return claimed
 
 
 async def failing_since(client, webhook_id: str):
@@ -108,24 +146,9 @@ async def test_a_stopping_sender_gives_back_the_claims_it_has_not_started(
     # claims take up to 9 deliveries: one is sent, the others wait for the lane.
     client = await delivering(webhook_endpoint_concurrency=1, webhook_timeout=20.0,
                               webhook_lease=200.0)
-    tenant = await new_tenant(client.server.app)
-    headers = {"SVC-API-KEY": tenant.key}
-    hook = await make_webhook(client, headers, url=receiver.url)
-    await make_token(client, headers)
-    await attempts_when(client, headers, hook["id"], 1)  # delivered: the endpoint is healthy
-    receiver.hold = asyncio.Event()
-    for _ in range(3):
-        await make_token(client, headers)
-    await until(lambda: receiver.holding == 1, what="the first of them under way")
-
-    async def claimed() -> int:
-        return sum(1 for d in await outbox(client, hook["id"]) if d.get("claim"))
-
-    for _ in range(600):
-        if await claimed() == 3:
-            break
-        await asyncio.sleep(0.02)
-    assert await claimed() == 3  # all three in this sender's hands, one of them being sent
+    _, hook = await healthy_then_held(client, receiver, 3)
+    # All three in this sender's hands, one of them being sent.
+    assert await claimed_when(client, hook["id"], 3) == 3
     assert receiver.holding == 1
     await client.server.app[services_key].webhook_sender.stop(grace=0.2)
     pending = [d for d in await outbox(client, hook["id"]) if d["state"] == "pending"]
@@ -138,6 +161,39 @@ async def test_a_stopping_sender_gives_back_the_claims_it_has_not_started(
         "RETURN count(d) AS due", {"id": hook["id"]}, database_=db.database)
     assert records[0]["due"] == 2
     receiver.hold.set()
+
+
+async def test_a_fast_endpoints_claims_take_more_than_a_timeout_allows(delivering, receiver):
+    # One lane; an attempt may take 30 s and a lease lasts 40 s: were every attempt to take
+    # the whole timeout, a claim could take only what the lane starts at once. An endpoint
+    # answering in milliseconds is paced by its answers: with the lane busy, a claim takes
+    # every due delivery (the old share, one, would have left three unclaimed).
+    client = await delivering(webhook_endpoint_concurrency=1, webhook_timeout=30.0,
+                              webhook_lease=40.0)
+    _, hook = await healthy_then_held(client, receiver, 4)
+    # All four in this sender's hands, one of them being sent.
+    assert await claimed_when(client, hook["id"], 4) == 4
+    assert (receiver.holding, receiver.most_open) == (1, 1)  # and one lane: one at a time
+    receiver.hold.set()
+    await until(lambda: len(receiver.received) == 5, what="the four, one after another")
+    assert receiver.most_open == 1
+
+
+async def test_a_backlog_drains_claim_after_claim_without_waiting_for_the_poll(
+        delivering, receiver):
+    # The events wait in the outbox; then a sender that looks once an hour on its own starts
+    # on them, holding 8 at most (a claim takes 4 of a webhook at most): after its first
+    # claim, each next one comes once half of its share is sent, so 60 take many claims.
+    # Attempts end while a claim is under way: what the claim took, not what the sender holds
+    # when it comes back, says whether more may be due.
+    writer, hook = await backlog(delivering, receiver, 60)
+    await delivering(webhook_poll_interval=3600.0, webhook_endpoint_concurrency=2,
+                     webhook_max_in_flight=8)
+    await until(lambda: len(receiver.received) == 60, what="every event, without a poll")
+    assert len({sent["webhook-id"] for sent, _ in receiver.received}) == 60
+    assert receiver.most_open <= 2
+    # Each recorded once, delivered at its first attempt.
+    assert await delivered_once(writer, hook["id"], 60)
 
 
 async def test_a_commit_wakes_the_sender_without_waiting_for_the_poll(delivering, receiver):
