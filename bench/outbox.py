@@ -12,7 +12,8 @@ gets, for one process):
   less what it holds, so the statement scans ten times that, as the sender's does), of a
   webhook at most its share less what it holds (`webhook_sender.Shares`: its lanes,
   `webhook_endpoint_concurrency`, until an attempt succeeds; then paced by its slowest attempt
-  lately, between lanes times lease ÷ timeout and half what the process may hold); a webhook
+  lately, between lanes times the timeouts that fit in the lease and half what the process
+  may hold); a webhook
   at its share is skipped;
 - per webhook a queue of claimed deliveries served by that many lanes, each POST with the
   same body and Standard Webhooks headers (`vaultgraph.webhooks`), the secret decrypted with
@@ -95,7 +96,7 @@ class _Endpoint:
     queue: deque[_Held] = field(default_factory=deque)  # claimed, not started
     sending: int = 0
     healthy: bool = False  # its last attempt succeeded
-    slowest: float = 0.0  # seconds, its slowest successful attempt lately
+    slowest: float = 0.0  # seconds, its slowest attempt lately
     refill: bool = False  # a claim took all it was offered: claim again once half is sent
     used: float = 0.0
 
@@ -252,14 +253,14 @@ class BareDeliveries:
             self._tenants[item.delivery["tenant_id"]] = seen
             endpoint.queue.append(_Held(item, claim, deadline))
             taken[webhook_id] = taken.get(webhook_id, 0) + 1
-        for webhook_id, share in shares.items():
-            if share <= 0:  # skipped as busy: more of its events may be due
-                self._endpoints[webhook_id].refill = True
-        for webhook_id, took in taken.items():
+        # More of a webhook's events may be due if it was skipped as busy or took all it was
+        # offered (a webhook new here: its lanes); if it took less, none is due now.
+        for webhook_id in shares.keys() | taken.keys():
+            offered = shares.get(webhook_id, self.per_endpoint)
+            self._endpoints[webhook_id].refill = (
+                offered <= 0 or taken.get(webhook_id, 0) >= offered)
+        for webhook_id in taken:
             endpoint = self._endpoints[webhook_id]
-            # It took all it was offered (of a new webhook, its lanes): more may be due.
-            if took >= shares.get(webhook_id, self.per_endpoint):
-                endpoint.refill = True
             self._start(endpoint)
         if len(claimed) >= room:
             self._refill = True
@@ -285,9 +286,9 @@ class BareDeliveries:
             outcome, status, error, response = await self.send(held.item)
             seconds = time.perf_counter() - started
             success = outcome == "success"
+            endpoint.slowest = slowest_lately(endpoint.slowest, seconds)
             if success:
                 self.delivered += 1
-                endpoint.slowest = slowest_lately(endpoint.slowest, seconds)
             else:
                 self.failed += 1
             endpoint.healthy = success

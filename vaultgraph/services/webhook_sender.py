@@ -14,14 +14,15 @@ Per endpoint: at most `per_endpoint` attempts to one webhook are in flight in a 
 lanes), and a claim takes of a webhook at most its share less what the process holds of it (a
 claim skips the webhooks at their share). A new, failing or hanging endpoint's share is its
 lanes, so one that hangs never holds back another's deliveries. A healthy one's (its last
-attempt here succeeded) is what its lanes start before the lease lapses: if every attempt
-took the whole timeout (lanes times lease/timeout) at least, and up to half of what a process
-holds while its attempts are fast (lanes times the time left to start them, over four times
-its slowest attempt lately). A webhook's next claim comes when half its share is sent, and
-takes that half: its pace is half its share a claim's round trip, so a fast endpoint's
-deliveries are not held back by a share sized for the timeout. A claimed delivery not started
-in time (the process stalled, or the endpoint slowed past what its share assumed) is left to
-its lease; a stopping sender gives its unstarted claims back.
+attempt here succeeded) is what its lanes start before the lease lapses: at least what they
+start if every attempt took the whole timeout (lanes times the timeouts that fit in the lease
+less its margin), and while its attempts are fast up to half of what a process holds (or that
+least, if larger): lanes times the time left to start them, over four times its slowest attempt
+lately (a timeout counts). A webhook's next claim comes when half its share is sent, and takes
+that half: its pace is half its share a claim's round trip, so a fast endpoint's deliveries are
+not held back by a share sized for the timeout. A claimed delivery not started in time (the
+process stalled, or the endpoint slowed past what its share assumed) is left to its lease; a
+stopping sender gives its unstarted claims back.
 
 A pass runs at once after a write committed in this process for a tenant whose deliveries it
 has sent in the last minutes, or that changed a webhook (`written`, called by the database
@@ -84,23 +85,23 @@ def healthy_share(batch: int, per_endpoint: int, lease: float, timeout: float) -
 
 
 PACE_HEADROOM = 4.0  # a healthy endpoint's share allows for its attempts slowing this much
-SLOWEST_DECAY = 0.98  # what an endpoint's slowest attempt counts for after each success since
+SLOWEST_DECAY = 0.98  # what an endpoint's slowest attempt counts for after each one since
 
 
 def slowest_lately(slowest: float, seconds: float) -> float:
-    """An endpoint's slowest successful attempt lately, once one more took `seconds`: an old
-    slow attempt counts for less with each success after it."""
+    """An endpoint's slowest attempt lately (ended by an answer or by the timeout), once one
+    more took `seconds`: an old slow attempt counts for less with each attempt after it."""
     return max(seconds, slowest * SLOWEST_DECAY)
 
 
 @dataclass(frozen=True, slots=True)
 class Shares:
-    """What a claim may take of one webhook (less what the process holds of it): `lanes` for
-    a new, failing or hanging endpoint; for a healthy one at least `floor` (safe if every
-    attempt took the whole timeout) and, while its attempts are fast, up to `most` (half what
-    a process holds): its lanes times the seconds a claim's deliveries have to start in
-    (`window`: the lease, less its margin and an attempt's timeout) over PACE_HEADROOM times
-    its slowest attempt lately."""
+    """What a claim may take of one webhook (less what the process holds of it): `lanes` for a
+    new, failing or hanging endpoint; for a healthy one at least `floor` (safe if every attempt
+    took the whole timeout) and, while its attempts are fast, up to `most` (half what a process
+    holds, or `floor` if larger): its lanes times the seconds a claim's deliveries have to
+    start in (`window`: the lease, less its margin and an attempt's timeout) over PACE_HEADROOM
+    times its slowest attempt lately."""
 
     lanes: int
     floor: int
@@ -145,7 +146,7 @@ class _Endpoint:
     queue: deque[_Held] = field(default_factory=deque)  # claimed, not started
     sending: int = 0  # attempts in flight
     healthy: bool = False  # its last attempt here succeeded
-    slowest: float = 0.0  # seconds its slowest successful attempt lately took (slowest_lately)
+    slowest: float = 0.0  # seconds its slowest attempt lately took (slowest_lately)
     refill: bool = False  # a claim took all it was offered: claim again once half is sent
     used: float = 0.0  # loop time of its last claim or attempt
 
@@ -307,14 +308,14 @@ class WebhookSender:
             self._tenants[item.delivery["tenant_id"]] = seen
             endpoint.queue.append(_Held(item, claim, deadline))
             taken[webhook_id] = taken.get(webhook_id, 0) + 1
-        for webhook_id, share in shares.items():
-            if share <= 0:  # skipped as busy: more of its events may be due
-                self._endpoints[webhook_id].refill = True
-        for webhook_id, took in taken.items():
+        # More of a webhook's events may be due if it was skipped as busy or took all it was
+        # offered (a webhook new here: its lanes); if it took less, none is due now.
+        for webhook_id in shares.keys() | taken.keys():
+            offered = shares.get(webhook_id, self._per_endpoint)
+            self._endpoints[webhook_id].refill = (
+                offered <= 0 or taken.get(webhook_id, 0) >= offered)
+        for webhook_id in taken:
             endpoint = self._endpoints[webhook_id]
-            # It took all it was offered (of a new webhook, its lanes): more may be due.
-            if took >= shares.get(webhook_id, self._per_endpoint):
-                endpoint.refill = True
             self._start(webhook_id, endpoint)
         if len(claimed) >= room:
             self._refill = True
@@ -343,7 +344,8 @@ class WebhookSender:
         try:
             started = time.perf_counter()
             outcome, status, error, response = await self._send(held.item)
-            duration_ms = round((time.perf_counter() - started) * 1000, 2)
+            seconds = time.perf_counter() - started
+            duration_ms = round(seconds * 1000, 2)
             success = outcome == "success"
             attempt = int(delivery.get("attempts") or 0) + 1
             wait = None if success else retry_in(self._schedule, attempt)
@@ -352,8 +354,7 @@ class WebhookSender:
                 metrics.WEBHOOK_LAG.observe(max(0.0, time.time() - _epoch(delivery["at"])))
             elif wait is None:
                 metrics.WEBHOOK_FAILED.inc()
-            if success:
-                endpoint.slowest = slowest_lately(endpoint.slowest, duration_ms / 1000)
+            endpoint.slowest = slowest_lately(endpoint.slowest, seconds)  # a timeout too
             endpoint.healthy = success
             self._outcomes.append({
                 "webhook_id": webhook_id, "event_id": delivery["event_id"],

@@ -164,12 +164,13 @@ async def test_a_stopping_sender_gives_back_the_claims_it_has_not_started(
 
 
 async def test_a_fast_endpoints_claims_take_more_than_a_timeout_allows(delivering, receiver):
-    # One lane; an attempt may take 30 s and a lease lasts 40 s: were every attempt to take
+    # One lane; an attempt may take 30 s and a lease lasts 59 s: were every attempt to take
     # the whole timeout, a claim could take only what the lane starts at once. An endpoint
-    # answering in milliseconds is paced by its answers: with the lane busy, a claim takes
-    # every due delivery (the old share, one, would have left three unclaimed).
+    # answering within 1.75 s (28 s to start them in, over 4 x 4) is paced by its answers:
+    # with the lane busy, a claim takes every due delivery (the old share, one, would have
+    # left three unclaimed).
     client = await delivering(webhook_endpoint_concurrency=1, webhook_timeout=30.0,
-                              webhook_lease=40.0)
+                              webhook_lease=59.0)
     _, hook = await healthy_then_held(client, receiver, 4)
     # All four in this sender's hands, one of them being sent.
     assert await claimed_when(client, hook["id"], 4) == 4
