@@ -52,6 +52,7 @@ from vaultgraph.services.webhook_sender import (
     RECORD_BATCH,
     Shares,
     lease_margin,
+    more_due,
     retry_in,
     slowest_lately,
 )
@@ -253,15 +254,10 @@ class BareDeliveries:
             self._tenants[item.delivery["tenant_id"]] = seen
             endpoint.queue.append(_Held(item, claim, deadline))
             taken[webhook_id] = taken.get(webhook_id, 0) + 1
-        # More of a webhook's events may be due if it was skipped as busy or took all it was
-        # offered (a webhook new here: its lanes); if it took less, none is due now.
-        for webhook_id in shares.keys() | taken.keys():
-            offered = shares.get(webhook_id, self.per_endpoint)
-            self._endpoints[webhook_id].refill = (
-                offered <= 0 or taken.get(webhook_id, 0) >= offered)
+        for webhook_id, due in more_due(shares, taken, self.per_endpoint).items():
+            self._endpoints[webhook_id].refill = due
         for webhook_id in taken:
-            endpoint = self._endpoints[webhook_id]
-            self._start(endpoint)
+            self._start(self._endpoints[webhook_id])
         if len(claimed) >= room:
             self._refill = True
         return len(claimed)

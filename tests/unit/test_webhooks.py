@@ -12,7 +12,13 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from vaultgraph import webhooks
-from vaultgraph.services.webhook_sender import Shares, _epoch, retry_in, slowest_lately
+from vaultgraph.services.webhook_sender import (
+    Shares,
+    _epoch,
+    more_due,
+    retry_in,
+    slowest_lately,
+)
 from vaultgraph.settings import ConfigError, Settings
 
 STORED = {"event_id": "e1", "type": "token.deleted", "at": "2026-11-27T17:40:12.123456789Z",
@@ -92,6 +98,14 @@ def test_a_slow_attempt_counts_for_less_with_each_success_after_it():
     for _ in range(300):
         slowest = slowest_lately(slowest, 0.01)
     assert slowest == 0.01  # forgotten: the pace is the endpoint's own again
+
+
+def test_more_may_be_due_of_a_webhook_that_took_all_it_was_offered_or_was_busy():
+    offered = {"all": 40, "less": 40, "busy": 0, "none": 16}
+    taken = {"all": 40, "less": 12, "new": 16, "new-less": 3}
+    assert more_due(offered, taken, 16) == {
+        "all": True, "less": False, "busy": True, "none": False, "new": True,
+        "new-less": False}
 
 
 def test_neo4j_times_with_nanoseconds_are_read():

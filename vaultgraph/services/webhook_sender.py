@@ -123,6 +123,16 @@ class Shares:
         return max(self.floor, min(self.most, paced))
 
 
+def more_due(offered: Mapping[str, int], taken: Mapping[str, int],
+             offered_new: int) -> dict[str, bool]:
+    """Per webhook a claim offered room to (`offered`; one new here: `offered_new`) or took
+    deliveries of (`taken`), whether more of its events may be due: it was skipped as busy or
+    took all it was offered. One that took less has none due now."""
+    return {webhook_id: (room := offered.get(webhook_id, offered_new)) <= 0
+            or taken.get(webhook_id, 0) >= room
+            for webhook_id in offered.keys() | taken.keys()}
+
+
 def retry_in(schedule: Sequence[float], attempt: int) -> float | None:
     """Seconds until the next attempt after attempt number `attempt` (from 1) failed; None:
     that was the last."""
@@ -308,15 +318,10 @@ class WebhookSender:
             self._tenants[item.delivery["tenant_id"]] = seen
             endpoint.queue.append(_Held(item, claim, deadline))
             taken[webhook_id] = taken.get(webhook_id, 0) + 1
-        # More of a webhook's events may be due if it was skipped as busy or took all it was
-        # offered (a webhook new here: its lanes); if it took less, none is due now.
-        for webhook_id in shares.keys() | taken.keys():
-            offered = shares.get(webhook_id, self._per_endpoint)
-            self._endpoints[webhook_id].refill = (
-                offered <= 0 or taken.get(webhook_id, 0) >= offered)
+        for webhook_id, due in more_due(shares, taken, self._per_endpoint).items():
+            self._endpoints[webhook_id].refill = due
         for webhook_id in taken:
-            endpoint = self._endpoints[webhook_id]
-            self._start(webhook_id, endpoint)
+            self._start(webhook_id, self._endpoints[webhook_id])
         if len(claimed) >= room:
             self._refill = True
         return len(claimed)
