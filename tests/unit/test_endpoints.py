@@ -40,11 +40,37 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("schema, body", CASES)
+# TOKEN as the view builds it: only declared fields, in the schema's order, JSON values.
+SHAPED = {k: v for k, v in TOKEN.items() if k not in ("not_declared", "_extras")}
+SHAPED["_extras"] = {"deduplicated": True}
+NOT_SHAPED = [
+    {**SHAPED, "not_declared": "dropped"},                       # a key the schema lacks
+    {"type": "card", "id": "tok-1"},                              # out of the schema's order
+    {**SHAPED, "containers": ("/pci/",)},                         # a list field's tuple
+    {**SHAPED, "_extras": {"deduplicated": True, "not_declared": 1}},   # nested, not shaped
+    {**SHAPED, "metadata": type("M", (dict,), {})(k="v")},        # a dict subclass
+]
+
+
+@pytest.mark.parametrize("schema, body", CASES + [(TokenSchema, b) for b in NOT_SHAPED])
 def test_compiled_dumper_equals_marshmallow_dump(schema, body):
     expected = schema().dump(body)
     assert compile_dumper(schema)(body) == expected
     assert list(compile_dumper(schema)(body)) == list(expected)  # same key order
+
+
+def test_a_body_in_its_dumps_shape_is_its_own_dump_and_any_other_is_copied():
+    page = {"pagination": {"page_size": 2, "next": None}, "data": [SHAPED, dict(SHAPED)]}
+    assert compile_dumper(TokenPageSchema)(page) is page
+    assert TokenPageSchema().dump(page) == page
+    dump = compile_dumper(TokenSchema)
+    assert dump(SHAPED) is SHAPED
+    assert all(dump(body) is not body for body in NOT_SHAPED)
+    assert type(dump(NOT_SHAPED[2])["containers"]) is list
+    assert type(dump(NOT_SHAPED[4])["metadata"]) is dict
+    one_not_shaped = {**page, "data": [SHAPED, NOT_SHAPED[0]]}
+    dumped = compile_dumper(TokenPageSchema)(one_not_shaped)
+    assert dumped is not one_not_shaped and "not_declared" not in dumped["data"][1]
 
 
 def test_a_declaration_names_known_permissions_and_its_answers():

@@ -1,3 +1,4 @@
+import random
 import sys
 import unicodedata
 from datetime import UTC, datetime, timedelta, timezone
@@ -6,6 +7,7 @@ import pytest
 
 from vaultgraph.tokens.fields import (
     format_datetime,
+    format_stored,
     has_control_character,
     metadata_filter_key,
     normalize_container,
@@ -210,6 +212,35 @@ def test_format_datetime_keeps_a_given_offset():
 
 def test_format_datetime_treats_naive_as_utc():
     assert format_datetime(datetime(2026, 11, 21, 10)) == "2026-11-21T10:00:00+00:00"
+
+
+def _neo4j_utc_text(moment: datetime, digits: str) -> str:
+    """A UTC time as Neo4j's toString writes it: Z, and as many fraction digits as it has."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{digits}" if digits else "") + "Z"
+
+
+def test_a_stored_utc_time_is_shown_as_format_datetime_shows_what_it_parses_to():
+    rng = random.Random(7)
+    texts = ["2026-12-02T00:34:34Z", "2026-12-02T00:34:34.000000123Z", "2026-12-02T00:34:34.1Z",
+             "2026-12-02T00:34:34.999999999Z", "2026-12-02T00:34:34.000001Z"]
+    for _ in range(3000):
+        moment = datetime(2000, 1, 1, tzinfo=UTC) + timedelta(seconds=rng.randrange(10**9))
+        width = rng.choice((0, 1, 3, 6, 7, 9))
+        digits = "".join(rng.choice("0123456789") for _ in range(width))
+        texts.append(_neo4j_utc_text(moment, rng.choice((digits, "0" * width))))
+    for text in texts:
+        parsed = datetime.fromisoformat(text)
+        assert format_stored(text, parsed) == format_datetime(parsed), text
+
+
+@pytest.mark.parametrize("text", [
+    "2026-12-02T00:34:34.123+01:00", "2026-12-02T00:34:34.5Z[UTC]", "2026-12-02 00:34:34Z",
+    "2026-12-02T00:34:34,5Z", "20261202T003434Z", "2026-12-02T00:34Z"])
+def test_any_other_stored_text_is_formatted_from_its_parsed_time(text):
+    parsed = datetime.fromisoformat(text.partition("[")[0])
+    assert format_stored(text, parsed) == format_datetime(parsed)
+    assert format_stored(None, parsed) == format_datetime(parsed)
+    assert format_stored(None, None) is None
 
 
 def test_parsed_expiry_round_trips_through_format():

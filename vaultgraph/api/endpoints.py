@@ -129,45 +129,105 @@ def _check(endpoint: Endpoint) -> None:
 
 
 Dumper = Callable[[Any], Any]
+# Whether a value is already what its field's dump would make of it (so its own dump).
+AsIs = Callable[[Any], bool]
 # Fields whose dump of a JSON value of their type is that value: the compiled dumper copies it.
 _AS_IS = (fields.Raw, fields.String, fields.Integer, fields.Boolean)
+# Distinct key orders remembered per schema (a body's shape is fixed by the code that builds
+# it, so few occur); past this, a new one is checked each time it is dumped.
+_SHAPES_REMEMBERED = 64
 
 
 def compile_dumper(schema: type[Schema]) -> Dumper:
     """`schema().dump` for the bodies the services build, compiled once: the schema's fields,
     in its order, nested schemas followed; a value a JSON field would pass unchanged is copied
     as it is (marshmallow's per-value machinery costs ~45 µs a token). A test compares the two
-    on live answers; a field type not known here is dumped by marshmallow itself."""
+    on live answers; a field type not known here is dumped by marshmallow itself.
+
+    A body already in its dump's shape is its own dump and is returned, not copied: a dict of
+    some of the schema's fields under their own names in the schema's order, each list or
+    object one the dump would copy unchanged, each nested body in its own dump's shape. A
+    presented token is built so (tokens/view.py); copying it again cost a page of fifty as
+    much as rendering their masks."""
+    return _compile(schema)[0]
+
+
+def _compile(schema: type[Schema]) -> tuple[Dumper, AsIs]:
     instance = schema()
-    plan = [(name, f.data_key or name, _value_dumper(f))
+    plan = [(name, f.data_key or name, *_value_dumper(f))
             for name, f in instance.dump_fields.items()]
+    position = {name: i for i, (name, key, _, _) in enumerate(plan) if key == name}
+    checked = {name: as_is for name, _, convert, as_is in plan if convert is not None}
+    shapes: dict[tuple[str, ...], tuple[tuple[str, AsIs], ...] | None] = {}
+
+    def checks(shape: tuple[str, ...]) -> tuple[tuple[str, AsIs], ...] | None:
+        """The values to check in a body of this key order, or None: not its dump's shape."""
+        at = [position.get(name, -1) for name in shape]
+        if -1 in at or at != sorted(at) or any(
+                name in checked and checked[name] is None for name in shape):
+            return None
+        return tuple((name, checked[name]) for name in shape if name in checked)
+
+    def as_is(obj: Any) -> bool:
+        if type(obj) is not dict:
+            return False
+        shape = tuple(obj)
+        if shape in shapes:
+            values = shapes[shape]
+        else:
+            values = checks(shape)
+            if len(shapes) < _SHAPES_REMEMBERED:
+                shapes[shape] = values
+        if values is None:
+            return False
+        for name, value_as_is in values:
+            value = obj[name]
+            if value is not None and not value_as_is(value):
+                return False
+        return True
 
     def dump(obj: Any) -> Any:
         if obj is None:
             return None
+        if as_is(obj):
+            return obj
         out = {}
-        for attribute, key, convert in plan:
+        for attribute, key, convert, _ in plan:
             if attribute in obj:
                 value = obj[attribute]
                 out[key] = value if convert is None or value is None else convert(value)
         return out
 
-    return dump
+    return dump, as_is
 
 
-def _value_dumper(field: fields.Field) -> Dumper | None:
+def _value_dumper(field: fields.Field) -> tuple[Dumper | None, AsIs | None]:
+    """How the dump converts a field's value (None: copied as it is), and whether a value
+    needs no converting (None: any value may)."""
     if isinstance(field, fields.Nested) and not field.many:
-        return compile_dumper(type(field.schema))
+        return _compile(type(field.schema))
     if isinstance(field, fields.List):
-        inner = _value_dumper(field.inner)
-        return list if inner is None else (lambda items: [inner(item) for item in items])
+        inner, inner_as_is = _value_dumper(field.inner)
+        if inner is None:
+            return list, _is_list
+        return (lambda items: [inner(item) for item in items],
+                None if inner_as_is is None else
+                lambda items: type(items) is list and all(map(inner_as_is, items)))
     if isinstance(field, fields.Dict):
-        inner = _value_dumper(field.value_field) if field.value_field is not None else None
+        inner = _value_dumper(field.value_field)[0] if field.value_field is not None else None
         if inner is None and (field.key_field is None or type(field.key_field) in _AS_IS):
-            return dict
+            return dict, _is_dict
     elif type(field) in _AS_IS:
-        return None
-    return lambda value: field.serialize("value", {"value": value})
+        return None, None
+    return lambda value: field.serialize("value", {"value": value}), None
+
+
+def _is_list(value: Any) -> bool:
+    return type(value) is list
+
+
+def _is_dict(value: Any) -> bool:
+    return type(value) is dict
 
 
 def _serve(endpoint: Endpoint, handler: Handler) -> Handler:

@@ -182,6 +182,8 @@ _DIRECT_FILTERS = frozenset({"reveal_last", "reveal", "last4", "pad_left", "pad_
                              "card_mask", "card_bin", "stringify", "json_stringify",
                              "to_string", "to_base64", "to_base16"})
 _MISSING = object()
+# What a reference shows as it is, by exact type (the common case; subclasses by isinstance).
+_SCALARS = frozenset({str, int, float, bool})
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,15 +250,23 @@ def _render_planned(leaf: str, plan: _Reference | _Filtered | None, data: Any) -
 
 def _render_filtered(plan: _Filtered, value: str) -> str:
     """`plan` over `value` as Liquid renders it: the bounded filter, then the output limit."""
+    return _filtered_text(ENVIRONMENT.filters[plan.name], value, plan.arguments, plan.prefix,
+                          plan.suffix)
+
+
+def _filtered_text(apply: Callable[..., Any], value: str, arguments: tuple[str | int, ...],
+                   prefix: str, suffix: str) -> str:
+    """A filtered leaf's text: the bounded filter `apply` over `value`, between `prefix` and
+    `suffix`, under the output limit."""
     try:
-        shown = ENVIRONMENT.filters[plan.name](value, *plan.arguments)
+        shown = apply(value, *arguments)
     except ExpressionError:
         raise
     except Exception:
         raise ExpressionError("expression could not be rendered") from None
     if not isinstance(shown, str):
         raise ExpressionError("expression could not be rendered")
-    output = f"{plan.prefix}{shown}{plan.suffix}"
+    output = f"{prefix}{shown}{suffix}" if prefix or suffix else shown
     if len(output) > MAX_OUTPUT_BYTES // 4:
         try:
             size = len(output.encode())
@@ -357,7 +367,7 @@ def _direct_leaf(leaf: str) -> Callable[[Any], Any]:
         def reference(data: Any) -> Any:
             value = (data.get(key, _MISSING) if key is not None and type(data) is dict
                      else _lookup(data, steps))
-            if isinstance(value, str | int | float):  # bool is an int
+            if type(value) in _SCALARS or isinstance(value, str | int | float):
                 return value
             if value is _MISSING:
                 return _MISSING
@@ -367,12 +377,15 @@ def _direct_leaf(leaf: str) -> Callable[[Any], Any]:
 
         return reference
     filtered = cast(_Filtered, plan)
+    # The filter is looked up once: the compiled mask renders it for every token it shows.
+    apply = ENVIRONMENT.filters[filtered.name]
+    arguments, prefix, suffix = filtered.arguments, filtered.prefix, filtered.suffix
 
     def filtered_value(data: Any) -> Any:
         value = (data.get(key, _MISSING) if key is not None and type(data) is dict
                  else _lookup(data, steps))
         if type(value) is str:
-            return _render_filtered(filtered, value)
+            return _filtered_text(apply, value, arguments, prefix, suffix)
         raise _NeedsLiquid()
 
     return filtered_value

@@ -176,13 +176,16 @@ def bounded_filter(name: str, func: Callable) -> Callable:
         deadline = _deadline.get()
         if deadline is not None and _past(deadline):
             raise ExpressionLimitError()
-        if _too_big(value) or (args and any(_too_big(v) for v in args)) or (kwargs and any(
+        # Text, what most filters take and make, is measured inline: a mask renders this for
+        # every token of a page.
+        if (len(value) > MAX_VALUE_SIZE if type(value) is str else _too_big(value)) or (
+                args and any(_too_big(v) for v in args)) or (kwargs and any(
                 _too_big(v) for k, v in kwargs.items() if k not in _LIQUID_KWARGS)):
             raise ExpressionLimitError()
         if product_size is not None and product_size(value, *args) > MAX_VALUE_SIZE:
             raise ExpressionLimitError()
         result = func(value, *args, **kwargs)
-        if _too_big(result):
+        if len(result) > MAX_VALUE_SIZE if type(result) is str else _too_big(result):
             raise ExpressionLimitError()
         return result
 

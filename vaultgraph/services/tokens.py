@@ -80,7 +80,9 @@ class Listing:
     next_after: str | None
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a page makes one for each token it shows, and a frozen dataclass's __init__
+# costs five times as much (object.__setattr__ for each field). Nothing changes one once made.
+@dataclass(slots=True)
 class Shown:
     """A token to present under a transform; `data`/`mask` when the plaintext is in hand."""
 
@@ -135,13 +137,15 @@ class TokenService:
                      shows_data: bool = True) -> list[dict]:
         """Response bodies; caller-written masks render off the event loop (rendering.py).
         Without `shows_data`, bodies without data and mask (view.present)."""
+        keys = principal.keys
+
         def work() -> list[dict]:
             out = []
             for item in items:
-                if isinstance(item, Summary):
+                if type(item) is Summary:
                     body = view.summary(item.token)
                 else:
-                    body = view.present(item.token, item.transform, principal.keys,
+                    body = view.present(item.token, item.transform, keys,
                                         data=item.data, mask=item.mask,
                                         plaintext_known=item.plaintext_known,
                                         shows_data=shows_data)
@@ -151,8 +155,9 @@ class TokenService:
             return out
 
         note_shown([item.token.id for item in items],
-                   [item.transform if isinstance(item, Shown) else "summary" for item in items])
-        if shows_data and any(isinstance(i, Shown) and i.renders_caller_mask for i in items):
+                   [item.transform if type(item) is Shown else "summary" for item in items])
+        if shows_data and any(item.renders_caller_mask for item in items
+                              if type(item) is Shown):
             return await self.renderer.run(work)
         return work()
 

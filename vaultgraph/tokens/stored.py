@@ -28,6 +28,8 @@ class StoredToken:
     modified_by: str | None = None
     modified_at: datetime | None = None
     expires_at: datetime | None = None
+    # `created_at` as the statement returned it, when as text (`format_stored` shows it).
+    created_at_text: str | None = None
 
     @classmethod
     def from_properties(cls, props: Mapping[str, Any]) -> StoredToken:
@@ -46,10 +48,11 @@ class StoredToken:
             search_indexes=tuple(props.get("search_indexes") or ()),
             deduplicate_token=props.get("deduplicate_token"),
             created_by=props.get("created_by"),
-            created_at=_native(props.get("created_at")),
+            created_at=_native(created_at := props.get("created_at")),
             modified_by=props.get("modified_by"),
             modified_at=_native(props.get("modified_at")),
             expires_at=_native(props.get("expires_at")),
+            created_at_text=created_at if type(created_at) is str else None,
         )
 
     def ciphertext(self, field: str) -> str | None:

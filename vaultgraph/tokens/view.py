@@ -12,7 +12,7 @@ from ..auth.rules import MASK, REVEAL
 from ..crypto import CryptoError, TenantKeys
 from ..errors import IntegrityFailure
 from ..expressions import ExpressionError, compile_mask, render_mask
-from .fields import format_datetime
+from .fields import format_datetime, format_stored
 from .stored import StoredToken
 from .types import get_type
 
@@ -106,7 +106,7 @@ def present(token: StoredToken, transform: str, keys: TenantKeys, *, data: Any =
     out["metadata"] = dict(token.metadata or {})
     out["search_indexes"] = list(token.search_indexes)
     out["created_by"] = token.created_by
-    out["created_at"] = _iso(token.created_at)
+    out["created_at"] = format_stored(token.created_at_text, token.created_at)
     if token.modified_at is not None:
         out["modified_by"] = token.modified_by
         out["modified_at"] = _iso(token.modified_at)
