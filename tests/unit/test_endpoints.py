@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
@@ -49,6 +50,7 @@ NOT_SHAPED = [
     {**SHAPED, "containers": ("/pci/",)},                         # a list field's tuple
     {**SHAPED, "_extras": {"deduplicated": True, "not_declared": 1}},   # nested, not shaped
     {**SHAPED, "metadata": type("M", (dict,), {})(k="v")},        # a dict subclass
+    {type("K", (str,), {})("id"): "tok-1", "type": "card"},       # a key of a str subclass
 ]
 
 
@@ -68,6 +70,7 @@ def test_a_body_in_its_dumps_shape_is_its_own_dump_and_any_other_is_copied():
     assert all(dump(body) is not body for body in NOT_SHAPED)
     assert type(dump(NOT_SHAPED[2])["containers"]) is list
     assert type(dump(NOT_SHAPED[4])["metadata"]) is dict
+    assert orjson.loads(orjson.dumps(dump(NOT_SHAPED[5]))) == {"id": "tok-1", "type": "card"}
     one_not_shaped = {**page, "data": [SHAPED, NOT_SHAPED[0]]}
     dumped = compile_dumper(TokenPageSchema)(one_not_shaped)
     assert dumped is not one_not_shaped and "not_declared" not in dumped["data"][1]

@@ -161,8 +161,9 @@ def _compile(schema: type[Schema]) -> tuple[Dumper, AsIs]:
     shapes: dict[tuple[str, ...], tuple[tuple[str, AsIs], ...] | None] = {}
 
     def checks(shape: tuple[str, ...]) -> tuple[tuple[str, AsIs], ...] | None:
-        """The values to check in a body of this key order, or None: not its dump's shape."""
-        at = [position.get(name, -1) for name in shape]
+        """The values to check in a body of this key order, or None: not its dump's shape
+        (a key of a str subclass too: the copy makes it a str, which orjson requires)."""
+        at = [position.get(name, -1) if type(name) is str else -1 for name in shape]
         if -1 in at or at != sorted(at) or any(
                 name in checked and checked[name] is None for name in shape):
             return None
