@@ -5,17 +5,25 @@ alternating in short rounds against one warmed Neo4j of its own, 32 requests at 
 `make bench` runs taken minutes apart differ by up to 60 % on this machine for identical code;
 rounds that alternate within a minute share the machine's state, so the medians compare.
 
-Reported per workload and mode: Neo4j's CPU and this process's CPU per request (milliseconds,
-from /proc), requests per second, and the audited mode's cost against the plain one; written to
-`bench/results/audit-ab-latest.json` and a dated copy.
+With BENCH_AUDIT_AB_WITHOUT=<index>,... a second Neo4j runs beside the first, the same schema
+less those indexes (the trail's own: what fewer index entries an event would save), and each
+round runs every workload on both, audited and plain, in an order that rotates from round to
+round; each side is reported against its own plain mode.
+
+Reported per workload, side and mode: Neo4j's CPU and this process's CPU per request
+(milliseconds, from /proc), requests per second, and the audited mode's cost against the plain
+one; written to `bench/results/audit-ab-latest.json` and a dated copy.
 
     .venv/bin/python -m bench.audit_ab                          # 10 rounds of 3,000 requests
     BENCH_AUDIT_AB_ROUNDS=16 BENCH_AUDIT_AB_REQUESTS=5000 .venv/bin/python -m bench.audit_ab
+    BENCH_AUDIT_AB_WARMUP=4 BENCH_AUDIT_AB_WITHOUT=audit_at,audit_tenant_key_operation_at \
+        .venv/bin/python -m bench.audit_ab
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import statistics
@@ -58,74 +66,133 @@ async def _round(ctx: Context, writer: AuditWriter, name: str, audit: bool, item
     return {"rps": len(items) / seconds, "neo4j": spent["neo4j"], "client": spent["client"]}
 
 
-async def measure(neo: LocalNeo4j, rounds: int, requests: int, tokens: int) -> dict:
-    db = await _connect(neo)
-    ring = KeyRing.from_spec(new_kek())
-    defaults = Settings()
-    writer = AuditWriter(AuditRepository(db), ring, max_batch=defaults.audit_batch_max,
-                         max_wait=defaults.audit_batch_wait, lanes=defaults.audit_lane_count)
-    groups = {"neo4j": neo.running_pid(), "client": os.getpid()}
-    try:
+FULL = "full schema"
+
+
+class Side:
+    """One Neo4j with its database, audit writer and loaded tenant."""
+
+    def __init__(self, neo: LocalNeo4j, without: tuple[str, ...]) -> None:
+        self.neo, self.without = neo, without
+
+    async def open(self, tokens: int) -> None:
+        self.db = db = await _connect(self.neo)
+        ring = KeyRing.from_spec(new_kek())
+        defaults = Settings()
+        self.writer = AuditWriter(AuditRepository(db), ring, max_batch=defaults.audit_batch_max,
+                                  max_wait=defaults.audit_batch_wait,
+                                  lanes=defaults.audit_lane_count)
+        self.groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
         await db.apply_schema()
+        names = {r["name"] for r in (await db.driver.execute_query("SHOW INDEXES YIELD name"))[0]}
+        for name in self.without:
+            if name not in names:
+                raise SystemExit(f"no index named {name!r} in the schema")
+            await db.driver.execute_query(f"DROP INDEX {name}")  # a name the schema just listed
         say(f"loading {tokens:,} tokens")
         tenant = await create_bench_tenant(db, ring)
         ids = await load_tokens(db, tenant, 0, tokens, 5_000)
-        ctx = Context(tenant, ids, db.catalog, db.driver, audit=writer)
+        self.ctx = Context(tenant, ids, db.catalog, db.driver, audit=self.writer)
+
+    async def close(self) -> None:
+        await self.writer.stop()
+        await self.db.close()
+
+
+def orders(sides: list[str], n: int) -> list[tuple[str, bool]]:
+    """Round n's order of (side, audited): every pair once, rotated by one from round to
+    round, so each pair runs first (and last) as often as the others."""
+    pairs = [(side, audit) for audit in (False, True) for side in sides]
+    k = n % len(pairs)
+    return pairs[k:] + pairs[:k]
+
+
+async def measure(sides: dict[str, Side], rounds: int, warmup: int, requests: int,
+                  tokens: int) -> dict:
+    try:
+        for side in sides.values():
+            await side.open(tokens)
         rng = random.Random(7)  # noqa: S311 - which test data, not secrets
-        samples: dict[tuple[str, bool], list[dict]] = {}
-        for n in range(rounds + 1):  # round 0 warms up and is not kept
+        samples: dict[tuple[str, str, bool], list[dict]] = {}
+        for n in range(warmup + rounds):  # the warm-up rounds are not kept
             for name in MEASURED:
-                pool = next(w for w in WORKLOADS if w.name == name).items(ctx, rng)
-                for audit in ((False, True) if n % 2 else (True, False)):
+                for label, audit in orders(list(sides), n):
+                    side = sides[label]
+                    pool = next(w for w in WORKLOADS if w.name == name).items(side.ctx, rng)
                     items = [pool[i % len(pool)] for i in range(requests)]
-                    got = await _round(ctx, writer, name, audit, items, groups)
-                    if n:
-                        samples.setdefault((name, audit), []).append(got)
-            say(f"round {n}/{rounds} done" + (" (warm-up)" if n == 0 else ""))
+                    got = await _round(side.ctx, side.writer, name, audit, items, side.groups)
+                    if n >= warmup:
+                        samples.setdefault((name, label, audit), []).append(got)
+            say(f"round {n + 1}/{warmup + rounds} done" + (" (warm-up)" if n < warmup else ""))
     finally:
-        await writer.stop()
-        await db.close()
-    return summarize(samples, rounds, requests)
+        for side in sides.values():
+            if hasattr(side, "writer"):
+                await side.close()
+    return summarize(samples, {label: side.without for label, side in sides.items()},
+                     rounds, warmup, requests)
 
 
-def summarize(samples: dict[tuple[str, bool], list[dict]], rounds: int, requests: int) -> dict:
-    out: dict = {**provenance(), "rounds": rounds, "requests_per_round": requests,
-                 "concurrency": CONCURRENCY, "workloads": {}}
+def summarize(samples: dict[tuple[str, str, bool], list[dict]],
+              sides: dict[str, tuple[str, ...]], rounds: int, warmup: int,
+              requests: int) -> dict:
+    out: dict = {**provenance(), "rounds": rounds, "warmup_rounds": warmup,
+                 "requests_per_round": requests, "concurrency": CONCURRENCY,
+                 "sides": {label: {"indexes_dropped": list(without)}
+                           for label, without in sides.items()},
+                 "workloads": {}}
     for name in MEASURED:
-        row = {}
-        for audit in (False, True):
-            got = samples[(name, audit)]
-            row["audited" if audit else "plain"] = {
-                key: round(statistics.median(s[key] for s in got), 3)
-                for key in ("rps", "neo4j", "client")}
-        plain, audited_ = row["plain"], row["audited"]
-        row["throughput_cost"] = round(1 - audited_["rps"] / plain["rps"], 3)
-        row["cpu_ms_added"] = round(audited_["neo4j"] + audited_["client"]
-                                    - plain["neo4j"] - plain["client"], 3)
-        out["workloads"][name] = row
+        for label in sides:
+            row: dict = {}
+            for audit in (False, True):
+                got = samples[(name, label, audit)]
+                row["audited" if audit else "plain"] = {
+                    key: round(statistics.median(s[key] for s in got), 3)
+                    for key in ("rps", "neo4j", "client")}
+            plain, audited_ = row["plain"], row["audited"]
+            row["throughput_cost"] = round(1 - audited_["rps"] / plain["rps"], 3)
+            row["neo4j_ms_added"] = round(audited_["neo4j"] - plain["neo4j"], 3)
+            row["cpu_ms_added"] = round(audited_["neo4j"] + audited_["client"]
+                                        - plain["neo4j"] - plain["client"], 3)
+            row["audited_neo4j_rounds"] = [round(s["neo4j"], 3)
+                                           for s in samples[(name, label, True)]]
+            if len(sides) == 1:
+                out["workloads"][name] = row
+            else:
+                out["workloads"].setdefault(name, {})[label] = row
     return out
 
 
 def table(result: dict) -> str:
-    lines = ["| workload | mode | req/s | Neo4j CPU ms | client CPU ms |",
-             "|---|---|--:|--:|--:|"]
-    for name, row in result["workloads"].items():
-        for mode in ("plain", "audited"):
-            r = row[mode]
-            lines.append(f"| {name} | {mode} | {r['rps']:.0f} | {r['neo4j']:.3f} | "
-                         f"{r['client']:.3f} |")
-        lines.append(f"| {name} | cost | {100 * row['throughput_cost']:.1f} % | "
-                     f"+{row['cpu_ms_added']:.3f} ms (both) | |")
+    lines = ["| workload | side | mode | req/s | Neo4j CPU ms | client CPU ms |",
+             "|---|---|---|--:|--:|--:|"]
+    for name, rows in result["workloads"].items():
+        by_side = rows if "plain" not in rows else {FULL: rows}
+        for label, row in by_side.items():
+            for mode in ("plain", "audited"):
+                r = row[mode]
+                lines.append(f"| {name} | {label} | {mode} | {r['rps']:.0f} | "
+                             f"{r['neo4j']:.3f} | {r['client']:.3f} |")
+            lines.append(f"| {name} | {label} | cost | {100 * row['throughput_cost']:.1f} % | "
+                         f"+{row['neo4j_ms_added']:.3f} ms | +{row['cpu_ms_added']:.3f} ms "
+                         "(both) |")
     return "\n".join(lines)
 
 
 def main() -> int:
     rounds = int(os.environ.get("BENCH_AUDIT_AB_ROUNDS", "10"))
+    warmup = int(os.environ.get("BENCH_AUDIT_AB_WARMUP", "1"))
     requests = int(os.environ.get("BENCH_AUDIT_AB_REQUESTS", "3000"))
     tokens = int(os.environ.get("BENCH_AUDIT_AB_TOKENS", "20000"))
-    with fresh_neo4j("audit-ab", heap="1g", pagecache="512m") as neo:
-        neo.start()
-        result = asyncio.run(measure(neo, rounds, requests, tokens))
+    without = tuple(n for n in os.environ.get("BENCH_AUDIT_AB_WITHOUT", "").split(",") if n)
+    with contextlib.ExitStack() as stack:
+        sides = {FULL: Side(stack.enter_context(
+            fresh_neo4j("audit-ab", heap="1g", pagecache="512m")), ())}
+        if without:
+            sides["without " + ", ".join(without)] = Side(stack.enter_context(
+                fresh_neo4j("audit-ab-without", heap="1g", pagecache="512m")), without)
+        for side in sides.values():
+            side.neo.start()
+        result = asyncio.run(measure(sides, rounds, warmup, requests, tokens))
     print(table(result))
     say(f"wrote {write_results(result, 'audit-ab-')}")
     return 0

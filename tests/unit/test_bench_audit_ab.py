@@ -1,0 +1,48 @@
+"""bench/audit_ab.py's pure parts: the order of a round's runs and the summary of its sides."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+from vaultgraph.settings import PROJECT_ROOT
+
+if str(PROJECT_ROOT) not in sys.path:  # bench/ is the checkout's, not the distribution's
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+from bench.audit_ab import orders, summarize
+
+
+def test_each_run_goes_first_and_last_equally_often_over_a_cycle():
+    for sides in (["full"], ["full", "without"]):
+        runs = [orders(sides, n) for n in range(2 * len(sides))]
+        assert all(sorted(r) == sorted(runs[0]) and len(r) == 2 * len(sides) for r in runs)
+        assert set(Counter(r[0] for r in runs).values()) == {1}
+        assert set(Counter(r[-1] for r in runs).values()) == {1}
+
+
+def test_each_side_is_measured_against_its_own_plain_mode():
+    def s(rps, neo4j, client):
+        return {"rps": rps, "neo4j": neo4j, "client": client}
+
+    samples = {}
+    for name in ("create", "get"):
+        samples[(name, "full", False)] = [s(1000, 1.0, 0.5), s(1200, 0.8, 0.5)]
+        samples[(name, "full", True)] = [s(800, 1.4, 0.7), s(800, 1.2, 0.7)]
+        samples[(name, "less", False)] = [s(1000, 2.0, 0.5)]
+        samples[(name, "less", True)] = [s(900, 2.1, 0.6)]
+    out = summarize(samples, {"full": (), "less": ("audit_at",)}, 2, 1, 100)
+    full, less = out["workloads"]["get"]["full"], out["workloads"]["get"]["less"]
+    assert full["plain"] == {"rps": 1100, "neo4j": 0.9, "client": 0.5}
+    assert full["throughput_cost"] == round(1 - 800 / 1100, 3)
+    assert full["neo4j_ms_added"] == 0.4
+    assert full["audited_neo4j_rounds"] == [1.4, 1.2]
+    assert less["neo4j_ms_added"] == 0.1 and less["cpu_ms_added"] == 0.2
+    assert out["sides"]["less"] == {"indexes_dropped": ["audit_at"]}
+
+
+def test_one_side_keeps_the_single_rows_shape():
+    samples = {(name, "full", audit): [{"rps": 10, "neo4j": 1.0, "client": 1.0}]
+               for name in ("create", "get") for audit in (False, True)}
+    out = summarize(samples, {"full": ()}, 1, 1, 10)
+    assert out["workloads"]["create"]["throughput_cost"] == 0.0
