@@ -54,7 +54,7 @@ from vaultgraph.settings import PROJECT_ROOT, available_cpus, workers_beside_neo
 from . import cpu
 from .config import ROOT
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, load_tokens
-from .environment import interrupt, say, stop_leftovers, unwind_on_sigterm
+from .environment import UNAUDITED, UNWAITED, interrupt, say, stop_leftovers, unwind_on_sigterm
 from .loadgen import Wrk, ensure_wrk, run_wrk
 from .run import provenance, write_results
 from .stats import Result
@@ -118,7 +118,9 @@ class Variant:
     large: bool = False           # large_tokens loaded instead of tokens
     workers: int = 0              # make run: half the CPUs beside its local Neo4j
     output: str = "terminal"      # terminal (a pseudo-terminal) or file
-    settings: tuple[tuple[str, str], ...] = ()  # the service's VAULTGRAPH_* set otherwise
+    # The service's environment set otherwise: VAULTGRAPH_* settings, or PYTHONPATH for a
+    # benchmark-only hook (bench/unaudited, bench/audit_unwaited).
+    settings: tuple[tuple[str, str], ...] = ()
     tree: str = ""                # the service's code from this tree (another commit's)
     threads: int = 2              # wrk -t
     load: str = "each"            # each (wrk_each.lua) or pool (the benchmark's wrk_pool.lua)
@@ -145,6 +147,14 @@ VARIANTS = {v.name: v for v in (
                         change="VAULTGRAPH_AUDIT_BATCH_WAIT=0: an audit batch is written as soon "
                                "as a lane is free",
                         settings=(("VAULTGRAPH_AUDIT_BATCH_WAIT", "0"),)),
+    dataclasses.replace(DEFAULTS, name="audit-off",
+                        change="the audit trail off (bench/unaudited, a benchmark-only hook)",
+                        settings=(("PYTHONPATH", str(UNAUDITED)),)),
+    dataclasses.replace(DEFAULTS, name="audit-unwaited",
+                        change="a read's answer does not wait for its audit event's commit "
+                               "(bench/audit_unwaited, a benchmark-only hook; every event "
+                               "still stored)",
+                        settings=(("PYTHONPATH", str(UNWAITED)),)),
     dataclasses.replace(DEFAULTS, name="wrk-1-thread", change="wrk -t1", threads=1),
     dataclasses.replace(DEFAULTS, name="wrk-pool",
                         change="the benchmark's prepared request pool (wrk_pool.lua)",
@@ -361,7 +371,9 @@ class ServiceProcess:
         if (self.stack.heap, self.stack.pagecache) != (DEFAULTS.heap, DEFAULTS.pagecache):
             env["VAULTGRAPH_NEO4J_HEAP"] = self.stack.heap
             env["VAULTGRAPH_NEO4J_PAGECACHE"] = self.stack.pagecache
-        env.update(self.settings)
+        for name, value in self.settings:  # a hook's folder goes first on the path
+            env[name] = (os.pathsep.join(filter(None, [value, env.get(name)]))
+                         if name == "PYTHONPATH" else value)
         if self.tree:  # its package and its statements ahead of this checkout's
             tree = Path(self.tree).resolve()
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))

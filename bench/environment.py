@@ -22,6 +22,9 @@ from .config import ROOT, BenchConfig
 
 # On the service's PYTHONPATH, switches its audit trail off (bench/unaudited/sitecustomize.py).
 UNAUDITED = Path(__file__).resolve().parent / "unaudited"
+# On the service's PYTHONPATH, its answers stop waiting for their audit events' commit
+# (bench/audit_unwaited/sitecustomize.py; `python -m bench.defaults_ab`'s `audit-unwaited`).
+UNWAITED = Path(__file__).resolve().parent / "audit_unwaited"
 
 
 def service_workers() -> str:

@@ -213,3 +213,21 @@ def test_a_baseline_tree_runs_the_defaults_from_its_own_code(tmp_path):
 def test_a_baseline_without_the_package_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="no vaultgraph package"):
         baseline(str(tmp_path))
+
+
+@pytest.mark.parametrize(("name", "hook"), [("audit-off", "unaudited"),
+                                            ("audit-unwaited", "audit_unwaited")])
+def test_an_audit_variant_puts_its_hook_first_on_the_services_path(name, hook, tmp_path,
+                                                                    monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
+    v = VARIANTS[name]
+    stack = Neo4jStack(tmp_path / "home", 7999, 7998, v.heap, v.pagecache)
+    env = ServiceProcess(stack, 8999, v.workers, Output("file", tmp_path / "out.log"),
+                         v.settings, v.tree).env()
+    path = env["PYTHONPATH"].split(os.pathsep)
+    assert path == [str(PROJECT_ROOT / "bench" / hook), "/somewhere/else"]
+    assert (PROJECT_ROOT / "bench" / hook / "sitecustomize.py").is_file()
+    assert not any(k.startswith("VAULTGRAPH_") and k not in (
+        "VAULTGRAPH_HOME", "VAULTGRAPH_PORT", "VAULTGRAPH_NEO4J_BOLT_PORT",
+        "VAULTGRAPH_NEO4J_HTTP_PORT", "VAULTGRAPH_RATE_LIMIT", "VAULTGRAPH_RATE_BURST")
+        for k in env)
