@@ -32,6 +32,7 @@ import time
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.audit import AuditRepository
+from vaultgraph.repository.database import Database
 from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.settings import Settings
 
@@ -74,6 +75,8 @@ class Side:
 
     def __init__(self, neo: LocalNeo4j, without: tuple[str, ...]) -> None:
         self.neo, self.without = neo, without
+        self.db: Database | None = None
+        self.writer: AuditWriter | None = None
 
     async def open(self, tokens: int) -> None:
         self.db = db = await _connect(self.neo)
@@ -95,8 +98,11 @@ class Side:
         self.ctx = Context(tenant, ids, db.catalog, db.driver, audit=self.writer)
 
     async def close(self) -> None:
-        await self.writer.stop()
-        await self.db.close()
+        """What `open` opened, if it got that far."""
+        if self.writer is not None:
+            await self.writer.stop()
+        if self.db is not None:
+            await self.db.close()
 
 
 def orders(sides: list[str], n: int) -> list[tuple[str, bool]]:
@@ -126,8 +132,7 @@ async def measure(sides: dict[str, Side], rounds: int, warmup: int, requests: in
             say(f"round {n + 1}/{warmup + rounds} done" + (" (warm-up)" if n < warmup else ""))
     finally:
         for side in sides.values():
-            if hasattr(side, "writer"):
-                await side.close()
+            await side.close()
     return summarize(samples, {label: side.without for label, side in sides.items()},
                      rounds, warmup, requests)
 

@@ -54,7 +54,15 @@ from vaultgraph.settings import PROJECT_ROOT, available_cpus, workers_beside_neo
 from . import cpu
 from .config import ROOT
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, load_tokens
-from .environment import UNAUDITED, UNWAITED, interrupt, say, stop_leftovers, unwind_on_sigterm
+from .environment import (
+    UNAUDITED,
+    UNWAITED,
+    first_on_path,
+    interrupt,
+    say,
+    stop_leftovers,
+    unwind_on_sigterm,
+)
 from .loadgen import Wrk, ensure_wrk, run_wrk
 from .run import provenance, write_results
 from .stats import Result
@@ -372,11 +380,10 @@ class ServiceProcess:
             env["VAULTGRAPH_NEO4J_HEAP"] = self.stack.heap
             env["VAULTGRAPH_NEO4J_PAGECACHE"] = self.stack.pagecache
         for name, value in self.settings:  # a hook's folder goes first on the path
-            env[name] = (os.pathsep.join(filter(None, [value, env.get(name)]))
-                         if name == "PYTHONPATH" else value)
+            env[name] = first_on_path(value, env.get(name)) if name == "PYTHONPATH" else value
         if self.tree:  # its package and its statements ahead of this checkout's
             tree = Path(self.tree).resolve()
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
+            env["PYTHONPATH"] = first_on_path(tree, env.get("PYTHONPATH"))
             env["VAULTGRAPH_CYPHER_DIR"] = str(tree / "cypher")
         return env
 

@@ -27,6 +27,11 @@ UNAUDITED = Path(__file__).resolve().parent / "unaudited"
 UNWAITED = Path(__file__).resolve().parent / "audit_unwaited"
 
 
+def first_on_path(folder: str | Path, path: str | None) -> str:
+    """A PYTHONPATH with `folder` ahead of `path` (a process's own, or none)."""
+    return os.pathsep.join(filter(None, [str(folder), path]))
+
+
 def service_workers() -> str:
     """VAULTGRAPH_WORKERS for the service under test: as `make run` (`serve --local-neo4j
     --workers 0`), half the CPUs, since the benchmark's Neo4j shares the host, unless the
@@ -123,8 +128,7 @@ class Service:
             "VAULTGRAPH_WORKERS": service_workers(),
         }
         if unaudited:
-            self.env["PYTHONPATH"] = os.pathsep.join(
-                [str(UNAUDITED), *filter(None, [os.environ.get("PYTHONPATH")])])
+            self.env["PYTHONPATH"] = first_on_path(UNAUDITED, os.environ.get("PYTHONPATH"))
         self.proc: subprocess.Popen | None = None
         self.log_path = cfg.work_dir / "service.log"
 

@@ -10,7 +10,7 @@ from vaultgraph.settings import PROJECT_ROOT
 if str(PROJECT_ROOT) not in sys.path:  # bench/ is the checkout's, not the distribution's
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from bench.audit_ab import orders, summarize
+from bench.audit_ab import Side, orders, summarize
 
 
 def test_each_run_goes_first_and_last_equally_often_over_a_cycle():
@@ -46,3 +46,7 @@ def test_one_side_keeps_the_single_rows_shape():
                for name in ("create", "get") for audit in (False, True)}
     out = summarize(samples, {"full": ()}, 1, 1, 10)
     assert out["workloads"]["create"]["throughput_cost"] == 0.0
+
+
+async def test_a_side_that_never_opened_closes_quietly():
+    await Side(None, ()).close()  # a run whose other side failed to start still cleans up
