@@ -35,6 +35,8 @@ class BenchConfig:
                                     # (bench/unaudited); empty: none
     jfr: bool = False               # JFR-record Neo4j during each measured window (bench/jfr.py)
     bare_first: bool = False        # measure each workload's bare side before its service side
+    webhook_rate: float = 300.0     # webhook_create's creates a second on both sides (a fixed
+                                    # rate, below what either side answers); 0: closed loop
     rounds: int = 1                 # windows per workload and side, the sides' order turned
                                     # about each round; the figures are the windows' together
     scale_sizes: str = "10000,100000"  # make bench-scale; add 1000000 for the full run

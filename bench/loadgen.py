@@ -1,5 +1,12 @@
 """Closed-loop load: wrk (C, Lua, ~no CPU next to the service) or an aiohttp fallback, and the
-bare-driver clients. Each returns a `stats.Result` for the measured window only."""
+bare-driver clients. Each returns a `stats.Result` for the measured window only.
+
+Each can also hold a fixed rate (`rate`, requests a second; 0 runs as fast as it is answered):
+requests are sent on a schedule `1 / rate` apart, each connection or coroutine taking the next
+free slot when its previous request is answered, so a side answering faster than the rate waits
+and one answering slower sends at once and runs below it (the schedule never bursts to catch
+up). Two sides at one rate do the same work a second, so their CPU a request compares work
+that batches alike (group commits, webhook claims)."""
 
 from __future__ import annotations
 
@@ -74,13 +81,15 @@ class Wrk:
         self.binary, self.url, self.key = binary, url, key
         self.concurrency, self.threads, self.work_dir = concurrency, threads, work_dir
 
-    async def run(self, pool: Sequence[Request], seconds: float) -> Result:
+    async def run(self, pool: Sequence[Request], seconds: float, rate: float = 0.0) -> Result:
         pool_file = self.work_dir / "pool.tsv"
         write_pool(pool_file, pool)
         argv = [self.binary, f"-t{self.threads}", f"-c{self.concurrency}",
                 f"-d{max(1, round(seconds))}s", "--timeout", "10s", "-s", str(LUA), self.url,
                 "--", str(pool_file)]
-        return await run_wrk(argv, {"BENCH_KEY": self.key})
+        # wrk_pool.lua paces each thread at its share of the rate.
+        return await run_wrk(argv, {"BENCH_KEY": self.key,
+                                    "BENCH_THREAD_RATE": f"{rate / self.threads:g}"})
 
 
 async def run_wrk(argv: list[str], env: dict[str, str]) -> Result:
@@ -106,17 +115,18 @@ class PythonClient:
     def __init__(self, url: str, key: str, concurrency: int):
         self.url, self.key, self.concurrency = url, key, concurrency
 
-    async def run(self, pool: Sequence[Request], seconds: float) -> Result:
+    async def run(self, pool: Sequence[Request], seconds: float, rate: float = 0.0) -> Result:
         import aiohttp
 
         cycle = itertools.cycle(pool)
         latencies: list[float] = []
         errors = 0
         deadline = time.monotonic() + seconds
+        pacer = Pacer(rate)
 
         async def worker(session):
             nonlocal errors
-            while time.monotonic() < deadline:
+            while await pacer.wait() < deadline:
                 r = next(cycle)
                 headers = {"SVC-API-KEY": self.key}
                 if r.content_type:
@@ -142,9 +152,31 @@ class PythonClient:
         return Result.from_latencies(latencies, errors, elapsed)
 
 
+class Pacer:
+    """The send schedule of a fixed rate, shared by a side's connections or coroutines: `wait`
+    sleeps until the next free slot (the slots `1 / rate` apart, never earlier than now) and
+    returns its time (`time.monotonic()`). Rate 0: no waiting."""
+
+    def __init__(self, rate: float):
+        self.interval = 1.0 / rate if rate > 0 else 0.0
+        self.next = time.monotonic()
+
+    async def wait(self) -> float:
+        now = time.monotonic()
+        if not self.interval:
+            return now
+        slot = max(now, self.next)
+        self.next = slot + self.interval
+        if slot > now:
+            await asyncio.sleep(slot - now)
+        return slot
+
+
 async def run_bare(op: Callable[[object], Awaitable[None]], pool: Sequence[object],
-                   concurrency: int, seconds: float, op_timeout: float = 10.0) -> Result:
-    """`concurrency` coroutines in this process, each running `op` on the next pool item.
+                   concurrency: int, seconds: float, op_timeout: float = 10.0,
+                   rate: float = 0.0) -> Result:
+    """`concurrency` coroutines in this process, each running `op` on the next pool item
+    (paced at `rate` requests a second when it is above 0).
 
     Like wrk's `--timeout 10s`, an operation that takes longer is abandoned and counted as an
     error, so a pathological statement cannot stretch the run past its window.
@@ -154,10 +186,11 @@ async def run_bare(op: Callable[[object], Awaitable[None]], pool: Sequence[objec
     errors = 0
     first_error: BaseException | None = None
     deadline = time.monotonic() + seconds
+    pacer = Pacer(rate)
 
     async def worker():
         nonlocal errors, first_error
-        while time.monotonic() < deadline:
+        while await pacer.wait() < deadline:
             item = next(cycle)
             t0 = time.perf_counter()
             try:

@@ -121,6 +121,11 @@ def outbox_notes(result: dict) -> list[str]:
                    f"{o['empty_claims']} empty, {o['records']} records)"))
         if parts:
             notes.append(f"- {name}: deliveries during the load: " + "; ".join(parts))
+        if (rate := w.get("fixed_rate")) and w.get("service") and w.get("bare"):
+            notes.append(
+                f"- {name}: both sides loaded at a fixed {rate:,.0f} creates a second (service "
+                f"{w['service']['rps']:,.0f}/s, bare {w['bare']['rps']:,.0f}/s): a side below "
+                "it could not keep up, and its req/s is what it answered")
         if w.get("ratio_basis") == "with_drain" and sides.get("service") and sides.get("bare"):
             load = w.get("ratio_load")
             notes.append(

@@ -319,16 +319,23 @@ class Bench:
         after the load, within the window (its CPU counted, its time not: requests a second
         are the load's); `apart`: more process groups whose CPU is read, and left out of the
         others' (webhook_create's receiver)."""
-        cfg = self.cfg
+        cfg, rate = self.cfg, self.rate(w)
         if warmup := self.warmup():
-            await self.loadgen.run(http_pool(w, ctx, rng), warmup)
+            await self.loadgen.run(http_pool(w, ctx, rng), warmup, rate)
         if settle is not None:
             await settle()
         pool = http_pool(w, ctx, rng)
         groups = {"service": self.service.pid, "neo4j": self.neo.running_pid(),
                   "loadgen": os.getpid(), **(apart or {})}
         return await self.measured(w, "service", ctx, groups, self.service.figures,
-                                   then(self.loadgen.run(pool, cfg.duration), tail))
+                                   then(self.loadgen.run(pool, cfg.duration, rate), tail))
+
+    def rate(self, w: Workload) -> float:
+        """The fixed rate `w` is measured at on both sides (0: as fast as each is answered):
+        `BENCH_WEBHOOK_RATE` for the outbox workload. In a closed loop the side that answers
+        faster claims and records its deliveries in larger batches, so its CPU a create was
+        lower for a reason that is not its own; at one rate both deliver as they go."""
+        return self.cfg.webhook_rate if w.outbox else 0.0
 
     async def audit_on_off(self, names: list[str]) -> dict:
         """What the audit trail costs the whole service: each workload of `names` measured on
@@ -355,16 +362,16 @@ class Bench:
                         tail: Callable[[], Awaitable[None]] | None = None,
                         apart: Mapping[str, int] | None = None) -> Result:
         """`settle`, `tail` and `apart` as for `service_side`."""
-        cfg = self.cfg
+        cfg, rate = self.cfg, self.rate(w)
         op = bare_op(w, ctx)
         if cfg.warmup > 0:
-            await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.warmup)
+            await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.warmup, rate=rate)
         if settle is not None:
             await settle()
         # The bare side's client is this process: the driver and the load loop in one.
         groups = {"neo4j": self.neo.running_pid(), "client": os.getpid(), **(apart or {})}
         return await self.measured(w, "bare", ctx, groups, stalls.from_registry, then(
-            run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration), tail))
+            run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration, rate=rate), tail))
 
     async def measured(self, w: Workload, side: str, ctx: Context, groups: dict[str, int],
                        figures: Callable[[], dict[str, float]],
@@ -470,7 +477,7 @@ class Bench:
         pending at its end, how long they took to drain, their lag, what the receiver refused
         (a bad signature), its webhook's attempts' durations (its warm-up's too), and on the
         bare side the claims and records its loop ran."""
-        entry: dict = {"title": w.title, "outbox": {}}
+        entry: dict = {"title": w.title, "outbox": {}, "fixed_rate": self.rate(w) or None}
         if refused := outbox_refused():
             say(f"{w.name}: not measured: {refused}")
             entry.update(available=False, service=None, bare=None, ratio=None, note=refused)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,10 @@ from vaultgraph.settings import PROJECT_ROOT
 if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from bench.loadgen import run_wrk
+from aiohttp import web
+
+from bench.loadgen import Pacer, Wrk, run_bare, run_wrk
+from bench.workloads import Request
 
 
 def _running(pid: int) -> bool:
@@ -65,3 +71,59 @@ async def test_a_failed_run_raises_with_its_output():
     with pytest.raises(RuntimeError, match=r"wrk failed \(3\): no wrk here"):
         await run_wrk([sys.executable, "-c", "import sys; print('no wrk here'); sys.exit(3)"],
                       {})
+
+
+async def test_the_pacer_hands_out_slots_one_interval_apart_and_never_in_the_past():
+    pacer = Pacer(1000.0)
+    began = time.monotonic()
+    slots = await asyncio.gather(*(pacer.wait() for _ in range(20)))
+    # 20 callers at once: each gets the next slot, 1 ms after the one before, and sleeps to it.
+    assert slots[0] >= began
+    assert [round(b - a, 9) for a, b in itertools.pairwise(slots)] == [0.001] * 19
+    assert time.monotonic() >= slots[-1]
+    # A caller after a pause gets "now", not the missed slots: the schedule never bursts.
+    await asyncio.sleep(0.05)
+    before = time.monotonic()
+    late = await pacer.wait()
+    assert late >= before
+    assert await pacer.wait() - late == pytest.approx(0.001)
+
+
+async def test_no_rate_does_not_wait():
+    pacer = Pacer(0.0)
+    before = time.monotonic()
+    assert await pacer.wait() >= before
+    assert pacer.interval == 0.0
+
+
+async def test_the_bare_loop_holds_its_rate_below_what_it_could_do():
+    async def op(_):
+        await asyncio.sleep(0)
+
+    free = await run_bare(op, [1], 8, 0.5)
+    paced = await run_bare(op, [1], 8, 1.0, rate=100.0)
+    assert free.requests > 1000
+    assert 90 <= paced.requests <= 102
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is installed by make bench")
+async def test_wrk_holds_its_rate_through_the_pool_script(tmp_path):
+    async def answer(request):
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_get("/x", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        wrk = Wrk(shutil.which("wrk"), f"http://127.0.0.1:{port}", "key", 8, 1, tmp_path)
+        free = await wrk.run([Request("GET", "/x")], 1)
+        paced = await wrk.run([Request("GET", "/x")], 2, rate=150.0)
+    finally:
+        await runner.cleanup()
+    assert free.requests > 1000
+    assert 240 <= paced.requests <= 305  # 300 on schedule; fewer if the machine is busy
+    assert paced.errors == 0

@@ -143,3 +143,12 @@ def test_an_outbox_workload_is_refused_when_the_sender_never_runs():
     assert outbox_refused({}) is None
     assert "VAULTGRAPH_WEBHOOK_POLL_INTERVAL" in outbox_refused(
         {"VAULTGRAPH_WEBHOOK_POLL_INTERVAL": "0"})
+
+
+def test_the_note_names_the_fixed_rate_and_what_each_side_answered():
+    w = {"fixed_rate": 300.0, "service": {"rps": 299.6}, "bare": {"rps": 241.0}, "outbox": {}}
+    [note] = outbox_notes({"workloads": {"webhook_create": w}})
+    assert note == ("- webhook_create: both sides loaded at a fixed 300 creates a second "
+                    "(service 300/s, bare 241/s): a side below it could not keep up, and its "
+                    "req/s is what it answered")
+    assert outbox_notes({"workloads": {"webhook_create": {**w, "fixed_rate": None}}}) == []
