@@ -102,15 +102,18 @@ def start_neo4j(cfg: BenchConfig) -> LocalNeo4j:
 class Service:
     """`vaultgraph serve` as a child process on the benchmark's port."""
 
-    def __init__(self, cfg: BenchConfig, neo: LocalNeo4j, kek: str, *, unaudited: bool = False):
+    def __init__(self, cfg: BenchConfig, neo: LocalNeo4j, kek: str, *, unaudited: bool = False,
+                 port: int | None = None):
         """`unaudited`: with the audit trail switched off (bench/unaudited), for the on/off
-        comparison only."""
+        comparison only. `port`: other than the benchmark's (its metrics on the next one), for
+        a second service beside the first."""
         self.cfg = cfg
         self.unaudited = unaudited
-        self.url = f"http://127.0.0.1:{cfg.port}"
+        self.port = cfg.port if port is None else port
+        self.url = f"http://127.0.0.1:{self.port}"
         self.env = {
             **os.environ,
-            "VAULTGRAPH_PORT": str(cfg.port),
+            "VAULTGRAPH_PORT": str(self.port),
             "VAULTGRAPH_NEO4J_URI": neo.uri,
             "VAULTGRAPH_NEO4J_PASSWORD": neo.resolve_password(),
             "VAULTGRAPH_KEK": kek,
@@ -124,18 +127,20 @@ class Service:
             "VAULTGRAPH_WEBHOOK_ALLOW_HTTP": "true",
             "VAULTGRAPH_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
             # Scraped around each measured window (the audit writer's batch sizes).
-            "VAULTGRAPH_METRICS_PORT": str(cfg.port + 1),
+            "VAULTGRAPH_METRICS_PORT": str(self.port + 1),
             "VAULTGRAPH_WORKERS": service_workers(),
         }
         if unaudited:
             self.env["PYTHONPATH"] = first_on_path(UNAUDITED, os.environ.get("PYTHONPATH"))
         self.proc: subprocess.Popen | None = None
-        self.log_path = cfg.work_dir / "service.log"
+        self.log_path = cfg.work_dir / ("service.log" if self.port == cfg.port
+                                        else f"service-{self.port}.log")
 
     def start(self, timeout: float = 300.0) -> None:  # start-up plans every statement first
         if _answers(self.url + "/health"):
-            raise RuntimeError(f"something already serves on port {self.cfg.port}; "
-                               "set BENCH_PORT to a free port")
+            raise RuntimeError(f"something already serves on port {self.port}; "
+                               "set BENCH_PORT to a free port (the benchmark uses it and the "
+                               "three after it)")
         exe = Path(sys.executable).with_name("vaultgraph")
         self.cfg.work_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
@@ -155,7 +160,7 @@ class Service:
 
     def scrape(self) -> str:
         """The service's `/metrics` text (its metrics listener, summed over its workers)."""
-        url = f"http://127.0.0.1:{self.cfg.port + 1}/metrics"
+        url = f"http://127.0.0.1:{self.port + 1}/metrics"
         with urllib.request.urlopen(url, timeout=10) as resp:
             return resp.read().decode()
 

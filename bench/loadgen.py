@@ -81,6 +81,10 @@ class Wrk:
         self.binary, self.url, self.key = binary, url, key
         self.concurrency, self.threads, self.work_dir = concurrency, threads, work_dir
 
+    def at(self, url: str) -> Wrk:
+        """The same load generator aimed at another service."""
+        return Wrk(self.binary, url, self.key, self.concurrency, self.threads, self.work_dir)
+
     async def run(self, pool: Sequence[Request], seconds: float, rate: float = 0.0) -> Result:
         pool_file = self.work_dir / "pool.tsv"
         write_pool(pool_file, pool)
@@ -114,6 +118,10 @@ class PythonClient:
 
     def __init__(self, url: str, key: str, concurrency: int):
         self.url, self.key, self.concurrency = url, key, concurrency
+
+    def at(self, url: str) -> PythonClient:
+        """The same load generator aimed at another service."""
+        return PythonClient(url, self.key, self.concurrency)
 
     async def run(self, pool: Sequence[Request], seconds: float, rate: float = 0.0) -> Result:
         import aiohttp

@@ -186,15 +186,18 @@ def audit_table(result: dict) -> list[str]:
         cost = "-" if a["throughput_cost"] is None else f"{100 * a['throughput_cost']:.1f} %"
         target = "" if a["target"] is None else (
             f" (≤ {100 * a['target']:.0f} %{'' if a['met'] else ': over'})")
+        rounds = ", ".join("-" if c is None else f"{100 * c:.1f} %"
+                           for c in a.get("rounds_throughput_cost") or [])
         rows.append(f"| {name} | {a['on']['rps']:,.0f} | {a['off']['rps']:,.0f} | {cost}{target} "
+                    f"| {rounds or '-'} "
                     f"| {_cpu(a['service_cpu_ms_added'])} | {_cpu(a['neo4j_cpu_ms_added'])} |")
     if not rows:
         return []
-    return ["", "The audit trail, on against off (the service measured with it, then restarted "
-            "without it; CPU ms per request):", "",
-            "| workload | on req/s | off req/s | throughput it costs (target) "
+    return ["", "The audit trail, on against off (the service, and a second one beside it with "
+            "the trail off, in turn, round by round; CPU ms per request):", "",
+            "| workload | on req/s | off req/s | throughput it costs (target) | its rounds "
             "| service CPU added | Neo4j CPU added |",
-            "|---|--:|--:|--:|--:|--:|", *rows]
+            "|---|--:|--:|--:|--:|--:|--:|", *rows]
 
 
 def plans_table(result: dict) -> list[str]:

@@ -121,6 +121,16 @@ def added_cpu(service: Result | None, bare: Result | None, target_ms: float) -> 
 AUDIT_TARGETS = {"create": 0.10, "get": 0.15}
 
 
+def audit_rounds(on: Sequence[Result], off: Sequence[Result], target: float | None) -> dict:
+    """`audit_cost` of the rounds' windows together (each side's `combined`), with each round's
+    share of throughput the trail took (`rounds_throughput_cost`): a difference smaller than
+    their spread is noise."""
+    out = audit_cost(combined(on), combined(off), target)
+    out["rounds_throughput_cost"] = [
+        round(1 - a.rps / b.rps, 3) if b.rps > 0 else None for a, b in zip(on, off, strict=True)]
+    return out
+
+
 def audit_cost(on: Result, off: Result, target: float | None) -> dict:
     """The trail's cost, from one workload measured with it on and off: the share of
     throughput it takes (`throughput_cost`, against `target`), and the CPU per request it adds

@@ -22,7 +22,7 @@ from bench.dataset import (
     customer,
 )
 from bench.run import bare_settings
-from bench.stats import Result, added_cpu, audit_cost, percentile, ratio
+from bench.stats import Result, added_cpu, audit_cost, audit_rounds, percentile, ratio
 from vaultgraph.expressions import luhn_valid
 from vaultgraph.tokens.types import get_type
 
@@ -137,8 +137,27 @@ def test_the_audit_trails_cost_is_on_against_off_and_printed_with_its_target():
     assert (cost["service_cpu_ms_added"], cost["neo4j_cpu_ms_added"]) == (0.2, 0.3)
     assert audit_cost(side(900, None), side(1000, None), 0.15)["service_cpu_ms_added"] is None
     rows = report.audit_table({"audit_off": {"get": cost}})
-    assert "| get | 800 | 1,000 | 20.0 % (≤ 15 %: over) | 0.20 | 0.30 |" in rows
+    assert "| get | 800 | 1,000 | 20.0 % (≤ 15 %: over) | - | 0.20 | 0.30 |" in rows
     assert report.audit_table({}) == []
+
+
+def test_the_audit_trails_rounds_are_summed_and_each_rounds_cost_kept():
+    from bench import report
+
+    def side(requests, service_cpu):
+        return Result(requests=requests, errors=0, seconds=1, p50_ms=1, p99_ms=1, p999_ms=1,
+                      cpu_ms={"service": service_cpu, "neo4j": 1.0})
+
+    # Round one: the trail took 10 %; round two (the machine slower): 30 %.
+    cost = audit_rounds([side(900, 1.0), side(700, 1.2)], [side(1000, 0.9), side(1000, 0.9)],
+                        0.15)
+    assert cost["rounds_throughput_cost"] == [0.1, 0.3]
+    assert (cost["on"]["requests"], cost["off"]["requests"]) == (1600, 2000)
+    assert (cost["throughput_cost"], cost["met"]) == (0.2, False)
+    # the CPU a request weighted by each window's requests: (900 + 840) / 1600 against 0.9
+    assert cost["service_cpu_ms_added"] == round(1740 / 1600 - 0.9, 3)
+    rows = report.audit_table({"audit_off": {"create": cost}})
+    assert "| create | 800 | 1,000 | 20.0 % (≤ 15 %: over) | 10.0 %, 30.0 % |" in rows[-1]
 
 
 @pytest.mark.parametrize("i", [0, 1, 7, 12345, 99_999, 10_000_001])
