@@ -44,6 +44,15 @@ class BenchConfig:
     soak_sample: float = 15.0       # seconds between the soak's memory samples
     home: str = str(ROOT / ".vaultgraph")
 
+    def __post_init__(self) -> None:
+        # wrk counts a connection silent for its 10 s timeout as timed out, even while it waits
+        # for its slot: at a rate under that, every connection would.
+        if 0 < self.webhook_rate < self.concurrency / 10:
+            raise ValueError(f"BENCH_WEBHOOK_RATE must be 0 or at least BENCH_CONCURRENCY / 10 "
+                             f"({self.concurrency / 10:g}): each connection waits "
+                             "concurrency / rate seconds between requests, and wrk counts a "
+                             "wait over 10 s as a timeout")
+
     @classmethod
     def from_env(cls, environ=None) -> BenchConfig:
         env = os.environ if environ is None else environ

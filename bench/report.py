@@ -49,7 +49,9 @@ def table(result: dict) -> str:
             lines.append(f"| {name} | not available: {w.get('note', '')} |" + " |" * 10)
             continue
         r = "-" if w["ratio"] is None else f"{w['ratio']:.2f}"
-        if w["ratio"] is not None and w.get("ratio_basis") == "with_drain":
+        if w["ratio"] is not None and w.get("fixed_rate"):
+            r += " (fixed rate)"  # both sides loaded at one rate: 1.00 when both kept up
+        elif w["ratio"] is not None and w.get("ratio_basis") == "with_drain":
             r += " (with drain)"  # creates a second over the load and the drain: see the notes
         lines.append("| " + " | ".join([name, *_side(w["service"]), *_side(w["bare"]), r]) + " |")
     lines += cpu_table(result)
@@ -193,8 +195,10 @@ def audit_table(result: dict) -> list[str]:
                     f"| {_cpu(a['service_cpu_ms_added'])} | {_cpu(a['neo4j_cpu_ms_added'])} |")
     if not rows:
         return []
-    return ["", "The audit trail, on against off (the service, and a second one beside it with "
-            "the trail off, in turn, round by round; CPU ms per request):", "",
+    side_by_side = any("rounds_throughput_cost" in a for a in result["audit_off"].values())
+    how = ("the service, and a second one beside it with the trail off, in turn, round by round"
+           if side_by_side else "the service measured with it, then restarted without it")
+    return ["", f"The audit trail, on against off ({how}; CPU ms per request):", "",
             "| workload | on req/s | off req/s | throughput it costs (target) | its rounds "
             "| service CPU added | Neo4j CPU added |",
             "|---|--:|--:|--:|--:|--:|--:|", *rows]

@@ -360,16 +360,21 @@ class Bench:
             return random.Random(f"{w.name}-{mode}-{n}")  # noqa: S311 - request variety
 
         off = Service(self.cfg, self.neo, self.kek, unaudited=True, port=self.cfg.port + 2)
-        off.start()
-        say(f"a second service beside the first, with the audit trail off (bench/unaudited), "
-            f"on {off.url}")
         windows: dict[str, dict[str, list[Result]]] = {
             w.name: {"on": [], "off": []} for w in chosen}
         try:
-            warm = max(self.cfg.warmup, 15.0)  # the new service's first: caches start cold
-            for w in chosen:
-                await self.loadgen.at(off.url).run(
-                    http_pool(w, self.context(), rng(w, "warm", 0)), warm)
+            off.start()
+            say(f"a second service beside the first, with the audit trail off "
+                f"(bench/unaudited), on {off.url}")
+            # Both services warmed alike first (the off one is new, and the run's may have been
+            # restarted by the webhook phase); then each window has the usual warm-up.
+            if self.cfg.warmup > 0:
+                for w in chosen:
+                    for service in (self.service, off):
+                        await self.loadgen.at(service.url).run(
+                            http_pool(w, self.context(), rng(w, "warm", 0)),
+                            max(self.cfg.warmup, 15.0))
+                self.warmed = True
             for n in range(max(1, self.cfg.rounds)):
                 for w in chosen:
                     for mode in ("on", "off") if n % 2 == 0 else ("off", "on"):
@@ -570,7 +575,7 @@ class Bench:
         service = await side("service", functools.partial(self.service_side, w, ctx, rng))
         entry["service_rss_mib_after"] = memory.mib(memory.tree_rss_bytes(self.service.pid))
         # The service that served every workload, before it is stopped (the run's
-        # `memory_at_end` reads the one started after this phase, or the audit-off one).
+        # `memory_at_end` reads the one started after this phase).
         entry["memory_before_restart"] = await self.memory()
         say(f"{w.name}: service {service.rps:,.0f} req/s, p50 {service.p50_ms:.1f} ms")
         unaudited = self.service.unaudited
@@ -629,7 +634,7 @@ class Bench:
         seconds = max(5.0, self.cfg.duration)
         recorded, _ = await asyncio.gather(
             profile.record(self.service.pid, seconds - 1, raw),
-            self.loadgen.run(pool, seconds))
+            self.loadgen.run(pool, seconds, self.rate(w)))
         if recorded is None:
             return {"error": "py-spy unavailable or failed"}
         summary = profile.summarize(recorded)

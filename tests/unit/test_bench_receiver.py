@@ -10,6 +10,7 @@ import sys
 import time
 
 import orjson
+import pytest
 
 from vaultgraph.services.webhook_sender import WebhookSender
 from vaultgraph.settings import PROJECT_ROOT, Settings
@@ -18,6 +19,7 @@ from vaultgraph.webhooks import headers, new_secret
 if str(PROJECT_ROOT) not in sys.path:  # bench/ is the checkout's, not the distribution's
     sys.path.insert(0, str(PROJECT_ROOT))
 
+from bench.config import BenchConfig
 from bench.outbox import shares
 from bench.receiver import Receiver
 from bench.report import outbox_notes, table
@@ -152,3 +154,17 @@ def test_the_note_names_the_fixed_rate_and_what_each_side_answered():
                     "(service 300/s, bare 241/s): a side below it could not keep up, and its "
                     "req/s is what it answered")
     assert outbox_notes({"workloads": {"webhook_create": {**w, "fixed_rate": None}}}) == []
+    row = {"rps": 299.6, "p50_ms": 1.0, "p99_ms": 2.0, "p999_ms": 3.0, "errors": 0}
+    result = {"settings": {"concurrency": 32, "warmup_s": 3, "duration_s": 10},
+              "stored_tokens": 1, "loadgen": "wrk", "git_sha": "x", "date": "d",
+              "machine": {"nproc": 2, "cpu_model": "c", "mem_gib": 4, "python": "3.11"},
+              "workloads": {"webhook_create": {**w, "ratio": 1.0, "ratio_basis": "with_drain",
+                                               "service": row, "bare": row}}}
+    assert "| 1.00 (fixed rate) |" in table(result)
+
+
+def test_a_fixed_rate_wrk_would_time_out_on_is_refused():
+    assert BenchConfig(concurrency=32, webhook_rate=3.2).webhook_rate == 3.2
+    assert BenchConfig(webhook_rate=0).webhook_rate == 0
+    with pytest.raises(ValueError, match="BENCH_WEBHOOK_RATE must be 0 or at least"):
+        BenchConfig.from_env({"BENCH_CONCURRENCY": "32", "BENCH_WEBHOOK_RATE": "3"})

@@ -138,6 +138,7 @@ def test_the_audit_trails_cost_is_on_against_off_and_printed_with_its_target():
     assert audit_cost(side(900, None), side(1000, None), 0.15)["service_cpu_ms_added"] is None
     rows = report.audit_table({"audit_off": {"get": cost}})
     assert "| get | 800 | 1,000 | 20.0 % (≤ 15 %: over) | - | 0.20 | 0.30 |" in rows
+    assert "then restarted without it" in rows[1]  # a record of one window each
     assert report.audit_table({}) == []
 
 
@@ -158,6 +159,7 @@ def test_the_audit_trails_rounds_are_summed_and_each_rounds_cost_kept():
     assert cost["service_cpu_ms_added"] == round(1740 / 1600 - 0.9, 3)
     rows = report.audit_table({"audit_off": {"create": cost}})
     assert "| create | 800 | 1,000 | 20.0 % (≤ 15 %: over) | 10.0 %, 30.0 % |" in rows[-1]
+    assert "a second one beside it with the trail off, in turn" in rows[1]
 
 
 @pytest.mark.parametrize("i", [0, 1, 7, 12345, 99_999, 10_000_001])

@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 import sys
 
+import pytest
+
 from vaultgraph.settings import PROJECT_ROOT
 
 # bench/ is a top-level package of the checkout, not part of the installed distribution.
@@ -63,5 +65,19 @@ def test_the_ancestor_search_names_roots_and_the_descendant_search_cards():
 def test_one_customer_is_both_walked_and_linked():
     ctx = _context(customers=1)
     linked, searched = _linked_ids(ctx)
-    assert linked <= set(ctx.ids)
-    assert searched <= set(ctx.ids)
+    # too few customers to split: the links go anywhere (20,000 draws reach every token), and
+    # the searches name the customer's root and its cards
+    assert linked == set(ctx.ids)
+    assert searched == set(ctx.ids)
+
+
+@pytest.mark.parametrize(("customers", "extra", "walked"), [(2, 0, 1), (3, 0, 1), (7, 25, 3)])
+def test_the_split_falls_on_a_customers_edge(customers, extra, walked):
+    ctx = _context(customers)
+    ctx.ids += [f"x{i:04d}" for i in range(extra)]  # a last customer not yet full
+    linked, searched = _linked_ids(ctx)
+    index = {token_id: i for i, token_id in enumerate(ctx.ids)}
+    assert {index[t] // PER_CUSTOMER for t in searched} == set(range(walked))
+    assert min(index[t] for t in linked) >= walked * PER_CUSTOMER
+    if extra:
+        assert any(t.startswith("x") for t in linked)
