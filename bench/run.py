@@ -344,11 +344,11 @@ class Bench:
     async def audit_on_off(self, names: list[str]) -> dict:
         """What the audit trail costs the whole service: each workload of `names` measured on
         the service as it is and on a second one beside it, started with the trail switched
-        off (bench/unaudited), on the same Neo4j and data, in BENCH_ROUNDS rounds whose order
-        turns about (on first in the first round). Measured one after the other (on, then a
-        restart, then off), the two windows differed by more than the trail costs: once the
-        trail cost create -13.9 %, in the run before 19.3 %. The off service is stopped after
-        the rounds; the run's own serves the rest."""
+        off (bench/unaudited), on the same Neo4j and data, in BENCH_AUDIT_ROUNDS rounds (or
+        BENCH_ROUNDS) whose order turns about (on first in the first round). Measured one
+        after the other (on, then a restart, then off), the two windows differed by more than
+        the trail costs: once the trail cost create -13.9 %, in the run before 19.3 %. The off
+        service is stopped after the rounds; the run's own serves the rest."""
         chosen = [w for w in WORKLOADS if w.name in names and not w.outbox]
         for w in WORKLOADS:
             if w.name in names and w.outbox:  # its deliveries need a phase of their own
@@ -375,7 +375,7 @@ class Bench:
                             http_pool(w, self.context(), rng(w, "warm", 0)),
                             max(self.cfg.warmup, 15.0))
                 self.warmed = True
-            for n in range(max(1, self.cfg.rounds)):
+            for n in range(max(1, self.cfg.audit_rounds or self.cfg.rounds)):
                 for w in chosen:
                     for mode in ("on", "off") if n % 2 == 0 else ("off", "on"):
                         windows[w.name][mode].append(await self.service_side(
@@ -688,7 +688,8 @@ def header(cfg: BenchConfig) -> dict:
                          "concurrency": cfg.concurrency, "neo4j_heap": cfg.neo4j_heap,
                          "neo4j_pagecache": cfg.neo4j_pagecache,
                          "first_side": "bare" if cfg.bare_first else "service",
-                         "rounds": cfg.rounds}}
+                         "rounds": cfg.rounds,
+                         "audit_rounds": cfg.audit_rounds or cfg.rounds}}
 
 
 async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
