@@ -53,6 +53,14 @@ class BenchConfig:
                              f"({self.concurrency / 10:g}): each connection waits "
                              "concurrency / rate seconds between requests, and wrk counts a "
                              "wait over 10 s as a timeout")
+        if self.audit_rounds < 0:
+            raise ValueError("BENCH_AUDIT_ROUNDS must be 0 (BENCH_ROUNDS) or more")
+
+    @property
+    def audit_round_count(self) -> int:
+        """Rounds of the audit trail's on/off comparison: BENCH_AUDIT_ROUNDS, else
+        BENCH_ROUNDS, at least one."""
+        return max(1, self.audit_rounds or self.rounds)
 
     @classmethod
     def from_env(cls, environ=None) -> BenchConfig:

@@ -366,16 +366,16 @@ class Bench:
             off.start()
             say(f"a second service beside the first, with the audit trail off "
                 f"(bench/unaudited), on {off.url}")
-            # Both services warmed alike first (the off one is new, and the run's may have been
-            # restarted by the webhook phase); then each window has the usual warm-up.
-            if self.cfg.warmup > 0:
-                for w in chosen:
-                    for service in (self.service, off):
-                        await self.loadgen.at(service.url).run(
-                            http_pool(w, self.context(), rng(w, "warm", 0)),
-                            max(self.cfg.warmup, 15.0))
-                self.warmed = True
-            for n in range(max(1, self.cfg.audit_rounds or self.cfg.rounds)):
+            # Both services warmed alike first, whatever BENCH_WARMUP (the off one starts
+            # cold, and the run's may have been restarted by the webhook phase); then each
+            # window has the usual warm-up.
+            for w in chosen:
+                for service in (self.service, off):
+                    await self.loadgen.at(service.url).run(
+                        http_pool(w, self.context(), rng(w, "warm", 0)),
+                        max(self.cfg.warmup, 15.0))
+            self.warmed = True
+            for n in range(self.cfg.audit_round_count):
                 for w in chosen:
                     for mode in ("on", "off") if n % 2 == 0 else ("off", "on"):
                         windows[w.name][mode].append(await self.service_side(
@@ -689,7 +689,8 @@ def header(cfg: BenchConfig) -> dict:
                          "neo4j_pagecache": cfg.neo4j_pagecache,
                          "first_side": "bare" if cfg.bare_first else "service",
                          "rounds": cfg.rounds,
-                         "audit_rounds": cfg.audit_rounds or cfg.rounds}}
+                         "audit_rounds": cfg.audit_round_count if cfg.audit_off_workloads()
+                         else None}}
 
 
 async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:

@@ -168,3 +168,11 @@ def test_a_fixed_rate_wrk_would_time_out_on_is_refused():
     assert BenchConfig(webhook_rate=0).webhook_rate == 0
     with pytest.raises(ValueError, match="BENCH_WEBHOOK_RATE must be 0 or at least"):
         BenchConfig.from_env({"BENCH_CONCURRENCY": "32", "BENCH_WEBHOOK_RATE": "3"})
+
+
+def test_the_audit_comparisons_rounds_default_to_the_runs():
+    assert BenchConfig(rounds=2).audit_round_count == 2
+    assert BenchConfig(rounds=2, audit_rounds=6).audit_round_count == 6
+    assert BenchConfig(rounds=0).audit_round_count == 1
+    with pytest.raises(ValueError, match="BENCH_AUDIT_ROUNDS must be 0"):
+        BenchConfig(audit_rounds=-1)
