@@ -31,8 +31,8 @@ class BenchConfig:
     workloads: str = ""             # comma-separated subset; empty runs them all
     profile: bool = False           # py-spy the service after each workload's measurement
     plans: bool = False             # PROFILE each workload's statements (db hits per request)
-    audit_off: str = "create,get"   # workloads measured again with the trail on, then off
-                                    # (bench/unaudited); empty: none
+    audit_off: str = "create,get"   # workloads measured again with the trail on and off, on two
+                                    # services side by side (bench/unaudited); empty: none
     audit_rounds: int = 0           # rounds of the audit on/off comparison; 0: BENCH_ROUNDS
     jfr: bool = False               # JFR-record Neo4j during each measured window (bench/jfr.py)
     bare_first: bool = False        # measure each workload's bare side before its service side

@@ -108,7 +108,6 @@ class Service:
         comparison only. `port`: other than the benchmark's (its metrics on the next one), for
         a second service beside the first."""
         self.cfg = cfg
-        self.unaudited = unaudited
         self.port = cfg.port if port is None else port
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {

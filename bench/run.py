@@ -578,7 +578,6 @@ class Bench:
         # `memory_at_end` reads the one started after this phase).
         entry["memory_before_restart"] = await self.memory()
         say(f"{w.name}: service {service.rps:,.0f} req/s, p50 {service.p50_ms:.1f} ms")
-        unaudited = self.service.unaudited
         self.service.stop()
         say(f"{w.name}: service stopped for the bare window (its sender would deliver the bare "
             "side's events)")
@@ -590,7 +589,7 @@ class Bench:
         finally:
             await deliveries.stop()
             ctx.outbox = None
-            self.service = Service(self.cfg, self.neo, self.kek, unaudited=unaudited)
+            self.service = Service(self.cfg, self.neo, self.kek)
             self.service.start()
             self.warmed = False  # a new service: the next workload's warm-up is the first's
         # The service runs one sender per worker, each within the settings' bounds; the bare
