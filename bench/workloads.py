@@ -175,7 +175,6 @@ async def audited(ctx: Context, request: Request, work: Awaitable[None]) -> None
             audit_context.current.reset(token)
         event = {**note.skeleton(), "status": 200,
                  "transform": "mask" if note.transforms else None}
-        event.pop("pending")
         if note.persisted:
             ctx.audit.record_later(event, arrival, stored=note.stored)
         else:

@@ -61,7 +61,7 @@ class AuditNote:
             "application_id": p.application_id if p else None,
             "key_id": p.key_id if p else None, "token_ids": list(self.token_ids),
             "client_ip": self.client_ip, "user_agent": self.user_agent,
-            "outcome": "success", "pending": True,
+            "outcome": "success",
         }
 
 
@@ -108,15 +108,37 @@ def note_route(route: str) -> None:
         note.route = route
 
 
+def stored_skeleton(skeleton: dict[str, Any]) -> dict[str, Any]:
+    """A skeleton as a write's transaction stores it: in the form its linked event keeps
+    (repository/audit.py `stored_form`): its one token as the scalar `token_id` (none: no
+    property; several: the list, which linking gives an AUDIT_REF each), its ids as integers
+    (`ids.compact_ids`). So the token's index finds the event before it is linked (the list
+    is in no index), and linking writes only what the request learnt after the write (its
+    status and transform, the chain's fields)."""
+    out = dict(skeleton)
+    ids = out.pop("token_ids", None) or []
+    if len(ids) == 1:
+        out["token_id"] = ids[0]
+    elif ids:
+        out["token_ids"] = ids
+    return compact_ids(out, in_place=True)
+
+
 def write_event() -> dict[str, Any] | None:
-    """The event skeleton for a write's own transaction, as it is stored (its tenant's and
-    application's ids as integers, `ids.compact_ids`), or None outside a request. The caller
-    sends it: from here on the event may be stored (`AuditNote.stored`)."""
+    """The event skeleton for a write's own transaction, as it is stored
+    (`stored_skeleton`), or None outside a request. The caller sends it: from here on the
+    event may be stored (`AuditNote.stored`)."""
     note = current.get()
     if note is None or note.principal is None:
         return None
-    note.stored = compact_ids(note.skeleton())
+    note.stored = stored_skeleton(note.skeleton())
     return note.stored
+
+
+def named_tokens() -> list[str]:
+    """The tokens the current request named so far (none outside a request)."""
+    note = current.get()
+    return list(note.token_ids) if note is not None else []
 
 
 def claimed_key() -> dict[str, str] | None:

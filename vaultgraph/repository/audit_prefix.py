@@ -18,15 +18,16 @@ from .records import at_number
 # arrives apart from the rest, as the integer it is stored as (microseconds since 1970,
 # repository/audit.py `at_number`, docs/adr/0028), and is stored once.
 # When the request holds an Idempotency-Key entry ($idem), the same transaction marks it
-# `written`: committed with the change, rolled back with it, so a retry after an answer that
-# never came knows whether the first request changed anything (cypher/idempotency/claim). A
+# `written` and keeps the tokens the request named ($idem_tokens): committed with the change,
+# rolled back with it, so a retry after an answer that never came knows whether the first
+# request changed anything, and what (cypher/idempotency/claim). A
 # unit subquery: it never changes the statement's rows; a seek on the entry's key, which
 # finds nothing when the request holds no entry (null parameters).
 AUDIT_PREFIX = ("CALL () { CREATE (audit_event:AuditEvent:PendingAuditEvent) "
                 "SET audit_event = $audit, audit_event.at = $audit_at }\n"
                 "CALL () { MATCH (idem_key:IdempotencyKey {application_id: $idem_application, "
                 "key: $idem_key}) WHERE idem_key.claim = $idem_claim "
-                "SET idem_key.written = true, idem_key.token_ids = $audit.token_ids }\n")
+                "SET idem_key.written = true, idem_key.token_ids = $idem_tokens }\n")
 
 
 def audited_text(text: str) -> str:
@@ -37,7 +38,9 @@ def audited_params(params: dict[str, Any], event: dict[str, Any]) -> dict[str, A
     """A write statement's parameters with the request's event for `AUDIT_PREFIX`: its `at` as
     an integer (`at_number`) in a parameter of its own, the rest as a map."""
     fields = dict(event)
-    idem = audit_context.claimed_key() or {}
+    idem = audit_context.claimed_key()
+    held = idem or {}
     return {**params, "audit": fields, "audit_at": at_number(fields.pop("at", None)),
-            "idem_application": idem.get("application_id"), "idem_key": idem.get("key"),
-            "idem_claim": idem.get("claim")}
+            "idem_application": held.get("application_id"), "idem_key": held.get("key"),
+            "idem_claim": held.get("claim"),
+            "idem_tokens": audit_context.named_tokens() if idem else None}

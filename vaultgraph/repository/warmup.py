@@ -46,6 +46,7 @@ from typing import Any
 import neo4j
 from neo4j.exceptions import ClientError
 
+from ..audit.context import stored_skeleton
 from ..audit.event import OUTCOMES
 from ..errors import Unavailable
 from .audit import created_parts, linked_parts, time_forms
@@ -88,7 +89,7 @@ SAMPLES: dict[str, Any] = {
     "retention_ms": 1, "room": {}, "room_default": 1, "scan": 1, "secret_ct": _ID, "url": _ID,
     # The audit prefix's (audited_params): no Idempotency-Key held.
     "audit": {}, "audit_at": 1, "idem_application": None, "idem_key": None,
-    "idem_claim": None,
+    "idem_claim": None, "idem_tokens": None,
     # The log statements' ids as integers (audit/ids.py query_ids): a UUID's two halves.
     "tenant_key": 1, "tenant_rest": 1, "application_key": 1, "application_rest": 1,
     "token_key": None, "token_rest": None,
@@ -277,7 +278,8 @@ class _Rehearsal:
         self.parent, self.child = (str(uuid.uuid4()) for _ in range(2))
         self.chain = REHEARSAL_TENANT + str(uuid.uuid4())
         self.ids = prepared.rehearsal_ids = [self.parent, self.child, self.chain]
-        self.stored: list[dict[str, Any]] = []  # the events the writes stored
+        # the events the writes stored: each whole, and as its statement stored it
+        self.stored: list[tuple[dict[str, Any], dict[str, Any]]] = []
 
     def event(self, operation: str, token_id: str) -> dict[str, Any]:
         """A request's event as its write stores it (`audit.context.AuditNote.skeleton`)."""
@@ -285,14 +287,16 @@ class _Rehearsal:
                 "route": "/tokens", "trace_id": uuid.uuid4().hex, "tenant_id": self.tenant,
                 "application_id": self.tenant, "key_id": self.tenant,
                 "token_ids": [token_id], "client_ip": "127.0.0.1",
-                "user_agent": "vaultgraph warm-up", "outcome": "success", "pending": True}
+                "user_agent": "vaultgraph warm-up", "outcome": "success"}
         self.ids.append(made["id"])
         return made
 
     def write(self, operation: str, token_id: str) -> dict[str, Any]:
-        """The event of a write: stored by its statement, then linked by the audit writer."""
-        self.stored.append(made := self.event(operation, token_id))
-        return made
+        """The event of a write, as its statement stores it (`stored_skeleton`); linked by the
+        audit writer's batch."""
+        made = self.event(operation, token_id)
+        self.stored.append((made, stored := stored_skeleton(made)))
+        return stored
 
     def token(self, token_id: str) -> dict[str, Any]:
         """A token's properties (services/tokens.py, `_props`), with no data."""
@@ -362,9 +366,9 @@ async def _write_path(db: Database, tx: neo4j.AsyncTransaction, r: _Rehearsal,
               prefixes=_PREFIXES, actor=tenant, reason="deleted", merged_into=None)
     # The audit writer's batches, in the forms it sends most: a read's event created whole,
     # and a write's event completed (one a batch).
-    read = {**r.event("token:read", parent), "pending": None, "status": 200}
+    read = {**r.event("token:read", parent), "status": 200}
     batches = [([created_parts(read)], [])] + [
-        ([], [linked_parts({**e, "status": 200, "pending": None}, e)]) for e in r.stored]
+        ([], [linked_parts({**e, "status": 200}, stored)]) for e, stored in r.stored]
     for seq, (created, linked) in enumerate(batches, start=1):
         [done] = await run("audit/write_batch", chain=r.chain, head_seq=seq, created=created,
                            linked=linked)

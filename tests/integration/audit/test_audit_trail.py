@@ -246,22 +246,26 @@ async def test_a_write_s_event_is_completed_in_place(client, admin_headers, tena
     await settle(client)
     [done] = await cypher(client, query, **of_tenant(tenant.tenant_id), route="POST /tokens")
     assert sorted(skeleton["labels"]) == ["AuditEvent", "PendingAuditEvent"]
-    assert skeleton["p"]["pending"] is True and "chain" not in skeleton["p"]
-    # What the request knew when its write was sent is stored by the write itself; linking
-    # writes only the rest (repository/audit.py linked_parts).
-    assert (skeleton["p"]["user_agent"], skeleton["p"]["token_ids"]) == (
-        "audit-test/1", [card["id"]])
+    assert not {"chain", "pending", "token_ids"} & set(skeleton["p"])
+    # What the request knew when its write was sent is stored by the write itself, in the form
+    # the linked event keeps (audit/context.py stored_skeleton): its one token as the scalar's
+    # two integers. Linking writes only the rest (repository/audit.py linked_parts).
+    token = tuple(of_token(card["id"])[k] for k in ("ik", "ir"))
+    assert (skeleton["p"]["user_agent"], skeleton["p"]["token_key"],
+            skeleton["p"]["token_rest"]) == ("audit-test/1", *token)
     assert skeleton["p"]["client_ip"] and "status" not in skeleton["p"]
     assert done["node"] == skeleton["node"] and done["labels"] == ["AuditEvent"]
     assert done["p"]["at"] == skeleton["p"]["at"] and done["p"]["id"] == skeleton["p"]["id"]
     assert "pending" not in done["p"]
-    # The one token is stored as the scalar alone (linking removed the list the write stored),
-    # `prev` not at all (it is the MAC before the event in its chain, where the readers take
-    # it), the MAC as raw bytes in two halves (repository/audit.py stored_form), and the
-    # tenant's, application's and token's UUIDs as two integers each, the write's statement
-    # storing the first two (audit/ids.py).
-    assert (done["p"]["token_key"], done["p"]["token_rest"]) == tuple(
-        of_token(card["id"])[k] for k in ("ik", "ir"))
+    # What linking changed is only what the request learnt after its write (its status, how
+    # its answer showed the token) and the chain's fields.
+    assert {k for k in done["p"] if done["p"][k] != skeleton["p"].get(k)} == {
+        "status", "transform", "chain", "seq", "mac", "mac_end", "key_version"}
+    # The one token is stored as the scalar alone, `prev` not at all (it is the MAC before the
+    # event in its chain, where the readers take it), the MAC as raw bytes in two halves
+    # (repository/audit.py stored_form), and the tenant's, application's and token's UUIDs as
+    # two integers each (audit/ids.py).
+    assert (done["p"]["token_key"], done["p"]["token_rest"]) == token
     assert (done["p"]["status"], done["p"]["user_agent"]) == (201, "audit-test/1")
     assert {"chain", "seq", "mac", "mac_end", "key_version"} <= set(done["p"])
     assert not {"prev", "token_ids", "token_id", "tenant_id", "application_id"} & set(done["p"])
@@ -271,6 +275,35 @@ async def test_a_write_s_event_is_completed_in_place(client, admin_headers, tena
     assert event_of(done["p"])["token_ids"] == [card["id"]]
     assert [len(done["p"]["mac"]), len(done["p"]["mac_end"])] == [16, 16]
     assert await verify_own_chain(client) == []
+
+
+async def test_a_write_s_event_not_linked_yet_is_found_by_its_token(client, admin_headers,
+                                                                     tenant):
+    """An event its write stored and no batch has linked (the batch still to come, or its
+    process gone) is found among the token's events: the write stores the token in the form
+    the index holds, not only as the list a linked event drops."""
+    gate = asyncio.Event()
+    writer = client.server.app[services_key].audit_writer
+    audit_log = client.server.app[services_key].audit_log
+    real_write = writer._write
+
+    async def held(lane, batch):
+        await gate.wait()
+        await real_write(lane, batch)
+
+    writer._write = held
+    try:
+        card = await create_card(client, admin_headers)
+        pending, _ = await audit_log.page(tenant.tenant_id, LogFilter(token_id=card["id"]),
+                                          10, None)
+    finally:
+        gate.set()
+        writer._write = real_write
+    await settle(client)
+    assert [(e["route"], e["token_ids"], e.get("status")) for e in pending] == [
+        ("POST /tokens", [card["id"]], None)]
+    linked, _ = await audit_log.page(tenant.tenant_id, LogFilter(token_id=card["id"]), 10, None)
+    assert [(e["id"], e["status"]) for e in linked] == [(pending[0]["id"], 201)]
 
 
 async def test_a_write_whose_commit_went_unconfirmed_has_its_event_linked_once(
