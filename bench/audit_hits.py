@@ -19,7 +19,6 @@ from typing import Any
 
 from vaultgraph.audit import context as audit_context
 from vaultgraph.audit.chain import sign
-from vaultgraph.audit.ids import compact_ids
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.audit import created_parts, linked_parts
@@ -59,7 +58,8 @@ async def profile(neo: LocalNeo4j, size: int) -> dict:
                     token_ids=list(event["token_ids"]),
                     principal=SimpleNamespace(tenant_id=tenant, application_id=application,
                                               key_id=key))
-                stored = compact_ids(note.skeleton())  # as audit/context.py write_event
+                # as audit_context.write_event stores it
+                stored = audit_context.stored_skeleton(note.skeleton())
                 await db.driver.execute_query(AUDIT_PREFIX + "RETURN 1",
                                               audited_params({}, stored),
                                               database_=db.database)

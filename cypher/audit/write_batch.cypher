@@ -13,7 +13,8 @@
 // scalar (`token_key` and `token_rest` in its fields, indexed with tenant and time); one
 // naming several gets an AUDIT_REF self-loop per token, with the tenant's id as text
 // (`ev.tenant_id`: the fields hold it as integers, repository/audit.py). The head records the
-// last sequence number, so a deleted tail is seen.
+// last sequence number, so a deleted tail is seen. `e.pending = null` clears the flag the
+// expiry sweep's events (and earlier versions' writes) hold; a request's write stores none.
 MERGE (c:AuditChain {id: $chain})
 SET c.updated_at = datetime()
 WITH c, coalesce(c.seq, 0) = $head_seq - size($created) - size($linked) AS in_order

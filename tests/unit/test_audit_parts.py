@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime
 
 from vaultgraph.app import create_app
+from vaultgraph.audit.context import stored_skeleton
 from vaultgraph.audit.chain import sign
 from vaultgraph.audit.ids import ROUTES, chain_forms, chain_number, compact_ids, id_parts, query_ids
 from vaultgraph.crypto import KeyRing
@@ -35,23 +36,47 @@ def event(**changes) -> dict:
             **changes}
 
 
-# As a write's statement stores it (audit/context.py write_event): the ids with their keys.
-STORED = compact_ids({"id": "e1", "at": AT, "tenant_id": "t", "application_id": "a",
-                      "key_id": "k", "operation": "token:create", "route": "POST /tokens",
-                      "token_ids": ["x"], "client_ip": "10.0.0.1", "user_agent": "ua",
-                      "trace_id": "tr", "outcome": "success", "pending": True})
+SKELETON = {"id": "e1", "at": AT, "tenant_id": "t", "application_id": "a", "key_id": "k",
+            "operation": "token:create", "route": "POST /tokens", "token_ids": ["x"],
+            "client_ip": "10.0.0.1", "user_agent": "ua", "trace_id": "tr", "outcome": "success"}
+# As a write's statement stores it (audit/context.py write_event): the form a linked event
+# keeps, its one token as the scalar and the ids with their keys.
+STORED = stored_skeleton(SKELETON)
+# As an earlier version's write stored it: the list of one token and a `pending` flag.
+STORED_BEFORE = compact_ids({**SKELETON, "pending": True})
 X_KEY = id_parts("x")[0]
 
 
 def test_a_linked_event_sends_as_fields_only_what_its_write_did_not_store():
     parts = linked_parts(event(), STORED)
     assert parts["id"] == "e1" and parts["at"] == AT_NUMBER
-    assert parts["held"] == {k: v for k, v in STORED.items()
+    assert parts["held"] == {k: v for k, v in STORED.items() if k not in ("id", "at")}
+    assert {"token_id", "token_key"} <= set(parts["held"])
+    assert parts["fields"] == {"status": 201, "chain": "c", "seq": 3}
+
+
+def test_a_write_stores_its_event_as_the_linked_event_keeps_it():
+    """Whatever tokens it names, the skeleton's stored form is the linked event's less what
+    only came after the write: linking sends those alone."""
+    uid = str(uuid.uuid4())
+    for ids in (["x"], [uid], [], ["x", "y"]):
+        stored = stored_skeleton({**SKELETON, "token_ids": ids})
+        assert "pending" not in stored
+        assert ("token_ids" in stored) == (len(ids) > 1)
+        parts = linked_parts(event(token_ids=ids), stored)
+        assert parts["fields"] == {"status": 201, "chain": "c", "seq": 3}, ids
+        assert event_of({**stored, "at": AT})["token_ids"] == ids
+
+
+def test_an_event_an_earlier_version_s_write_stored_is_linked_into_the_scalar():
+    """Such a write stored the list of one token and a `pending` flag: linking writes the
+    scalar and removes the list (the flag is cleared by audit/write_batch itself)."""
+    parts = linked_parts(event(), STORED_BEFORE)
+    assert parts["held"] == {k: v for k, v in STORED_BEFORE.items()
                              if k not in ("id", "at", "pending", "token_ids")}
-    # The one token the event names is stored as its indexed scalar alone: linking writes it
-    # and removes the list the write stored.
     assert parts["fields"] == {"status": 201, "chain": "c", "seq": 3, "token_id": "x",
                                "token_key": X_KEY, "token_ids": None}
+    assert "pending" not in parts["fields"]  # bookkeeping, not an event field
 
 
 def test_a_stored_field_that_changed_is_sent_and_one_now_empty_is_sent_as_null():
@@ -89,7 +114,6 @@ def test_a_field_the_write_stored_that_the_event_no_longer_has_is_sent_as_null()
     del final["user_agent"]
     parts = linked_parts(final, STORED)
     assert "user_agent" in parts["fields"] and parts["fields"]["user_agent"] is None
-    assert "pending" not in parts["fields"]  # bookkeeping, not an event field: linking clears it
 
 
 def test_an_equal_value_of_another_type_is_written_again():

@@ -28,6 +28,9 @@ class AuditNote:
     reason: str | None = None
     # Set by a write whose transaction also created the event: it is already durable.
     persisted: bool = False
+    # The tokens named when that write was sent (`write_event`): what its statement marks on
+    # the request's Idempotency-Key entry.
+    written_tokens: list[str] | None = None
     # What a write's statement carrying the event stored, set when the statement is sent: whether
     # it committed may be unknown (a deadline or a dropped connection before the commit's
     # answer), so the event is linked by id, never created a second time; and linking it writes
@@ -131,14 +134,15 @@ def write_event() -> dict[str, Any] | None:
     note = current.get()
     if note is None or note.principal is None:
         return None
+    note.written_tokens = list(note.token_ids)
     note.stored = stored_skeleton(note.skeleton())
     return note.stored
 
 
-def named_tokens() -> list[str]:
-    """The tokens the current request named so far (none outside a request)."""
+def written_tokens() -> list[str] | None:
+    """The tokens named when the request's write was sent (`write_event`), or None."""
     note = current.get()
-    return list(note.token_ids) if note is not None else []
+    return note.written_tokens if note is not None else None
 
 
 def claimed_key() -> dict[str, str] | None:

@@ -140,7 +140,9 @@ def created_parts(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # What a write's statement may have stored that the event's stored form leaves out, so linking
-# removes it: a field (the list of one token), the scalar and the ids' integers.
+# removes it: a field (the list of one token, as the expiry sweep and earlier versions' writes
+# store it; a request's write stores the stored form, audit/context.py `stored_skeleton`), the
+# scalar and the ids' integers.
 _REMOVABLE = frozenset((*FIELDS, TOKEN_REF, *STORE_NAMES))
 # What a write's statement may have stored of an event whose stored form it was not told.
 _MAYBE_STORED = ("token_ids", "tenant_id", "application_id", TOKEN_REF, *STORE_NAMES)

@@ -17,17 +17,18 @@ from .records import at_number
 # chain by the audit writer (services/audit_writer.py) when the request's outcome is known. Its `at`
 # arrives apart from the rest, as the integer it is stored as (microseconds since 1970,
 # repository/audit.py `at_number`, docs/adr/0028), and is stored once.
-# When the request holds an Idempotency-Key entry ($idem), the same transaction marks it
-# `written` and keeps the tokens the request named ($idem_tokens): committed with the change,
-# rolled back with it, so a retry after an answer that never came knows whether the first
-# request changed anything, and what (cypher/idempotency/claim). A
-# unit subquery: it never changes the statement's rows; a seek on the entry's key, which
-# finds nothing when the request holds no entry (null parameters).
+# When the request holds an Idempotency-Key entry ($idem_*), the same transaction marks it
+# `written` and keeps the tokens the request had named when the write was sent
+# (`$idem_written`, a map, so the plan does not depend on how many): committed with the
+# change, rolled back with it, so a retry after an answer that never came knows whether the
+# first request changed anything, and what (cypher/idempotency/claim). A unit subquery: it
+# never changes the statement's rows; a seek on the entry's key, which finds nothing when the
+# request holds no entry (null parameters).
 AUDIT_PREFIX = ("CALL () { CREATE (audit_event:AuditEvent:PendingAuditEvent) "
                 "SET audit_event = $audit, audit_event.at = $audit_at }\n"
                 "CALL () { MATCH (idem_key:IdempotencyKey {application_id: $idem_application, "
                 "key: $idem_key}) WHERE idem_key.claim = $idem_claim "
-                "SET idem_key.written = true, idem_key.token_ids = $idem_tokens }\n")
+                "SET idem_key.written = true, idem_key.token_ids = $idem_written.token_ids }\n")
 
 
 def audited_text(text: str) -> str:
@@ -43,4 +44,4 @@ def audited_params(params: dict[str, Any], event: dict[str, Any]) -> dict[str, A
     return {**params, "audit": fields, "audit_at": at_number(fields.pop("at", None)),
             "idem_application": held.get("application_id"), "idem_key": held.get("key"),
             "idem_claim": held.get("claim"),
-            "idem_tokens": audit_context.named_tokens() if idem else None}
+            "idem_written": {"token_ids": audit_context.written_tokens()} if idem else None}

@@ -89,7 +89,7 @@ SAMPLES: dict[str, Any] = {
     "retention_ms": 1, "room": {}, "room_default": 1, "scan": 1, "secret_ct": _ID, "url": _ID,
     # The audit prefix's (audited_params): no Idempotency-Key held.
     "audit": {}, "audit_at": 1, "idem_application": None, "idem_key": None,
-    "idem_claim": None, "idem_tokens": None,
+    "idem_claim": None, "idem_written": None,
     # The log statements' ids as integers (audit/ids.py query_ids): a UUID's two halves.
     "tenant_key": 1, "tenant_rest": 1, "application_key": 1, "application_rest": 1,
     "token_key": None, "token_rest": None,

@@ -104,8 +104,9 @@ async def test_a_write_with_its_audit_event_and_idempotency_mark_is_index_backed
     from vaultgraph.repository.audit_prefix import audited_text
 
     db = database(client.server.app)
-    params = {**PARAMS, "parent_id": "p", "child_id": "c", "audit": {"token_ids": ["x"]},
-              "audit_at": None, "idem_application": "app", "idem_key": "k", "idem_claim": "c"}
+    params = {**PARAMS, "parent_id": "p", "child_id": "c", "audit": {"token_key": 1},
+              "audit_at": None, "idem_application": "app", "idem_key": "k", "idem_claim": "c",
+              "idem_written": {"token_ids": ["x"]}}
     _, summary, _ = await db.driver.execute_query(
         "EXPLAIN " + audited_text(db.catalog.text(name)), params, database_=db.database)
     ops = walk(summary.plan)
