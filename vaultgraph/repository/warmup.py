@@ -282,7 +282,8 @@ class _Rehearsal:
         self.stored: list[tuple[dict[str, Any], dict[str, Any]]] = []
 
     def event(self, operation: str, token_id: str) -> dict[str, Any]:
-        """A request's event as its write stores it (`audit.context.AuditNote.skeleton`)."""
+        """A request's event skeleton (`audit.context.AuditNote.skeleton`); its write stores it
+        as `write` gives it."""
         made = {"id": str(uuid.uuid4()), "at": datetime.now(UTC), "operation": operation,
                 "route": "/tokens", "trace_id": uuid.uuid4().hex, "tenant_id": self.tenant,
                 "application_id": self.tenant, "key_id": self.tenant,
