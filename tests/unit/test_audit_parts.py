@@ -7,8 +7,8 @@ import uuid
 from datetime import UTC, datetime
 
 from vaultgraph.app import create_app
-from vaultgraph.audit.context import stored_skeleton
 from vaultgraph.audit.chain import sign
+from vaultgraph.audit.context import stored_skeleton
 from vaultgraph.audit.ids import ROUTES, chain_forms, chain_number, compact_ids, id_parts, query_ids
 from vaultgraph.crypto import KeyRing
 from vaultgraph.repository.audit import (

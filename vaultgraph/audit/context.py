@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from ..tokens.fields import TOKEN_ID_MAX_LENGTH
-from .ids import compact_ids
+from .ids import compact_ids, token_scalar
 
 
 @dataclass
@@ -113,18 +113,12 @@ def note_route(route: str) -> None:
 
 def stored_skeleton(skeleton: dict[str, Any]) -> dict[str, Any]:
     """A skeleton as a write's transaction stores it: in the form its linked event keeps
-    (repository/audit.py `stored_form`): its one token as the scalar `token_id` (none: no
-    property; several: the list, which linking gives an AUDIT_REF each), its ids as integers
-    (`ids.compact_ids`). So the token's index finds the event before it is linked (the list
-    is in no index), and linking writes only what the request learnt after the write (its
-    status and transform, the chain's fields)."""
-    out = dict(skeleton)
-    ids = out.pop("token_ids", None) or []
-    if len(ids) == 1:
-        out["token_id"] = ids[0]
-    elif ids:
-        out["token_ids"] = ids
-    return compact_ids(out, in_place=True)
+    (repository/audit.py `stored_form`): its tokens as `ids.token_scalar` keeps them (several:
+    the list, which linking gives an AUDIT_REF each), its ids as integers (`ids.compact_ids`).
+    So the token's index finds the event before it is linked (the list is in no index), and
+    linking writes only what the request learnt after the write (its status and transform,
+    the chain's fields)."""
+    return compact_ids(token_scalar(dict(skeleton)), in_place=True)
 
 
 def write_event() -> dict[str, Any] | None:

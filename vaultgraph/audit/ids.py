@@ -86,6 +86,31 @@ def chain_forms(chain: str) -> list[Any]:
     return [chain] if number is None else [chain, number]
 
 
+# An event naming exactly one token (most do: a get, an update, a delete) holds it also as a
+# scalar, indexed with the tenant and the time: "all events of token X" is a seek on that node
+# index, with no relationship to store. An event naming several (a list page, a bulk call) gets
+# an AUDIT_REF self-loop per token instead (cypher/audit/write_batch), as every event stored
+# before this scalar did (cypher/audit/list_by_token reads both).
+TOKEN_REF = "token_id"
+
+
+def token_ref(event: Mapping[str, Any]) -> str | None:
+    """The one token the event names, or None (none, or several)."""
+    ids = event.get("token_ids")
+    return ids[0] if ids and len(ids) == 1 else None
+
+
+def token_scalar(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` (changed in place) with its tokens as stored: one as the scalar `TOKEN_REF`
+    and no list, none as neither, several as the list."""
+    if (ref := token_ref(fields)) is not None:
+        fields[TOKEN_REF] = ref
+    ids = fields.get("token_ids")
+    if ids is not None and len(ids) <= 1:
+        del fields["token_ids"]
+    return fields
+
+
 def id_parts(value: str | None) -> tuple[int | None, int | None, str | None]:
     """(key, rest, text) of an id: a canonical UUID as its two halves and no text; any other
     text as its 64-bit hash, no rest, and the text; None as nothing."""

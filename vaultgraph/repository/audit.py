@@ -10,7 +10,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..audit.event import FIELDS, OUTCOMES
-from ..audit.ids import STORE_NAMES, chain_forms, compact_ids, expand_ids, query_ids
+from ..audit.ids import (
+    STORE_NAMES,
+    TOKEN_REF,
+    chain_forms,
+    compact_ids,
+    expand_ids,
+    query_ids,
+    token_scalar,
+)
 from ..audit.query import LogFilter
 from .database import Database
 from .records import EPOCH, MICROSECOND, at_number, one_list
@@ -59,20 +67,6 @@ def time_forms(**bounds: datetime) -> list[dict[str, Any]]:
     return [{k: at_number(v) for k, v in bounds.items()}, bounds]
 
 
-# An event naming exactly one token (most do: a get, an update, a delete) holds it also as a
-# scalar, indexed with the tenant and the time: "all events of token X" is a seek on that node
-# index, with no relationship to store. An event naming several (a list page, a bulk call) gets
-# an AUDIT_REF self-loop per token instead (cypher/audit/write_batch), as every event stored
-# before this scalar did (cypher/audit/list_by_token reads both).
-TOKEN_REF = "token_id"
-
-
-def token_ref(event: Mapping[str, Any]) -> str | None:
-    """The one token the event names, or None (none, or several)."""
-    ids = event.get("token_ids")
-    return ids[0] if ids and len(ids) == 1 else None
-
-
 def mac_of(props: Mapping[str, Any]) -> Any:
     """The MAC an event stores, as the hex text it signed: two halves of raw bytes
     (`stored_form`), or the text events stored before hold (or whatever an edit left)."""
@@ -116,12 +110,7 @@ MAC_HALF = 16
 def stored_form(event: Mapping[str, Any]) -> dict[str, Any]:
     """The properties an event is stored as (its time apart): with its one token as the
     scalar `token_id`, and the ids the indexes hold as integers (audit/ids.py `compact_ids`)."""
-    out = {k: v for k, v in event.items() if k not in DERIVED}
-    ids = out.get("token_ids")
-    if ids is not None and len(ids) <= 1:
-        del out["token_ids"]
-    if (ref := token_ref(event)) is not None:
-        out[TOKEN_REF] = ref
+    out = token_scalar({k: v for k, v in event.items() if k not in DERIVED})
     mac = out.get("mac")
     if isinstance(mac, str):
         raw = bytes.fromhex(mac)
