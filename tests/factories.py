@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import shutil
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
@@ -28,6 +29,14 @@ from vaultgraph.repository.records import at_number
 from vaultgraph.settings import Settings
 
 T = TypeVar("T")
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def without_ids(text: str | bytes) -> str:
+    """`text` with every UUID cut out. A random id holds any four digits now and then (about
+    one in 2,000 holds "4242"), so a check that a secret's last digits are absent reads the rest."""
+    return _UUID.sub("<id>", text.decode("utf-8", "replace") if isinstance(text, bytes) else text)
 
 
 async def make_application(client, admin_headers, *, permissions: Iterable[str] = TOKEN_PERMISSIONS,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 
 import orjson
-from factories import new_tenant
+from factories import new_tenant, without_ids
 from standardwebhooks.webhooks import Webhook
 
 from .conftest import (
@@ -38,7 +38,7 @@ async def test_an_event_arrives_signed_and_is_recorded(delivering, receiver):
         "token.created", tenant.tenant_id, sent["webhook-id"])
     assert event["data"] == {"id": token["id"], "type": "card", "containers": ["/pci/"],
                              "application_id": tenant.application_id}
-    assert "4242" not in body.decode()
+    assert "4242" not in without_ids(body)
     recorded = await attempts_when(client, headers, hook["id"], 1)
     [attempt] = recorded
     assert (attempt["event_id"], attempt["attempt"], attempt["outcome"], attempt["status"],
