@@ -23,6 +23,11 @@ def _stat(path: Path) -> tuple[int, int]:
     return int(fields[1]), int(fields[11]) + int(fields[12])
 
 
+def own_ticks(pid: int) -> int:
+    """CPU ticks of `pid` alone (all its threads, none of its children's)."""
+    return _stat(Path(f"/proc/{pid}/stat"))[1]
+
+
 def reaped_ticks(pid: int) -> int:
     """CPU ticks of `pid`'s children that ended and were waited for (cutime + cstime): a load
     generator run as a subprocess per measurement (wrk) is gone by the window's end."""

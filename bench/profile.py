@@ -7,7 +7,10 @@ import gzip
 import shutil
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+
+RATE = 250  # samples a second
 
 
 def py_spy() -> str | None:
@@ -23,7 +26,7 @@ async def record(pid: int, seconds: float, out: Path) -> Path | None:
         return None
     proc = await asyncio.create_subprocess_exec(
         binary, "record", "--pid", str(pid), "--duration", str(max(1, round(seconds))),
-        "--rate", "250", "--format", "raw", "--nonblocking", "--subprocesses",
+        "--rate", str(RATE), "--format", "raw", "--nonblocking", "--subprocesses",
         "--output", str(out),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
     _, err = await proc.communicate()
@@ -72,21 +75,26 @@ def category(frame: str) -> str:
     return "other"
 
 
+def _stacks(collapsed: Path) -> Iterator[tuple[list[str], int]]:
+    """Each stack of `collapsed` (its frames outermost first, without the process and thread
+    lines) and how many samples it took."""
+    for line in collapsed.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = [_frame_name(f) for f in stack.split(";")
+                  if f and not f.startswith(("process ", "thread "))]
+        if frames:
+            yield frames, int(count)
+
+
 def summarize(collapsed: Path, top: int = 15) -> dict:
     """Inclusive and self shares of samples per function (a frame counts once per stack)."""
     inclusive: Counter[str] = Counter()
     own: Counter[str] = Counter()
     by_category: Counter[str] = Counter()
     total = 0
-    for line in collapsed.read_text().splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not stack or not count.isdigit():
-            continue
-        n = int(count)
-        frames = [_frame_name(f) for f in stack.split(";")
-                  if f and not f.startswith(("process ", "thread "))]
-        if not frames:
-            continue
+    for frames, n in _stacks(collapsed):
         total += n
         for f in set(frames):
             inclusive[f] += n
@@ -101,3 +109,34 @@ def summarize(collapsed: Path, top: int = 15) -> dict:
     return {"samples": total, "self_by_category_pct": share(by_category),
             "vaultgraph_inclusive_pct": share(app, 25),
             "inclusive_pct": share(inclusive), "self_pct": share(own)}
+
+
+def cpu_per_request(collapsed: Path, cpu_ms: float) -> dict[str, dict[str, float]]:
+    """`cpu_ms`, the CPU a request cost the sampled process as the kernel counts it, split by
+    category and by function (its innermost frame) in the shares of `collapsed`'s samples.
+    The samples alone overstate it on a busy machine: py-spy counts a thread waiting on the
+    run queue as running."""
+    by_category: Counter[str] = Counter()
+    own: Counter[str] = Counter()
+    for frames, n in _stacks(collapsed):
+        by_category[category(frames[-1])] += n
+        own[frames[-1]] += n
+    per = cpu_ms / max(sum(by_category.values()), 1)
+    return {"category": {k: v * per for k, v in by_category.items()},
+            "function": {k: v * per for k, v in own.items()}}
+
+
+def difference(service: dict[str, dict[str, float]], bare: dict[str, dict[str, float]],
+               top: int = 20) -> dict:
+    """What a request costs the service's process and not the bare client's (negative: the
+    other way), in milliseconds, by category (all) and by function (the `top` largest either
+    way), each side's total beside them."""
+    def apart(kind: str, n: int | None) -> list[tuple[str, float]]:
+        names = set(service[kind]) | set(bare[kind])
+        diff = {k: service[kind].get(k, 0.0) - bare[kind].get(k, 0.0) for k in names}
+        ranked = sorted(diff.items(), key=lambda kv: -abs(kv[1]))
+        return [(k, round(v, 3)) for k, v in ranked[:n]]
+
+    return {"service_ms": round(sum(service["category"].values()), 3),
+            "bare_ms": round(sum(bare["category"].values()), 3),
+            "by_category_ms": apart("category", None), "by_function_ms": apart("function", top)}

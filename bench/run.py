@@ -622,24 +622,46 @@ class Bench:
             return await resp.json() if resp.status == 200 else {}
 
     async def profile_workload(self, w: Workload) -> dict:
-        """py-spy of the service while `w` runs once more (after its measurement, so the
-        sampling costs the measured figures nothing); the collapsed stacks are kept gzipped beside
-        the results (speedscope and flamegraph.pl read them unzipped), summarised in the JSON."""
+        """py-spy of the service while `w` runs once more, then of this process while its bare
+        client runs `w` as long (after the measurement, so the sampling costs the measured
+        figures nothing). The collapsed stacks are kept gzipped beside the results (speedscope
+        and flamegraph.pl read them unzipped), summarised in the JSON with what a request costs
+        the service and not the bare client under the same load, by category and function."""
         ctx = self.context()
         rng = random.Random("profile-" + w.name)  # noqa: S311
-        pool = http_pool(w, ctx, rng)
-        raw = self.cfg.profile_dir / f"{w.name}.collapsed.txt"
-        raw.parent.mkdir(parents=True, exist_ok=True)
         seconds = max(5.0, self.cfg.duration)
-        recorded, _ = await asyncio.gather(
+        self.cfg.profile_dir.mkdir(parents=True, exist_ok=True)
+        raw = self.cfg.profile_dir / f"{w.name}.collapsed.txt"
+        before = cpu.snapshot({"service": self.service.pid})
+        recorded, served = await asyncio.gather(
             profile.record(self.service.pid, seconds - 1, raw),
-            self.loadgen.run(pool, seconds, self.rate(w)))
+            self.loadgen.run(http_pool(w, ctx, rng), seconds, self.rate(w)))
+        service_ms = cpu.per_request(before, cpu.snapshot({"service": self.service.pid}),
+                                     served.requests)["service"]
         if recorded is None:
             return {"error": "py-spy unavailable or failed"}
         summary = profile.summarize(recorded)
+        service_split = profile.cpu_per_request(recorded, service_ms or 0.0)
         kept = profile.compress(recorded)
         say(f"profile of {w.name}: {kept}")
-        return {**summary, "collapsed": str(kept.relative_to(ROOT))}
+        # The bare client is this process: its own CPU, not its children's (py-spy, Neo4j).
+        bare_raw = self.cfg.profile_dir / f"{w.name}.bare.collapsed.txt"
+        ticks = cpu.own_ticks(os.getpid())
+        bare_recorded, answered = await asyncio.gather(
+            profile.record(os.getpid(), seconds - 1, bare_raw),
+            run_bare(bare_op(w, ctx), w.items(ctx, rng), self.cfg.concurrency, seconds,
+                     rate=self.rate(w)))
+        bare_ms = (cpu.own_ticks(os.getpid()) - ticks) * cpu.TICK_MS / max(answered.requests, 1)
+        if bare_recorded is None:
+            return {**summary, "collapsed": str(kept.relative_to(ROOT))}
+        added = profile.difference(service_split,
+                                   profile.cpu_per_request(bare_recorded, bare_ms))
+        bare_kept = profile.compress(bare_recorded)
+        say(f"profile of {w.name}'s bare client: {bare_kept}; a request, service "
+            f"{added['service_ms']} ms, bare client {added['bare_ms']} ms: "
+            + ", ".join(f"{k} {v:+.3f}" for k, v in added["by_category_ms"]))
+        return {**summary, "collapsed": str(kept.relative_to(ROOT)),
+                "bare_collapsed": str(bare_kept.relative_to(ROOT)), "added_under_load": added}
 
 
 def bare_settings(environ: Mapping[str, str] | None = None) -> Settings:

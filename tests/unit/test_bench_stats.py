@@ -268,6 +268,25 @@ def test_a_profile_is_kept_gzipped_and_still_summarised(tmp_path):
     assert dict(summary["self_by_category_pct"]) == {"vaultgraph": 75.0, "neo4j driver": 25.0}
 
 
+def test_a_profile_under_load_gives_each_side_s_cpu_a_request_and_their_difference(tmp_path):
+    from bench import profile
+
+    service, bare = tmp_path / "s.txt", tmp_path / "b.txt"
+    # The kernel's CPU a request, split in the samples' shares (3:2 and all one).
+    service.write_text("process 1;thread 2;run (vaultgraph/server.py:1);"
+                       "_handle (aiohttp/web_app.py:5) 300\n"
+                       "process 1;run (vaultgraph/server.py:1);recv (neo4j/_io.py:5) 200\n")
+    bare.write_text("process 9;op (bench/workloads.py:3);recv (neo4j/_io.py:5) 250\n")
+    s_ms = profile.cpu_per_request(service, 2.0)
+    b_ms = profile.cpu_per_request(bare, 1.0)
+    assert s_ms["category"] == pytest.approx({"aiohttp": 1.2, "neo4j driver": 0.8})
+    assert s_ms["function"]["_handle (aiohttp/web_app.py)"] == pytest.approx(1.2)
+    added = profile.difference(s_ms, b_ms)
+    assert (added["service_ms"], added["bare_ms"]) == (2.0, 1.0)
+    assert added["by_category_ms"] == [("aiohttp", 1.2), ("neo4j driver", -0.2)]
+    assert added["by_function_ms"][0] == ("_handle (aiohttp/web_app.py)", 1.2)
+
+
 def _samples(rss: list[float]) -> list[dict]:
     return [{"service_rss_mib": v} for v in rss]
 
