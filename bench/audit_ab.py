@@ -82,9 +82,7 @@ class Side:
         self.db = db = await _connect(self.neo)
         ring = KeyRing.from_spec(new_kek())
         defaults = Settings()
-        self.writer = AuditWriter(AuditRepository(db), ring, max_batch=defaults.audit_batch_max,
-                                  max_wait=defaults.audit_batch_wait,
-                                  lanes=defaults.audit_lane_count)
+        self.writer = AuditWriter.from_settings(AuditRepository(db), ring, defaults)
         self.groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
         await db.apply_schema()
         names = {r["name"] for r in (await db.driver.execute_query("SHOW INDEXES YIELD name"))[0]}

@@ -126,9 +126,8 @@ async def write(neo: LocalNeo4j, events: int, warmup: int, concurrency: int) -> 
     db = await _connect(neo)
     try:
         defaults = Settings()
-        writer = AuditWriter(AuditRepository(db), KeyRing.from_spec(new_kek()),
-                             max_batch=defaults.audit_batch_max,
-                             max_wait=defaults.audit_batch_wait)
+        writer = AuditWriter.from_settings(AuditRepository(db), KeyRing.from_spec(new_kek()),
+                                           defaults)
         await _requests(writer, warmup, concurrency, "warm-up")
         groups = {"neo4j": neo.running_pid(), "writer": os.getpid()}
         before, began = cpu.snapshot(groups), time.monotonic()

@@ -12,6 +12,9 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+_RUN_STARTED = time.strftime("%Y-%m-%dT%H%M%SZ", time.gmtime())
+
+
 @dataclass(frozen=True)
 class BenchConfig:
     duration: float = 15.0          # measured seconds per workload and side (service, bare)
@@ -88,8 +91,10 @@ class BenchConfig:
 
     @property
     def profile_dir(self) -> Path:
-        """BENCH_PROFILE's collapsed stacks, one file per workload, kept with the results."""
-        return RESULTS / "profiles" / time.strftime("%Y-%m-%d", time.gmtime())
+        """BENCH_PROFILE's collapsed stacks, one file per workload and side, kept with the
+        results: a folder a run (its start, UTC), so a second run the same day keeps the
+        first's."""
+        return RESULTS / "profiles" / _RUN_STARTED
 
     def audit_off_workloads(self) -> list[str]:
         return [w.strip() for w in self.audit_off.split(",")

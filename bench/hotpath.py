@@ -84,8 +84,7 @@ async def main(names: list[str]) -> None:
     tenant = await create_bench_tenant(db, ring)
     ids = await load_tokens(db, tenant, 0, tokens, 1000)
     defaults = bare_settings()
-    audit = AuditWriter(AuditRepository(db), ring, max_batch=defaults.audit_batch_max,
-                        max_wait=defaults.audit_batch_wait, lanes=defaults.audit_lane_count)
+    audit = AuditWriter.from_settings(AuditRepository(db), ring, defaults)
     neo = SimpleNamespace(uri=uri, resolve_password=lambda: password)
     os.environ["VAULTGRAPH_WORKERS"] = "1"
     services = {"service": Service(cfg, neo, kek)}  # type: ignore[arg-type]

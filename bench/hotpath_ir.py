@@ -194,8 +194,7 @@ def bare_context(db: Database, ring: KeyRing, tenant, ids: list[str],
                  catalog: Catalog) -> tuple[Context, AuditWriter]:
     """The bare client's context and its audit writer, set as the bare client of `make bench`."""
     defaults = bare_settings()
-    audit = AuditWriter(AuditRepository(db), ring, max_batch=defaults.audit_batch_max,
-                        max_wait=defaults.audit_batch_wait, lanes=defaults.audit_lane_count)
+    audit = AuditWriter.from_settings(AuditRepository(db), ring, defaults)
     return Context(tenant, ids, catalog, db.driver, audit=audit), audit
 
 

@@ -143,10 +143,7 @@ class Bench:
         ring = KeyRing.from_spec(self.kek)
         self.tenant = await create_bench_tenant(self.db, ring)
         defaults = bare_settings()
-        self.audit = AuditWriter(AuditRepository(self.db), ring,
-                                 max_batch=defaults.audit_batch_max,
-                                 max_wait=defaults.audit_batch_wait,
-                                 lanes=defaults.audit_lane_count)
+        self.audit = AuditWriter.from_settings(AuditRepository(self.db), ring, defaults)
         if cfg.selected("proxy"):
             self.destination.start()
             self.proxy_id = str(uuid.uuid4())

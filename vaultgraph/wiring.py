@@ -138,8 +138,7 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
         tokens = TokenService(token_repo, settings, renderer)
         audit_repo = AuditRepository(db)
         audit_log = AuditLog(audit_repo, keyring)
-        writer = (AuditWriter(audit_repo, keyring, max_batch=settings.audit_batch_max,
-                              max_wait=settings.audit_batch_wait, lanes=settings.audit_lane_count)
+        writer = (AuditWriter.from_settings(audit_repo, keyring, settings)
                   if keyring else None)
         readiness = Readiness(db)
         readiness.started = not background_start

@@ -22,13 +22,16 @@ import logging
 import secrets
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import metrics
 from ..audit.chain import sign
 from ..crypto import KeyRing
 from ..errors import Unavailable
 from ..repository.audit import AuditRepository
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 log = logging.getLogger("vaultgraph.services.audit")
 
@@ -91,6 +94,14 @@ class AuditWriter:
         self._stopping = False
         self._idle = asyncio.Event()
         self._idle.set()
+
+    @classmethod
+    def from_settings(cls, repo: AuditRepository, ring: KeyRing,
+                      settings: Settings) -> AuditWriter:
+        """The writer `settings` describe (`VAULTGRAPH_AUDIT_BATCH_MAX`, `_BATCH_WAIT`,
+        `_LANES`)."""
+        return cls(repo, ring, max_batch=settings.audit_batch_max,
+                   max_wait=settings.audit_batch_wait, lanes=settings.audit_lane_count)
 
     @property
     def chain(self) -> str:
