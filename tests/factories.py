@@ -35,7 +35,7 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 def without_ids(text: str | bytes) -> str:
     """`text` with every UUID cut out. A random id holds any four digits now and then (about
-    one in 2,000 holds "4242"), so a check that a secret's last digits are absent reads the rest."""
+    one in 4,000 holds "4242"), so a check that a secret's last digits are absent reads the rest."""
     return _UUID.sub("<id>", text.decode("utf-8", "replace") if isinstance(text, bytes) else text)
 
 
