@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import secrets
 import time
@@ -167,8 +168,10 @@ class AuditWriter:
         if self._stopping:
             return  # stop() writes what is pending until it is done
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._run(),
-                                                                name="audit-writer")
+            # A context of its own: a task started from a request's would carry the request's
+            # audit note into every batch, whose statement would then store that event again.
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name="audit-writer", context=contextvars.Context())
 
     # -- the writer -------------------------------------------------------------------------
 

@@ -63,6 +63,40 @@ async def test_a_lone_event_is_written_without_waiting(client, tenant):
         await writer.stop()
 
 
+async def test_a_writer_first_handed_an_event_inside_a_request_stores_no_event_of_it_twice(
+        client, tenant):
+    """The writer's task starts with the first event handed to it. Started from inside a
+    request (its audit note current, as a write's statement sees it), a task that kept that
+    context would send every batch as the request's write, which stores the request's event
+    again: the second batch would be refused by the pending events' unique id and fail its
+    requests closed. Its task runs in a context of its own."""
+    from vaultgraph.audit import context as audit_context
+
+    writer = AuditWriter(AuditRepository(database(client.server.app)),
+                         client.server.app[services_key].keyring, max_wait=0)
+    note = audit_context.AuditNote(id=str(uuid.uuid4()), at=datetime.now(UTC),
+                                   operation="token:read", route="GET /tokens/{id}",
+                                   trace_id=None, client_ip="127.0.0.1", user_agent="test")
+    note.principal = type("P", (), {"tenant_id": tenant.tenant_id, "key_id": None,
+                                    "application_id": tenant.application_id})()
+    events = [event(tenant) for _ in range(3)]
+    token = audit_context.current.set(note)
+    try:
+        async with asyncio.timeout(GUARD):
+            await writer.record(events[0])
+    finally:
+        audit_context.current.reset(token)
+    try:
+        async with asyncio.timeout(GUARD):
+            for e in events[1:]:
+                await writer.record(e)  # one batch each: the second is where it failed
+        assert await stored(client, [e["id"] for e in events]) == [
+            (writer.chain, 1), (writer.chain, 2), (writer.chain, 3)]
+        assert await stored(client, [note.id]) == []
+    finally:
+        await writer.stop()
+
+
 async def test_a_batch_waits_for_the_requests_in_flight_then_commits_them_together(
         client, tenant):
     writer = writer_for(client)
