@@ -8,7 +8,10 @@ rounds that alternate within a minute share the machine's state, so the medians 
 With BENCH_AUDIT_AB_WITHOUT=<index>,... a second Neo4j runs beside the first, the same schema
 less those indexes (the trail's own: what fewer index entries an event would save), and each
 round runs every workload on both, audited and plain, in an order that rotates from round to
-round; each side is reported against its own plain mode.
+round; each side is reported against its own plain mode. With BENCH_AUDIT_AB_FORMS=once,intent
+a Neo4j runs beside the first for each form named, the full schema, whose bare side stores a
+write's event in that form (bench/audit_forms.py: the cheapest the database work of each
+alternative could be, measured before building it), in the same rotating rounds.
 
 Reported per workload, side and mode: Neo4j's CPU and this process's CPU per request
 (milliseconds, from /proc), requests per second, and the audited mode's cost against the plain
@@ -18,6 +21,7 @@ one; written to `bench/results/audit-ab-latest.json` and a dated copy.
     BENCH_AUDIT_AB_ROUNDS=16 BENCH_AUDIT_AB_REQUESTS=5000 .venv/bin/python -m bench.audit_ab
     BENCH_AUDIT_AB_WARMUP=4 BENCH_AUDIT_AB_WITHOUT=audit_at,audit_tenant_key_operation_at \
         .venv/bin/python -m bench.audit_ab
+    BENCH_AUDIT_AB_WARMUP=3 BENCH_AUDIT_AB_FORMS=once,intent .venv/bin/python -m bench.audit_ab
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from vaultgraph.repository.database import Database
 from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.settings import Settings
 
-from . import cpu
+from . import audit_forms, cpu
 from .audit_storage import _connect, fresh_neo4j
 from .dataset import create_bench_tenant, load_tokens
 from .environment import new_kek, say
@@ -73,8 +77,10 @@ FULL = "full schema"
 class Side:
     """One Neo4j with its database, audit writer and loaded tenant."""
 
-    def __init__(self, neo: LocalNeo4j, without: tuple[str, ...]) -> None:
+    def __init__(self, neo: LocalNeo4j, without: tuple[str, ...] = (),
+                 form: str | None = None) -> None:
         self.neo, self.without = neo, without
+        self.form = audit_forms.Form(form) if form else None
         self.db: Database | None = None
         self.writer: AuditWriter | None = None
 
@@ -82,7 +88,9 @@ class Side:
         self.db = db = await _connect(self.neo)
         ring = KeyRing.from_spec(new_kek())
         defaults = Settings()
-        self.writer = AuditWriter.from_settings(AuditRepository(db), ring, defaults)
+        repo = (audit_forms.BlockRepository(db) if self.form is not None and self.form.linked_after
+                else AuditRepository(db))
+        self.writer = AuditWriter.from_settings(repo, ring, defaults)
         self.groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
         await db.apply_schema()
         names = {r["name"] for r in (await db.driver.execute_query("SHOW INDEXES YIELD name"))[0]}
@@ -93,7 +101,8 @@ class Side:
         say(f"loading {tokens:,} tokens")
         tenant = await create_bench_tenant(db, ring)
         ids = await load_tokens(db, tenant, 0, tokens, 5_000)
-        self.ctx = Context(tenant, ids, db.catalog, db.driver, audit=self.writer)
+        self.ctx = Context(tenant, ids, db.catalog, db.driver, audit=self.writer,
+                           write_form=self.form)
 
     async def close(self) -> None:
         """What `open` opened, if it got that far."""
@@ -131,18 +140,17 @@ async def measure(sides: dict[str, Side], rounds: int, warmup: int, requests: in
     finally:
         for side in sides.values():
             await side.close()
-    return summarize(samples, {label: side.without for label, side in sides.items()},
+    return summarize(samples, {label: {"indexes_dropped": list(side.without),
+                                       "write_event_form": side.form.name if side.form
+                                       else "service"} for label, side in sides.items()},
                      rounds, warmup, requests)
 
 
 def summarize(samples: dict[tuple[str, str, bool], list[dict]],
-              sides: dict[str, tuple[str, ...]], rounds: int, warmup: int,
-              requests: int) -> dict:
+              sides: dict[str, dict], rounds: int, warmup: int, requests: int) -> dict:
     out: dict = {**provenance(), "rounds": rounds, "warmup_rounds": warmup,
                  "requests_per_round": requests, "concurrency": CONCURRENCY,
-                 "sides": {label: {"indexes_dropped": list(without)}
-                           for label, without in sides.items()},
-                 "workloads": {}}
+                 "sides": sides, "workloads": {}}
     for name in MEASURED:
         for label in sides:
             row: dict = {}
@@ -187,12 +195,16 @@ def main() -> int:
     requests = int(os.environ.get("BENCH_AUDIT_AB_REQUESTS", "3000"))
     tokens = int(os.environ.get("BENCH_AUDIT_AB_TOKENS", "20000"))
     without = tuple(n for n in os.environ.get("BENCH_AUDIT_AB_WITHOUT", "").split(",") if n)
+    forms = [n for n in os.environ.get("BENCH_AUDIT_AB_FORMS", "").split(",") if n]
     with contextlib.ExitStack() as stack:
         sides = {FULL: Side(stack.enter_context(
             fresh_neo4j("audit-ab", heap="1g", pagecache="512m")), ())}
         if without:
             sides["without " + ", ".join(without)] = Side(stack.enter_context(
                 fresh_neo4j("audit-ab-without", heap="1g", pagecache="512m")), without)
+        for form in forms:
+            sides["write event " + form] = Side(stack.enter_context(
+                fresh_neo4j(f"audit-ab-{form}", heap="1g", pagecache="512m")), form=form)
         for side in sides.values():
             side.neo.start()
         result = asyncio.run(measure(sides, rounds, warmup, requests, tokens))

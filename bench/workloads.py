@@ -31,6 +31,7 @@ from vaultgraph.services.tokens import meta_kvs
 from vaultgraph.tokens.merge_patch import merge_patch
 from vaultgraph.tokens.stored import StoredToken
 
+from . import audit_forms
 from .dataset import (
     PER_CUSTOMER,
     REGIONS,
@@ -71,6 +72,8 @@ class Context:
     tx: Any = None               # set: the bare reads run in this transaction (bench/plans.py)
     outbox: Any = None           # webhook_create's bare deliveries (bench/outbox.py), woken
                                  # after each create
+    write_form: Any = None       # set: a write's audit event stored another way than the
+                                 # service's (bench/audit_forms.py), for bench/audit_ab.py
 
     @property
     def principal(self) -> SimpleNamespace:
@@ -129,7 +132,10 @@ class BareDriver:
         text = query or ctx.catalog[name]
         event = (audit_context.write_event() if audited and mode == neo4j.WRITE_ACCESS
                  else None)
-        if event is not None:  # as the service's Database: the write creates its own event
+        if event is not None and ctx.write_form is not None:
+            text, params = await ctx.write_form.statement(ctx, ctx.catalog.text(name), params,
+                                                          event)
+        elif event is not None:  # as the service's Database: the write creates its own event
             text, params = audited_text(ctx.catalog.text(name)), audited_params(params, event)
         if ctx.plans is not None:
             text = neo4j.Query("PROFILE " + (text.text if isinstance(text, neo4j.Query)
@@ -169,12 +175,16 @@ async def audited(ctx: Context, request: Request, work: Awaitable[None]) -> None
     note.principal = ctx.principal
     with ctx.audit.arriving() as arrival:  # as the audit middleware announces each request
         token = audit_context.current.set(note)
+        held = audit_forms.ARRIVAL.set(arrival)
         try:
             await work
         finally:
+            audit_forms.ARRIVAL.reset(held)
             audit_context.current.reset(token)
         event = {**note.skeleton(), "status": 200,
                  "transform": "mask" if note.transforms else None}
+        if note.persisted and ctx.write_form is not None and not ctx.write_form.linked_after:
+            return  # handed over before the write (bench/audit_forms.py `intent`)
         if note.persisted:
             ctx.audit.record_later(event, arrival, stored=note.stored)
         else:

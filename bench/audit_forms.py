@@ -1,0 +1,101 @@
+"""Other ways a write's audit event could be stored, measured before any is built
+(`BENCH_AUDIT_AB_FORMS` in bench/audit_ab.py). The service stores a write's event in the
+write's own transaction, incomplete and labelled pending, and its audit writer completes and
+links it into its chain afterwards (a second write to the event). Each form here is the
+cheapest the database work of an alternative could be, so what it saves against the
+service's form is an upper bound on what building it could save:
+
+- `once`: the write's transaction stores the event complete, with its chain, number and MAC
+  (a random MAC and a number from a counter: what the database stores, not what a real
+  signer would sign), and is never written again; the writer's batch records only a block
+  naming the batch's write events (one node with their ids and MACs) where the service
+  completes each. The chain would then be a chain of blocks.
+- `intent`: the event is group-committed before the write (as a read's event is, the
+  request waiting for the commit), and the write carries none. No completion afterwards: the
+  real thing would also record the outcome, as `once`'s block does.
+
+Neither form is the product's: both live here, beside the benchmark that measures them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Mapping
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+import neo4j
+
+from vaultgraph.audit import context as audit_context
+from vaultgraph.repository.audit import (
+    AuditRepository,
+    ChainForked,
+    created_parts,
+)
+from vaultgraph.repository.audit_prefix import audited_params
+
+FORMS = ("once", "intent")
+# The request's arrival (AuditWriter.arriving), for a form that hands the event over before
+# the write (`intent`): the writer's batch stops waiting for it once it is handed.
+ARRIVAL: ContextVar[Any] = ContextVar("bench_audit_arrival", default=None)
+
+_BLOCK = (Path(__file__).parent / "cypher" / "audit_block.cypher").read_text()
+
+# The service's prefix (repository/audit_prefix.py) with the event complete: no pending label
+# (no entry in its unique index, none to remove), its chain's fields set by the write.
+_ONCE_PREFIX = (
+    "CALL () { CREATE (audit_event:AuditEvent) SET audit_event = $audit, "
+    "audit_event.at = $audit_at, audit_event.chain = $audit_chain, audit_event.seq = $audit_seq, "
+    "audit_event.mac = $audit_mac, audit_event.mac_end = $audit_mac_end }\n"
+    "CALL () { MATCH (idem_key:IdempotencyKey {application_id: $idem_application, "
+    "key: $idem_key}) WHERE idem_key.claim = $idem_claim "
+    "SET idem_key.written = true, idem_key.token_ids = $idem_written.token_ids }\n")
+_CHAIN = 4_200_000_000_000_000_001  # a chain id as the service stores one (an integer)
+
+
+class Form:
+    """How a write's event travels with the bare side's write (bench/workloads.py
+    `BareDriver`), and whether the writer hears of it after the write (`linked_after`)."""
+
+    def __init__(self, name: str) -> None:
+        if name not in FORMS:
+            raise SystemExit(f"no audit form {name!r}; known: {', '.join(FORMS)}")
+        self.name = name
+        self.linked_after = name == "once"
+        self._seq = itertools.count(1)
+
+    async def statement(self, ctx: Any, text: str, params: dict[str, Any],
+                        event: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The statement and parameters the write sends, its event handed over first if the
+        form says so."""
+        if self.name == "intent":
+            note = audit_context.current.get()
+            await ctx.audit.record({**note.skeleton(), "status": 200}, ARRIVAL.get())
+            return text, params
+        raw = os.urandom(32)
+        return _ONCE_PREFIX + text, {
+            **audited_params(params, event), "audit_chain": _CHAIN,
+            "audit_seq": next(self._seq), "audit_mac": raw[:16], "audit_mac_end": raw[16:]}
+
+
+class BlockRepository(AuditRepository):
+    """The audit repository of form `once`: a batch's write events are already complete, so
+    the batch stores its other events as the service does and one block naming the write
+    events (bench/cypher/audit_block.cypher) instead of completing each."""
+
+    async def write_batch(self, created: list[dict[str, Any]],
+                          linked: list[tuple[dict[str, Any], Mapping[str, Any] | None]],
+                          *, chain: str, head_seq: int) -> None:
+        if not created and not linked:
+            return
+        db = self._db
+        async with db.session(neo4j.WRITE_ACCESS) as session:
+            result = await session.run(_BLOCK, {
+                "created": [created_parts(e) for e in created],
+                "linked": [e["id"] for e, _ in linked], "macs": os.urandom(32 * len(linked)),
+                "chain": chain, "head_seq": head_seq})
+            record = await result.single()
+        if record is None or not record["in_order"]:
+            raise ChainForked("the block's chain head is not where this writer left it")
