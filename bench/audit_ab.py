@@ -8,7 +8,7 @@ rounds that alternate within a minute share the machine's state, so the medians 
 With BENCH_AUDIT_AB_WITHOUT=<index>,... a second Neo4j runs beside the first, the same schema
 less those indexes (the trail's own: what fewer index entries an event would save), and each
 round runs every workload on both, audited and plain, in an order that rotates from round to
-round; each side is reported against its own plain mode. With BENCH_AUDIT_AB_FORMS=once,intent
+round; each side is reported against its own plain mode. With BENCH_AUDIT_AB_FORMS=once,ahead,intent
 a Neo4j runs beside the first for each form named, the full schema, whose bare side stores a
 write's event in that form (bench/audit_forms.py: the cheapest the database work of each
 alternative could be, measured before building it), in the same rotating rounds.
@@ -21,7 +21,8 @@ one; written to `bench/results/audit-ab-latest.json` and a dated copy.
     BENCH_AUDIT_AB_ROUNDS=16 BENCH_AUDIT_AB_REQUESTS=5000 .venv/bin/python -m bench.audit_ab
     BENCH_AUDIT_AB_WARMUP=4 BENCH_AUDIT_AB_WITHOUT=audit_at,audit_tenant_key_operation_at \
         .venv/bin/python -m bench.audit_ab
-    BENCH_AUDIT_AB_WARMUP=3 BENCH_AUDIT_AB_FORMS=once,intent .venv/bin/python -m bench.audit_ab
+    BENCH_AUDIT_AB_WARMUP=3 BENCH_AUDIT_AB_FORMS=once,ahead,intent \
+        .venv/bin/python -m bench.audit_ab
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ import time
 
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
-from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.repository.database import Database
 from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.settings import Settings
@@ -88,8 +88,7 @@ class Side:
         self.db = db = await _connect(self.neo)
         ring = KeyRing.from_spec(new_kek())
         defaults = Settings()
-        repo = (audit_forms.BlockRepository(db) if self.form is not None and self.form.linked_after
-                else AuditRepository(db))
+        repo = audit_forms.repository(self.form, db)
         self.writer = AuditWriter.from_settings(repo, ring, defaults)
         self.groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
         await db.apply_schema()

@@ -10,9 +10,15 @@ service's form is an upper bound on what building it could save:
   signer would sign), and is never written again; the writer's batch records only a block
   naming the batch's write events (one node with their ids and MACs) where the service
   completes each. The chain would then be a chain of blocks.
-- `intent`: the event is group-committed before the write (as a read's event is, the
-  request waiting for the commit), and the write carries none. No completion afterwards: the
-  real thing would also record the outcome, as `once`'s block does.
+- `ahead`: the event is group-committed ahead of the write (the request waits for that
+  commit, as a read waits for its event's), stored pending as the write's statement stores it
+  today, and the write carries none; after the write the writer links it as it links a write's
+  event today. The change would keep the service's linking and move only where the event is
+  first stored; no change could then be committed without its event, which is committed
+  first.
+- `intent`: `ahead` without the link: the event is group-committed, complete, before the
+  write, and never written again. The least any form storing the event outside the write's
+  transaction could cost.
 
 Neither form is the product's: both live here, beside the benchmark that measures them.
 """
@@ -33,15 +39,19 @@ from vaultgraph.repository.audit import (
     AuditRepository,
     ChainForked,
     created_parts,
+    linked_parts,
 )
 from vaultgraph.repository.audit_prefix import audited_params
+from vaultgraph.repository.records import at_number
 
-FORMS = ("once", "intent")
+FORMS = ("once", "ahead", "intent")
 # The request's arrival (AuditWriter.arriving), for a form that hands the event over before
 # the write (`intent`): the writer's batch stops waiting for it once it is handed.
 ARRIVAL: ContextVar[Any] = ContextVar("bench_audit_arrival", default=None)
 
 _BLOCK = (Path(__file__).parent / "cypher" / "audit_block.cypher").read_text()
+_AHEAD = (Path(__file__).parent / "cypher" / "audit_ahead.cypher").read_text()
+AHEAD = "bench_ahead"  # an event's key holding its stored skeleton, when it is stored ahead
 
 # The service's prefix (repository/audit_prefix.py) with the event complete: no pending label
 # (no entry in its unique index, none to remove), its chain's fields set by the write.
@@ -63,7 +73,7 @@ class Form:
         if name not in FORMS:
             raise SystemExit(f"no audit form {name!r}; known: {', '.join(FORMS)}")
         self.name = name
-        self.linked_after = name == "once"
+        self.linked_after = name in ("once", "ahead")
         self._seq = itertools.count(1)
 
     async def statement(self, ctx: Any, text: str, params: dict[str, Any],
@@ -73,6 +83,10 @@ class Form:
         if self.name == "intent":
             note = audit_context.current.get()
             await ctx.audit.record({**note.skeleton(), "status": 200}, ARRIVAL.get())
+            return text, params
+        if self.name == "ahead":
+            note = audit_context.current.get()
+            await ctx.audit.record({**note.skeleton(), AHEAD: event}, ARRIVAL.get())
             return text, params
         raw = os.urandom(32)
         return _ONCE_PREFIX + text, {
@@ -99,3 +113,33 @@ class BlockRepository(AuditRepository):
             record = await result.single()
         if record is None or not record["in_order"]:
             raise ChainForked("the block's chain head is not where this writer left it")
+
+
+class AheadRepository(AuditRepository):
+    """The audit repository of form `ahead`: an event handed over ahead of its write is stored
+    pending, as the write's statement would have stored it (bench/cypher/audit_ahead.cypher),
+    and not linked into the chain (its number stays unused: this measures the database's
+    work, not a chain that verifies); the others as the service stores them."""
+
+    async def write_batch(self, created: list[dict[str, Any]],
+                          linked: list[tuple[dict[str, Any], Mapping[str, Any] | None]],
+                          *, chain: str, head_seq: int) -> None:
+        if not created and not linked:
+            return
+        ahead = [{"at": at_number(e["at"]), "fields": {k: v for k, v in e[AHEAD].items()
+                                                         if k != "at"}}
+                 for e in created if AHEAD in e]
+        async with self._db.session(neo4j.WRITE_ACCESS) as session:
+            result = await session.run(_AHEAD, {
+                "created": [created_parts(e) for e in created if AHEAD not in e],
+                "ahead": ahead, "linked": [linked_parts(e, stored) for e, stored in linked],
+                "chain": chain, "head_seq": head_seq})
+            record = await result.single()
+        if record is None or not record["in_order"]:
+            raise ChainForked("the batch's chain head is not where this writer left it")
+
+
+def repository(form: Form | None, db: Any) -> AuditRepository:
+    """The audit repository a side with `form` (None: the service's) writes its batches by."""
+    kind = {"once": BlockRepository, "ahead": AheadRepository}.get(form.name if form else "")
+    return (kind or AuditRepository)(db)

@@ -73,4 +73,4 @@ async def test_the_once_form_sends_the_event_complete_with_numbers_in_order():
     assert [p["audit_seq"] for p in params] == [1, 2]
     assert all(p["x"] == 1 and p["audit"]["id"] == "e1" for p in params)
     assert all(len(p["audit_mac"] + p["audit_mac_end"]) == 32 for p in params)
-    assert form.linked_after and not Form("intent").linked_after
+    assert form.linked_after and Form("ahead").linked_after and not Form("intent").linked_after
