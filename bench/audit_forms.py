@@ -20,7 +20,7 @@ service's form is an upper bound on what building it could save:
   write, and never written again. The least any form storing the event outside the write's
   transaction could cost.
 
-Neither form is the product's: both live here, beside the benchmark that measures them.
+None of these is the product's: they live here, beside the benchmark that measures them.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from vaultgraph.repository.records import at_number
 
 FORMS = ("once", "ahead", "intent")
 # The request's arrival (AuditWriter.arriving), for a form that hands the event over before
-# the write (`intent`): the writer's batch stops waiting for it once it is handed.
+# the write (`ahead`, `intent`): the writer's batch stops waiting for it once it is handed.
 ARRIVAL: ContextVar[Any] = ContextVar("bench_audit_arrival", default=None)
 
 _BLOCK = (Path(__file__).parent / "cypher" / "audit_block.cypher").read_text()

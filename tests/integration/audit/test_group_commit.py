@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
 from factories import database
 from prometheus_client import REGISTRY
 
 from vaultgraph.api.typedefs import services_key
+from vaultgraph.audit import context as audit_context
 from vaultgraph.errors import Unavailable
 from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.services.audit_writer import AuditWriter
@@ -70,15 +72,13 @@ async def test_a_writer_first_handed_an_event_inside_a_request_stores_no_event_o
     context would send every batch as the request's write, which stores the request's event
     again: the second batch would be refused by the pending events' unique id and fail its
     requests closed. Its task runs in a context of its own."""
-    from vaultgraph.audit import context as audit_context
-
     writer = AuditWriter(AuditRepository(database(client.server.app)),
                          client.server.app[services_key].keyring, max_wait=0)
     note = audit_context.AuditNote(id=str(uuid.uuid4()), at=datetime.now(UTC),
                                    operation="token:read", route="GET /tokens/{id}",
                                    trace_id=None, client_ip="127.0.0.1", user_agent="test")
-    note.principal = type("P", (), {"tenant_id": tenant.tenant_id, "key_id": None,
-                                    "application_id": tenant.application_id})()
+    note.principal = SimpleNamespace(tenant_id=tenant.tenant_id, key_id=None,
+                                     application_id=tenant.application_id)
     events = [event(tenant) for _ in range(3)]
     token = audit_context.current.set(note)
     try:
