@@ -34,6 +34,8 @@ import random
 import statistics
 import time
 
+from prometheus_client import REGISTRY
+
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.database import Database
@@ -119,8 +121,15 @@ def orders(sides: list[str], n: int) -> list[tuple[str, bool]]:
     return pairs[k:] + pairs[:k]
 
 
+def failed_batches() -> float:
+    """Audit batches this process could not write so far (a link's failure fails no request:
+    without this count, a side whose batches failed would look cheaper)."""
+    return REGISTRY.get_sample_value("vaultgraph_audit_batch_failures_total") or 0.0
+
+
 async def measure(sides: dict[str, Side], rounds: int, warmup: int, requests: int,
                   tokens: int) -> dict:
+    failed_before = failed_batches()
     try:
         for side in sides.values():
             await side.open(tokens)
@@ -139,6 +148,8 @@ async def measure(sides: dict[str, Side], rounds: int, warmup: int, requests: in
     finally:
         for side in sides.values():
             await side.close()
+    if (failed := failed_batches() - failed_before) > 0:
+        raise SystemExit(f"{failed:.0f} audit batches failed: the sides are not comparable")
     return summarize(samples, {label: {"indexes_dropped": list(side.without),
                                        "write_event_form": side.form.name if side.form
                                        else "service"} for label, side in sides.items()},

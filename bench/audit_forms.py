@@ -20,6 +20,13 @@ service's form is an upper bound on what building it could save:
   write, and never written again. The least any form storing the event outside the write's
   transaction could cost.
 
+Where a form does less than a built one would (so its saving is a little high): `once`'s
+event lacks `status` and `key_version` (today's link writes them) and no constraint checks its
+place; `once`'s and `ahead`'s batches run on a plain session, without `Database`'s retries and
+metrics; `ahead` and `intent` writes leave out the idempotency mark's seek. And where it may do
+more: `ahead`'s link is handed over without an announced arrival (that went with the event
+before the write), so batches do not wait for it and may be smaller.
+
 None of these is the product's: they live here, beside the benchmark that measures them.
 """
 

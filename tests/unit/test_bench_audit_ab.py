@@ -74,3 +74,12 @@ async def test_the_once_form_sends_the_event_complete_with_numbers_in_order():
     assert all(p["x"] == 1 and p["audit"]["id"] == "e1" for p in params)
     assert all(len(p["audit_mac"] + p["audit_mac_end"]) == 32 for p in params)
     assert form.linked_after and Form("ahead").linked_after and not Form("intent").linked_after
+
+
+def test_a_failed_audit_batch_is_counted_so_a_run_with_one_is_refused():
+    from bench.audit_ab import failed_batches
+    from vaultgraph import metrics
+
+    before = failed_batches()
+    metrics.AUDIT_FAILURES.inc()
+    assert failed_batches() == before + 1
