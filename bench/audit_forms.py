@@ -32,11 +32,12 @@ None of these is the product's: they live here, beside the benchmark that measur
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
+import re
 from collections.abc import Mapping
 from contextvars import ContextVar
-from pathlib import Path
 from typing import Any
 
 import neo4j
@@ -48,7 +49,7 @@ from vaultgraph.repository.audit import (
     created_parts,
     linked_parts,
 )
-from vaultgraph.repository.audit_prefix import audited_params
+from vaultgraph.repository.audit_prefix import AUDIT_PREFIX, audited_params
 from vaultgraph.repository.records import at_number
 
 FORMS = ("once", "ahead", "intent")
@@ -56,19 +57,52 @@ FORMS = ("once", "ahead", "intent")
 # the write (`ahead`, `intent`): the writer's batch stops waiting for it once it is handed.
 ARRIVAL: ContextVar[Any] = ContextVar("bench_audit_arrival", default=None)
 
-_BLOCK = (Path(__file__).parent / "cypher" / "audit_block.cypher").read_text()
-_AHEAD = (Path(__file__).parent / "cypher" / "audit_ahead.cypher").read_text()
 AHEAD = "bench_ahead"  # an event's key holding its stored skeleton, when it is stored ahead
 
-# The service's prefix (repository/audit_prefix.py) with the event complete: no pending label
-# (no entry in its unique index, none to remove), its chain's fields set by the write.
-_ONCE_PREFIX = (
-    "CALL () { CREATE (audit_event:AuditEvent) SET audit_event = $audit, "
-    "audit_event.at = $audit_at, audit_event.chain = $audit_chain, audit_event.seq = $audit_seq, "
-    "audit_event.mac = $audit_mac, audit_event.mac_end = $audit_mac_end }\n"
-    "CALL () { MATCH (idem_key:IdempotencyKey {application_id: $idem_application, "
-    "key: $idem_key}) WHERE idem_key.claim = $idem_claim "
-    "SET idem_key.written = true, idem_key.token_ids = $idem_written.token_ids }\n")
+
+def variant(text: str, old: str, new: str) -> str:
+    """`text` with `old` (which it must hold) replaced by `new`: each form's statement is the
+    service's with one part changed, so it follows the service's as that changes, and a change
+    that removes the part fails here instead of measuring something else."""
+    if old not in text:
+        raise RuntimeError(f"the service's statement no longer holds {old[:60]!r}")
+    return text.replace(old, new)
+
+
+_HEAD = "WITH c, coalesce(c.seq, 0) = $head_seq - size($created) - size($linked) AS in_order\n"
+_LINKS = re.compile(r"FOREACH \(ev IN CASE WHEN in_order THEN \$linked.*?(?=\nSET c\.seq)",
+                    re.DOTALL)
+# `once`: the service's prefix (repository/audit_prefix.py) storing the event complete: no
+# pending label (no entry in its unique index, none to remove), its chain's fields set by the
+# write. `_block`: the service's batch (cypher/audit/write_batch) with one block naming the
+# write events in place of completing each. `_ahead`: the same batch storing, first, the events
+# handed over ahead of their write, pending, as the write's statement would have stored them.
+_ONCE_PREFIX = variant(
+    AUDIT_PREFIX, "CREATE (audit_event:AuditEvent:PendingAuditEvent) SET audit_event = $audit, "
+    "audit_event.at = $audit_at }",
+    "CREATE (audit_event:AuditEvent) SET audit_event = $audit, audit_event.at = $audit_at, "
+    "audit_event.chain = $audit_chain, audit_event.seq = $audit_seq, "
+    "audit_event.mac = $audit_mac, audit_event.mac_end = $audit_mac_end }")
+
+
+@functools.cache  # built once per catalog text, not per batch
+def _block(batch: str) -> str:
+    if not _LINKS.search(batch):
+        raise RuntimeError("the service's batch no longer links write events as it did")
+    return _LINKS.sub(lambda _: (
+        "FOREACH (_ IN CASE WHEN in_order AND size($linked) > 0 THEN [1] ELSE [] END |\n"
+        "  CREATE (:AuditBlock {chain: $chain, seq: $head_seq, ids: $linked, macs: $macs}))"),
+        batch)
+
+
+@functools.cache
+def _ahead(batch: str) -> str:
+    return variant(batch, _HEAD, _HEAD.replace("size($linked)", "size($ahead) - size($linked)")
+                   + "FOREACH (ev IN CASE WHEN in_order THEN $ahead ELSE [] END |\n"
+                   "  CREATE (e:AuditEvent:PendingAuditEvent)\n"
+                   "  SET e = ev.fields, e.at = ev.at)\n")
+
+
 _CHAIN = 4_200_000_000_000_000_001  # a chain id as the service stores one (an integer)
 
 
@@ -101,32 +135,35 @@ class Form:
             "audit_seq": next(self._seq), "audit_mac": raw[:16], "audit_mac_end": raw[16:]}
 
 
+async def _batch(db: Any, text: str, params: dict[str, Any]) -> None:
+    """One batch in its form's statement, refused as the service's is when the chain's head
+    is not where the writer left it."""
+    async with db.session(neo4j.WRITE_ACCESS) as session:
+        record = await (await session.run(text, params)).single()
+    if record is None or not record["in_order"]:
+        raise ChainForked("the chain's head is not where this writer left it")
+
+
 class BlockRepository(AuditRepository):
     """The audit repository of form `once`: a batch's write events are already complete, so
     the batch stores its other events as the service does and one block naming the write
-    events (bench/cypher/audit_block.cypher) instead of completing each."""
+    events instead of completing each."""
 
     async def write_batch(self, created: list[dict[str, Any]],
                           linked: list[tuple[dict[str, Any], Mapping[str, Any] | None]],
                           *, chain: str, head_seq: int) -> None:
-        if not created and not linked:
-            return
-        db = self._db
-        async with db.session(neo4j.WRITE_ACCESS) as session:
-            result = await session.run(_BLOCK, {
+        if created or linked:
+            await _batch(self._db, _block(self._db.catalog.text("audit/write_batch")), {
                 "created": [created_parts(e) for e in created],
                 "linked": [e["id"] for e, _ in linked], "macs": os.urandom(32 * len(linked)),
                 "chain": chain, "head_seq": head_seq})
-            record = await result.single()
-        if record is None or not record["in_order"]:
-            raise ChainForked("the block's chain head is not where this writer left it")
 
 
 class AheadRepository(AuditRepository):
     """The audit repository of form `ahead`: an event handed over ahead of its write is stored
-    pending, as the write's statement would have stored it (bench/cypher/audit_ahead.cypher),
-    and not linked into the chain (its number stays unused: this measures the database's
-    work, not a chain that verifies); the others as the service stores them."""
+    pending, as the write's statement would have stored it, and not linked into the chain (its
+    number stays unused: this measures the database's work, not a chain that verifies); the
+    others as the service stores them."""
 
     async def write_batch(self, created: list[dict[str, Any]],
                           linked: list[tuple[dict[str, Any], Mapping[str, Any] | None]],
@@ -136,14 +173,10 @@ class AheadRepository(AuditRepository):
         ahead = [{"at": at_number(e["at"]), "fields": {k: v for k, v in e[AHEAD].items()
                                                          if k != "at"}}
                  for e in created if AHEAD in e]
-        async with self._db.session(neo4j.WRITE_ACCESS) as session:
-            result = await session.run(_AHEAD, {
-                "created": [created_parts(e) for e in created if AHEAD not in e],
-                "ahead": ahead, "linked": [linked_parts(e, stored) for e, stored in linked],
-                "chain": chain, "head_seq": head_seq})
-            record = await result.single()
-        if record is None or not record["in_order"]:
-            raise ChainForked("the batch's chain head is not where this writer left it")
+        await _batch(self._db, _ahead(self._db.catalog.text("audit/write_batch")), {
+            "created": [created_parts(e) for e in created if AHEAD not in e],
+            "ahead": ahead, "linked": [linked_parts(e, stored) for e, stored in linked],
+            "chain": chain, "head_seq": head_seq})
 
 
 def repository(form: Form | None, db: Any) -> AuditRepository:

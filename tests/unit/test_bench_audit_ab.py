@@ -83,3 +83,24 @@ def test_a_failed_audit_batch_is_counted_so_a_run_with_one_is_refused():
     before = failed_batches()
     metrics.AUDIT_FAILURES.inc()
     assert failed_batches() == before + 1
+
+
+def test_each_form_s_statements_are_the_service_s_with_one_part_changed():
+    from bench.audit_forms import _ONCE_PREFIX, _ahead, _block, variant
+    from vaultgraph.catalog import Catalog
+    from vaultgraph.repository.audit_prefix import AUDIT_PREFIX
+
+    batch = Catalog.load().text("audit/write_batch")
+    block, ahead = _block(batch), _ahead(batch)
+    assert "MERGE (e:PendingAuditEvent" in batch and "MERGE (e:PendingAuditEvent" not in block
+    assert "CREATE (:AuditBlock" in block and block.count("$created") == batch.count("$created")
+    assert "size($ahead)" in ahead and ahead.count("$linked") == batch.count("$linked")
+    assert "PendingAuditEvent" not in _ONCE_PREFIX
+    assert "audit_event.seq = $audit_seq" in _ONCE_PREFIX
+    assert _ONCE_PREFIX.split("\n")[1] == AUDIT_PREFIX.split("\n")[1]  # the idempotency mark
+    try:
+        variant(batch, "a part it lacks", "")
+    except RuntimeError as exc:
+        assert "a part it lacks" in str(exc)
+    else:
+        raise AssertionError("a part the statement lacks was replaced silently")
