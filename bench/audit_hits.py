@@ -39,11 +39,11 @@ async def profile(neo: LocalNeo4j, size: int) -> dict:
     out = {}
     try:
         for kind in ("created", "linked"):
-            chain, prev, events = str(uuid.uuid4()), "", []
-            for seq in range(1, size + 1):
+            chain, events = str(uuid.uuid4()), []
+            for seq in range(1, size + 1):  # signed as the writer signs (a placed chain's)
                 event = {**_event(tenant, application, key), "chain": chain, "seq": seq,
-                         "prev": prev, "key_version": ring.active}
-                event["mac"] = prev = sign(ring, event)
+                         "key_version": ring.active}
+                event["mac"] = sign(ring, event)
                 events.append(event)
             created, linked = [], []
             for event in events:

@@ -180,18 +180,26 @@ def children_of(pid: int) -> list[int]:
     return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
-async def retime_chain(services, chain: str, at: Callable[[dict], datetime]) -> None:
+async def retime_chain(services, chain: str, at: Callable[[dict], datetime], *,
+                       placed: bool = True) -> None:
     """A chain (with no checkpoint yet) as if its events had been made at the times `at` gives
-    each, and signed so by its writer: old events to prune, or link order and time order apart."""
+    each, and signed so by its writer: old events to prune, or link order and time order apart.
+    Not `placed`: signed as a writer signed before placed chains (audit/chain.py), each after
+    the MAC before it, and the chain no longer marked placed."""
     audit_log = services.audit_log
     events = [e async for e in audit_log._repo.chain_events(chain)]
     prev = ""
     for event in events:
-        event["at"], event["prev"] = at(event), prev
+        event["at"] = at(event)
+        if not placed:
+            event["prev"] = prev
         event["mac"] = prev = sign(audit_log._ring, event)
     db = services.database
-    # Stored as the writer stores an event (without `prev`, the MAC as two halves of bytes, the
-    # time as an integer; the AUDIT_REFs hold the time too).
+    if not placed:
+        await db.driver.execute_query("MATCH (c:AuditChain {id: $chain}) REMOVE c.placed",
+                                      {"chain": chain}, database_=db.database)
+    # Stored as the writer stores an event (the MAC as two halves of bytes, the time as an
+    # integer; the AUDIT_REFs hold the time too).
     await db.driver.execute_query(
         "UNWIND $rows AS r MATCH (e:AuditEvent {id: r.id}) "
         "SET e.at = r.at, e.mac = r.mac, e.mac_end = r.mac_end "

@@ -101,7 +101,7 @@ AUDIT_COMMIT = Histogram("vaultgraph_audit_commit_seconds", "Time one audit grou
                                   2.5))
 AUDIT_FAILURES = Counter("vaultgraph_audit_batch_failures", "Audit batches that could not be "
                          "written (their requests failed closed with 503).")
-AUDIT_CHAINS = Counter("vaultgraph_audit_chains_started", "Audit hash chains started (one per "
+AUDIT_CHAINS = Counter("vaultgraph_audit_chains_started", "Audit chains started (one per "
                        "writer, and a new one after each failed batch).")
 
 # What stops a process from answering (vaultgraph/stall_monitor.py). Seconds; the loop's lag is

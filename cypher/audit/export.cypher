@@ -5,7 +5,8 @@
 // one (repository/audit.py): the event before it in its chain (a seek on (chain, seq)) and the
 // chain's checkpoint. The event before may hold the chain's id in the other form (an integer,
 // or the text of events stored before docs/adr/0028): the seek takes both; the checkpoint is
-// named by the text.
+// named by the text. An event of a placed chain (audit/chain.py) is signed without `prev`: the
+// export gives it none (`placed`).
 UNWIND $times AS t
 CALL (t) {
   MATCH (e:AuditEvent)
@@ -19,6 +20,7 @@ WITH e, CASE WHEN e.at IS :: INTEGER THEN e.at ELSE e.at.epochSeconds * 1000000 
 ORDER BY instant, e.id
 LIMIT $limit
 RETURN properties(e) AS event,
+       EXISTS { MATCH (c:AuditChain {id: toString(e.chain)}) WHERE c.placed = true } AS placed,
        CASE WHEN e.prev IS NULL AND e.seq > 1 THEN
          COLLECT { MATCH (p:AuditEvent)
                    WHERE p.chain IN [toString(e.chain), toIntegerOrNull(e.chain)]

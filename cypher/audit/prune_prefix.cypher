@@ -2,9 +2,10 @@
 // time (a seek on (chain, seq), once for each form of the chain's id its events may hold:
 // $chains, audit/ids.py chain_forms). A prune deletes only what continues a chain from its
 // checkpoint, each event linking to the one before, so nothing of the chain stays below the
-// checkpoint it leaves (docs/audit.md, "Retention").
+// checkpoint it leaves (docs/audit.md, "Retention"); `placed`, the chain's form (audit/chain.py).
 OPTIONAL MATCH (k:AuditCheckpoint {chain: $chain})
-WITH coalesce(k.seq, 0) AS done, coalesce(k.mac, "") AS done_mac
+WITH coalesce(k.seq, 0) AS done, coalesce(k.mac, "") AS done_mac,
+     EXISTS { MATCH (c:AuditChain {id: $chain}) WHERE c.placed = true } AS placed
 CALL (done) {
   UNWIND $chains AS chain
   CALL (chain, done) {
@@ -18,4 +19,4 @@ CALL (done) {
   LIMIT $limit
   RETURN collect(properties(e)) AS events
 }
-RETURN done, done_mac, events
+RETURN done, done_mac, placed, events

@@ -1,4 +1,6 @@
 // Group commit: one batch of events, linked into the writer's chain, in one transaction.
+// A chain this statement starts is placed (audit/chain.py): each event's MAC covers its own
+// fields and its place, not the MAC of the event before.
 // The chain's head is locked first (the SET) and must stand at the number before the batch's
 // first: a batch that would fork the chain (another process writing with the same chain id, or
 // a writer that lost track of its head) writes no event and returns in_order = false, and the
@@ -16,6 +18,7 @@
 // last sequence number, so a deleted tail is seen. `e.pending = null` clears the flag the
 // expiry sweep's events (and earlier versions' writes) hold; a request's write stores none.
 MERGE (c:AuditChain {id: $chain})
+ON CREATE SET c.placed = true
 SET c.updated_at = datetime()
 WITH c, coalesce(c.seq, 0) = $head_seq - size($created) - size($linked) AS in_order
 FOREACH (ev IN CASE WHEN in_order THEN $created ELSE [] END |

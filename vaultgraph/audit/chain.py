@@ -1,12 +1,17 @@
-"""Hash chains over audit events, and their verification.
+"""Chains over audit events, and their verification.
 
-Each writer process links its events into its own chain: `seq` counts up from 1 with no gap,
-`prev` is the MAC of the event before (of the checkpoint left by pruning, or "" at the start),
-and `mac` is HMAC-SHA256 over every other field under the audit key of `key_version` (derived
-from the key-encryption key of that version). Sequence numbers are given when a batch of events
-is written, and the writer's state only moves on once that write committed, so a rolled-back
-batch or write leaves no gap; a batch whose outcome is uncertain ends the chain and the writer
-starts a new one, so no sequence number is ever used twice.
+Each writer process numbers its events in chains of its own: `seq` counts up from 1 with no
+gap, and `mac` is HMAC-SHA256 over every other field under the audit key of `key_version`
+(derived from the key-encryption key of that version). Sequence numbers are given when a batch
+of events is written, and the writer's state only moves on once that write committed, so a
+rolled-back batch or write leaves no gap; a batch whose outcome is uncertain ends the chain and
+the writer starts a new one, so no sequence number is ever used twice.
+
+A chain is one of two forms. A placed chain (its node's `placed`, every chain started since
+that form) signs each event's own fields, its place (`chain`, `seq`) among them: an event holds
+only at its own place, whatever is done to the others. A chain started before also signs
+`prev`, the MAC of the event before it (of the checkpoint left by pruning, or "" at the start),
+so an event is checked only where the one before it is known.
 
 Verification names each event that was edited (its MAC fails), deleted (its sequence number is
 missing, or the chain ends before its recorded head), inserted (a second event at a sequence
@@ -69,9 +74,10 @@ def holds(ring: KeyRing, event: Mapping[str, Any], prev: str | None, **override:
 
 def verify_chain(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]], *,
                  checkpoint: tuple[int, str] | None = None,
-                 head: int | None = None) -> list[Finding]:
+                 head: int | None = None, placed: bool = False) -> list[Finding]:
     """Findings for one chain. `events` are that chain's events (any order); `checkpoint` is
-    (seq, mac) of the last pruned event; `head` the last sequence number the writer recorded.
+    (seq, mac) of the last pruned event; `head` the last sequence number the writer recorded;
+    `placed`, whether the chain is of the placed form (`verify_placed`).
 
     An event's `prev` is the MAC of the event before it in the chain (the first at the number
     before its own), the checkpoint's right after the checkpoint, "" at 1; events stored before
@@ -82,6 +88,8 @@ def verify_chain(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]],
     by_seq: dict[int, list[Mapping[str, Any]]] = {}
     for event in events:
         by_seq.setdefault(int(event["seq"]), []).append(event)
+    if placed:
+        return verify_placed(ring, chain, by_seq, start=start, head=head)
 
     def link(seq: int) -> str | None:
         """The MAC an event at `seq` follows, as stored; None if unknown."""
@@ -130,4 +138,39 @@ def verify_chain(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]],
                 and chosen.get("prev") != prev_mac and not after_finding):
             findings.append(Finding("inserted", chain, seq, chosen.get("id")))
         prev_mac = chosen.get("mac")
+    return findings
+
+
+def placed_holds(ring: KeyRing, event: Mapping[str, Any], **override: Any) -> bool:
+    """Whether an event of a placed chain holds (at its own place, or with `override`)."""
+    return valid(ring, event, prev=None, **override)
+
+
+def verify_placed(ring: KeyRing, chain: str, by_seq: Mapping[int, list[Mapping[str, Any]]], *,
+                  start: int, head: int | None) -> list[Finding]:
+    """Findings for a placed chain: `by_seq` its events by number, `start` the number after its
+    checkpoint. Every number from `start` to the head or the highest present holds one event
+    whose MAC holds there; each event is checked on its own, so one next to a named event is
+    checked as any other."""
+    findings: list[Finding] = [Finding("edited", chain, s, e.get("id"))
+                               for s in sorted(by_seq) if s < start
+                               for e in by_seq[s] if not placed_holds(ring, e)]
+    seqs = sorted(s for s in by_seq if s >= start)
+    for seq in range(start, max([*seqs, head or 0, start - 1]) + 1):
+        here = by_seq.get(seq)
+        if not here:
+            findings.append(Finding("deleted", chain, seq, None))
+            continue
+        good = [e for e in here if placed_holds(ring, e)]
+        for event in here:
+            if any(event is g for g in good):
+                continue
+            if good or event is not here[0]:
+                kind = "inserted"
+            elif any(placed_holds(ring, event, seq=other) for other in seqs if other != seq):
+                kind = "reordered"
+            else:
+                kind = "edited"
+            findings.append(Finding(kind, chain, seq, event.get("id")))
+        findings.extend(Finding("inserted", chain, seq, e.get("id")) for e in good[1:])
     return findings

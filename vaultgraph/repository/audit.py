@@ -46,6 +46,7 @@ class ChainInfo:
     head: int | None
     checkpoint: tuple[int, str] | None
     checkpoint_sig: str | None
+    placed: bool = False  # its events signed at their place, not after the MAC before
 
 
 def native(at: Any) -> Any:
@@ -167,12 +168,15 @@ def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any] | None
 
 
 def with_prev(event: dict[str, Any], before: Mapping[str, Any] | None,
-              checkpoint_mac: str | None) -> dict[str, Any]:
+              checkpoint_mac: str | None, placed: bool = False) -> dict[str, Any]:
     """The event with its `prev`: its own if it holds one, else "" at 1, the MAC of the event
     `before` it in its chain, or the checkpoint's right after a pruned prefix (None when the
-    event before is missing, or for an event in no chain)."""
+    event before is missing, or for an event in no chain). An event of a placed chain
+    (audit/chain.py) is signed with none: None."""
     if event.get("prev") is not None:
         return event
+    if placed:
+        return {**event, "prev": None}
     seq = event.get("seq")
     prev = ("" if seq == 1 else mac_of(before) if before is not None else checkpoint_mac
             if seq is not None else None)
@@ -221,7 +225,8 @@ class AuditRepository:
         records = await self._db.read("audit/chains")
         return [ChainInfo(r["chain"], r["head"],
                           (r["checkpoint_seq"], r["checkpoint_mac"])
-                          if r["checkpoint_seq"] is not None else None, r["checkpoint_sig"])
+                          if r["checkpoint_seq"] is not None else None, r["checkpoint_sig"],
+                          r["placed"] is True)
                 for r in records]
 
     async def chain_events(self, chain: str, *, page: int = 1000
@@ -247,19 +252,20 @@ class AuditRepository:
                 "audit/export", times=time_forms(since=since, until=until, after=after_at),
                 after_id=after_id, limit=page)
             for r in records:
-                yield with_prev(event_of(r["event"]), r["before"], r["checkpoint_mac"])
+                yield with_prev(event_of(r["event"]), r["before"], r["checkpoint_mac"],
+                                r["placed"])
             if len(records) < page:
                 return
             last = records[-1]["event"]
             after_at, after_id = native(last["at"]), last["id"]
 
     async def prune_prefix(self, chain: str, limit: int
-                           ) -> tuple[tuple[int, str], list[dict[str, Any]]]:
-        """The chain's checkpoint, (0, "") if none, and its next `limit` events above it by
-        `seq`, whole."""
+                           ) -> tuple[tuple[int, str], bool, list[dict[str, Any]]]:
+        """The chain's checkpoint, (0, "") if none, whether the chain is placed
+        (audit/chain.py), and its next `limit` events above the checkpoint by `seq`, whole."""
         records = await self._db.read("audit/prune_prefix", chain=chain,
                                       chains=chain_forms(chain), limit=limit)
-        return ((records[0]["done"], records[0]["done_mac"]),
+        return ((records[0]["done"], records[0]["done_mac"]), records[0]["placed"] is True,
                 [event_of(e) for e in records[0]["events"]])
 
     async def prune_leftovers(self, cutoff: datetime, after: tuple[datetime, str], batch: int

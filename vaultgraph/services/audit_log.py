@@ -60,7 +60,8 @@ class AuditLog:
                 events.append(event)
                 progress(1)
             findings.extend(verify_chain(self._ring, info.chain, events,
-                                         checkpoint=checkpoint, head=info.head))
+                                         checkpoint=checkpoint, head=info.head,
+                                         placed=info.placed))
         if chains is None:
             findings.extend(Finding("unlinked", None, None, event_id)
                             for event_id in await self._repo.unchained())

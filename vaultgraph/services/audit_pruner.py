@@ -62,14 +62,15 @@ class AuditPruner:
         pruned, reread = 0, False
         while True:
             # One event more than a batch: a second event at the batch's last number shows.
-            (done, prev), rows = await self._repo.prune_prefix(chain, batch + 1)
+            (done, prev), placed, rows = await self._repo.prune_prefix(chain, batch + 1)
             prefix: list[dict[str, Any]] = []
             defect = None
             for i, row in enumerate(rows[:batch]):
                 if row.get("id") is None:  # deleted by another prune while read: it goes on
                     break
                 following = rows[i + 1] if i + 1 < len(rows) else None
-                defect = self._out_of_chain(row, done + len(prefix) + 1, prev, following)
+                defect = self._out_of_chain(row, done + len(prefix) + 1,
+                                            None if placed else prev, following)
                 if defect is not None or row["at"] >= cutoff:
                     break
                 prefix.append(row)
@@ -93,9 +94,10 @@ class AuditPruner:
             else:  # another prune may have moved the checkpoint meanwhile: look once more
                 reread = True
 
-    def _out_of_chain(self, row: Mapping[str, Any], seq: int, prev: str,
+    def _out_of_chain(self, row: Mapping[str, Any], seq: int, prev: str | None,
                       following: Mapping[str, Any] | None) -> str | None:
-        """Why an event does not continue its chain at `seq` after the MAC `prev`, or None."""
+        """Why an event does not continue its chain at `seq` after the MAC `prev` (None: a
+        placed chain's, which holds at its own place, audit/chain.py), or None."""
         if row.get("seq") != seq:
             return "gap"
         if following is not None and following.get("seq") == seq:

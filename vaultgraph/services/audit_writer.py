@@ -1,4 +1,4 @@
-"""Writing the audit trail: group commits into hash chains (docs/audit.md,
+"""Writing the audit trail: group commits into numbered chains (docs/audit.md,
 vaultgraph/audit/chain.py). Reading and verifying is services/audit_log.py, pruning
 services/audit_pruner.py.
 
@@ -63,13 +63,12 @@ def new_chain_id() -> str:
 class _Lane:
     """One chain of the writer: one batch at a time, so its sequence numbers stay in order."""
 
-    __slots__ = ("busy", "chain", "prev", "seq")
+    __slots__ = ("busy", "chain", "seq")
 
     def __init__(self) -> None:
         metrics.AUDIT_CHAINS.inc()
         self.chain = new_chain_id()
         self.seq = 0
-        self.prev = ""
         self.busy = False
 
 
@@ -233,15 +232,16 @@ class AuditWriter:
             self._check_idle()
 
     async def _write(self, lane: _Lane, batch: list[_Item]) -> None:
-        seq, prev = lane.seq, lane.prev
+        seq = lane.seq
         try:
             created: list[dict[str, Any]] = []
             linked: list[tuple[dict[str, Any], Mapping[str, Any]]] = []
             for event, _, was_stored, stored in batch:
                 seq += 1
-                item = {**event, "chain": lane.chain, "seq": seq, "prev": prev,
+                # Placed (audit/chain.py): its MAC covers its own fields, its place among them.
+                item = {**event, "chain": lane.chain, "seq": seq,
                         "key_version": self._ring.active}
-                item["mac"] = prev = sign(self._ring, item)
+                item["mac"] = sign(self._ring, item)
                 if was_stored:
                     linked.append((item, stored))
                 else:
@@ -261,7 +261,7 @@ class AuditWriter:
             if not isinstance(exc, Exception):
                 raise
             return
-        lane.seq, lane.prev = seq, prev
+        lane.seq = seq
         metrics.AUDIT_BATCHES.inc()
         metrics.AUDIT_EVENTS.inc(len(batch))
         metrics.AUDIT_BATCH_SIZE.observe(len(batch))

@@ -462,17 +462,50 @@ async def test_verify_names_reordered_events(client, six_events):
         f"reordered: chain {chain_of(client)} seq 5 (event {six_events[1]['id']})"])
 
 
+async def test_the_writer_s_chain_is_placed_so_the_event_after_a_deleted_one_is_checked(
+        client, six_events):
+    """Each event of the writer's chain is signed at its own place (audit/chain.py): a deletion
+    together with an edit of the event after it names both, and a chain whose form was changed
+    fails."""
+    chain = chain_of(client)
+    assert await cypher(client, "MATCH (c:AuditChain {id: $c}) RETURN c.placed AS placed",
+                        c=chain) == [{"placed": True}]
+    await cypher(client, "MATCH (e:AuditEvent {id: $id}) DETACH DELETE e", id=six_events[3]["id"])
+    await cypher(client, "MATCH (e:AuditEvent {id: $id}) SET e.outcome = 'denied'",
+                 id=six_events[4]["id"])
+    assert await verify_own_chain(client) == [
+        f"deleted: chain {chain} seq 4",
+        f"edited: chain {chain} seq 5 (event {six_events[4]['id']})"]
+    await cypher(client, "MATCH (c:AuditChain {id: $c}) REMOVE c.placed", c=chain)
+    assert (await verify_own_chain(client))[0] == (
+        f"edited: chain {chain} seq 1 (event {six_events[0]['id']})")
+
+
+async def test_an_export_gives_a_placed_chain_s_events_no_prev_and_each_verifies_on_its_own(
+        client, six_events):
+    await retimed(client, dict.fromkeys(range(1, 7), datetime(1990, 1, 1, tzinfo=UTC)))
+    audit_log = client.server.app[services_key].audit_log
+    since, until = datetime(1989, 1, 1, tzinfo=UTC), datetime(1991, 1, 1, tzinfo=UTC)
+    exported = [e async for e in audit_log._repo.export(since=since, until=until)
+                if e.get("chain") == chain_of(client)]
+    assert sorted(e["seq"] for e in exported) == [1, 2, 3, 4, 5, 6]
+    for event in exported:
+        assert event["prev"] is None
+        assert sign(audit_log._ring, event) == event["mac"]
+
+
 async def checkpoint_of(client) -> int | None:
     rows = await cypher(client, "MATCH (k:AuditCheckpoint {chain: $c}) RETURN k.seq AS seq",
                         c=chain_of(client))
     return rows[0]["seq"] if rows else None
 
 
-async def retimed(client, times: dict[int, datetime]) -> None:
+async def retimed(client, times: dict[int, datetime], *, placed: bool = True) -> None:
     """The own chain as if its events at these sequence numbers had been made at these times
-    (and signed so by the writer): a chain whose link order and time order differ."""
+    (and signed so by the writer; not `placed`, by a writer before placed chains): a chain
+    whose link order and time order differ."""
     await retime_chain(client.server.app[services_key], chain_of(client),
-                       lambda e: times.get(e["seq"], e["at"]))
+                       lambda e: times.get(e["seq"], e["at"]), placed=placed)
     assert await verify_own_chain(client) == []
 
 
@@ -605,7 +638,8 @@ async def stored_as_before(client, chain: str, seqs: range | None = None) -> lis
 
 async def test_events_stored_before_fields_were_left_out_still_verify_list_export_and_prune(
         client, six_events):
-    """A store upgraded in place, three times: the chain's first events as versions before
+    """A store upgraded in place, four times: a chain signed before placed chains (each event
+    after the MAC before it, audit/chain.py), its first events as versions before
     docs/adr/0024 stored them (`prev`, the list of one token, a hex MAC, the ids and the chain's
     id as text, the time as a DateTime), the fourth as versions before docs/adr/0026 did (the
     ids and the chain's id as text, the time as a DateTime), the fifth as versions before
@@ -618,7 +652,8 @@ async def test_events_stored_before_fields_were_left_out_still_verify_list_expor
     chain = chain_of(client)
     services = client.server.app[services_key]
     audit_log = services.audit_log
-    await retimed(client, dict.fromkeys(range(1, 7), datetime(1990, 1, 1, tzinfo=UTC)))
+    await retimed(client, dict.fromkeys(range(1, 7), datetime(1990, 1, 1, tzinfo=UTC)),
+                  placed=False)
     first = await anext(audit_log._repo.chain_events(chain))
     token, tenant_id = first["token_ids"][0], first["tenant_id"]
     filters = [LogFilter(token_id=token), LogFilter(),

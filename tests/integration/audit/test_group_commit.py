@@ -275,7 +275,6 @@ async def test_two_writers_racing_on_one_chain_head_commit_one_batch(client, ten
             await asyncio.gather(*(one.record(e) for e in first))
         for racer in racers:  # each a copy of the first writer's state
             racer._lanes[0].chain, racer._lanes[0].seq = shared, 2
-            racer._lanes[0].prev = one._lanes[0].prev
         raced = [event(tenant), event(tenant)]
         async with asyncio.timeout(GUARD):
             results = await asyncio.gather(*(r.record(e) for r, e in zip(racers, raced,

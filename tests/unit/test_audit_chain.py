@@ -1,0 +1,73 @@
+"""A placed chain's verification (vaultgraph/audit/chain.py): each event is signed at its own
+place, so each is checked on its own, the one next to a named event too."""
+
+from __future__ import annotations
+
+import os
+
+from vaultgraph.audit.chain import sign, verify_chain
+from vaultgraph.crypto import KeyRing
+
+RING = KeyRing({"k1": os.urandom(32)}, "k1")
+CHAIN = "1234567890123456789"
+
+
+def placed_chain(n: int) -> list[dict]:
+    """`n` events signed as the writer signs a placed chain's."""
+    events = []
+    for seq in range(1, n + 1):
+        event = {"id": f"e{seq}", "outcome": "success", "status": 200, "chain": CHAIN,
+                 "seq": seq, "key_version": "k1"}
+        event["mac"] = sign(RING, event)
+        events.append(event)
+    return events
+
+
+def found(events: list[dict], **kw) -> list[str]:
+    return [f.describe() for f in verify_chain(RING, CHAIN, events, placed=True, **kw)]
+
+
+def test_an_intact_placed_chain_verifies_to_its_head():
+    assert found(placed_chain(5), head=5) == []
+
+
+def test_a_deletion_and_an_edit_of_the_event_after_it_are_both_named():
+    events = placed_chain(5)
+    del events[1]
+    events[1] = {**events[1], "outcome": "denied"}  # seq 3, right after the deleted one
+    assert found(events, head=5) == [f"deleted: chain {CHAIN} seq 2",
+                                     f"edited: chain {CHAIN} seq 3 (event e3)"]
+
+
+def test_a_deleted_tail_is_named_by_the_head():
+    assert found(placed_chain(5)[:3], head=5) == [f"deleted: chain {CHAIN} seq 4",
+                                                   f"deleted: chain {CHAIN} seq 5"]
+
+
+def test_a_moved_event_is_named_reordered_and_a_copy_inserted():
+    events = placed_chain(4)
+    events[0]["seq"], events[3]["seq"] = 4, 1
+    assert sorted(found(events, head=4)) == [f"reordered: chain {CHAIN} seq 1 (event e4)",
+                                             f"reordered: chain {CHAIN} seq 4 (event e1)"]
+    events = placed_chain(3)
+    copy = {**events[1], "id": "forged"}
+    assert found([*events, copy], head=3) == [f"inserted: chain {CHAIN} seq 2 (event forged)"]
+
+
+def test_a_chained_event_does_not_hold_in_a_placed_chain_nor_a_placed_one_in_a_chained_chain():
+    """The form is the chain's: an event signed after the MAC before it does not hold at its
+    place alone, and a placed chain read as chained fails at its first event."""
+    events = placed_chain(3)
+    chained = {**events[0], "prev": ""}
+    chained["mac"] = sign(RING, chained)
+    chained.pop("prev")  # the store leaves `prev` out
+    assert found([chained, *events[1:]], head=3) == [f"edited: chain {CHAIN} seq 1 (event e1)"]
+    assert [f.describe() for f in verify_chain(RING, CHAIN, events, head=3)][:1] == [
+        f"edited: chain {CHAIN} seq 1 (event e1)"]
+
+
+def test_events_below_the_checkpoint_are_still_checked():
+    events = placed_chain(4)
+    events[0] = {**events[0], "status": 500}
+    assert found(events, head=4, checkpoint=(2, events[1]["mac"])) == [
+        f"edited: chain {CHAIN} seq 1 (event e1)"]
