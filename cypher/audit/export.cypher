@@ -6,7 +6,7 @@
 // chain's checkpoint. The event before may hold the chain's id in the other form (an integer,
 // or the text of events stored before docs/adr/0028): the seek takes both; the checkpoint is
 // named by the text. An event of a placed chain (audit/chain.py) is signed without `prev`: the
-// export gives it none (`placed`).
+// export gives it none (`placed`), and nothing is looked up for it.
 UNWIND $times AS t
 CALL (t) {
   MATCH (e:AuditEvent)
@@ -19,13 +19,15 @@ CALL (t) {
 WITH e, CASE WHEN e.at IS :: INTEGER THEN e.at ELSE e.at.epochSeconds * 1000000 + e.at.microsecond END AS instant
 ORDER BY instant, e.id
 LIMIT $limit
-RETURN properties(e) AS event,
-       EXISTS { MATCH (c:AuditChain {id: toString(e.chain)}) WHERE c.placed = true } AS placed,
-       CASE WHEN e.prev IS NULL AND e.seq > 1 THEN
+WITH e, instant,
+     EXISTS { MATCH (c:AuditChain {id: toString(e.chain)}) WHERE c.placed = true } AS placed
+ORDER BY instant, e.id
+RETURN properties(e) AS event, placed,
+       CASE WHEN e.prev IS NULL AND e.seq > 1 AND NOT placed THEN
          COLLECT { MATCH (p:AuditEvent)
                    WHERE p.chain IN [toString(e.chain), toIntegerOrNull(e.chain)]
                      AND p.seq = e.seq - 1
                    RETURN p {.mac, .mac_end} }[0] END AS before,
-       CASE WHEN e.prev IS NULL AND e.seq > 1 THEN
+       CASE WHEN e.prev IS NULL AND e.seq > 1 AND NOT placed THEN
          COLLECT { MATCH (k:AuditCheckpoint {chain: toString(e.chain)}) WHERE k.seq = e.seq - 1
                    RETURN k.mac }[0] END AS checkpoint_mac

@@ -54,16 +54,42 @@ def test_a_moved_event_is_named_reordered_and_a_copy_inserted():
     assert found([*events, copy], head=3) == [f"inserted: chain {CHAIN} seq 2 (event forged)"]
 
 
-def test_a_chained_event_does_not_hold_in_a_placed_chain_nor_a_placed_one_in_a_chained_chain():
-    """The form is the chain's: an event signed after the MAC before it does not hold at its
-    place alone, and a placed chain read as chained fails at its first event."""
+def linked_chain(n: int) -> list[dict]:
+    """`n` events signed as a writer signed before placed chains: each after the MAC before
+    it, stored without `prev`."""
+    events, prev = [], ""
+    for event in placed_chain(n):
+        event = {**event, "prev": prev}
+        event["mac"] = prev = sign(RING, event)
+        event.pop("prev")
+        events.append(event)
+    return events
+
+
+def test_a_chain_s_mark_taken_off_or_put_on_is_named_and_its_events_read_as_signed():
+    mark = f"edited: chain {CHAIN} (event placed mark)"
+    assert [f.describe() for f in verify_chain(RING, CHAIN, placed_chain(3), head=3)] == [mark]
+    assert found(linked_chain(3), head=3) == [mark]
+    assert [f.describe() for f in verify_chain(RING, CHAIN, linked_chain(3), head=3)] == []
+    # with an edit besides, named as in the form the events were signed in
+    edited = placed_chain(3)
+    edited[2]["status"] = 500
+    assert [f.describe() for f in verify_chain(RING, CHAIN, edited, head=3)] == [
+        mark, f"edited: chain {CHAIN} seq 3 (event e3)"]
+
+
+def test_a_prev_put_on_a_placed_event_is_an_edit():
     events = placed_chain(3)
-    chained = {**events[0], "prev": ""}
-    chained["mac"] = sign(RING, chained)
-    chained.pop("prev")  # the store leaves `prev` out
-    assert found([chained, *events[1:]], head=3) == [f"edited: chain {CHAIN} seq 1 (event e1)"]
-    assert [f.describe() for f in verify_chain(RING, CHAIN, events, head=3)][:1] == [
-        f"edited: chain {CHAIN} seq 1 (event e1)"]
+    events[1]["prev"] = events[0]["mac"]
+    assert found(events, head=3) == [f"edited: chain {CHAIN} seq 2 (event e2)"]
+
+
+def test_an_event_moved_to_a_number_left_empty_is_named_reordered():
+    events = placed_chain(4)
+    del events[2]  # seq 3 gone, and e2 moved there
+    events[1]["seq"] = 3
+    assert found(events, head=4) == [f"deleted: chain {CHAIN} seq 2",
+                                     f"reordered: chain {CHAIN} seq 3 (event e2)"]
 
 
 def test_events_below_the_checkpoint_are_still_checked():
@@ -71,3 +97,11 @@ def test_events_below_the_checkpoint_are_still_checked():
     events[0] = {**events[0], "status": 500}
     assert found(events, head=4, checkpoint=(2, events[1]["mac"])) == [
         f"edited: chain {CHAIN} seq 1 (event e1)"]
+
+
+def test_a_placed_chain_whose_every_event_was_edited_is_not_read_as_one_signed_before():
+    events = placed_chain(3)
+    for event in events:
+        event["status"] = 500
+    assert found(events, head=3) == [f"edited: chain {CHAIN} seq {n} (event e{n})"
+                                     for n in (1, 2, 3)]

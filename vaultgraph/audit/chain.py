@@ -28,6 +28,9 @@ from typing import Any
 from ..crypto import CryptoError, KeyRing
 from .event import canonical
 
+# The event a finding names when a chain's `placed` mark does not match its events.
+PLACED_MARK = "placed mark"
+
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -37,7 +40,8 @@ class Finding:
     event_id: str | None
 
     def describe(self) -> str:
-        where = f"chain {self.chain} seq {self.seq}" if self.chain else "no chain"
+        where = (("no chain" if not self.chain else f"chain {self.chain}")
+                 + (f" seq {self.seq}" if self.seq is not None else ""))
         return f"{self.kind}: {where}" + (f" (event {self.event_id})" if self.event_id else "")
 
 
@@ -77,7 +81,9 @@ def verify_chain(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]],
                  head: int | None = None, placed: bool = False) -> list[Finding]:
     """Findings for one chain. `events` are that chain's events (any order); `checkpoint` is
     (seq, mac) of the last pruned event; `head` the last sequence number the writer recorded;
-    `placed`, whether the chain is of the placed form (`verify_placed`).
+    `placed`, whether the chain is marked placed (`verify_placed`). A mark that does not
+    match how the events were signed (taken off a placed chain, or put on one signed before)
+    is named (an edit of event `PLACED_MARK`), and the events are verified as they were signed.
 
     An event's `prev` is the MAC of the event before it in the chain (the first at the number
     before its own), the checkpoint's right after the checkpoint, "" at 1; events stored before
@@ -88,8 +94,36 @@ def verify_chain(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]],
     by_seq: dict[int, list[Mapping[str, Any]]] = {}
     for event in events:
         by_seq.setdefault(int(event["seq"]), []).append(event)
-    if placed:
-        return verify_placed(ring, chain, by_seq, start=start, head=head)
+    signed_placed = any(placed_holds(ring, e) for here in by_seq.values() for e in here)
+    if placed or signed_placed:
+        findings = verify_placed(ring, chain, by_seq, start=start, head=head)
+        if placed and not signed_placed and _any_linked(ring, by_seq, start, checkpoint):
+            # The mark was put on a chain signed before: read as it was signed.
+            return [Finding("edited", chain, None, PLACED_MARK),
+                    *_verify_linked(ring, chain, by_seq, start=start, head=head,
+                                    checkpoint=checkpoint)]
+        if not placed:  # signed at their place: the chain's mark was taken off
+            findings.insert(0, Finding("edited", chain, None, PLACED_MARK))
+        return findings
+    return _verify_linked(ring, chain, by_seq, start=start, head=head, checkpoint=checkpoint)
+
+
+def _any_linked(ring: KeyRing, by_seq: Mapping[int, list[Mapping[str, Any]]], start: int,
+                checkpoint: tuple[int, str] | None) -> bool:
+    """Whether any event holds as signed before placed chains, after the MAC before it."""
+    for seq, here in by_seq.items():
+        before = by_seq.get(seq - 1)
+        prev = (checkpoint[1] if checkpoint is not None and seq == start else "" if seq == 1
+                else before[0].get("mac") if before else None)
+        if any(holds(ring, e, prev) is True for e in here):
+            return True
+    return False
+
+
+def _verify_linked(ring: KeyRing, chain: str, by_seq: Mapping[int, list[Mapping[str, Any]]], *,
+                   start: int, head: int | None,
+                   checkpoint: tuple[int, str] | None) -> list[Finding]:
+    """Findings for a chain signed before placed chains, each event after the MAC before it."""
 
     def link(seq: int) -> str | None:
         """The MAC an event at `seq` follows, as stored; None if unknown."""
@@ -142,8 +176,9 @@ def verify_chain(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]],
 
 
 def placed_holds(ring: KeyRing, event: Mapping[str, Any], **override: Any) -> bool:
-    """Whether an event of a placed chain holds (at its own place, or with `override`)."""
-    return valid(ring, event, prev=None, **override)
+    """Whether an event of a placed chain holds (at its own place, or with `override`): its
+    MAC, and no `prev` (one put on it would mislead the export and the pruner)."""
+    return event.get("prev") is None and valid(ring, event, prev=None, **override)
 
 
 def verify_placed(ring: KeyRing, chain: str, by_seq: Mapping[int, list[Mapping[str, Any]]], *,
@@ -155,8 +190,8 @@ def verify_placed(ring: KeyRing, chain: str, by_seq: Mapping[int, list[Mapping[s
     findings: list[Finding] = [Finding("edited", chain, s, e.get("id"))
                                for s in sorted(by_seq) if s < start
                                for e in by_seq[s] if not placed_holds(ring, e)]
-    seqs = sorted(s for s in by_seq if s >= start)
-    for seq in range(start, max([*seqs, head or 0, start - 1]) + 1):
+    last = max([*by_seq, head or 0, start - 1])
+    for seq in range(start, last + 1):
         here = by_seq.get(seq)
         if not here:
             findings.append(Finding("deleted", chain, seq, None))
@@ -167,7 +202,8 @@ def verify_placed(ring: KeyRing, chain: str, by_seq: Mapping[int, list[Mapping[s
                 continue
             if good or event is not here[0]:
                 kind = "inserted"
-            elif any(placed_holds(ring, event, seq=other) for other in seqs if other != seq):
+            elif any(placed_holds(ring, event, seq=other)
+                     for other in range(start, last + 1) if other != seq):
                 kind = "reordered"
             else:
                 kind = "edited"

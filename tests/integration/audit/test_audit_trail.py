@@ -423,50 +423,59 @@ async def six_events(client, admin_headers):
     return events
 
 
-async def test_verify_names_an_edited_event(client, six_events):
+@pytest.fixture(params=["placed", "linked"])
+async def six_in_form(request, client, six_events):
+    """`six_events` in a chain of each form: placed, as the writer signs it, or signed as a
+    writer signed before placed chains (each after the MAC before it, audit/chain.py)."""
+    if request.param == "linked":
+        await retimed(client, {}, placed=False)
+    return six_events
+
+
+async def test_verify_names_an_edited_event(client, six_in_form):
     await cypher(client, "MATCH (e:AuditEvent {id: $id}) SET e.outcome = 'denied'",
-                 id=six_events[2]["id"])
+                 id=six_in_form[2]["id"])
     assert await verify_own_chain(client) == [
-        f"edited: chain {chain_of(client)} seq 3 (event {six_events[2]['id']})"]
+        f"edited: chain {chain_of(client)} seq 3 (event {six_in_form[2]['id']})"]
 
 
-async def test_verify_names_a_deleted_event(client, six_events):
+async def test_verify_names_a_deleted_event(client, six_in_form):
     await cypher(client, "MATCH (e:AuditEvent {id: $id}) DETACH DELETE e",
-                 id=six_events[3]["id"])
+                 id=six_in_form[3]["id"])
     assert await verify_own_chain(client) == [f"deleted: chain {chain_of(client)} seq 4"]
 
 
-async def test_verify_names_a_deleted_tail(client, six_events):
+async def test_verify_names_a_deleted_tail(client, six_in_form):
     await cypher(client, "MATCH (e:AuditEvent {id: $id}) DETACH DELETE e",
-                 id=six_events[5]["id"])
+                 id=six_in_form[5]["id"])
     assert await verify_own_chain(client) == [f"deleted: chain {chain_of(client)} seq 6"]
 
 
-async def test_verify_names_an_inserted_event(client, six_events):
+async def test_verify_names_an_inserted_event(client, six_in_form):
     forged = f"forged-{uuid.uuid4()}"  # the shared test database keeps other runs' events
     await cypher(client, "MATCH (e:AuditEvent {id: $id}) WITH properties(e) AS p "
                          "CREATE (f:AuditEvent) SET f = {id: $forged, chain: p.chain, "
                          "seq: p.seq, prev: p.prev, mac: p.mac, at: p.at, outcome: 'success', "
                          "key_version: p.key_version, tenant_id: p.tenant_id}",
-                 id=six_events[1]["id"], forged=forged)
+                 id=six_in_form[1]["id"], forged=forged)
     assert await verify_own_chain(client) == [
         f"inserted: chain {chain_of(client)} seq 2 (event {forged})"]
 
 
-async def test_verify_names_reordered_events(client, six_events):
+async def test_verify_names_reordered_events(client, six_in_form):
     await cypher(client, "MATCH (a:AuditEvent {id: $a}), (b:AuditEvent {id: $b}) "
-                         "SET a.seq = 5, b.seq = 2", a=six_events[1]["id"], b=six_events[4]["id"])
+                         "SET a.seq = 5, b.seq = 2", a=six_in_form[1]["id"], b=six_in_form[4]["id"])
     found = await verify_own_chain(client)
     assert sorted(found) == sorted([
-        f"reordered: chain {chain_of(client)} seq 2 (event {six_events[4]['id']})",
-        f"reordered: chain {chain_of(client)} seq 5 (event {six_events[1]['id']})"])
+        f"reordered: chain {chain_of(client)} seq 2 (event {six_in_form[4]['id']})",
+        f"reordered: chain {chain_of(client)} seq 5 (event {six_in_form[1]['id']})"])
 
 
 async def test_the_writer_s_chain_is_placed_so_the_event_after_a_deleted_one_is_checked(
         client, six_events):
     """Each event of the writer's chain is signed at its own place (audit/chain.py): a deletion
-    together with an edit of the event after it names both, and a chain whose form was changed
-    fails."""
+    together with an edit of the event after it names both, and the chain's mark taken off is
+    named, its events still read as they were signed."""
     chain = chain_of(client)
     assert await cypher(client, "MATCH (c:AuditChain {id: $c}) RETURN c.placed AS placed",
                         c=chain) == [{"placed": True}]
@@ -477,8 +486,9 @@ async def test_the_writer_s_chain_is_placed_so_the_event_after_a_deleted_one_is_
         f"deleted: chain {chain} seq 4",
         f"edited: chain {chain} seq 5 (event {six_events[4]['id']})"]
     await cypher(client, "MATCH (c:AuditChain {id: $c}) REMOVE c.placed", c=chain)
-    assert (await verify_own_chain(client))[0] == (
-        f"edited: chain {chain} seq 1 (event {six_events[0]['id']})")
+    assert await verify_own_chain(client) == [
+        f"edited: chain {chain} (event placed mark)", f"deleted: chain {chain} seq 4",
+        f"edited: chain {chain} seq 5 (event {six_events[4]['id']})"]
 
 
 async def test_an_export_gives_a_placed_chain_s_events_no_prev_and_each_verifies_on_its_own(
@@ -747,9 +757,10 @@ async def pruned_by_time_alone(client, six_events) -> None:
     """What a prune that went by time alone (before prunes took only a chain's prefix) could
     leave: seq 1 and 3 pruned, the checkpoint at 3, seq 2 (a write's event linked after a later
     read's) left below it. Only versions that stored each event's `prev` pruned so: the chain
-    is stored as they stored it."""
+    is stored as they stored it, signed as they signed it (each event after the MAC before)."""
     audit_log = client.server.app[services_key].audit_log
     chain = chain_of(client)
+    await retimed(client, {}, placed=False)
     events = await stored_as_before(client, chain)
     third = events[2]
     gone = [events[0], events[2]]
