@@ -1,8 +1,9 @@
 // One chain's checkpoint and its next events past it, lowest sequence number first, a batch at a
 // time (a seek on (chain, seq), once for each form of the chain's id its events may hold:
 // $chains, audit/ids.py chain_forms). A prune deletes only what continues a chain from its
-// checkpoint, each event linking to the one before, so nothing of the chain stays below the
-// checkpoint it leaves (docs/audit.md, "Retention"); `placed`, the chain's form (audit/chain.py).
+// checkpoint, each event continuing the one before (linked to it, or in a placed chain holding at
+// the next number), so nothing of the chain stays below the checkpoint it leaves (docs/audit.md,
+// "Retention"); `placed`, the chain's form (audit/chain.py).
 OPTIONAL MATCH (k:AuditCheckpoint {chain: $chain})
 WITH coalesce(k.seq, 0) AS done, coalesce(k.mac, "") AS done_mac,
      EXISTS { MATCH (c:AuditChain {id: $chain}) WHERE c.placed = true } AS placed

@@ -36,6 +36,7 @@ async def test_stopping_neo4j_under_load_acknowledges_nothing_unrecorded(
     headers = {"SVC-API-KEY": tenant.key}
     resp = await client.post("/tokens", json={"type": "card", "data": {"number": CANARY}},
                              headers=headers)
+    assert resp.status == 201, await resp.text()  # a problem says why
     token_id = (await resp.json())["id"]
 
     answers: list[tuple[str, int, bytes]] = []
