@@ -108,16 +108,23 @@ def verify_chain(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]],
     return _verify_linked(ring, chain, by_seq, start=start, head=head, checkpoint=checkpoint)
 
 
+def _link(by_seq: Mapping[int, list[Mapping[str, Any]]], seq: int, start: int,
+          checkpoint: tuple[int, str] | None) -> str | None:
+    """The MAC an event at `seq` of a chain signed before placed chains follows, as stored:
+    the checkpoint's right after it, "" at 1, else the event before's; None if unknown."""
+    if checkpoint is not None and seq == start:
+        return checkpoint[1]
+    if seq == 1:
+        return ""
+    before = by_seq.get(seq - 1)
+    return before[0].get("mac") if before else None
+
+
 def _any_linked(ring: KeyRing, by_seq: Mapping[int, list[Mapping[str, Any]]], start: int,
                 checkpoint: tuple[int, str] | None) -> bool:
     """Whether any event holds as signed before placed chains, after the MAC before it."""
-    for seq, here in by_seq.items():
-        before = by_seq.get(seq - 1)
-        prev = (checkpoint[1] if checkpoint is not None and seq == start else "" if seq == 1
-                else before[0].get("mac") if before else None)
-        if any(holds(ring, e, prev) is True for e in here):
-            return True
-    return False
+    return any(holds(ring, e, _link(by_seq, seq, start, checkpoint)) is True
+               for seq, here in by_seq.items() for e in here)
 
 
 def _verify_linked(ring: KeyRing, chain: str, by_seq: Mapping[int, list[Mapping[str, Any]]], *,
@@ -126,13 +133,7 @@ def _verify_linked(ring: KeyRing, chain: str, by_seq: Mapping[int, list[Mapping[
     """Findings for a chain signed before placed chains, each event after the MAC before it."""
 
     def link(seq: int) -> str | None:
-        """The MAC an event at `seq` follows, as stored; None if unknown."""
-        if checkpoint is not None and seq == start:
-            return checkpoint[1]
-        if seq == 1:
-            return ""
-        before = by_seq.get(seq - 1)
-        return before[0].get("mac") if before else None
+        return _link(by_seq, seq, start, checkpoint)
 
     # Events left below the checkpoint (by a prune of a version that went by time alone, when a
     # chain runs in the order its events were linked): out of the links now, still signed, so
