@@ -22,6 +22,12 @@ Reported per service and workload: the medians of req/s, p50, p99 and CPU millis
 request of the service, its database and wrk, and vaultgraph ÷ secrets; written to
 bench/results/peer-latest.json and a dated copy.
 
+A third side, `bare` (BENCH_PEER_BARE=1, the default), is the stack's own ceiling: the
+benchmark's bare client (bench/workloads.py, as `make bench` runs it) in this process, against
+vaultgraph's Neo4j while vaultgraph idles — the same statements, crypto and audit events, with
+no HTTP at all and `BENCH_PEER_CONNECTIONS` requests in flight. No service on Python and Neo4j
+answers more than it does, so bare ÷ secrets is the most vaultgraph ÷ secrets could reach.
+
     .venv/bin/python -m bench.peer
     BENCH_PEER_ROUNDS=1 BENCH_PEER_WARMUP_ROUNDS=1 BENCH_PEER_DURATION=5 \
         .venv/bin/python -m bench.peer
@@ -36,6 +42,7 @@ import glob
 import json
 import os
 import pwd
+import random
 import re
 import shutil
 import signal
@@ -47,8 +54,14 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from vaultgraph.catalog import Catalog
+from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import port_in_use
-from vaultgraph.settings import workers_beside_neo4j
+from vaultgraph.repository.audit import AuditRepository
+from vaultgraph.repository.database import Database
+from vaultgraph.server import settle_heap, tune_gc
+from vaultgraph.services.audit_writer import AuditWriter
+from vaultgraph.settings import PROJECT_ROOT, workers_beside_neo4j
 
 from .config import ROOT
 from .defaults_ab import (
@@ -63,13 +76,15 @@ from .defaults_ab import (
     summarize,
 )
 from .environment import say, unwind_on_sigterm
-from .loadgen import ensure_wrk, run_wrk
-from .run import provenance, write_results
+from .loadgen import ensure_wrk, run_bare, run_wrk
+from .run import bare_op, bare_settings, provenance, write_results
 from .stats import Result
+from .workloads import WORKLOADS, Context
 
 PEER_LUA = Path(__file__).resolve().parent / "wrk_peer.lua"
 WORKLOAD_NAMES = ("create", "get")
 SIDES = ("vaultgraph", "secrets")
+BARE = "bare"  # the bench's bare client against vaultgraph's Neo4j: the stack's ceiling
 KEY_NAME = "bench-cards"
 # Only what the two workloads need: tokenize (encrypt) and detokenize (decrypt).
 POLICY = '[{"path":"/v1/tokenization/*","capabilities":["encrypt","decrypt"]}]'
@@ -102,11 +117,16 @@ class Settings:
     source: str = ""              # a secrets checkout to build; empty: a clone of `mirror`
     mirror: str = "https://github.com/allisson/secrets.git"  # a git URL or a local clone
     version: str = "v0.28.0"      # the tag (or commit) built from `mirror`; empty: its HEAD
+    bare: int = 1                 # 1: also measure the bare client (the side `bare`)
     home: str = str(ROOT / ".vaultgraph" / "peer")
 
     @classmethod
     def from_env(cls, environ=None) -> Settings:
         return settings_from_env(cls, "BENCH_PEER_", environ)
+
+    @property
+    def sides(self) -> tuple[str, ...]:
+        return (*SIDES, BARE) if self.bare else SIDES
 
 
 def pg_settings(cfg: Settings) -> dict[str, str]:
@@ -190,11 +210,12 @@ def single_user_counts(text: str, names: tuple[str, ...]) -> dict[str, int | Non
     return {n: int(found[n]) if n in found else None for n in names}
 
 
-def ratios(summary: dict) -> dict:
-    """Per workload, vaultgraph's figure ÷ secrets': req/s (>= 1.0 is the target), p50, and
-    CPU per request of the service, of its database and of both."""
+def ratios(summary: dict, side: str = "vaultgraph") -> dict:
+    """Per workload, `side`'s figure ÷ secrets': req/s (>= 1.0 is the target), p50, and
+    CPU per request of the service (the bare side's: its client), of its database and of
+    both."""
     out = {}
-    vg, peer = summary.get("vaultgraph", {}), summary.get("secrets", {})
+    vg, peer = summary.get(side, {}), summary.get("secrets", {})
     for workload in WORKLOAD_NAMES:
         a, b = vg.get(workload), peer.get(workload)
         if not a or not b:
@@ -219,7 +240,7 @@ def ratios(summary: dict) -> dict:
     return out
 
 
-def table(summary: dict, ratio: dict) -> str:
+def table(summary: dict, ratio: dict, bare_ratio: dict | None = None) -> str:
     lines = ["| service | workload | req/s | p50 ms | p99 ms | service CPU ms | database CPU ms "
              "| wrk CPU ms | outside CPU ms | output B/req | errors |",
              "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
@@ -228,7 +249,7 @@ def table(summary: dict, ratio: dict) -> str:
         return "-" if v is None else format(v, spec)
 
     for workload in WORKLOAD_NAMES:
-        for side in SIDES:
+        for side in (*SIDES, BARE):
             r = summary.get(side, {}).get(workload)
             if r is None:
                 continue
@@ -238,12 +259,14 @@ def table(summary: dict, ratio: dict) -> str:
                 f"{fmt(r['p99_ms'], '.1f')} | {fmt(c.get('service'))} | "
                 f"{fmt(c.get('database'))} | {fmt(c.get('loadgen'))} | "
                 f"{fmt(c.get('outside'))} | "
-                f"{fmt(r['output_bytes_per_request'], '.0f')} | {r['errors']} |")
-        q = ratio.get(workload)
-        if q:
-            lines.append(
-                f"| vaultgraph ÷ secrets | {workload} | {fmt(q['rps'])} | {fmt(q['p50_ms'])} | "
-                f"| {fmt(q['service_cpu_ms'])} | {fmt(q['database_cpu_ms'])} | | | | |")
+                f"{fmt(r.get('output_bytes_per_request'), '.0f')} | {r['errors']} |")
+        for name, of in (("vaultgraph", ratio), (BARE, bare_ratio or {})):
+            q = of.get(workload)
+            if q:
+                lines.append(
+                    f"| {name} ÷ secrets | {workload} | {fmt(q['rps'])} | "
+                    f"{fmt(q['p50_ms'])} | | {fmt(q['service_cpu_ms'])} | "
+                    f"{fmt(q['database_cpu_ms'])} | | | | |")
     return "\n".join(lines)
 
 
@@ -583,6 +606,36 @@ class PeerLoad:
         return await run_wrk(argv, {"BENCH_TOKEN": self.secrets.bearer})
 
 
+class BareLoad:
+    """The bench's bare client against vaultgraph's Neo4j (the side `bare`): each workload's
+    statements, crypto and audit events as `make bench`'s bare side sends them, from this
+    process, `connections` at a time."""
+
+    def __init__(self, stack: Neo4jStack, cfg: Settings):
+        local = stack.local()
+        self.cfg = cfg
+        self.db = Database.connect(local.uri, "neo4j", local.resolve_password(),
+                                   Catalog.load(PROJECT_ROOT / "cypher"), "neo4j")
+        ring = KeyRing.from_spec((stack.home / "kek").read_text().strip())
+        self.audit = AuditWriter.from_settings(AuditRepository(self.db), ring, bare_settings())
+        # Card numbers past those loaded and apart from vaultgraph's (bench/wrk_each.lua).
+        self.context = Context(stack.tenant, stack.ids, self.db.catalog, self.db.driver,
+                               audit=self.audit, counter=50_000_000)
+        self.calls = 0
+
+    def prepare(self, workload: str):
+        self.calls += 1
+        w = next(w for w in WORKLOADS if w.name == workload)
+        rng = random.Random(f"bare-{workload}-{self.calls}")  # noqa: S311 - request variety
+        items = w.items(self.context, rng)
+        return lambda: run_bare(bare_op(w, self.context), items, self.cfg.connections,
+                                self.cfg.duration)
+
+    async def close(self) -> None:
+        await self.audit.stop()
+        await self.db.close()
+
+
 # -- the run ---------------------------------------------------------------------------------
 
 class Harness:
@@ -598,7 +651,8 @@ class Harness:
         self.pg = Postgres(cfg, self.home)
         self.secrets = Secrets(cfg, self.home, Output("terminal", self.work_dir / "secrets.log"))
         self.loads: dict = {}
-        self.sent = dict.fromkeys(SIDES, 0)  # requests answered, warm-up rounds included
+        self.bare: BareLoad | None = None
+        self.sent = dict.fromkeys(cfg.sides, 0)  # requests answered, warm-up rounds included
 
     async def start(self, wrk: str) -> None:
         for port in (self.cfg.port, self.cfg.secrets_port, self.cfg.secrets_port + 1,
@@ -627,6 +681,16 @@ class Harness:
         await self.stack.load(self.cfg.tokens)
         variant = dataclasses.replace(DEFAULTS, threads=self.cfg.threads)
         self.loads["vaultgraph"] = Load(wrk, variant, self.vaultgraph, self.cfg, self.work_dir)
+        if self.cfg.bare:
+            # This process is then a client as `make bench`'s bare side is: its collector
+            # tuned and its heap settled as a serving process's.
+            tune_gc(bare_settings())
+            self.bare = self.loads[BARE] = BareLoad(self.stack, self.cfg)
+            settle_heap()
+
+    async def close(self) -> None:
+        if self.bare is not None:
+            await self.bare.close()
 
     def stop(self) -> None:
         for step in (self.vaultgraph.stop, self.stack.local().stop, self.secrets.stop,
@@ -638,26 +702,33 @@ class Harness:
 
     def groups(self, side: str) -> dict[str, int]:
         """The measured side's service and database, this process (wrk is its child), and the
-        other side's, idle meanwhile."""
-        mine = {"vaultgraph": (self.vaultgraph.pid, self.stack.local().running_pid()),
-                "secrets": (self.secrets.pid, self.pg.pid)}
-        other = next(s for s in SIDES if s != side)
-        groups = {"service": mine[side][0], "loadgen": os.getpid(),
-                  "other-service": mine[other][0]}
+        other side's, idle meanwhile. The bare side's client is this process (its load loop
+        included), its database vaultgraph's Neo4j; vaultgraph's service idles."""
+        neo4j = self.stack.local().running_pid()
+        mine = {"vaultgraph": (self.vaultgraph.pid, neo4j),
+                "secrets": (self.secrets.pid, self.pg.pid),
+                BARE: (os.getpid(), neo4j)}
+        groups = {"service": mine[side][0]}
+        if side != BARE:
+            groups["loadgen"] = os.getpid()
         if mine[side][1] is not None:
             groups["database"] = mine[side][1]
-        if mine[other][1] is not None:
-            groups["other-database"] = mine[other][1]
+        idle = ({"vaultgraph": "secrets", "secrets": "vaultgraph"}[side],) if side != BARE \
+            else SIDES
+        for other in idle:
+            groups[f"other-{other}-service"] = mine[other][0]
+            if mine[other][1] is not None and mine[other][1] != mine[side][1]:
+                groups[f"other-{other}-database"] = mine[other][1]
         return groups
 
     async def measure(self, side: str, workload: str) -> dict:
-        service = self.vaultgraph if side == "vaultgraph" else self.secrets
-        written = service.output.written()
+        service = {"vaultgraph": self.vaultgraph, "secrets": self.secrets}.get(side)
+        written = service.output.written() if service is not None else 0
         run = self.loads[side].prepare(workload)
         busy = machine_ticks()
         # PostgreSQL forks a backend a connection: count the ones it reaped in the window.
         out = await measure_window(self.groups(side), run,
-                                   reaping=("database", "other-database"))
+                                   reaping=("database", "other-secrets-database"))
         self.sent[side] += out["requests"]
         busy = machine_ticks() - busy
         n = out["requests"]
@@ -668,18 +739,19 @@ class Harness:
             # CPU the machine spent outside this run's processes: other work on the machine.
             cpu_ms["outside"] = round(max(0.0, machine_ms - ours), 3)
         cpu_ms.pop("neo4j_jit", None)
-        out["output_bytes_per_request"] = (round((service.output.written() - written) / n, 1)
-                                           if n else None)
+        out["output_bytes_per_request"] = (
+            round((service.output.written() - written) / n, 1)
+            if n and service is not None else None)
         return out
 
     async def rounds(self) -> dict:
         cfg = self.cfg
-        kept: dict = {s: {w: [] for w in WORKLOAD_NAMES} for s in SIDES}
+        kept: dict = {s: {w: [] for w in WORKLOAD_NAMES} for s in cfg.sides}
         total = cfg.warmup_rounds + cfg.rounds
         for n in range(total):
             warm = n < cfg.warmup_rounds
             for workload in WORKLOAD_NAMES:
-                for side in rotated(list(SIDES), n):
+                for side in rotated(list(cfg.sides), n):
                     got = await self.measure(side, workload)
                     label = "warm-up" if warm else "measured"
                     say(f"round {n + 1}/{total} ({label}) {side:10} {workload:6} "
@@ -711,7 +783,10 @@ async def run(cfg: Settings) -> dict:
         out["secrets"]["go"] = harness.secrets.go_version
         kept = await harness.rounds()
     finally:
-        harness.stop()
+        try:
+            await harness.close()
+        finally:
+            harness.stop()
     # What secrets wrote, counted in the stopped cluster: an audit row a request (the loading
     # batches' included; wrk's count leaves out the requests in flight when a run ends).
     rows = harness.pg.count_rows()
@@ -729,6 +804,8 @@ async def run(cfg: Settings) -> dict:
             row.pop("vs_defaults", None)
     out["summary"] = summary
     out["vaultgraph_over_secrets"] = ratios(summary)
+    if cfg.bare:
+        out["bare_over_secrets"] = ratios(summary, BARE)
     out["rounds"] = kept
     return out
 
@@ -739,7 +816,8 @@ def main() -> int:
     say(f"vaultgraph against allisson/secrets: {cfg.warmup_rounds} warm-up and {cfg.rounds} "
         f"measured rounds of {cfg.duration}s per service and workload")
     result = asyncio.run(run(cfg))
-    print(table(result["summary"], result["vaultgraph_over_secrets"]))
+    print(table(result["summary"], result["vaultgraph_over_secrets"],
+                result.get("bare_over_secrets")))
     say(f"written to {write_results(result, 'peer-')}")
     return 0
 

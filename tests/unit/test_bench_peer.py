@@ -38,6 +38,11 @@ def test_settings_read_from_the_environment():
     assert (cfg.tokens, cfg.warmup_rounds, cfg.connections, cfg.threads) == (1000, 3, 32, 2)
 
 
+def test_the_bare_client_is_a_side_unless_turned_off():
+    assert Settings.from_env({}).sides == ("vaultgraph", "secrets", "bare")
+    assert Settings.from_env({"BENCH_PEER_BARE": "0"}).sides == ("vaultgraph", "secrets")
+
+
 def test_ports_are_apart_from_the_other_set_ups():
     cfg = Settings()
     ours = {cfg.port, cfg.secrets_port, cfg.secrets_port + 1, cfg.bolt_port, cfg.http_port,
@@ -122,6 +127,21 @@ def test_ratios_divide_vaultgraph_by_secrets():
     assert "| vaultgraph | create | 320 |" in text
     assert "| secrets | get | 400 |" in text
     assert "| vaultgraph ÷ secrets | get | 1.250 |" in text
+
+
+def test_the_bare_client_is_divided_by_secrets_and_shown_beside_vaultgraph():
+    summary = summarize({
+        "vaultgraph": {"create": [_sample(300, 3.0, 1.0)]},
+        "secrets": {"create": [_sample(600, 1.0, 1.5)]},
+        "bare": {"create": [{**_sample(450, 2.0, 1.2), "output_bytes_per_request": None}]},
+    })
+    q, bare = ratios(summary), ratios(summary, "bare")
+    assert (q["create"]["rps"], bare["create"]["rps"]) == (0.5, 0.75)
+    assert bare["create"]["service_and_database_cpu_ms"] == round(3.2 / 2.5, 3)
+    text = table(summary, q, bare)
+    assert "| bare | create | 450 |" in text
+    assert "| bare ÷ secrets | create | 0.750 |" in text
+    assert text.index("| vaultgraph ÷ secrets |") < text.index("| bare ÷ secrets |")
 
 
 def test_a_workload_missing_on_one_side_has_no_ratio():
