@@ -155,6 +155,13 @@ VARIANTS = {v.name: v for v in (
                         change="VAULTGRAPH_AUDIT_BATCH_WAIT=0: an audit batch is written as soon "
                                "as a lane is free",
                         settings=(("VAULTGRAPH_AUDIT_BATCH_WAIT", "0"),)),
+    dataclasses.replace(DEFAULTS, name="audit-lanes-3",
+                        change="VAULTGRAPH_AUDIT_LANES=3: three audit chains, so up to three "
+                               "group commits in flight",
+                        settings=(("VAULTGRAPH_AUDIT_LANES", "3"),)),
+    dataclasses.replace(DEFAULTS, name="audit-lanes-4",
+                        change="VAULTGRAPH_AUDIT_LANES=4: four audit chains",
+                        settings=(("VAULTGRAPH_AUDIT_LANES", "4"),)),
     dataclasses.replace(DEFAULTS, name="audit-off",
                         change="the audit trail off (bench/unaudited, a benchmark-only hook)",
                         settings=(("PYTHONPATH", str(UNAUDITED)),)),
