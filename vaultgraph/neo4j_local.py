@@ -126,7 +126,10 @@ class LocalNeo4j:
 
     @property
     def uri(self) -> str:
-        return f"neo4j://127.0.0.1:{self.bolt_port}"
+        """A direct connection: the local server is one server, and a routing driver
+        (`neo4j://`) would choose among its one address for every connection it lends
+        (docs/adr/0032-a-direct-connection-to-the-local-server.md)."""
+        return f"bolt://127.0.0.1:{self.bolt_port}"
 
     # -- jars ---------------------------------------------------------------------------------
 

@@ -101,7 +101,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8080
     home: str = ""  # empty: $XDG_DATA_HOME/vaultgraph (~/.local/share/vaultgraph)
-    neo4j_uri: str = ""  # empty: the local server, neo4j://127.0.0.1:<neo4j_bolt_port>
+    neo4j_uri: str = ""  # empty: the local server, bolt://127.0.0.1:<neo4j_bolt_port>
     neo4j_user: str = "neo4j"
     neo4j_password: str = field(default="", repr=False)
     neo4j_database: str = "neo4j"
@@ -213,8 +213,8 @@ class Settings:
         return cls(**values)
 
     def __post_init__(self):
-        if not self.neo4j_uri:
-            object.__setattr__(self, "neo4j_uri", f"neo4j://127.0.0.1:{self.neo4j_bolt_port}")
+        if not self.neo4j_uri:  # the local server: one server, a direct connection (no routing)
+            object.__setattr__(self, "neo4j_uri", f"bolt://127.0.0.1:{self.neo4j_bolt_port}")
         for name, choices in CHOICES.items():
             value = getattr(self, name)
             if value not in choices:

@@ -493,7 +493,7 @@ def test_container_files_name_only_real_settings(filename):
 
 def test_compose_service_gets_neo4j_and_a_required_kek():
     compose = (PROJECT_ROOT / "docker-compose.yml").read_text()
-    assert "VAULTGRAPH_NEO4J_URI: neo4j://neo4j:7687" in compose
+    assert "VAULTGRAPH_NEO4J_URI: bolt://neo4j:7687" in compose
     assert "VAULTGRAPH_KEK_FILE: /run/secrets/vaultgraph_kek" in compose  # a secret file
     assert "image: neo4j:5.26-community" in compose
     assert "condition: service_healthy" in compose

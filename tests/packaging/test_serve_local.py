@@ -21,7 +21,7 @@ def test_failed_bootstrap_stops_the_neo4j_it_started(tmp_path, settings):
                             check=False)
     assert result.returncode == 1, result.stderr
     lines = result.stderr.splitlines()
-    uri = f"neo4j://127.0.0.1:{env['VAULTGRAPH_NEO4J_BOLT_PORT']}"
+    uri = f"bolt://127.0.0.1:{env['VAULTGRAPH_NEO4J_BOLT_PORT']}"
     assert lines[-1] == (f"vaultgraph: Neo4j at {uri} has no database 'nosuchdb': set "
                          "VAULTGRAPH_NEO4J_DATABASE to an existing database (Community has "
                          "'neo4j')")
