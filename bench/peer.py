@@ -623,6 +623,12 @@ class BareLoad:
                                audit=self.audit, counter=50_000_000)
         self.calls = 0
 
+    async def open(self) -> None:
+        """The schema's statements, as `make bench`'s bare side runs them: the process learns
+        the server's edition, and on Community its audit batches carry no bookmarks, as the
+        service's do not (repository/database.py)."""
+        await self.db.apply_schema()
+
     def prepare(self, workload: str):
         self.calls += 1
         w = next(w for w in WORKLOADS if w.name == workload)
@@ -686,6 +692,7 @@ class Harness:
             # tuned and its heap settled as a serving process's.
             tune_gc(bare_settings())
             self.bare = self.loads[BARE] = BareLoad(self.stack, self.cfg)
+            await self.bare.open()
             settle_heap()
 
     async def close(self) -> None:
