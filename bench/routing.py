@@ -1,10 +1,10 @@
 """What the routing driver costs the client against one server (docs/performance.md,
-"The request path"; docs/adr/0032-a-direct-connection-to-the-local-server.md), against a fresh
+"Other benchmarks"; docs/adr/0032-a-direct-connection-to-the-local-server.md), against a fresh
 Neo4j of its own: the same small read sent through a `neo4j://` driver (a routing table,
 an address chosen for every connection acquired) and through a `bolt://` one (a direct
 connection), one statement at a time and 32 at a time, in alternating blocks. Reported: the
-client process's CPU and the wall time per statement, the medians of the blocks after the
-first pair (warm-up).
+client process's CPU and the wall time per statement, the medians of each scheme's blocks after
+its first two (warm-up).
 
     .venv/bin/python -m bench.routing
 """
