@@ -57,10 +57,8 @@ from pathlib import Path
 from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import port_in_use
-from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.repository.database import Database
 from vaultgraph.server import settle_heap, tune_gc
-from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.settings import PROJECT_ROOT, workers_beside_neo4j
 
 from .config import ROOT
@@ -76,10 +74,11 @@ from .defaults_ab import (
     summarize,
 )
 from .environment import say, unwind_on_sigterm
+from .hotpath_ir import bare_context
 from .loadgen import ensure_wrk, run_bare, run_wrk
 from .run import bare_op, bare_settings, provenance, write_results
 from .stats import Result
-from .workloads import WORKLOADS, Context
+from .workloads import WORKLOADS
 
 PEER_LUA = Path(__file__).resolve().parent / "wrk_peer.lua"
 WORKLOAD_NAMES = ("create", "get")
@@ -617,10 +616,10 @@ class BareLoad:
         self.db = Database.connect(local.uri, "neo4j", local.resolve_password(),
                                    Catalog.load(PROJECT_ROOT / "cypher"), "neo4j")
         ring = KeyRing.from_spec((stack.home / "kek").read_text().strip())
-        self.audit = AuditWriter.from_settings(AuditRepository(self.db), ring, bare_settings())
+        self.context, self.audit = bare_context(self.db, ring, stack.tenant, stack.ids,
+                                                self.db.catalog)
         # Card numbers past those loaded and apart from vaultgraph's (bench/wrk_each.lua).
-        self.context = Context(stack.tenant, stack.ids, self.db.catalog, self.db.driver,
-                               audit=self.audit, counter=50_000_000)
+        self.context.counter = 50_000_000
         self.calls = 0
 
     async def open(self) -> None:
