@@ -17,10 +17,15 @@ def _fields(path: Path) -> list[str]:
     return path.read_text().rsplit(")", 1)[1].split()
 
 
-def _stat(path: Path) -> tuple[int, int]:
-    """(parent pid, CPU ticks: user + system) from a /proc `stat` file."""
+# Which of a process's CPU times a figure counts: both (the default), or one of them alone.
+PARTS = ("all", "user", "system")
+
+
+def _stat(path: Path, part: str = "all") -> tuple[int, int]:
+    """(parent pid, CPU ticks: user + system, or `part` of them) from a /proc `stat` file."""
     fields = _fields(path)
-    return int(fields[1]), int(fields[11]) + int(fields[12])
+    user, system = int(fields[11]), int(fields[12])
+    return int(fields[1]), {"all": user + system, "user": user, "system": system}[part]
 
 
 def own_ticks(pid: int) -> int:
@@ -28,25 +33,27 @@ def own_ticks(pid: int) -> int:
     return _stat(Path(f"/proc/{pid}/stat"))[1]
 
 
-def reaped_ticks(pid: int) -> int:
+def reaped_ticks(pid: int, part: str = "all") -> int:
     """CPU ticks of `pid`'s children that ended and were waited for (cutime + cstime): a load
     generator run as a subprocess per measurement (wrk) is gone by the window's end."""
     try:
         fields = _fields(Path(f"/proc/{pid}/stat"))
     except OSError:
         return 0
-    return int(fields[13]) + int(fields[14])
+    user, system = int(fields[13]), int(fields[14])
+    return {"all": user + system, "user": user, "system": system}[part]
 
 
-def _table() -> tuple[dict[int, int], dict[int, int]]:
-    """pid → parent pid, pid → CPU ticks (user + system) of every process now alive."""
+def _table(part: str = "all") -> tuple[dict[int, int], dict[int, int]]:
+    """pid → parent pid, pid → CPU ticks (user + system, or `part`) of every process now
+    alive."""
     parents: dict[int, int] = {}
     ticks: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            parent, spent = _stat(entry / "stat")
+            parent, spent = _stat(entry / "stat", part)
         except OSError:
             continue  # ended while we looked
         pid = int(entry.name)
@@ -72,26 +79,26 @@ def process_tree(root: int) -> set[int]:
     return _tree(root, _table()[0])
 
 
-def snapshot(groups: dict[str, int]) -> dict[str, int]:
+def snapshot(groups: dict[str, int], part: str = "all") -> dict[str, int]:
     """CPU ticks of each named process tree, leaving out the other named trees it holds (the
     load generator's tree holds the service's); `neo4j_jit`: of Neo4j's, its JIT compiler's.
     The `loadgen` group also counts its reaped children (`reaped_ticks`: wrk, which has ended
     by the time the window closes; the service and Neo4j outlive the window, so none of theirs
-    is in it)."""
-    parents, ticks = _table()
+    is in it). `part`: "user" or "system" counts that CPU time alone."""
+    parents, ticks = _table(part)
     trees = {name: _tree(pid, parents) for name, pid in groups.items()}
     out = {}
     if "neo4j" in groups:
-        out["neo4j_jit"] = jit_ticks(groups["neo4j"])
+        out["neo4j_jit"] = jit_ticks(groups["neo4j"], part)
     for name, members in trees.items():
         others = set().union(*(t for n, t in trees.items() if n != name and t <= members))
         out[name] = sum(ticks[p] for p in members - others)
     if "loadgen" in groups:
-        out["loadgen"] += reaped_ticks(groups["loadgen"])
+        out["loadgen"] += reaped_ticks(groups["loadgen"], part)
     return out
 
 
-def jit_ticks(pid: int | None) -> int:
+def jit_ticks(pid: int | None, part: str = "all") -> int:
     """CPU ticks a JVM's just-in-time compiler threads have spent (Neo4j warming up)."""
     total = 0
     if pid is None:
@@ -100,7 +107,7 @@ def jit_ticks(pid: int | None) -> int:
         try:
             comm = (task / "comm").read_text()
             if comm.startswith(("C1 Compiler", "C2 Compiler")):
-                total += _stat(task / "stat")[1]
+                total += _stat(task / "stat", part)[1]
         except OSError:
             continue
     return total

@@ -16,6 +16,8 @@ more window per workload and prints the self time by function (bench/profile.py)
 
 Neo4j's CPU is not measured here (see `make bench` for that); the machine's other work skews
 these figures far less than requests per second, and the medians of a few rounds less still.
+HOTPATH_CPU=user or system counts that CPU time alone (default: both): whether what the
+service adds is its own code's (user) or the kernel's work for its sockets (system).
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ async def main(names: list[str]) -> None:
     concurrency = int(_env("HOTPATH_CONCURRENCY", "8"))
     tokens = int(_env("HOTPATH_TOKENS", "1000"))
     port = int(_env("HOTPATH_PORT", "8391"))
+    part = _env("HOTPATH_CPU", "all")
+    if part not in cpu.PARTS:
+        raise SystemExit(f"HOTPATH_CPU must be one of {', '.join(cpu.PARTS)}")
     uri = os.environ["VAULTGRAPH_NEO4J_URI"]
     password = os.environ["VAULTGRAPH_NEO4J_PASSWORD"]
     work = Path(tempfile.mkdtemp(prefix="hotpath-"))
@@ -116,9 +121,9 @@ async def main(names: list[str]) -> None:
                 order = list(services.items())
                 for name, svc in order[::-1] if r % 2 else order:
                     await loadgens[name].run(pool, warmup)
-                    before = cpu.snapshot({"service": svc.pid})
+                    before = cpu.snapshot({"service": svc.pid}, part)
                     result = await loadgens[name].run(pool, seconds)
-                    after = cpu.snapshot({"service": svc.pid})
+                    after = cpu.snapshot({"service": svc.pid}, part)
                     figure = cpu.per_request(before, after, result.requests)["service"]
                     (svc_ms if name == "service" else base_ms).append(figure)
                     say(f"{w.name} round {r + 1}: {name} {figure:.3f} ms/req "
@@ -127,9 +132,9 @@ async def main(names: list[str]) -> None:
                 op = bare_op(w, ctx)
                 items = w.items(ctx, rng)
                 await run_bare(op, items, concurrency, warmup)
-                before = cpu.snapshot({"client": os.getpid()})
+                before = cpu.snapshot({"client": os.getpid()}, part)
                 bare = await run_bare(op, items, concurrency, seconds)
-                after = cpu.snapshot({"client": os.getpid()})
+                after = cpu.snapshot({"client": os.getpid()}, part)
                 client = cpu.per_request(before, after, bare.requests)["client"]
                 bare_ms.append(client)
                 say(f"{w.name} round {r + 1}: bare {client:.3f} ms/req ({bare.requests} req, "
@@ -159,7 +164,8 @@ async def main(names: list[str]) -> None:
         await audit.stop()
         await db.close()
     print("\nworkload      service ms/req   bare ms/req   added ms/req   (medians of "
-          f"{rounds} rounds of {seconds:g}s, {concurrency} connections)")
+          f"{rounds} rounds of {seconds:g}s, {concurrency} connections"
+          + ("" if part == "all" else f"; {part} CPU time only") + ")")
     for name, (s, b, a) in summary.items():
         print(f"{name:<24} {s:>14.3f} {b:>13.3f} {a:>14.3f}")
 

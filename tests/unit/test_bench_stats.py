@@ -218,6 +218,32 @@ def test_cpu_snapshot_counts_the_load_generators_ended_children():
     assert cpu.per_request(before, after, 1)["self"] < 10 * cpu.TICK_MS
 
 
+def test_cpu_snapshot_counts_user_or_system_time_alone_when_asked():
+    import os
+    import subprocess
+    import sys
+
+    from bench import cpu
+
+    def spent(code: str) -> dict[str, float]:
+        parts = {}
+        before = {part: cpu.snapshot({"loadgen": os.getpid()}, part) for part in cpu.PARTS}
+        subprocess.run([sys.executable, "-c", code], check=True)
+        for part in cpu.PARTS:
+            after = cpu.snapshot({"loadgen": os.getpid()}, part)
+            parts[part] = cpu.per_request(before[part], after, 1)["loadgen"]
+        return parts
+
+    # Ten million additions are the process's own work; 128 MiB from the kernel's random
+    # generator (getrandom), the kernel's.
+    adding = spent("x = 0\nfor i in range(10**7): x += i\n")
+    assert adding["user"] >= 10 * cpu.TICK_MS > adding["system"]
+    drawing = spent("import os\nfor _ in range(8): os.urandom(1 << 24)\n")
+    assert drawing["system"] >= 10 * cpu.TICK_MS > drawing["user"]
+    for both in (adding, drawing):  # this process's own ticks between the reads apart
+        assert abs(both["all"] - (both["user"] + both["system"])) <= 5 * cpu.TICK_MS
+
+
 def test_plans_walk_sums_db_hits_over_the_tree_and_names_the_costliest_operators():
     from collections import Counter
 
