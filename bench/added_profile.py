@@ -11,6 +11,8 @@ the bare client runs that the service does not (negative). cProfile's own cost p
 inflates every figure (a profiled request costs several times an unprofiled one), more where
 calls are many and short, so read the shares, not the milliseconds; bench/hotpath_ir.py gives
 the magnitudes. The profiles are kept (printed) for `python -m pstats`.
+ADDED_PROFILE_CONCURRENCY=<n> (default 1) keeps n requests in flight on both sides, as
+HOTPATH_IR_CONCURRENCY does.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from vaultgraph.server import tune_gc
 from vaultgraph.settings import PROJECT_ROOT
 
 from .environment import say
-from .hotpath_ir import Worker, _drive, _env, _ready, bare_context, bench_tenant
+from .hotpath_ir import Worker, _drive, _env, _ready, bare_context, bench_tenant, run_ops
 from .run import bare_op, bare_settings, http_pool, provenance, write_results
 from .workloads import WORKLOADS, Context
 
@@ -98,7 +100,7 @@ def difference(service: dict, bare: dict, top: int = 30) -> dict:
 
 
 def _service_profile(port: int, kek: str, out: Path, key: str, pool, warm: int,
-                     requests: int) -> None:
+                     requests: int, concurrency: int = 1) -> None:
     worker = Worker(PROJECT_ROOT, port, kek, out)
     env = {**worker.env, "ADDED_PROFILE_OUT": str(out)}
     log = open(out.with_suffix(".log"), "ab")
@@ -112,10 +114,10 @@ def _service_profile(port: int, kek: str, out: Path, key: str, pool, warm: int,
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the profiled service did not start; see {log.name}")
             time.sleep(0.5)
-        _drive(port, key, pool, warm)
+        _drive(port, key, pool, warm, concurrency)
         proc.send_signal(signal.SIGUSR1)
         time.sleep(0.5)
-        _drive(port, key, pool[warm:], requests)
+        _drive(port, key, pool[warm:], requests, concurrency)
         proc.send_signal(signal.SIGUSR2)
         deadline = time.monotonic() + 120
         while not out.exists():
@@ -131,18 +133,15 @@ def _service_profile(port: int, kek: str, out: Path, key: str, pool, warm: int,
             proc.kill()
 
 
-async def _bare_profile(ctx: Context, name: str, out: Path, warm: int, requests: int) -> None:
+async def _bare_profile(ctx: Context, name: str, out: Path, warm: int, requests: int,
+                        concurrency: int = 1) -> None:
     w = next(w for w in WORKLOADS if w.name == name)
     op = bare_op(w, ctx)
     items = w.items(ctx, random.Random(w.name))  # noqa: S311 - request variety
-    for i in range(warm):
-        await op(items[i % len(items)])
-        await ctx.audit.settle()
+    await run_ops(op, items, 0, warm, concurrency, ctx.audit)
     profile = cProfile.Profile(time.thread_time)
     profile.enable()
-    for i in range(warm, warm + requests):
-        await op(items[i % len(items)])
-        await ctx.audit.settle()  # one at a time, as in bench/hotpath_ir.py's bare client
+    await run_ops(op, items, warm, requests, concurrency, ctx.audit)
     profile.disable()
     profile.dump_stats(str(out))
 
@@ -150,6 +149,7 @@ async def _bare_profile(ctx: Context, name: str, out: Path, warm: int, requests:
 async def main(names: list[str]) -> None:
     requests = int(_env("ADDED_PROFILE_REQUESTS", "1000"))
     warm = int(_env("ADDED_PROFILE_WARMUP", "300"))
+    concurrency = int(_env("ADDED_PROFILE_CONCURRENCY", "1"))
     port = int(_env("HOTPATH_PORT", "8391"))
     work = Path(tempfile.mkdtemp(prefix="added-profile-"))
     db, catalog, kek, ring, tenant, ids = await bench_tenant()
@@ -161,8 +161,8 @@ async def main(names: list[str]) -> None:
             pool = http_pool(w, ctx, random.Random(w.name))  # noqa: S311 - request variety
             svc, bare = work / f"{w.name}-service.pstats", work / f"{w.name}-bare.pstats"
             await asyncio.to_thread(_service_profile, port, kek, svc, tenant.app_key, pool,
-                                    warm, requests)
-            await _bare_profile(ctx, w.name, bare, warm, requests)
+                                    warm, requests, concurrency)
+            await _bare_profile(ctx, w.name, bare, warm, requests, concurrency)
             d = kept[w.name] = difference(per_function(svc, requests),
                                           per_function(bare, requests))
             print(f"\n== {w.name}: profiled CPU a request, service {d['service_ms']:.3f} ms, "
@@ -181,7 +181,8 @@ async def main(names: list[str]) -> None:
         await audit.stop()
         await db.close()
     say(f"profiles in {work}")
-    record = {**provenance(), "settings": {"requests": requests, "warmup": warm},
+    record = {**provenance(), "settings": {"requests": requests, "warmup": warm,
+                                           "concurrency": concurrency},
               "ms_a_request": kept}
     say(f"written to {write_results(record, 'added-profile-')}")
 

@@ -16,13 +16,18 @@ own under callgrind running the same number of operations one at a time, and "ad
 service's count less the bare client's: what the HTTP layer, the middlewares, validation and
 presentation cost a request, in instructions rather than in milliseconds (HOTPATH_IR_BARE=0
 skips it). Slow (valgrind runs the service ~50 times slower): a few hundred requests are
-enough, the count varies little from run to run.
+enough, the count varies little from run to run. HOTPATH_IR_CONCURRENCY=<n> (default 1)
+keeps n requests in flight on both sides instead (n connections, each sending its share in
+turn; n coroutines on the bare client, its audit writer batching what is in flight, as the
+service's does): whether load adds instructions to a request, beside what it does to their
+cost.
 `callgrind_annotate <file>` on the kept dumps (printed) shows where the instructions go.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import http.client
 import os
 import random
@@ -124,12 +129,21 @@ def _send(conn: http.client.HTTPConnection, key: str, r: Request) -> int:
     return resp.status
 
 
-def _drive(port: int, key: str, pool: list[Request], n: int) -> int:
-    """`n` requests one after another on one keep-alive connection; the errors (>= 400)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    errors = sum(_send(conn, key, pool[i % len(pool)]) >= 400 for i in range(n))
-    conn.close()
-    return errors
+def _drive(port: int, key: str, pool: list[Request], n: int, connections: int = 1) -> int:
+    """`n` requests on `connections` keep-alive connections, each sending its share one after
+    another (pool items dealt out in turn); the errors (>= 400)."""
+
+    def one(first: int) -> int:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        errors = sum(_send(conn, key, pool[i % len(pool)]) >= 400
+                     for i in range(first, n, connections))
+        conn.close()
+        return errors
+
+    if connections <= 1:
+        return one(0)
+    with concurrent.futures.ThreadPoolExecutor(connections) as pool_of_threads:
+        return sum(pool_of_threads.map(one, range(connections)))
 
 
 def _instructions(dump_prefix: Path) -> int:
@@ -147,13 +161,14 @@ class BareWorker:
     """The bare client of one workload in a child process under callgrind (`--bare`): it sets
     itself up and warms up uncounted, then counts `requests` operations when told to."""
 
-    def __init__(self, workload: str, kek: str, out: Path, warm: int, requests: int):
+    def __init__(self, workload: str, kek: str, out: Path, warm: int, requests: int,
+                 concurrency: int = 1):
         self.out = out
         with open(out.with_suffix(".log"), "ab") as log:
             self.proc = subprocess.Popen(  # noqa: S603 - fixed argv
                 ["valgrind", "--tool=callgrind", "--instr-atstart=no",  # noqa: S607
                  f"--callgrind-out-file={out}", sys.executable, "-m", "bench.hotpath_ir",
-                 "--bare", workload, str(warm), str(requests)],
+                 "--bare", workload, str(warm), str(requests), str(concurrency)],
                 env={**os.environ, "VAULTGRAPH_KEK": kek}, cwd=PROJECT_ROOT, text=True,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                 start_new_session=True)
@@ -198,8 +213,37 @@ def bare_context(db: Database, ring: KeyRing, tenant, ids: list[str],
     return Context(tenant, ids, catalog, db.driver, audit=audit), audit
 
 
-async def _bare_child(name: str, warm: int, requests: int) -> None:
-    """`--bare`: the bare client's side of BareWorker, talking on stdin/stdout."""
+async def run_ops(op, items: list, start: int, n: int, concurrency: int,
+                  audit: AuditWriter) -> int:
+    """`n` of the bare client's operations on `items` from `start` on (wrapping around), with
+    `concurrency` in flight (as many coroutines, each running its share in turn); the
+    errors."""
+    async def lane(first: int, settle: bool) -> int:
+        errors = 0
+        for i in range(first, start + n, concurrency):
+            try:
+                await op(items[i % len(items)])
+            except Exception:  # counted, as the service side counts answers >= 400
+                errors += 1
+            if settle:
+                # One at a time, as the service's requests come: a write's chain link is
+                # committed before the next operation starts, not batched with the next
+                # ones' (which the service, idle between a client's requests, never gets to
+                # do here).
+                await audit.settle()
+        return errors
+
+    if concurrency <= 1:
+        return await lane(start, settle=True)
+    # As the service's connections come: the audit writer batches what is in flight.
+    errors = sum(await asyncio.gather(*(lane(start + k, False) for k in range(concurrency))))
+    await audit.settle()
+    return errors
+
+
+async def _bare_child(name: str, warm: int, requests: int, concurrency: int = 1) -> None:
+    """`--bare`: the bare client's side of BareWorker, talking on stdin/stdout; `concurrency`
+    operations in flight at a time (as many coroutines, each running its share in turn)."""
     tune_gc(bare_settings())  # as make bench's bare client collects its garbage
     db, catalog, _, ring, tenant, ids = await bench_tenant(os.environ["VAULTGRAPH_KEK"])
     ctx, audit = bare_context(db, ring, tenant, ids, catalog)
@@ -207,23 +251,10 @@ async def _bare_child(name: str, warm: int, requests: int) -> None:
     op = bare_op(w, ctx)
     items = w.items(ctx, random.Random(w.name))  # noqa: S311 - request variety
 
-    async def run(start: int, n: int) -> int:
-        errors = 0
-        for i in range(start, start + n):
-            try:
-                await op(items[i % len(items)])
-            except Exception:  # counted, as the service side counts answers >= 400
-                errors += 1
-            # One at a time, as the service's requests come: a write's chain link is committed
-            # before the next operation starts, not batched with the next ones' (which the
-            # service, idle between a client's requests, never gets to do here).
-            await audit.settle()
-        return errors
-
-    await run(0, warm)
+    await run_ops(op, items, 0, warm, concurrency, audit)
     print("warm", flush=True)
     await asyncio.to_thread(sys.stdin.readline)
-    errors = await run(warm, requests)
+    errors = await run_ops(op, items, warm, requests, concurrency, audit)
     print(f"done {errors}", flush=True)
     await asyncio.to_thread(sys.stdin.readline)
     await audit.stop()
@@ -256,6 +287,7 @@ def _trees() -> dict[str, Path]:
 async def main(names: list[str]) -> None:
     requests = int(_env("HOTPATH_IR_REQUESTS", "300"))
     warm = int(_env("HOTPATH_IR_WARMUP", "150"))
+    concurrency = int(_env("HOTPATH_IR_CONCURRENCY", "1"))
     port = int(_env("HOTPATH_PORT", "8391"))
     work = Path(tempfile.mkdtemp(prefix="hotpath-ir-"))
     db, catalog, kek, _, tenant, ids = await bench_tenant()
@@ -271,10 +303,11 @@ async def main(names: list[str]) -> None:
             worker = Worker(tree, port, kek, out)
             try:
                 worker.start()
-                errors = await asyncio.to_thread(_drive, port, tenant.app_key, pool, warm)
+                errors = await asyncio.to_thread(_drive, port, tenant.app_key, pool, warm,
+                                                 concurrency)
                 worker.control("-i", "on")
                 errors += await asyncio.to_thread(_drive, port, tenant.app_key, pool[warm:],
-                                                  requests)
+                                                  requests, concurrency)
                 worker.control("-i", "off")
                 worker.control("-d")
             finally:
@@ -286,11 +319,12 @@ async def main(names: list[str]) -> None:
         if bare:
             out = work / f"{w.name}-bare.callgrind"
             errors = await asyncio.to_thread(
-                BareWorker(w.name, kek, out, warm, requests).count)
+                BareWorker(w.name, kek, out, warm, requests, concurrency).count)
             results[(w.name, "bare client")] = per = _instructions(out) / requests
             say(f"{w.name}, bare client: {per / 1e6:.3f} M instructions an operation "
                 f"({requests} operations, {errors} errors; {out})")
-    print(f"\nworkload   tree          M instructions a request   ({requests} requests)")
+    print(f"\nworkload   tree          M instructions a request   ({requests} requests, "
+          f"{concurrency} at a time)")
     for (name, label), per in results.items():
         print(f"{name:<10} {label:<13} {per / 1e6:>10.3f}")
     if bare:
@@ -300,11 +334,12 @@ async def main(names: list[str]) -> None:
             if label != "bare client" and base is not None:
                 print(f"{name:<10} {label:<13} {(per - base) / 1e6:>10.3f}"
                       f"   ({per / base:.2f} x the bare client)")
-    say(f"written to {write_results(record(results, requests, warm, trees), 'hotpath-ir-')}")
+    say(f"written to "
+        f"{write_results(record(results, requests, warm, trees, concurrency), 'hotpath-ir-')}")
 
 
 def record(results: dict[tuple[str, str], float], requests: int, warm: int,
-           trees: dict[str, Path]) -> dict:
+           trees: dict[str, Path], concurrency: int = 1) -> dict:
     """The run as bench/results keeps it: M instructions a request by workload and tree, and
     what the service adds over the bare client (M, and as a multiple) where it was counted."""
     workloads: dict[str, dict] = {}
@@ -317,12 +352,14 @@ def record(results: dict[tuple[str, str], float], requests: int, warm: int,
                                        "x_bare": round(per / base, 3)}
                                for label, per in list(counts.items()) if label != "bare client"}
     return {**provenance(), "settings": {"requests": requests, "warmup": warm,
+                                         "concurrency": concurrency,
                                          "trees": {k: str(v) for k, v in trees.items()}},
             "m_instructions_a_request": workloads}
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--bare"]:
-        asyncio.run(_bare_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+        asyncio.run(_bare_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+                                int(sys.argv[5]) if len(sys.argv) > 5 else 1))
     else:
         asyncio.run(main(sys.argv[1:] or ["get", "create"]))

@@ -1,0 +1,102 @@
+"""bench/hotpath_ir.py's load without valgrind: how it deals a pool of requests out over its
+connections."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from vaultgraph.settings import PROJECT_ROOT
+
+# bench/ is a top-level package of the checkout, not part of the installed distribution.
+if str(PROJECT_ROOT) not in sys.path:
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+from bench.hotpath_ir import _drive, run_ops
+from bench.workloads import Request
+
+
+@pytest.fixture
+def recorder():
+    """A local HTTP/1.1 server answering 200, or 404 for paths under /missing, that records
+    each request's path, API key and connection (its client port)."""
+    seen: list[tuple[str, str, int]] = []
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as the service answers
+
+        def do_GET(self):
+            with lock:
+                seen.append((self.path, self.headers["SVC-API-KEY"], self.client_address[1]))
+            status = 404 if self.path.startswith("/missing") else 200
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_requests_are_dealt_over_the_connections_each_sent_once(recorder):
+    port, seen = recorder
+    pool = [Request("GET", f"/tokens/{i}") for i in range(8)] + [Request("GET", "/missing/x")]
+    assert _drive(port, "key-1", pool, 9, connections=3) == 1  # the one 404
+    assert sorted(path for path, _, _ in seen) == sorted(r.path for r in pool)
+    assert {key for _, key, _ in seen} == {"key-1"}
+    by_connection: dict[int, list[str]] = {}
+    for path, _, client_port in seen:
+        by_connection.setdefault(client_port, []).append(path)
+    assert sorted(len(paths) for paths in by_connection.values()) == [3, 3, 3]  # kept alive
+
+
+def test_one_connection_sends_the_pool_in_order_and_wraps_around(recorder):
+    port, seen = recorder
+    pool = [Request("GET", f"/tokens/{i}") for i in range(3)]
+    assert _drive(port, "key-2", pool, 5) == 0
+    assert [path for path, _, _ in seen] == [
+        "/tokens/0", "/tokens/1", "/tokens/2", "/tokens/0", "/tokens/1"]
+    assert len({client_port for _, _, client_port in seen}) == 1
+
+
+class _Settles:
+    """Stands in for the audit writer's `settle`, counting the calls."""
+
+    def __init__(self):
+        self.calls = 0
+
+    async def settle(self):
+        self.calls += 1
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+async def test_the_bare_client_runs_each_operation_once_and_counts_its_errors(concurrency):
+    done: list[str] = []
+
+    async def op(item: str) -> None:
+        done.append(item)
+        if item == "bad":
+            raise LookupError(item)
+
+    items = ["a", "b", "bad", "c", "d"]
+    audit = _Settles()
+    errors = await run_ops(op, items, 1, 7, concurrency, audit)  # from "b", wrapping around
+    assert errors == 2  # "bad" came round twice
+    assert sorted(done) == sorted(["b", "bad", "c", "d", "a", "b", "bad"])
+    # One at a time, the chain settles after each operation; with several in flight, once at
+    # the end, the writer batching what was in flight.
+    assert audit.calls == (7 if concurrency == 1 else 1)
+    if concurrency == 1:
+        assert done == ["b", "bad", "c", "d", "a", "b", "bad"]
