@@ -34,7 +34,7 @@ from vaultgraph.settings import PROJECT_ROOT
 
 from .environment import say
 from .hotpath_ir import Worker, _drive, _env, _ready, bare_context, bench_tenant, run_ops
-from .run import bare_op, bare_settings, http_pool, provenance, write_results
+from .run import bare_op, bare_settings, http_pool, on_service_loop, provenance, write_results
 from .workloads import WORKLOADS, Context
 
 # Where a function's file lies decides its package; the first match wins.
@@ -188,4 +188,4 @@ async def main(names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:] or ["get", "create"]))
+    on_service_loop(main(sys.argv[1:] or ["get", "create"]))

@@ -44,7 +44,7 @@ from .config import BenchConfig
 from .dataset import create_bench_tenant, load_tokens
 from .environment import Service, new_kek, say
 from .loadgen import Wrk, ensure_wrk, run_bare
-from .run import bare_op, bare_settings, http_pool
+from .run import bare_op, bare_settings, http_pool, on_service_loop
 from .workloads import WORKLOADS, Context
 
 
@@ -171,4 +171,4 @@ async def main(names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:] or ["get", "create"]))
+    on_service_loop(main(sys.argv[1:] or ["get", "create"]))

@@ -52,7 +52,7 @@ from vaultgraph.settings import PROJECT_ROOT
 
 from .dataset import create_bench_tenant, load_tokens
 from .environment import new_kek, say
-from .run import bare_op, bare_settings, http_pool, provenance, write_results
+from .run import bare_op, bare_settings, http_pool, on_service_loop, provenance, write_results
 from .workloads import WORKLOADS, Context, Request
 
 _TOTALS = re.compile(rb"^totals:\s+(\d+)", re.MULTILINE)
@@ -359,7 +359,7 @@ def record(results: dict[tuple[str, str], float], requests: int, warm: int,
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--bare"]:
-        asyncio.run(_bare_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
-                                int(sys.argv[5]) if len(sys.argv) > 5 else 1))
+        on_service_loop(_bare_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+                                    int(sys.argv[5]) if len(sys.argv) > 5 else 1))
     else:
         asyncio.run(main(sys.argv[1:] or ["get", "create"]))

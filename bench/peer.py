@@ -76,7 +76,7 @@ from .defaults_ab import (
 from .environment import say, unwind_on_sigterm
 from .hotpath_ir import bare_context
 from .loadgen import ensure_wrk, run_bare, run_wrk
-from .run import bare_op, bare_settings, provenance, write_results
+from .run import bare_op, bare_settings, on_service_loop, provenance, write_results
 from .stats import Result
 from .workloads import WORKLOADS
 
@@ -821,7 +821,7 @@ def main() -> int:
     cfg = Settings.from_env()
     say(f"vaultgraph against allisson/secrets: {cfg.warmup_rounds} warm-up and {cfg.rounds} "
         f"measured rounds of {cfg.duration}s per service and workload")
-    result = asyncio.run(run(cfg))
+    result = on_service_loop(run(cfg))
     print(table(result["summary"], result["vaultgraph_over_secrets"],
                 result.get("bare_over_secrets")))
     say(f"written to {write_results(result, 'peer-')}")

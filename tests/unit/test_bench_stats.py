@@ -21,7 +21,7 @@ from bench.dataset import (
     card_number,
     customer,
 )
-from bench.run import bare_settings
+from bench.run import bare_settings, on_service_loop
 from bench.stats import Result, added_cpu, audit_cost, audit_rounds, percentile, ratio
 from vaultgraph.expressions import luhn_valid
 from vaultgraph.tokens.types import get_type
@@ -599,3 +599,15 @@ def test_without_settings_the_bare_client_has_the_services_defaults():
     settings, defaults = bare_settings({}), Settings()
     assert (settings.audit_batch_wait, settings.audit_batch_max, settings.audit_lane_count) == (
         defaults.audit_batch_wait, defaults.audit_batch_max, 2)
+
+
+def test_the_bare_client_runs_on_the_event_loop_the_service_serves_on(monkeypatch):
+    import asyncio
+
+    async def loop_module() -> str:
+        return type(asyncio.get_running_loop()).__module__
+
+    monkeypatch.delenv("VAULTGRAPH_EVENT_LOOP", raising=False)
+    assert on_service_loop(loop_module()).startswith("uvloop")  # the service's default
+    monkeypatch.setenv("VAULTGRAPH_EVENT_LOOP", "asyncio")
+    assert on_service_loop(loop_module()).startswith("asyncio")
