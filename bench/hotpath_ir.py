@@ -132,6 +132,7 @@ def _send(conn: http.client.HTTPConnection, key: str, r: Request) -> int:
 def _drive(port: int, key: str, pool: list[Request], n: int, connections: int = 1) -> int:
     """`n` requests on `connections` keep-alive connections, each sending its share one after
     another (pool items dealt out in turn); the errors (>= 400)."""
+    connections = max(1, connections)
 
     def one(first: int) -> int:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
@@ -218,6 +219,8 @@ async def run_ops(op, items: list, start: int, n: int, concurrency: int,
     """`n` of the bare client's operations on `items` from `start` on (wrapping around), with
     `concurrency` in flight (as many coroutines, each running its share in turn); the
     errors."""
+    concurrency = max(1, concurrency)
+
     async def lane(first: int, settle: bool) -> int:
         errors = 0
         for i in range(first, start + n, concurrency):
