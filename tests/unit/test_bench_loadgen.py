@@ -131,5 +131,8 @@ async def test_wrk_holds_its_rate_through_the_pool_script(tmp_path):
     finally:
         await runner.cleanup()
     assert free.requests > 1000
-    assert 240 <= paced.requests <= 305  # 300 on schedule; fewer if the machine is busy
+    # 300 on schedule; fewer if the machine is busy. wrk's window can run past its 2 s (2.1 s
+    # on a busy machine): the schedule holds over the window it measured, a slot at most early
+    # for each of the 8 connections.
+    assert 240 <= paced.requests <= 150 * paced.seconds + 8
     assert paced.errors == 0
