@@ -21,11 +21,15 @@ def _fields(path: Path) -> list[str]:
 PARTS = ("all", "user", "system")
 
 
+def _part(user: str, system: str, part: str) -> int:
+    """`part` of a process's CPU ticks, from its user and system fields."""
+    return {"all": int(user) + int(system), "user": int(user), "system": int(system)}[part]
+
+
 def _stat(path: Path, part: str = "all") -> tuple[int, int]:
     """(parent pid, CPU ticks: user + system, or `part` of them) from a /proc `stat` file."""
     fields = _fields(path)
-    user, system = int(fields[11]), int(fields[12])
-    return int(fields[1]), {"all": user + system, "user": user, "system": system}[part]
+    return int(fields[1]), _part(fields[11], fields[12], part)
 
 
 def own_ticks(pid: int) -> int:
@@ -40,8 +44,7 @@ def reaped_ticks(pid: int, part: str = "all") -> int:
         fields = _fields(Path(f"/proc/{pid}/stat"))
     except OSError:
         return 0
-    user, system = int(fields[13]), int(fields[14])
-    return {"all": user + system, "user": user, "system": system}[part]
+    return _part(fields[13], fields[14], part)
 
 
 def _table(part: str = "all") -> tuple[dict[int, int], dict[int, int]]:
