@@ -12,7 +12,9 @@ inflates every figure (a profiled request costs several times an unprofiled one)
 calls are many and short, so read the shares, not the milliseconds; bench/hotpath_ir.py gives
 the magnitudes. The profiles are kept (printed) for `python -m pstats`.
 ADDED_PROFILE_CONCURRENCY=<n> (default 1) keeps n requests in flight on both sides, as
-HOTPATH_IR_CONCURRENCY does.
+HOTPATH_IR_CONCURRENCY does. Workloads as bench/hotpath_ir.py takes them (the proxy's
+destination made here; `webhook_create` refused); a run in which any request or operation
+fails is refused.
 """
 
 from __future__ import annotations
@@ -33,7 +35,19 @@ from vaultgraph.server import tune_gc
 from vaultgraph.settings import PROJECT_ROOT
 
 from .environment import say
-from .hotpath_ir import Worker, _drive, _env, _ready, bare_context, bench_tenant, run_ops
+from .hotpath_ir import (
+    ProxyTarget,
+    Worker,
+    _drive,
+    _env,
+    _ready,
+    bare_context,
+    bench_tenant,
+    close_context,
+    refuse_failures,
+    run_ops,
+    selected,
+)
 from .run import bare_op, bare_settings, http_pool, on_service_loop, provenance, write_results
 from .workloads import WORKLOADS, Context
 
@@ -100,7 +114,9 @@ def difference(service: dict, bare: dict, top: int = 30) -> dict:
 
 
 def _service_profile(port: int, kek: str, out: Path, key: str, pool, warm: int,
-                     requests: int, concurrency: int = 1) -> None:
+                     requests: int, concurrency: int = 1) -> int:
+    """The service's profile of `requests` requests after `warm`, written to `out`; the
+    requests that failed."""
     worker = Worker(PROJECT_ROOT, port, kek, out)
     env = {**worker.env, "ADDED_PROFILE_OUT": str(out)}
     log = open(out.with_suffix(".log"), "ab")
@@ -114,10 +130,10 @@ def _service_profile(port: int, kek: str, out: Path, key: str, pool, warm: int,
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the profiled service did not start; see {log.name}")
             time.sleep(0.5)
-        _drive(port, key, pool, warm, concurrency)
+        errors = _drive(port, key, pool, warm, concurrency)
         proc.send_signal(signal.SIGUSR1)
         time.sleep(0.5)
-        _drive(port, key, pool[warm:], requests, concurrency)
+        errors += _drive(port, key, pool[warm:], requests, concurrency)
         proc.send_signal(signal.SIGUSR2)
         deadline = time.monotonic() + 120
         while not out.exists():
@@ -125,6 +141,7 @@ def _service_profile(port: int, kek: str, out: Path, key: str, pool, warm: int,
                 raise RuntimeError(f"the profiled service wrote no profile; see {log.name}")
             time.sleep(0.2)
         time.sleep(1)  # the dump is written whole before the file is read
+        return errors
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -134,16 +151,18 @@ def _service_profile(port: int, kek: str, out: Path, key: str, pool, warm: int,
 
 
 async def _bare_profile(ctx: Context, name: str, out: Path, warm: int, requests: int,
-                        concurrency: int = 1) -> None:
+                        concurrency: int = 1) -> int:
+    """The bare client's profile, as `_service_profile`'s; the operations that failed."""
     w = next(w for w in WORKLOADS if w.name == name)
     op = bare_op(w, ctx)
     items = w.items(ctx, random.Random(w.name))  # noqa: S311 - request variety
-    await run_ops(op, items, 0, warm, concurrency, ctx.audit)
+    errors = await run_ops(op, items, 0, warm, concurrency, ctx.audit)
     profile = cProfile.Profile(time.thread_time)
     profile.enable()
-    await run_ops(op, items, warm, requests, concurrency, ctx.audit)
+    errors += await run_ops(op, items, warm, requests, concurrency, ctx.audit)
     profile.disable()
     profile.dump_stats(str(out))
+    return errors
 
 
 async def main(names: list[str]) -> None:
@@ -152,24 +171,28 @@ async def main(names: list[str]) -> None:
     concurrency = int(_env("ADDED_PROFILE_CONCURRENCY", "1"))
     port = int(_env("HOTPATH_PORT", "8391"))
     work = Path(tempfile.mkdtemp(prefix="added-profile-"))
+    workloads = selected(names)
     db, catalog, kek, ring, tenant, ids = await bench_tenant()
-    ctx, audit = bare_context(db, ring, tenant, ids, catalog)
+    proxy = await ProxyTarget.open(db, tenant.tenant_id, names)
+    ctx, audit = bare_context(db, ring, tenant, ids, catalog, proxy)
     tune_gc(bare_settings())  # as make bench's bare client collects its garbage
     kept: dict[str, dict] = {}
     try:
-        for w in [w for w in WORKLOADS if w.name in names]:
+        for w in workloads:
             pool = http_pool(w, ctx, random.Random(w.name))  # noqa: S311 - request variety
             svc, bare = work / f"{w.name}-service.pstats", work / f"{w.name}-bare.pstats"
-            await asyncio.to_thread(_service_profile, port, kek, svc, tenant.app_key, pool,
-                                    warm, requests, concurrency)
-            await _bare_profile(ctx, w.name, bare, warm, requests, concurrency)
+            errors = await asyncio.to_thread(_service_profile, port, kek, svc, tenant.app_key,
+                                             pool, warm, requests, concurrency)
+            refuse_failures(w.name, "requests to the service", errors, warm + requests)
+            errors = await _bare_profile(ctx, w.name, bare, warm, requests, concurrency)
+            refuse_failures(w.name, "bare client operations", errors, warm + requests)
             d = kept[w.name] = difference(per_function(svc, requests),
                                           per_function(bare, requests))
             print(f"\n== {w.name}: profiled CPU a request, service {d['service_ms']:.3f} ms, "
                   f"bare client {d['bare_ms']:.3f} ms, added {d['added_ms']:.3f} ms "
                   f"({svc}, {bare})")
-            # Shares of what the service runs more of (the packages it adds to): the bare
-            # client's own extras (its pure-Python event loop) are listed, negative, apart.
+            # Shares of what the service runs more of (the packages it adds to): what the bare
+            # client runs more of is listed, negative, apart.
             more = sum(ms for _, ms in d["by_package"] if ms > 0)
             for name, ms in d["by_package"]:
                 share = f"{100 * ms / more:5.1f} %" if ms > 0 else "       "
@@ -178,6 +201,8 @@ async def main(names: list[str]) -> None:
             for name, calls, ms in d["functions"]:
                 print(f"  {name[:60]:<60} {calls:6.1f} {ms:7.3f}")
     finally:
+        await close_context(ctx)
+        proxy.close()
         await audit.stop()
         await db.close()
     say(f"profiles in {work}")

@@ -1,14 +1,23 @@
-"""The proxy workload's destination: a stand-in processor on 127.0.0.1, answering every request
-at once with a small JSON body. It serves from a thread of the benchmark's process with an event
-loop of its own, so the benchmark's blocking calls (the route probe) never stall it; its CPU is
-counted with the client's, as the load generator's is."""
+"""The proxy workload's destination: a stand-in processor answering every request at once with a
+small JSON body, in a process of its own on 127.0.0.1 (bench/local_server.py), as a real
+processor is elsewhere: its CPU is neither side's. The bare client posts to it directly, the
+service through a proxy; had it served from a thread of the benchmark's process, the bare
+client's figure would hold the destination's work and the service's would not.
+
+    python -m bench.destination   # prints its port on the first line, serves until stopped
+"""
 
 from __future__ import annotations
 
 import asyncio
-import threading
+import uuid
 
 from aiohttp import web
+
+from vaultgraph.repository.database import Database
+from vaultgraph.repository.proxies import ProxyRepository
+
+from .local_server import ServerProcess, serve
 
 ANSWER = b'{"status": "captured"}'
 
@@ -18,43 +27,30 @@ async def _answer(request: web.Request) -> web.Response:
     return web.Response(body=ANSWER, content_type="application/json")
 
 
-class Destination:
-    def __init__(self) -> None:
-        self.url = ""
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
+def app() -> web.Application:
+    application = web.Application()
+    application.router.add_route("*", "/{tail:.*}", _answer)
+    return application
 
-    def start(self) -> Destination:
-        ready = threading.Event()
-        self._loop = asyncio.new_event_loop()
 
-        async def serve() -> None:
-            app = web.Application()
-            app.router.add_route("*", "/{tail:.*}", _answer)
-            self._runner = web.AppRunner(app, access_log=None)
-            await self._runner.setup()
-            await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-            self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}/v1"
+class Destination(ServerProcess):
+    """`python -m bench.destination` as a child of the benchmark's process; `url` ends in a
+    path of its own (`/v1`), as a processor's API does."""
 
-        def run() -> None:
-            asyncio.set_event_loop(self._loop)
-            self._loop.run_until_complete(serve())
-            ready.set()
-            self._loop.run_forever()
+    module = "bench.destination"
+    path = "/v1"
 
-        self._thread = threading.Thread(target=run, name="bench-destination", daemon=True)
-        self._thread.start()
-        ready.wait(30)
-        return self
 
-    def stop(self) -> None:
-        if self._loop is None or self._thread is None:
-            return
-        runner = self._runner
-        if runner is not None:
-            asyncio.run_coroutine_threadsafe(runner.cleanup(), self._loop).result(30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(30)
-        self._loop.close()
-        self._loop = self._thread = None
+async def create_bench_proxy(db: Database, tenant_id: str, destination_url: str) -> str:
+    """The proxy workload's proxy of `tenant_id`, to `destination_url` (a running
+    `Destination`'s): its id. The service under measurement reaches the destination only with
+    127.0.0.1 exempt from its outbound address policy (bench/environment.py `Service`)."""
+    proxy_id = str(uuid.uuid4())
+    await ProxyRepository(db).create(
+        tenant_id, proxy_id, name="bench processor", destination_url=destination_url,
+        description=None, header_allowlist=[], created_by=None)
+    return proxy_id
+
+
+if __name__ == "__main__":
+    asyncio.run(serve(app()))

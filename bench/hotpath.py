@@ -34,18 +34,16 @@ from types import SimpleNamespace
 
 from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
-from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.repository.database import Database
-from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.settings import PROJECT_ROOT
 
 from . import cpu, environment, profile
 from .config import BenchConfig
 from .dataset import create_bench_tenant, load_tokens
 from .environment import Service, new_kek, say
+from .hotpath_ir import ProxyTarget, bare_context, close_context, refuse_failures, selected
 from .loadgen import Wrk, ensure_wrk, run_bare
-from .run import bare_op, bare_settings, http_pool, on_service_loop
-from .workloads import WORKLOADS, Context
+from .run import bare_op, http_pool, on_service_loop
 
 
 def _env(name: str, default: str) -> str:
@@ -88,8 +86,13 @@ async def main(names: list[str]) -> None:
     ring = KeyRing.from_spec(kek)
     tenant = await create_bench_tenant(db, ring)
     ids = await load_tokens(db, tenant, 0, tokens, 1000)
-    defaults = bare_settings()
-    audit = AuditWriter.from_settings(AuditRepository(db), ring, defaults)
+    chosen = selected(names)
+    proxy = await ProxyTarget.open(db, tenant.tenant_id, names)
+    ctx, audit = bare_context(db, ring, tenant, ids, catalog, proxy)
+    # The bare client is this process; the proxy's destination, its child, is neither side's.
+    client = {"client": os.getpid()}
+    if proxy.destination is not None:
+        client["destination"] = proxy.destination.pid
     neo = SimpleNamespace(uri=uri, resolve_password=lambda: password)
     os.environ["VAULTGRAPH_WORKERS"] = "1"
     services = {"service": Service(cfg, neo, kek)}  # type: ignore[arg-type]
@@ -108,8 +111,6 @@ async def main(names: list[str]) -> None:
     loadgens = {name: Wrk(wrk, svc.url, tenant.app_key, concurrency, 1, work_dir)
                 for name, svc in services.items()}
     loadgen = loadgens["service"]
-    ctx = Context(tenant, ids, catalog, db.driver, audit=audit)
-    chosen = [w for w in WORKLOADS if w.name in names]
     summary = {}
     try:
         for w in chosen:
@@ -127,18 +128,22 @@ async def main(names: list[str]) -> None:
                     figure = cpu.per_request(before, after, result.requests)["service"]
                     (svc_ms if name == "service" else base_ms).append(figure)
                     say(f"{w.name} round {r + 1}: {name} {figure:.3f} ms/req "
-                        f"({result.requests} req, {result.errors} errors)")
+                        f"({result.requests} req)")
+                    refuse_failures(w.name, f"requests to the {name}", result.errors,
+                                    result.requests + result.errors)
                 svc = svc_ms[-1]
                 op = bare_op(w, ctx)
                 items = w.items(ctx, rng)
                 await run_bare(op, items, concurrency, warmup)
-                before = cpu.snapshot({"client": os.getpid()}, part)
+                before = cpu.snapshot(client, part)
                 bare = await run_bare(op, items, concurrency, seconds)
-                after = cpu.snapshot({"client": os.getpid()}, part)
-                client = cpu.per_request(before, after, bare.requests)["client"]
-                bare_ms.append(client)
-                say(f"{w.name} round {r + 1}: bare {client:.3f} ms/req ({bare.requests} req, "
-                    f"{bare.errors} errors), added {svc - client:.3f}")
+                after = cpu.snapshot(client, part)
+                refuse_failures(w.name, "bare client operations", bare.errors,
+                                bare.requests + bare.errors)
+                own = cpu.per_request(before, after, bare.requests)["client"]
+                bare_ms.append(own)
+                say(f"{w.name} round {r + 1}: bare {own:.3f} ms/req ({bare.requests} req), "
+                    f"added {svc - own:.3f}")
             s, b = statistics.median(svc_ms), statistics.median(bare_ms)
             summary[w.name] = (s, b, s - b)
             if base_ms:
@@ -161,6 +166,8 @@ async def main(names: list[str]) -> None:
     finally:
         for svc in services.values():
             svc.stop()
+        await close_context(ctx)
+        proxy.close()
         await audit.stop()
         await db.close()
     print("\nworkload      service ms/req   bare ms/req   added ms/req   (medians of "

@@ -21,6 +21,11 @@ keeps n requests in flight on both sides instead (n connections, each sending it
 turn; n coroutines on the bare client, its audit writer batching what is in flight, as the
 service's does): whether load adds instructions to a request, beside what it does to their
 cost.
+The proxy workload gets a destination of its own (bench/destination.py, in this process) and a
+proxy to it; the workloads measured with a webhook receiver and the outbox's sender
+(`webhook_create`) are refused: `make bench` and `python -m bench.webhooks` measure them. A run
+in which any request or operation fails is refused too: it would count the failure's path, not
+the workload's.
 `callgrind_annotate <file>` on the kept dumps (printed) shows where the instructions go.
 """
 
@@ -42,6 +47,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import aiohttp
+
 from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
 from vaultgraph.repository.audit import AuditRepository
@@ -51,9 +58,13 @@ from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.settings import PROJECT_ROOT
 
 from .dataset import create_bench_tenant, load_tokens
+from .destination import Destination, create_bench_proxy
 from .environment import new_kek, say
 from .run import bare_op, bare_settings, http_pool, on_service_loop, provenance, write_results
-from .workloads import WORKLOADS, Context, Request
+from .workloads import WORKLOADS, Context, Request, Workload
+
+# The bare child's proxy and destination ("<proxy id> <destination URL>"), set by BareWorker.
+PROXY_ENV = "HOTPATH_IR_PROXY"
 
 _TOTALS = re.compile(rb"^totals:\s+(\d+)", re.MULTILINE)
 
@@ -85,7 +96,10 @@ class Worker:
                     # run: the webhook sender's poll, the expiry sweep, the authentication
                     # cache's refresh (a look-up a second).
                     "VAULTGRAPH_WEBHOOK_POLL_INTERVAL": "0",
-                    "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "0", "VAULTGRAPH_AUTH_CACHE_TTL": "3600"}
+                    "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "0", "VAULTGRAPH_AUTH_CACHE_TTL": "3600",
+                    # The proxy workload's destination is a local, plain-http server.
+                    "VAULTGRAPH_WEBHOOK_ALLOW_HTTP": "true",
+                    "VAULTGRAPH_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32"}
         if tree != PROJECT_ROOT:
             self.env["PYTHONPATH"] = str(tree)
         self.proc: subprocess.Popen | None = None
@@ -163,14 +177,17 @@ class BareWorker:
     itself up and warms up uncounted, then counts `requests` operations when told to."""
 
     def __init__(self, workload: str, kek: str, out: Path, warm: int, requests: int,
-                 concurrency: int = 1):
+                 concurrency: int = 1, proxy: ProxyTarget | None = None):
         self.out = out
+        env = {**os.environ}
+        if proxy is not None and proxy.proxy_id:
+            env[PROXY_ENV] = f"{proxy.proxy_id} {proxy.url}"
         with open(out.with_suffix(".log"), "ab") as log:
             self.proc = subprocess.Popen(  # noqa: S603 - fixed argv
                 ["valgrind", "--tool=callgrind", "--instr-atstart=no",  # noqa: S607
                  f"--callgrind-out-file={out}", sys.executable, "-m", "bench.hotpath_ir",
                  "--bare", workload, str(warm), str(requests), str(concurrency)],
-                env={**os.environ, "VAULTGRAPH_KEK": kek}, cwd=PROJECT_ROOT, text=True,
+                env={**env, "VAULTGRAPH_KEK": kek}, cwd=PROJECT_ROOT, text=True,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                 start_new_session=True)
 
@@ -206,12 +223,73 @@ class BareWorker:
         return errors
 
 
-def bare_context(db: Database, ring: KeyRing, tenant, ids: list[str],
-                 catalog: Catalog) -> tuple[Context, AuditWriter]:
-    """The bare client's context and its audit writer, set as the bare client of `make bench`."""
+def bare_context(db: Database, ring: KeyRing, tenant, ids: list[str], catalog: Catalog,
+                 proxy: ProxyTarget | None = None) -> tuple[Context, AuditWriter]:
+    """The bare client's context and its audit writer, set as the bare client of `make bench`;
+    with `proxy`'s destination, an HTTP session to it (closed by `close_context`)."""
     defaults = bare_settings()
     audit = AuditWriter.from_settings(AuditRepository(db), ring, defaults)
-    return Context(tenant, ids, catalog, db.driver, audit=audit), audit
+    ctx = Context(tenant, ids, catalog, db.driver, audit=audit)
+    if proxy is not None and proxy.proxy_id:
+        ctx.proxy_id, ctx.destination = proxy.proxy_id, proxy.url
+        ctx.session = aiohttp.ClientSession()
+    return ctx, audit
+
+
+async def close_context(ctx: Context) -> None:
+    if ctx.session is not None:
+        await ctx.session.close()
+
+
+class ProxyTarget:
+    """The proxy workload's destination (bench/destination.py, a thread of this process) and
+    its proxy in the bench tenant, made only when the workload is selected; or, in the bare
+    child, the ones its parent made (PROXY_ENV)."""
+
+    def __init__(self, proxy_id: str = "", url: str = "",
+                 destination: Destination | None = None):
+        self.proxy_id, self.url, self.destination = proxy_id, url, destination
+
+    @classmethod
+    async def open(cls, db: Database, tenant_id: str, names: list[str]) -> ProxyTarget:
+        if "proxy" not in names:
+            return cls()
+        destination = Destination().start()
+        return cls(await create_bench_proxy(db, tenant_id, destination.url), destination.url,
+                   destination)
+
+    @classmethod
+    def inherited(cls) -> ProxyTarget:
+        proxy_id, _, url = os.environ.get(PROXY_ENV, "").partition(" ")
+        return cls(proxy_id, url)
+
+    def close(self) -> None:
+        if self.destination is not None:
+            self.destination.stop()
+
+
+def selected(names: list[str]) -> list[Workload]:
+    """The workloads named, in the benchmark's order. A name that is no workload, or one
+    measured with a webhook receiver and the outbox's sender (which these tools do not start:
+    `make bench` and `python -m bench.webhooks` measure it), ends the run with why."""
+    known = {w.name: w for w in WORKLOADS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"no such workload: {', '.join(unknown)} (one of "
+                         f"{', '.join(known)})")
+    refused = [n for n in names if known[n].outbox]
+    if refused:
+        raise SystemExit(f"{', '.join(refused)}: measured with a webhook receiver and the "
+                         "outbox's sender, which this tool does not start (make bench and "
+                         "python -m bench.webhooks measure it)")
+    return [w for w in WORKLOADS if w.name in names]
+
+
+def refuse_failures(workload: str, side: str, errors: int, n: int) -> None:
+    """A run in which requests failed counted the failures' path, not the workload's."""
+    if errors:
+        raise SystemExit(f"{workload}: {errors} of {n} {side} failed; nothing is reported "
+                         "for a run of failures")
 
 
 async def run_ops(op, items: list, start: int, n: int, concurrency: int,
@@ -249,17 +327,18 @@ async def _bare_child(name: str, warm: int, requests: int, concurrency: int = 1)
     operations in flight at a time (as many coroutines, each running its share in turn)."""
     tune_gc(bare_settings())  # as make bench's bare client collects its garbage
     db, catalog, _, ring, tenant, ids = await bench_tenant(os.environ["VAULTGRAPH_KEK"])
-    ctx, audit = bare_context(db, ring, tenant, ids, catalog)
+    ctx, audit = bare_context(db, ring, tenant, ids, catalog, ProxyTarget.inherited())
     w = next(w for w in WORKLOADS if w.name == name)
     op = bare_op(w, ctx)
     items = w.items(ctx, random.Random(w.name))  # noqa: S311 - request variety
 
-    await run_ops(op, items, 0, warm, concurrency, audit)
+    errors = await run_ops(op, items, 0, warm, concurrency, audit)
     print("warm", flush=True)
     await asyncio.to_thread(sys.stdin.readline)
-    errors = await run_ops(op, items, warm, requests, concurrency, audit)
+    errors += await run_ops(op, items, warm, requests, concurrency, audit)
     print(f"done {errors}", flush=True)
     await asyncio.to_thread(sys.stdin.readline)
+    await close_context(ctx)
     await audit.stop()
     await db.close()
 
@@ -292,14 +371,28 @@ async def main(names: list[str]) -> None:
     warm = int(_env("HOTPATH_IR_WARMUP", "150"))
     concurrency = int(_env("HOTPATH_IR_CONCURRENCY", "1"))
     port = int(_env("HOTPATH_PORT", "8391"))
+    workloads = selected(names)
     work = Path(tempfile.mkdtemp(prefix="hotpath-ir-"))
     db, catalog, kek, _, tenant, ids = await bench_tenant()
-    ctx = Context(tenant, ids, catalog, db.driver)
+    proxy = await ProxyTarget.open(db, tenant.tenant_id, names)
+    ctx = Context(tenant, ids, catalog, db.driver, proxy_id=proxy.proxy_id)
     await db.close()
+    try:
+        results = await _count_all(workloads, ctx, kek, work, proxy, requests, warm,
+                                   concurrency, port)
+    finally:
+        proxy.close()
+    _report(results, requests, warm, concurrency)
+
+
+async def _count_all(workloads: list[Workload], ctx: Context, kek: str, work: Path,
+                     proxy: ProxyTarget, requests: int, warm: int, concurrency: int,
+                     port: int) -> dict[tuple[str, str], float]:
     trees = _trees()
     bare = os.environ.get("HOTPATH_IR_BARE", "1") not in ("0", "false", "no")
+    tenant = ctx.tenant
     results: dict[tuple[str, str], float] = {}
-    for w in [w for w in WORKLOADS if w.name in names]:
+    for w in workloads:
         pool = http_pool(w, ctx, random.Random(w.name))  # noqa: S311 - request variety
         for label, tree in trees.items():
             out = work / f"{w.name}-{label.replace(' ', '-')}.callgrind"
@@ -315,17 +408,26 @@ async def main(names: list[str]) -> None:
                 worker.control("-d")
             finally:
                 worker.stop()
+            refuse_failures(w.name, f"requests to {label}", errors, warm + requests)
             per = _instructions(out) / requests
             results[(w.name, label)] = per
             say(f"{w.name}, {label}: {per / 1e6:.3f} M instructions a request "
-                f"({requests} requests, {errors} errors; {out})")
+                f"({requests} requests; {out})")
         if bare:
             out = work / f"{w.name}-bare.callgrind"
             errors = await asyncio.to_thread(
-                BareWorker(w.name, kek, out, warm, requests, concurrency).count)
+                BareWorker(w.name, kek, out, warm, requests, concurrency, proxy).count)
+            refuse_failures(w.name, "bare client operations", errors, warm + requests)
             results[(w.name, "bare client")] = per = _instructions(out) / requests
             say(f"{w.name}, bare client: {per / 1e6:.3f} M instructions an operation "
-                f"({requests} operations, {errors} errors; {out})")
+                f"({requests} operations; {out})")
+    return results
+
+
+def _report(results: dict[tuple[str, str], float], requests: int, warm: int,
+            concurrency: int) -> None:
+    trees = _trees()
+    bare = any(label == "bare client" for _, label in results)
     print(f"\nworkload   tree          M instructions a request   ({requests} requests, "
           f"{concurrency} at a time)")
     for (name, label), per in results.items():

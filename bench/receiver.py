@@ -18,10 +18,6 @@ import asyncio
 import base64
 import hashlib
 import hmac
-import select
-import signal
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,7 +25,7 @@ from datetime import datetime
 import orjson
 from aiohttp import web
 
-from .config import ROOT
+from .local_server import ServerProcess, serve
 from .stats import percentile
 
 
@@ -108,56 +104,11 @@ class Receiver:
         return app
 
 
-class ReceiverProcess:
+class ReceiverProcess(ServerProcess):
     """`python -m bench.receiver` as a child of the benchmark's process."""
 
-    def __init__(self) -> None:
-        self.proc: subprocess.Popen | None = None
-        self.url = ""
-
-    def start(self, within: float = 30.0) -> ReceiverProcess:
-        """Started, its port read (at most `within` seconds: else it is stopped and this
-        raises)."""
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.receiver"], stdout=subprocess.PIPE,
-            stdin=subprocess.DEVNULL, cwd=ROOT)
-        ready, _, _ = select.select([self.proc.stdout], [], [], within)
-        line = self.proc.stdout.readline() if ready else b""
-        if not line.strip().isdigit():
-            self.stop()
-            raise RuntimeError(f"bench.receiver did not report its port within {within:g}s")
-        port = int(line)
-        self.url = f"http://127.0.0.1:{port}"
-        return self
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-
-async def _serve() -> None:
-    runner = web.AppRunner(Receiver().app(), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    print(runner.addresses[0][1], flush=True)
-    stop = asyncio.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):  # Ctrl-C reaches the whole group
-        asyncio.get_running_loop().add_signal_handler(signum, stop.set)
-    await stop.wait()
-    await runner.cleanup()
+    module = "bench.receiver"
 
 
 if __name__ == "__main__":
-    asyncio.run(_serve())
+    asyncio.run(serve(Receiver().app()))

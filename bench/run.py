@@ -13,7 +13,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -27,7 +26,6 @@ from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.repository.database import Database
-from vaultgraph.repository.proxies import ProxyRepository
 from vaultgraph.repository.tokens import TokenFilter
 from vaultgraph.repository.webhooks import WebhookRepository
 from vaultgraph.server import run_loop, settle_heap, tune_gc
@@ -39,7 +37,7 @@ from vaultgraph.stall_monitor import StallMonitor
 from . import cpu, first_sight, jfr, memory, outbox, plans, profile, report, stalls
 from .config import RESULTS, ROOT, BenchConfig
 from .dataset import PER_CUSTOMER, Tenant, create_bench_tenant, customer, load_tokens
-from .destination import Destination
+from .destination import Destination, create_bench_proxy
 from .environment import Service, machine, new_kek, say, service_workers, start_neo4j
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
 from .neo4j_log import DebugLog, PauseLog
@@ -122,7 +120,7 @@ class Bench:
         self.pause_log = PauseLog(neo.pause_log)
         # The bare side's process times its own loop and collections, as the service does.
         self.stall_monitor = StallMonitor()
-        self.destination = Destination()      # the proxy workload's
+        self.destination = Destination()      # the proxy workload's (a process of its own)
         self.proxy_id = ""
         self.receiver = ReceiverProcess()     # the webhook_create workload's endpoint
         self.outbox_profile: dict | None = None
@@ -147,11 +145,8 @@ class Bench:
         self.audit = AuditWriter.from_settings(AuditRepository(self.db), ring, defaults)
         if cfg.selected("proxy"):
             self.destination.start()
-            self.proxy_id = str(uuid.uuid4())
-            await ProxyRepository(self.db).create(
-                self.tenant.tenant_id, self.proxy_id, name="bench processor",
-                destination_url=self.destination.url, description=None, header_allowlist=[],
-                created_by=None)
+            self.proxy_id = await create_bench_proxy(self.db, self.tenant.tenant_id,
+                                                     self.destination.url)
         if outbox_phase and outbox_refused() is None and any(
                 w.outbox and cfg.selected(w.name) for w in WORKLOADS):
             self.receiver.start()
@@ -406,6 +401,8 @@ class Bench:
         """`run`, with what each side reports over its window: CPU per request of `groups`,
         audit events per group commit, Neo4j transactions per request, Neo4j's checkpoints,
         discarded plans and JVM stops, and the side's own process's stalls."""
+        if self.destination.running:  # the proxy's destination is neither side's
+            groups = {**groups, "destination": self.destination.pid}
         tx_before, log_mark = await transaction_number(ctx), self.debug_log.mark()
         pause_mark, figures_before = self.pause_log.mark(), figures()
         before = cpu.snapshot(groups)

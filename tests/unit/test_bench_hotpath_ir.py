@@ -100,3 +100,37 @@ async def test_the_bare_client_runs_each_operation_once_and_counts_its_errors(co
     assert audit.calls == (7 if concurrency <= 1 else 1)  # 0 is taken as 1
     if concurrency <= 1:
         assert done == ["b", "bad", "c", "d", "a", "b", "bad"]
+
+
+def test_the_tools_take_workloads_in_the_benchmarks_order_and_refuse_what_they_cannot_run():
+    from bench.hotpath_ir import selected
+    from bench.workloads import WORKLOADS
+
+    order = [w.name for w in WORKLOADS]
+    assert [w.name for w in selected(["proxy", "get"])] == sorted(
+        ["proxy", "get"], key=order.index)
+    with pytest.raises(SystemExit, match="no such workload: gte"):
+        selected(["get", "gte"])
+    # Its deliveries need a receiver and the outbox's sender, which these tools do not start:
+    # run, it would measure a create with no webhook under the workload's name.
+    with pytest.raises(SystemExit, match="webhook_create: measured with a webhook receiver"):
+        selected(["create", "webhook_create"])
+
+
+def test_a_run_with_failed_requests_is_refused():
+    from bench.hotpath_ir import refuse_failures
+
+    refuse_failures("get", "requests to this tree", 0, 450)  # none failed: nothing to say
+    with pytest.raises(SystemExit, match="proxy: 3 of 450 bare client operations failed"):
+        refuse_failures("proxy", "bare client operations", 3, 450)
+
+
+def test_the_bare_child_takes_its_parents_proxy_and_destination(monkeypatch):
+    from bench.hotpath_ir import PROXY_ENV, ProxyTarget
+
+    monkeypatch.setenv(PROXY_ENV, "p-1 http://127.0.0.1:4321/v1")
+    inherited = ProxyTarget.inherited()
+    assert (inherited.proxy_id, inherited.url, inherited.destination) == (
+        "p-1", "http://127.0.0.1:4321/v1", None)
+    monkeypatch.delenv(PROXY_ENV)
+    assert ProxyTarget.inherited().proxy_id == ""
