@@ -161,6 +161,9 @@ def _after_start_round(home, ports: tuple[int, int, int], log_path) -> dict:
     url = f"http://127.0.0.1:{port}"
     if os.environ.get("BENCH_SERVE_PYTHONPATH"):  # another tree's service (a before/after)
         env["PYTHONPATH"] = os.environ["BENCH_SERVE_PYTHONPATH"]
+        # Its statements too: the packaged catalog is found through this checkout's install.
+        env["VAULTGRAPH_CYPHER_DIR"] = os.path.join(os.environ["BENCH_SERVE_PYTHONPATH"],
+                                                    "cypher")
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "vaultgraph", "serve", "--local-neo4j"], env=env,

@@ -101,7 +101,9 @@ async def main(names: list[str]) -> None:
         other = BenchConfig(port=port + 10, home=str(work / "baseline"), concurrency=concurrency)
         other.work_dir.mkdir(parents=True, exist_ok=True)
         services["baseline"] = Service(other, neo, kek)  # type: ignore[arg-type]
+        # Its code and its statements (the catalog would be this checkout's otherwise).
         services["baseline"].env["PYTHONPATH"] = baseline
+        services["baseline"].env["VAULTGRAPH_CYPHER_DIR"] = str(Path(baseline) / "cypher")
     for name, svc in services.items():
         # `python -m` puts its working directory first on the path: the baseline's own tree.
         environment.ROOT = Path(baseline) if name == "baseline" else cfg_root

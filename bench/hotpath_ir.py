@@ -101,7 +101,10 @@ class Worker:
                     "VAULTGRAPH_WEBHOOK_ALLOW_HTTP": "true",
                     "VAULTGRAPH_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32"}
         if tree != PROJECT_ROOT:
+            # Its code and its statements: the package's catalog (`vaultgraph.cypher`) is
+            # found through the installed distribution, this checkout's, whatever the path.
             self.env["PYTHONPATH"] = str(tree)
+            self.env["VAULTGRAPH_CYPHER_DIR"] = str(tree / "cypher")
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:

@@ -134,3 +134,17 @@ def test_the_bare_child_takes_its_parents_proxy_and_destination(monkeypatch):
         "p-1", "http://127.0.0.1:4321/v1", None)
     monkeypatch.delenv(PROXY_ENV)
     assert ProxyTarget.inherited().proxy_id == ""
+
+
+def test_another_trees_service_runs_its_own_code_and_statements(tmp_path, monkeypatch):
+    from bench.hotpath_ir import Worker
+    from vaultgraph.settings import PROJECT_ROOT
+
+    monkeypatch.delenv("VAULTGRAPH_CYPHER_DIR", raising=False)
+    other = Worker(tmp_path / "base", 8391, "k", tmp_path / "out" / "get.callgrind")
+    # The packaged catalog is found through this checkout's install, whatever PYTHONPATH
+    # says: without its own cypher/ the other tree would run this tree's statements.
+    assert other.env["PYTHONPATH"] == str(tmp_path / "base")
+    assert other.env["VAULTGRAPH_CYPHER_DIR"] == str(tmp_path / "base" / "cypher")
+    this = Worker(PROJECT_ROOT, 8391, "k", tmp_path / "out" / "get.callgrind")
+    assert "VAULTGRAPH_CYPHER_DIR" not in this.env
