@@ -29,4 +29,5 @@ WITH p, c, r, existed, CASE WHEN NOT existed THEN {
        child_containers: c.containers, application_id: $actor, parent_id: p.id,
        child_id: c.id} END AS webhook_event
 @outbox(webhook_event)
-RETURN NOT existed AS created, r.created_at AS created_at
+// The link's time as text: a temporal value would cost the driver a DateTime built in Python.
+RETURN NOT existed AS created, toString(r.created_at) AS created_at

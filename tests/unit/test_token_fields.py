@@ -8,6 +8,7 @@ import pytest
 from vaultgraph.tokens.fields import (
     format_datetime,
     format_stored,
+    format_stored_text,
     has_control_character,
     metadata_filter_key,
     normalize_container,
@@ -373,3 +374,13 @@ def test_control_characters_are_unicode_category_cc():
     assert {ch for ch in map(chr, range(sys.maxunicode + 1))
             if has_control_character(f"key{ch}key")} == controls
     assert not has_control_character("customer_id \u00e9\u200b")
+
+
+@pytest.mark.parametrize("text", [
+    "2026-12-02T00:34:34.296729123Z", "2026-12-02T00:34:34Z",
+    "2026-12-02T00:34:34.123456789+01:00", "2026-12-02T01:34:34.5+01:00[Europe/Paris]"])
+def test_a_time_given_as_neo4js_text_alone_is_shown_as_the_time_it_names(text):
+    # A link's time comes as text only (graph/link): what it shows is what parsing it and
+    # formatting the time would show, whether or not the text is the UTC form.
+    parsed = datetime.fromisoformat(text.partition("[")[0])
+    assert format_stored_text(text) == format_datetime(parsed)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from ..tokens.stored import StoredToken
 from .database import Database
@@ -12,7 +11,7 @@ from .database import Database
 @dataclass(frozen=True)
 class Link:
     created: bool  # False: the link was already there
-    created_at: datetime
+    created_at: str  # Neo4j's ISO 8601 text of the time (`tokens.fields.format_stored`)
 
 
 @dataclass(frozen=True)
@@ -33,7 +32,7 @@ class GraphRepository:
                                       child_id=child_id, prefixes=prefixes, actor=actor)
         if not records:
             return None
-        return Link(records[0]["created"], records[0]["created_at"].to_native())
+        return Link(records[0]["created"], records[0]["created_at"])
 
     async def unlink(self, *, tenant_id: str, parent_id: str, child_id: str,
                      prefixes: list[str], actor: str | None = None) -> bool | None:

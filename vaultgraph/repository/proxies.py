@@ -30,6 +30,15 @@ class Proxy:
     modified_at: datetime | None
 
 
+@dataclass(frozen=True, slots=True)
+class Route:
+    """What a call needs of its proxy: where it goes, and which headers it may fill in."""
+
+    id: str
+    destination_url: str
+    header_allowlist: tuple[str, ...]
+
+
 def _native(value) -> datetime | None:
     return value.to_native() if value is not None else None
 
@@ -60,14 +69,16 @@ class ProxyRepository:
         return _proxy(records[0]["proxy"]) if records else None
 
     async def for_call(self, tenant_id: str, proxy_id: str, *, ids: list[str],
-                       prefixes: list[str]) -> tuple[Proxy | None, list[StoredToken]]:
-        """The proxy, and those of the tokens `ids` the caller (`prefixes`) may see, in one
-        read; (None, []) when there is no such proxy."""
+                       prefixes: list[str]) -> tuple[Route | None, list[StoredToken]]:
+        """The proxy's route, and those of the tokens `ids` the caller (`prefixes`) may see,
+        in one read; (None, []) when there is no such proxy."""
         records = await self._db.read("proxies/call", tenant_id=tenant_id, id=proxy_id,
                                       ids=ids, prefixes=prefixes)
         if not records:
             return None, []
-        return (_proxy(records[0]["proxy"]),
+        raw = records[0]["proxy"]
+        return (Route(raw["id"], raw["destination_url"],
+                      tuple(raw["header_allowlist"] or ())),
                 [StoredToken.from_properties(t) for t in records[0]["tokens"]])
 
     async def page(self, tenant_id: str, after: tuple[str, str] | None,

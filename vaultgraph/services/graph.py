@@ -13,7 +13,7 @@ from ..errors import Invalid, NotFound
 from ..pagination import Page
 from ..repository.graph import GraphRepository
 from ..tokens import view
-from ..tokens.fields import format_datetime
+from ..tokens.fields import format_stored_text
 from .tokens import NOT_FOUND, Listing, TokenService
 
 NO_LINK = "No link from that parent token to that child token."
@@ -44,7 +44,7 @@ class GraphService:
         if not link.created:
             return None
         return {"parent_id": parent_id, "child_id": child_id,
-                "created_at": format_datetime(link.created_at)}
+                "created_at": format_stored_text(link.created_at)}
 
     async def unlink(self, principal: Principal, parent_id: str, child_id: str) -> None:
         if parent_id == child_id:

@@ -181,6 +181,18 @@ def format_datetime(moment: datetime) -> str:
     return moment.isoformat()
 
 
+def parse_stored(text: str) -> datetime:
+    """Neo4j's ISO 8601 text of a time (`toString`), a named zone's "[Area/City]" suffix
+    dropped: the offset before it is exact."""
+    return datetime.fromisoformat(text.partition("[")[0])
+
+
+def format_stored_text(text: str) -> str:
+    """`format_stored` of a time that came as Neo4j's text alone: parsed only when it is not
+    the UTC form `format_stored` rewrites."""
+    return format_stored(text, None) or format_datetime(parse_stored(text))
+
+
 def format_stored(text: str | None, moment: datetime | None) -> str | None:
     """`format_datetime(moment)`, where `moment` was parsed from `text`, Neo4j's text of a
     time: a UTC one (`2026-12-02T00:34:34.296729123Z`, what a token's times are) rewritten

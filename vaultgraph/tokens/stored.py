@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+from .fields import parse_stored
+
 
 @dataclass(frozen=True, slots=True)
 class StoredToken:
@@ -65,5 +67,5 @@ def _native(value: Any) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, str):
-        return datetime.fromisoformat(value.partition("[")[0])
+        return parse_stored(value)
     return value.to_native() if hasattr(value, "to_native") else value
