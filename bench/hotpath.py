@@ -18,6 +18,9 @@ Neo4j's CPU is not measured here (see `make bench` for that); the machine's othe
 these figures far less than requests per second, and the medians of a few rounds less still.
 HOTPATH_CPU=user or system counts that CPU time alone (default: both): whether what the
 service adds is its own code's (user) or the kernel's work for its sockets (system).
+Workloads as bench/hotpath_ir.py takes them: the proxy's destination is a process of this one's
+(read apart from the bare client's CPU), `webhook_create` is refused, and so is a round in
+which requests fail.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ async def main(names: list[str]) -> None:
     tokens = int(_env("HOTPATH_TOKENS", "1000"))
     port = int(_env("HOTPATH_PORT", "8391"))
     part = _env("HOTPATH_CPU", "all")
+    chosen = selected(names)  # before any set-up: a name it refuses ends the run at once
     if part not in cpu.PARTS:
         raise SystemExit(f"HOTPATH_CPU must be one of {', '.join(cpu.PARTS)}")
     uri = os.environ["VAULTGRAPH_NEO4J_URI"]
@@ -86,7 +90,6 @@ async def main(names: list[str]) -> None:
     ring = KeyRing.from_spec(kek)
     tenant = await create_bench_tenant(db, ring)
     ids = await load_tokens(db, tenant, 0, tokens, 1000)
-    chosen = selected(names)
     proxy = await ProxyTarget.open(db, tenant.tenant_id, names)
     ctx, audit = bare_context(db, ring, tenant, ids, catalog, proxy)
     # The bare client is this process; the proxy's destination, its child, is neither side's.
