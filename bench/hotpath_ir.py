@@ -258,8 +258,12 @@ class ProxyTarget:
         if "proxy" not in names:
             return cls()
         destination = Destination().start()
-        return cls(await create_bench_proxy(db, tenant_id, destination.url), destination.url,
-                   destination)
+        try:
+            proxy_id = await create_bench_proxy(db, tenant_id, destination.url)
+        except BaseException:
+            destination.stop()  # no process outlives a run that failed to set up
+            raise
+        return cls(proxy_id, destination.url, destination)
 
     @classmethod
     def inherited(cls) -> ProxyTarget:
