@@ -170,8 +170,8 @@ async def main(names: list[str]) -> None:
     warm = int(_env("ADDED_PROFILE_WARMUP", "300"))
     concurrency = int(_env("ADDED_PROFILE_CONCURRENCY", "1"))
     port = int(_env("HOTPATH_PORT", "8391"))
+    workloads = selected(names)  # before any set-up: a name it refuses ends the run at once
     work = Path(tempfile.mkdtemp(prefix="added-profile-"))
-    workloads = selected(names)
     db, catalog, kek, ring, tenant, ids = await bench_tenant()
     proxy = await ProxyTarget.open(db, tenant.tenant_id, names)
     ctx, audit = bare_context(db, ring, tenant, ids, catalog, proxy)
