@@ -307,12 +307,10 @@ class Bench:
     async def service_side(self, w: Workload, ctx: Context, rng: random.Random, *,
                            settle: Callable[[], Awaitable[None]] | None = None,
                            tail: Callable[[], Awaitable[None]] | None = None,
-                           apart: Mapping[str, int] | None = None,
                            service: Service | None = None) -> Result:
         """`settle`: awaited between the warm-up and the measured window; `tail`: awaited
         after the load, within the window (its CPU counted, its time not: requests a second
-        are the load's); `apart`: more process groups whose CPU is read, and left out of the
-        others' (webhook_create's receiver); `service`: another than the run's (the audit
+        are the load's); `service`: another than the run's (the audit
         trail's off side), warmed by its caller."""
         cfg, rate = self.cfg, self.rate(w)
         loadgen = self.loadgen if service is None else self.loadgen.at(service.url)
@@ -323,7 +321,7 @@ class Bench:
             await settle()
         pool = http_pool(w, ctx, rng)
         groups = {"service": service.pid, "neo4j": self.neo.running_pid(),
-                  "loadgen": os.getpid(), **(apart or {})}
+                  "loadgen": os.getpid()}
         return await self.measured(w, "service", ctx, groups, service.figures,
                                    then(loadgen.run(pool, cfg.duration, rate), tail))
 
@@ -381,9 +379,8 @@ class Bench:
 
     async def bare_side(self, w: Workload, ctx: Context, rng: random.Random, *,
                         settle: Callable[[], Awaitable[None]] | None = None,
-                        tail: Callable[[], Awaitable[None]] | None = None,
-                        apart: Mapping[str, int] | None = None) -> Result:
-        """`settle`, `tail` and `apart` as for `service_side`."""
+                        tail: Callable[[], Awaitable[None]] | None = None) -> Result:
+        """`settle` and `tail` as for `service_side`."""
         cfg, rate = self.cfg, self.rate(w)
         op = bare_op(w, ctx)
         if cfg.warmup > 0:
@@ -391,7 +388,7 @@ class Bench:
         if settle is not None:
             await settle()
         # The bare side's client is this process: the driver and the load loop in one.
-        groups = {"neo4j": self.neo.running_pid(), "client": os.getpid(), **(apart or {})}
+        groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
         return await self.measured(w, "bare", ctx, groups, stalls.from_registry, then(
             run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.duration, rate=rate), tail))
 
@@ -401,8 +398,10 @@ class Bench:
         """`run`, with what each side reports over its window: CPU per request of `groups`,
         audit events per group commit, Neo4j transactions per request, Neo4j's checkpoints,
         discarded plans and JVM stops, and the side's own process's stalls."""
-        if self.destination.running:  # the proxy's destination is neither side's
-            groups = {**groups, "destination": self.destination.pid}
+        # The stand-in servers (the proxy's destination, webhook_create's receiver) are
+        # neither side's: each one running is a group of its own, left out of the others'.
+        groups = {**groups, **{name: server.pid for name, server in (
+            ("destination", self.destination), ("receiver", self.receiver)) if server.running}}
         tx_before, log_mark = await transaction_number(ctx), self.debug_log.mark()
         pause_mark, figures_before = self.pause_log.mark(), figures()
         before = cpu.snapshot(groups)
@@ -509,7 +508,6 @@ class Bench:
         ctx = self.context()
         rng = random.Random(w.name)  # noqa: S311 - request variety
         repo = WebhookRepository(self.db)
-        apart = {"receiver": self.receiver.pid}
         entry["jvm_warmup"] = await self.warm_outbox(w)
         deliveries: outbox.BareDeliveries | None = None
 
@@ -534,7 +532,7 @@ class Bench:
                 if deliveries is not None:
                     marks["counts_after"] = deliveries.counts()
 
-            result = await measure(settle=settle, tail=tail, apart=apart)
+            result = await measure(settle=settle, tail=tail)
             # The window's figures, read before a profile's run delivers more.
             final = await self.receiver_call("GET", f"/stats/{name}?since={marks['since']}")
             states = await outbox.states(self.db.driver, self.db.database, webhook_id)
