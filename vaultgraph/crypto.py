@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import hashlib
 import hmac
 import json
@@ -58,10 +59,13 @@ _TAG_BYTES = 16
 _VERSION_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
 # A KEK's id as blobs name it: a file version, or "pkcs11:<key label>" for a key in a token.
 _KEK_ID_RE = re.compile(r"(?:pkcs11:)?[A-Za-z0-9_-]{1,32}")
-_B64_RE = re.compile(r"[A-Za-z0-9_-]*")
+# base64url to the standard alphabet for binascii's strict decoder; "+", "/" and "=" (outside
+# the urlsafe alphabet, and no padding is stored) become a byte it refuses.
+_FROM_URLSAFE = bytes.maketrans(b"-_+/=", b"+/!!!")
 _WRAP_LABEL = b"vaultgraph:tenant-key"
 _AUDIT_LABEL = b"vaultgraph:audit-mac:v1"
 _VALUE_LABEL = b"vaultgraph:value:v1"
+_AAD_TAILS_KEPT = 64  # (field, version) pairs: a tenant has a few of each
 _STORED_FIELDS = ("dek_version", "wrapped_deks", "wrapped_hmac_key")
 _UNWRAP_FAILED = "tenant key material could not be unwrapped"
 
@@ -75,10 +79,13 @@ def _b64e(data: bytes) -> str:
 
 
 def _b64d(text: str) -> bytes:
-    # Strict: urlsafe_b64decode alone silently drops characters outside the alphabet.
-    if not _B64_RE.fullmatch(text) or len(text) % 4 == 1:
+    """Strict base64url without padding: urlsafe_b64decode alone silently drops characters
+    outside the alphabet; binascii's strict mode refuses them (a ValueError, as a character
+    outside ASCII is). Every value a page shows is decoded here: no regular expression."""
+    if len(text) % 4 == 1:
         raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    padded = text.encode("ascii").translate(_FROM_URLSAFE) + b"=" * (-len(text) % 4)
+    return binascii.a2b_base64(padded, strict_mode=True)
 
 
 def _aad(*parts: str | bytes) -> bytes:
@@ -353,6 +360,8 @@ class TenantKeys:
         self.dek_version = active
         self._aead = {version: AESGCM(key) for version, key in deks.items()}
         self._hmac_key = hmac_key
+        self._aad_head = _aad(_VALUE_LABEL, tenant_id)
+        self._aad_tails: dict[tuple[str, str], bytes] = {}
 
     def __repr__(self) -> str:
         return f"TenantKeys(tenant_id={self.tenant_id!r}, dek_version={self.dek_version!r})"
@@ -362,7 +371,15 @@ class TenantKeys:
         return cls(tenant_id, *_unwrap_all(ring, tenant_id, stored))
 
     def _value_aad(self, token_id: str, field: str, version: str) -> bytes:
-        return _aad(_VALUE_LABEL, self.tenant_id, token_id, field, version)
+        """`_aad(_VALUE_LABEL, tenant id, token_id, field, version)`, from parts made once: the
+        label and tenant, and each (field, version) pair."""
+        tail = self._aad_tails.get((field, version))
+        if tail is None:
+            tail = _aad(field, version)
+            if len(self._aad_tails) < _AAD_TAILS_KEPT:
+                self._aad_tails[(field, version)] = tail
+        token = token_id.encode()
+        return b"".join((self._aad_head, len(token).to_bytes(4, "big"), token, tail))
 
     def encrypt(self, plaintext: bytes, *, token_id: str, field: str = "data") -> str:
         version = self.dek_version

@@ -4,12 +4,14 @@ import hmac
 import os
 
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from vaultgraph.crypto import (
     CryptoError,
     KeyRing,
     TenantKeyCache,
     TenantKeys,
+    _b64d,
     needs_rewrap,
     new_tenant_key_material,
     rewrap,
@@ -107,6 +109,40 @@ def test_tampered_byte_fails(keys, index):
 def test_malformed_blob_fails(keys, blob):
     with pytest.raises(CryptoError, match="ciphertext could not be authenticated"):
         keys.decrypt(blob, token_id="tok1", field="data")
+
+
+@pytest.mark.parametrize("body", [
+    "+/8",        # b"\xfb\xff" in the standard alphabet: not base64url
+    "-_8=",       # padded: no padding is stored
+    "-_=8", "-_ 8", "-_8\n", "-_é8", "-_8!",
+])
+def test_base64url_is_decoded_strictly(body):
+    assert _b64d("-_8") == b"\xfb\xff"
+    with pytest.raises(ValueError):
+        _b64d(body)
+
+
+def test_value_ciphertext_format_is_pinned():
+    # Stored ciphertexts must open under every later version: the AAD is the length-prefixed
+    # label, tenant id, token id, field and DEK version, built here from that rule alone.
+    deks = {"d1": bytes(range(32)), "d2": bytes(32)}
+    keys = TenantKeys("tenant-é", deks, "d1", bytes(32))
+
+    def aad(*parts: str | bytes) -> bytes:
+        raw = [p if isinstance(p, bytes) else p.encode() for p in parts]
+        return b"".join(len(p).to_bytes(4, "big") + p for p in raw)
+
+    for token_id, field, version in [("tok1", "data", "d1"), ("tök-2", "mask", "d2"),
+                                     ("tok1", "data", "d2"), ("", "x" * 300, "d1")]:
+        expected = aad(b"vaultgraph:value:v1", "tenant-é", token_id, field, version)
+        nonce = os.urandom(12)
+        sealed = AESGCM(deks[version]).encrypt(nonce, SECRET, expected)
+        blob = f"v1.{version}.{b64(nonce + sealed)}"
+        assert keys.decrypt(blob, token_id=token_id, field=field) == SECRET
+        if version == keys.dek_version:  # what the keys seal opens under the same AAD
+            body = keys.encrypt(SECRET, token_id=token_id, field=field).split(".")[2]
+            raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+            assert AESGCM(deks[version]).decrypt(raw[:12], raw[12:], expected) == SECRET
 
 
 def test_other_tenants_keys_cannot_decrypt(ring, keys):
