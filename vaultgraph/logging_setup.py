@@ -16,6 +16,9 @@ import orjson
 trace_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("trace_id", default=None)
 
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "trace_id"}
+# What every record holds once made (the trace id this module's factory adds included): what
+# follows them in a record's attributes was added after, by `extra=` or a filter.
+_MADE = frozenset(vars(logging.makeLogRecord({}))) | {"trace_id"}
 _base_factory = logging.getLogRecordFactory()
 
 
@@ -35,11 +38,38 @@ def _trace_of(record: logging.LogRecord) -> str | None:
     return getattr(record, "trace_id", None) or trace_id_var.get()
 
 
+def _fields(record: logging.LogRecord) -> list[str]:
+    """The names of the record's structured fields (its `extra=`, a filter's `repeated`), in
+    the order they were added. They follow what every record holds once made, so the look
+    starts from the end and stops at the first of those: one line a request is written, and
+    its record holds some 25 attributes."""
+    found: list[str] = []
+    for key in reversed(record.__dict__):
+        if key in _MADE:
+            break
+        if key not in _STANDARD and not key.startswith("_"):
+            found.append(key)
+    found.reverse()
+    return found
+
+
 class JsonFormatter(logging.Formatter):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._second = (-1, "")  # the last second formatted, and its text
+
+    def _timestamp(self, record: logging.LogRecord) -> str:
+        """ISO 8601 in UTC to the millisecond; the text of a second is made once."""
+        second, text = self._second
+        if int(record.created) != second:
+            second = int(record.created)
+            text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self._second = (second, text)
+        return f"{text}.{int(record.msecs):03d}Z"
+
     def format(self, record: logging.LogRecord) -> str:
         out = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
+            "ts": self._timestamp(record),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
@@ -47,9 +77,9 @@ class JsonFormatter(logging.Formatter):
         trace = _trace_of(record)
         if trace:
             out["trace_id"] = trace
-        for key, value in vars(record).items():
-            if key not in _STANDARD and not key.startswith("_"):
-                out[key] = value
+        values = record.__dict__
+        for key in _fields(record):
+            out[key] = values[key]
         if record.exc_info:
             out["exc_type"] = record.exc_info[0].__name__ if record.exc_info[0] else None
             out["stack"] = format_exception_safely(record.exc_info)
@@ -62,8 +92,8 @@ class TextFormatter(logging.Formatter):
     a traceback follows on the next lines."""
 
     def format(self, record: logging.LogRecord) -> str:
-        fields = [(key, value) for key, value in vars(record).items()
-                  if key not in _STANDARD and not key.startswith("_")]
+        values = record.__dict__
+        fields = [(key, values[key]) for key in _fields(record)]
         trace = _trace_of(record)
         if trace:
             fields.append(("trace_id", trace))

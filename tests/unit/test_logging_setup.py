@@ -166,3 +166,34 @@ def test_the_text_format_puts_the_fields_before_the_traceback():
     lines = TextFormatter("%(message)s").format(record).splitlines()
     assert lines[0] == "unhandled error status=500"
     assert lines[1] == "Traceback (most recent call last):"
+
+
+def test_a_records_fields_are_written_in_the_order_given_and_only_its_own():
+    logger = logging.getLogger("vaultgraph.test")
+    record = logger.makeRecord(logger.name, logging.INFO, __file__, 1, "request", (),
+                               None, extra={"method": "GET", "route": "/tokens/{id}",
+                                            "status": 200, "ms": 1.5, "_hidden": 1})
+    logging.Formatter("%(asctime)s %(message)s").format(record)  # sets message and asctime
+    record.repeated = 3  # as the coalescing filter adds it, after the record was made
+    fields = ["method", "route", "status", "ms", "repeated"]
+    out = orjson.loads(JsonFormatter().format(record))
+    assert list(out) == ["ts", "level", "logger", "msg", *fields]
+    assert [out[k] for k in fields] == ["GET", "/tokens/{id}", 200, 1.5, 3]
+    assert TextFormatter("%(message)s").format(record) == (
+        "request method=GET route=/tokens/{id} status=200 ms=1.5 repeated=3")
+    # A record made from a dict (a record from another process) keeps its fields too.
+    copied = logging.makeLogRecord({**vars(record)})
+    assert orjson.loads(JsonFormatter().format(copied))["repeated"] == 3
+
+
+def test_the_time_is_utc_to_the_millisecond_across_seconds():
+    formatter = JsonFormatter()
+    logger = logging.getLogger("vaultgraph.test")
+    record = logger.makeRecord(logger.name, logging.INFO, __file__, 1, "x", (), None)
+    for created, text in [(1_764_720_000.0, "2025-12-03T00:00:00.000Z"),
+                          (1_764_720_000.9994, "2025-12-03T00:00:00.999Z"),
+                          (1_764_720_001.25, "2025-12-03T00:00:01.250Z"),
+                          (1_764_720_000.5, "2025-12-03T00:00:00.500Z"),
+                          (1_764_806_399.0015, "2025-12-03T23:59:59.001Z")]:
+        record.created, record.msecs = created, int((created - int(created)) * 1000) + 0.0
+        assert orjson.loads(formatter.format(record))["ts"] == text
