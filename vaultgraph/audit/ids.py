@@ -14,6 +14,7 @@ its number in `ROUTES` (docs/adr/0028)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import uuid
@@ -111,9 +112,12 @@ def token_scalar(fields: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+@functools.lru_cache(maxsize=4096)
 def id_parts(value: str | None) -> tuple[int | None, int | None, str | None]:
     """(key, rest, text) of an id: a canonical UUID as its two halves and no text; any other
-    text as its 64-bit hash, no rest, and the text; None as nothing."""
+    text as its 64-bit hash, no rest, and the text; None as nothing. Kept for the ids seen
+    last: every event names its tenant and application, and a write's event is put in its
+    stored form twice (the write's, then the link's)."""
     if value is None:
         return None, None, None
     if _CANONICAL_UUID.fullmatch(value):  # the halves straight from the hex: no uuid.UUID
