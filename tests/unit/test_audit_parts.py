@@ -6,9 +6,12 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
+import pytest
+
 from vaultgraph.app import create_app
 from vaultgraph.audit.chain import sign
 from vaultgraph.audit.context import stored_skeleton
+from vaultgraph.audit.event import bounded_text
 from vaultgraph.audit.ids import ROUTES, chain_forms, chain_number, compact_ids, id_parts, query_ids
 from vaultgraph.crypto import KeyRing
 from vaultgraph.repository.audit import (
@@ -296,3 +299,12 @@ def test_a_route_the_service_names_is_stored_as_its_number_and_read_back_as_its_
         back = event_of({**fields, "at": created_parts(signed)["at"]})
         assert back.get("route") == route
         assert sign(ring, {**back, "prev": "ab" * 32}) == signed["mac"]
+
+
+@pytest.mark.parametrize(("value", "limit", "kept"), [
+    (None, 8, None), ("", 8, ""), ("wrk/4.2", 8, "wrk/4.2"), ("Mozilla/5.0 (X11)", 7, "Mozilla"),
+    ("ua\x00/1\n", 8, "ua?/1?"), ("a\tb\u200bc", 8, "a?b?c"), ("ab\x7fcdef\x01", 4, "ab?c"),
+    ("é ü 漢", 8, "é ü 漢"),
+])
+def test_a_user_agent_is_kept_printable_and_bounded(value, limit, kept):
+    assert bounded_text(value, limit) == kept

@@ -38,5 +38,7 @@ def bounded_text(value: str | None, limit: int) -> str | None:
     """A header value kept for the record: printable, at most `limit` characters."""
     if value is None:
         return None
-    cleaned = "".join(ch if ch.isprintable() else "?" for ch in value[:limit])
-    return cleaned
+    kept = value[:limit]
+    if kept.isprintable():  # what clients send: checked in C, not character by character
+        return kept
+    return "".join(ch if ch.isprintable() else "?" for ch in kept)
