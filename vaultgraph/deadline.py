@@ -7,9 +7,7 @@ it, storage spends it."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
-from collections.abc import Iterator
 
 
 class Budget:
@@ -27,18 +25,25 @@ class Budget:
 deadline: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("deadline", default=None)
 
 
-@contextlib.contextmanager
-def request_deadline(seconds: float) -> Iterator[Budget]:
+class request_deadline:
     """All the database work inside (statements, transactions, their retries) shares one
     budget of `seconds`: a request's `VAULTGRAPH_REQUEST_TIMEOUT` in all. The budget is
-    yielded: what is left of it after the block bounds the wait for the request's audit
-    event (api/middleware.py)."""
-    budget = Budget(seconds)
-    token = deadline.set(budget)
-    try:
-        yield budget
-    finally:
-        deadline.reset(token)
+    returned on entry: what is left of it after the block bounds the wait for the request's
+    audit event (api/middleware.py). A class, not a generator: every protected request enters
+    one."""
+
+    __slots__ = ("_seconds", "_token")
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+
+    def __enter__(self) -> Budget:
+        budget = Budget(self._seconds)
+        self._token = deadline.set(budget)
+        return budget
+
+    def __exit__(self, *exc: object) -> None:
+        deadline.reset(self._token)
 
 
 class spending:

@@ -22,7 +22,7 @@ import contextvars
 import logging
 import secrets
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import metrics
@@ -43,12 +43,24 @@ _Item = tuple[dict[str, Any], asyncio.Future | None, bool, Mapping[str, Any] | N
 
 
 class Arrival:
-    """A request the writer expects an event from (`AuditWriter.arriving`)."""
+    """A request the writer expects an event from (`AuditWriter.arriving`): announced when the
+    block is entered, and handed over when the request hands its event over, or when the
+    block ends without it (a request cancelled first). A class, not a generator: every
+    protected request enters one."""
 
-    __slots__ = ("waiting",)
+    __slots__ = ("_writer", "waiting")
 
-    def __init__(self) -> None:
+    def __init__(self, writer: AuditWriter) -> None:
+        self.waiting = False
+        self._writer = writer
+
+    def __enter__(self) -> Arrival:
         self.waiting = True
+        self._writer._arriving += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._writer._handed(self)
 
 
 def new_chain_id() -> str:
@@ -115,16 +127,10 @@ class AuditWriter:
 
     # -- requests' side ---------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def arriving(self) -> Iterator[Arrival]:
+    def arriving(self) -> Arrival:
         """Announce a request whose event will be handed over (`record`/`record_later` with
         the arrival) before the block ends: batches wait for it rather than commit without it."""
-        arrival = Arrival()
-        self._arriving += 1
-        try:
-            yield arrival
-        finally:
-            self._handed(arrival)  # a request that left without an event (cancelled)
+        return Arrival(self)
 
     def _handed(self, arrival: Arrival | None) -> None:
         if arrival is not None and arrival.waiting:
