@@ -39,3 +39,12 @@ def test_a_cost_above_the_burst_passes_only_on_a_full_bucket():
 def test_a_zero_cost_spends_nothing():
     buckets = TokenBuckets(rate=1.0, burst=2, clock=Clock())
     assert buckets.take("app", 0).remaining == 2
+
+
+def test_spend_takes_one_token_when_there_and_none_when_not():
+    now = [0.0]
+    buckets = TokenBuckets(rate=1, burst=2, clock=lambda: now[0])
+    assert [buckets.spend("app") for _ in range(3)] == [True, True, False]
+    assert buckets.peek("app").remaining == 0
+    now[0] = 1.0  # one token back a second
+    assert buckets.spend("app") and not buckets.spend("app")

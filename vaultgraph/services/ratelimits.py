@@ -11,16 +11,16 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # Buckets kept at most; the least recently used beyond it are dropped (a dropped bucket would
 # be full again by then, or soon: its owner has been quiet the longest).
 MAX_BUCKETS = 100_000
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """One check of a bucket: allowed or not, and what the RateLimit-* headers say."""
+class Verdict(NamedTuple):
+    """One check of a bucket: allowed or not, and what the RateLimit-* headers say. A named
+    tuple: every authenticated request makes one (a frozen dataclass costs twice as much)."""
 
     allowed: bool
     limit: int
@@ -64,13 +64,22 @@ class TokenBuckets:
         nothing more). A cost above the burst is charged as the burst: such a request passes
         when the bucket is full, rather than never."""
         cost = min(max(0, cost), self.burst)
+        allowed, tokens = self._spend(key, cost)
+        return self._verdict(allowed, tokens, cost)
+
+    def spend(self, key: str) -> bool:
+        """`take(key).allowed`, without the verdict: for a caller that reads it only when the
+        token was not there (`peek` then gives it)."""
+        return self._spend(key, 1)[0]
+
+    def _spend(self, key: str, cost: float) -> tuple[bool, float]:
         now = self._clock()
         tokens = self._level(key, now)
         allowed = tokens >= cost
         if allowed:
             tokens -= cost
         self._store(key, tokens, now)
-        return self._verdict(allowed, tokens, cost)
+        return allowed, tokens
 
     def peek(self, key: str) -> Verdict:
         """Whether a token is there, spending none."""
@@ -102,17 +111,18 @@ class FailedAuthentications:
     def enabled(self) -> bool:
         return self.buckets.enabled
 
-    def reserve(self, address: str, key: str) -> tuple[Verdict, Reservation | None]:
-        """The check and, when allowed, the reservation the request holds until it ends."""
+    def reserve(self, address: str, key: str) -> tuple[Verdict | None, Reservation | None]:
+        """The reservation the request holds until it ends, when allowed (and no verdict:
+        nothing reads it, and a good key gives the token back at once); when not, the
+        verdict (what Retry-After says) and none."""
         pending = self._pending.get((address, key))
         if pending is not None:
             pending.users += 1
-            return self.buckets.peek(address), pending
-        verdict = self.buckets.take(address)
-        if not verdict.allowed:
-            return verdict, None
+            return None, pending
+        if not self.buckets.spend(address):
+            return self.buckets.peek(address), None
         reservation = self._pending[(address, key)] = Reservation(self, address, key)
-        return verdict, reservation
+        return None, reservation
 
     def _settle(self, reservation: Reservation, *, refund: bool) -> None:
         if reservation.settled:
