@@ -89,6 +89,7 @@ class Settings:
     http_port: int = 7571
     home: str = str(ROOT / ".vaultgraph" / "defaults-ab")
     baseline: str = ""            # a tree of another commit: adds the variant `baseline`
+    pythons: str = ""             # venvs' interpreters (comma-separated): a variant for each
 
     @classmethod
     def from_env(cls, environ=None) -> Settings:
@@ -130,6 +131,8 @@ class Variant:
     # benchmark-only hook (bench/unaudited, bench/audit_unwaited).
     settings: tuple[tuple[str, str], ...] = ()
     tree: str = ""                # the service's code from this tree (another commit's)
+    python: str = ""              # the service under this interpreter: a venv's python with
+                                  # vaultgraph installed in it (its `vaultgraph` beside it)
     threads: int = 2              # wrk -t
     load: str = "each"            # each (wrk_each.lua) or pool (the benchmark's wrk_pool.lua)
 
@@ -203,6 +206,24 @@ def baseline(tree: str) -> list[Variant]:
         raise SystemExit(f"[bench] BENCH_DEFAULTS_AB_BASELINE={tree}: no vaultgraph package there")
     return [dataclasses.replace(DEFAULTS, name="baseline", change=f"the service from {tree}",
                                 tree=tree)]
+
+
+def interpreters(pythons: str) -> list[Variant]:
+    """A variant `python-<version>` for each interpreter BENCH_DEFAULTS_AB_PYTHONS names (a
+    venv's python, vaultgraph installed in that venv): the defaults with the service run under
+    it, so Python versions are compared under the default set-up, round by round."""
+    out = []
+    for python in (p.strip() for p in pythons.split(",") if p.strip()):
+        if not Path(python).with_name("vaultgraph").is_file():
+            raise SystemExit(f"[bench] BENCH_DEFAULTS_AB_PYTHONS: no vaultgraph beside {python} "
+                             "(install it into that venv: <venv>/bin/pip install .)")
+        version = subprocess.run(  # noqa: S603 - an interpreter the caller named
+            [python, "-c", "import platform; print(platform.python_version())"],
+            capture_output=True, text=True, check=True).stdout.strip()
+        out.append(dataclasses.replace(DEFAULTS, name=f"python-{version}",
+                                       change=f"the service under Python {version} ({python})",
+                                       python=python))
+    return out
 
 
 def rotated(items: list, n: int) -> list:
@@ -366,9 +387,10 @@ class ServiceProcess:
     change (Neo4j's memory, its own settings)."""
 
     def __init__(self, stack: Neo4jStack, port: int, workers: int, output: Output,
-                 settings: tuple[tuple[str, str], ...] = (), tree: str = ""):
+                 settings: tuple[tuple[str, str], ...] = (), tree: str = "",
+                 python: str = ""):
         self.stack, self.port, self.workers, self.output = stack, port, workers, output
-        self.settings, self.tree = settings, tree
+        self.settings, self.tree, self.python = settings, tree, python
         self.url = f"http://127.0.0.1:{port}"
         self.proc: subprocess.Popen | None = None
 
@@ -397,7 +419,7 @@ class ServiceProcess:
     def start(self) -> None:
         if port_in_use(self.port):
             raise SystemExit(f"[bench] port {self.port} is in use: set BENCH_DEFAULTS_AB_PORT")
-        exe = Path(sys.executable).with_name("vaultgraph")
+        exe = Path(self.python or sys.executable).with_name("vaultgraph")
         out = self.output.open()
         try:
             self.proc = subprocess.Popen(  # noqa: S603 - fixed argv
@@ -541,7 +563,7 @@ class Harness:
             self.stacks[v.name] = stack
             output = Output(v.output, self.work_dir / f"service-{v.name}.log")
             self.services[v.name] = ServiceProcess(stack, self.cfg.port + n, v.workers, output,
-                                                   v.settings, v.tree)
+                                                   v.settings, v.tree, v.python)
 
     async def start(self, wrk: str) -> None:
         shutil.rmtree(self.work_dir, ignore_errors=True)
@@ -636,7 +658,7 @@ async def run(cfg: Settings, variants: list[Variant]) -> dict:
 def main() -> int:
     unwind_on_sigterm()
     cfg = Settings.from_env()
-    variants = select(cfg.variants) + baseline(cfg.baseline)
+    variants = select(cfg.variants) + baseline(cfg.baseline) + interpreters(cfg.pythons)
     say(f"variants: {', '.join(v.name for v in variants)}; {cfg.warmup_rounds} warm-up and "
         f"{cfg.rounds} measured rounds of {cfg.duration}s per variant and workload")
     result = asyncio.run(run(cfg, variants))

@@ -27,6 +27,7 @@ from bench.defaults_ab import (
     ServiceProcess,
     Settings,
     baseline,
+    interpreters,
     rotated,
     select,
     summarize,
@@ -213,6 +214,24 @@ def test_a_baseline_tree_runs_the_defaults_from_its_own_code(tmp_path):
 def test_a_baseline_without_the_package_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="no vaultgraph package"):
         baseline(str(tmp_path))
+
+
+def test_an_interpreter_runs_the_defaults_under_its_own_python(tmp_path):
+    # This venv's interpreter: vaultgraph is installed beside it, as the variant requires.
+    [v] = interpreters(f" {sys.executable} ,")
+    version = ".".join(map(str, sys.version_info[:3]))
+    assert (v.name, v.python) == (f"python-{version}", sys.executable)
+    assert dataclasses.replace(v, name=DEFAULTS.name, change=DEFAULTS.change,
+                               python="") == DEFAULTS
+    assert interpreters("") == []
+
+
+def test_an_interpreter_without_vaultgraph_beside_it_is_refused(tmp_path):
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    python.symlink_to(sys.executable)
+    with pytest.raises(SystemExit, match="no vaultgraph beside"):
+        interpreters(str(python))
 
 
 @pytest.mark.parametrize(("name", "hook"), [("audit-off", "unaudited"),
