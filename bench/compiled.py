@@ -48,57 +48,91 @@ COMPILED = (
 )
 
 
+# Left in a copy this module built: only such a folder is ever replaced.
+MARKER = ".bench-compiled"
+
+
 def modules(environ=os.environ) -> tuple[str, ...]:
-    """The modules to compile: BENCH_COMPILED_MODULES, else COMPILED; each one of the package."""
-    names = tuple(n.strip() for n in environ.get("BENCH_COMPILED_MODULES", "").split(",")
-                  if n.strip()) or COMPILED
-    missing = [n for n in names if not (ROOT / "vaultgraph" / n).is_file()]
-    if missing:
-        sys.exit(f"BENCH_COMPILED_MODULES: not a module of vaultgraph/: {', '.join(missing)}")
-    return names
+    """The modules to compile: BENCH_COMPILED_MODULES, else COMPILED. Each must be a `.py`
+    path under vaultgraph/, named once; whether the committed tree holds it is checked when
+    the copy is made."""
+    names = tuple(dict.fromkeys(
+        n.strip() for n in environ.get("BENCH_COMPILED_MODULES", "").split(",") if n.strip()))
+    bad = [n for n in names if not n.endswith(".py") or Path(n).is_absolute()
+           or ".." in Path(n).parts]
+    if bad:
+        sys.exit(f"BENCH_COMPILED_MODULES: not a module path under vaultgraph/: {', '.join(bad)}")
+    return names or COMPILED
+
+
+def refuse_target(target: Path) -> None:
+    """Exit unless `target` may be made or replaced: outside the checkout (neither in it nor
+    above it), and either absent or a copy this module built before."""
+    target = target.resolve()
+    if target == ROOT or ROOT in target.parents or target in ROOT.parents:
+        sys.exit("bench.compiled builds a copy outside this checkout, not in it or above it")
+    if target.exists() and not (target / MARKER).is_file():
+        sys.exit(f"bench.compiled replaces only a copy it built ({target} has no {MARKER}); "
+                 "name a new folder")
 
 
 def build(target: Path, names: tuple[str, ...] = COMPILED) -> list[Path]:
-    """The committed tree at `target` (replaced), `names` built in it; the modules built."""
+    """The committed tree at `target` (made, or replaced when this module built it), `names`
+    built in it with this Python's own compiler flags; the extension modules built."""
     try:
         from Cython.Build import cythonize
     except ImportError:
         sys.exit("bench.compiled needs Cython: pip install -e '.[bench]'")
+    target = target.resolve()
+    refuse_target(target)
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
+    (target / MARKER).write_text("a copy built by python -m bench.compiled\n")
     with tempfile.TemporaryFile() as archive:
         subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, stdout=archive,  # noqa: S607
                        check=True)
         archive.seek(0)
         with tarfile.open(fileobj=archive) as tar:
-            tar.extractall(target, filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
+                tar.extractall(target, filter="data")
+            else:  # this checkout's own archive
+                tar.extractall(target)  # noqa: S202
     sources = [target / "vaultgraph" / name for name in names]
+    missing = [n for n, source in zip(names, sources, strict=True) if not source.is_file()]
+    if missing:
+        sys.exit(f"not a module of the committed vaultgraph/: {', '.join(missing)}")
     say(f"cythonizing {len(sources)} modules")
     cythonize([str(s) for s in sources], language_level=3, quiet=True, nthreads=2)
-    compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
-    flags = ["-shared", "-fPIC", "-O2", f"-I{sysconfig.get_paths()['include']}"]
-    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    # As setuptools builds an extension for this Python: its compiler, flags (-DNDEBUG, -O3)
+    # and linker.
+    config = sysconfig.get_config_var
+    compile_cmd = [*shlex.split(config("CC") or "cc"), *shlex.split(config("CFLAGS") or ""),
+                   *shlex.split(config("CCSHARED") or ""), f"-I{sysconfig.get_paths()['include']}"]
+    link_cmd = shlex.split(config("LDSHARED") or "cc -shared")
+    suffix = config("EXT_SUFFIX")
 
     def compile_one(source: Path) -> Path:
-        built = source.with_suffix("").with_name(source.stem + suffix)
-        subprocess.run(  # noqa: S603 - this Python's own compiler on files this module wrote
-            [*compiler, *flags, str(source.with_suffix(".c")), "-o", str(built)], check=True)
+        c_file, o_file = source.with_suffix(".c"), source.with_suffix(".o")
+        built = source.with_name(source.stem + suffix)
+        # This Python's own compiler and linker, on files this module wrote.
+        for argv in ([*compile_cmd, "-c", str(c_file), "-o", str(o_file)],
+                     [*link_cmd, str(o_file), "-o", str(built)]):
+            subprocess.run(argv, check=True)  # noqa: S603
         return built
 
-    say(f"compiling them with {compiler[0]}")
+    say(f"compiling them with {compile_cmd[0]}")
     with ThreadPoolExecutor(max_workers=2) as pool:
         return list(pool.map(compile_one, sources))
 
 
 def main(argv: list[str]) -> None:
     target = Path(argv[0] if argv else Path(tempfile.gettempdir(), "vaultgraph-compiled"))
-    target = target.resolve()
-    if target == ROOT or ROOT in target.parents:
-        sys.exit("bench.compiled builds a copy outside this checkout")
-    built = build(target, modules())
-    say(f"{len(built)} modules compiled in {target}; measure it with "
-        f"HOTPATH_BASELINE={target} python -m bench.hotpath_ir <workload ...>")
+    names = modules()
+    refuse_target(target)
+    built = build(target, names)
+    say(f"{len(built)} modules compiled in {target.resolve()}; measure it with "
+        f"HOTPATH_BASELINE={target.resolve()} python -m bench.hotpath_ir <workload ...>")
 
 
 if __name__ == "__main__":

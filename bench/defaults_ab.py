@@ -212,18 +212,26 @@ def interpreters(pythons: str) -> list[Variant]:
     """A variant `python-<version>` for each interpreter BENCH_DEFAULTS_AB_PYTHONS names (a
     venv's python, vaultgraph installed in that venv): the defaults with the service run under
     it, so Python versions are compared under the default set-up, round by round."""
-    out = []
-    for python in (p.strip() for p in pythons.split(",") if p.strip()):
+    out: dict[str, Variant] = {}
+    for named in (p.strip() for p in pythons.split(",") if p.strip()):
+        python = str(Path(named).absolute())  # the service starts from the checkout's root
         if not Path(python).with_name("vaultgraph").is_file():
             raise SystemExit(f"[bench] BENCH_DEFAULTS_AB_PYTHONS: no vaultgraph beside {python} "
                              "(install it into that venv: <venv>/bin/pip install .)")
-        version = subprocess.run(  # noqa: S603 - an interpreter the caller named
-            [python, "-c", "import platform; print(platform.python_version())"],
-            capture_output=True, text=True, check=True).stdout.strip()
-        out.append(dataclasses.replace(DEFAULTS, name=f"python-{version}",
-                                       change=f"the service under Python {version} ({python})",
-                                       python=python))
-    return out
+        try:
+            version = subprocess.run(  # noqa: S603 - an interpreter the caller named
+                [python, "-c", "import platform; print(platform.python_version())"],
+                capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise SystemExit(f"[bench] BENCH_DEFAULTS_AB_PYTHONS: {python} did not run: "
+                             f"{exc}") from None
+        name = f"python-{version}"
+        if name in out:
+            raise SystemExit(f"[bench] BENCH_DEFAULTS_AB_PYTHONS: {out[name].python} and "
+                             f"{python} are both Python {version}")
+        out[name] = dataclasses.replace(DEFAULTS, name=name, python=python,
+                                        change=f"the service under Python {version} ({python})")
+    return list(out.values())
 
 
 def rotated(items: list, n: int) -> list:

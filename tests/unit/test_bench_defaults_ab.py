@@ -6,9 +6,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import platform
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -216,22 +218,31 @@ def test_a_baseline_without_the_package_is_refused(tmp_path):
         baseline(str(tmp_path))
 
 
-def test_an_interpreter_runs_the_defaults_under_its_own_python(tmp_path):
+def test_an_interpreter_runs_the_defaults_under_its_own_python(tmp_path, monkeypatch):
     # This venv's interpreter: vaultgraph is installed beside it, as the variant requires.
     [v] = interpreters(f" {sys.executable} ,")
-    version = ".".join(map(str, sys.version_info[:3]))
-    assert (v.name, v.python) == (f"python-{version}", sys.executable)
+    version = platform.python_version()
+    assert (v.name, v.python) == (f"python-{version}", str(Path(sys.executable).absolute()))
     assert dataclasses.replace(v, name=DEFAULTS.name, change=DEFAULTS.change,
                                python="") == DEFAULTS
     assert interpreters("") == []
+    # The service is started as that venv's `vaultgraph`, not this process's.
+    started = []
+    monkeypatch.setattr(subprocess, "Popen", lambda argv, **_: started.append(argv))
+    stack = Neo4jStack(tmp_path / "home", 7999, 7998, v.heap, v.pagecache)
+    ServiceProcess(stack, 8999, v.workers, Output("file", tmp_path / "out.log"), v.settings,
+                   v.tree, v.python).start()
+    assert started[0][0] == str(Path(v.python).with_name("vaultgraph"))
 
 
-def test_an_interpreter_without_vaultgraph_beside_it_is_refused(tmp_path):
+def test_an_interpreter_named_twice_or_without_vaultgraph_beside_it_is_refused(tmp_path):
     python = tmp_path / "bin" / "python"
     python.parent.mkdir()
     python.symlink_to(sys.executable)
     with pytest.raises(SystemExit, match="no vaultgraph beside"):
         interpreters(str(python))
+    with pytest.raises(SystemExit, match="are both Python"):
+        interpreters(f"{sys.executable},{sys.executable}")
 
 
 @pytest.mark.parametrize(("name", "hook"), [("audit-off", "unaudited"),
