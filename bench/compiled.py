@@ -4,11 +4,11 @@ directory, /tmp/vaultgraph-compiled on Linux).
 
 What compiling the service's own code would save, before anyone decides to ship it: the copy is
 this checkout's committed tree (`git archive HEAD`), the modules of COMPILED turned into C by
-Cython (as they are written, no type declarations added) and built with the C compiler this
-Python was built with, each extension module beside its source. Python imports an extension
-module before a source file of the same name, so the copy runs compiled wherever it is put
-first on `PYTHONPATH`, which is what `HOTPATH_BASELINE=<dir>` does for bench/hotpath_ir.py and
-bench/added_profile.py:
+Cython (as they are written, no type declarations added) and built with the compiler and
+flags this Python was built with, each extension module beside its source. Python imports an
+extension module before a source file of the same name, so the copy runs compiled wherever it
+is put first on `PYTHONPATH`, which is what `HOTPATH_BASELINE=<dir>` does for bench/hotpath_ir.py
+(and `BENCH_DEFAULTS_AB_BASELINE=<dir>` for bench/defaults_ab.py, under load):
 
     python -m bench.compiled /tmp/vaultgraph-compiled
     HOTPATH_BASELINE=/tmp/vaultgraph-compiled python -m bench.hotpath_ir get create list
