@@ -13,6 +13,8 @@ the number of events. The store's growth is also given per store file and per in
 
 `BENCH_AUDIT_WITHOUT=key_id,user_agent` writes the events without those fields (null, so not
 stored): what they take of the store, the property records' packing included.
+`BENCH_AUDIT_TOKENS=50` writes a list page's event instead of a get's: one naming 50 tokens
+(an event naming several has an `AUDIT_REF` per token, docs/audit.md "Store").
 """
 
 from __future__ import annotations
@@ -70,13 +72,23 @@ def _sizes(path: Path, indexes: dict[str, str]) -> dict[str, int]:
 WITHOUT = tuple(f for f in os.environ.get("BENCH_AUDIT_WITHOUT", "").split(",") if f)
 
 
-def _event(tenant: str, application: str, key: str) -> dict:
+def _tokens() -> int:
+    tokens = int(os.environ.get("BENCH_AUDIT_TOKENS", "1"))
+    if tokens < 1:
+        raise SystemExit("BENCH_AUDIT_TOKENS must be at least 1")
+    return tokens
+
+
+def _event(tenant: str, application: str, key: str, tokens: int = 1) -> dict:
     """A get's event as the audit middleware writes it: one token, masked, a browser-sized
-    user agent (less the fields of `BENCH_AUDIT_WITHOUT`)."""
+    user agent (less the fields of `BENCH_AUDIT_WITHOUT`); `tokens` > 1, a list page's, naming
+    that many tokens, all masked."""
+    page = tokens > 1
     return _without({
         "id": str(uuid.uuid4()), "at": datetime.now(UTC), "tenant_id": tenant,
         "application_id": application, "key_id": key, "operation": "token:read",
-        "route": "GET /tokens/{id}", "token_ids": [str(uuid.uuid4())], "outcome": "success",
+        "route": "GET /tokens" if page else "GET /tokens/{id}",
+        "token_ids": [str(uuid.uuid4()) for _ in range(tokens)], "outcome": "success",
         "status": 200, "transform": "mask", "transform_counts": None,
         "trace_id": uuid.uuid4().hex, "client_ip": "10.0.12.34",
         "user_agent": "python-httpx/0.28.1", "reason": None,
@@ -106,7 +118,8 @@ async def schema(neo: LocalNeo4j) -> dict[str, str]:
         await db.close()
 
 
-async def _requests(writer: AuditWriter, events: int, concurrency: int, label: str) -> None:
+async def _requests(writer: AuditWriter, events: int, concurrency: int, label: str,
+                    tokens: int) -> None:
     """`concurrency` requests at a time, each announcing itself and recording its event, until
     `events` are committed."""
     tenant, application, key = (str(uuid.uuid4()) for _ in range(3))
@@ -115,24 +128,25 @@ async def _requests(writer: AuditWriter, events: int, concurrency: int, label: s
     async def one_connection() -> None:
         for n in todo:
             with writer.arriving() as arrival:
-                await writer.record(_event(tenant, application, key), arrival)
+                await writer.record(_event(tenant, application, key, tokens), arrival)
             if n % 20_000 == 19_999:
                 say(f"{label}: {n + 1:,} / {events:,} events")
 
     await asyncio.gather(*(one_connection() for _ in range(concurrency)))
 
 
-async def write(neo: LocalNeo4j, events: int, warmup: int, concurrency: int) -> dict:
+async def write(neo: LocalNeo4j, events: int, warmup: int, concurrency: int,
+                tokens: int = 1) -> dict:
     db = await _connect(neo)
     try:
         defaults = Settings()
         writer = AuditWriter.from_settings(AuditRepository(db), KeyRing.from_spec(new_kek()),
                                            defaults)
-        await _requests(writer, warmup, concurrency, "warm-up")
+        await _requests(writer, warmup, concurrency, "warm-up", tokens)
         groups = {"neo4j": neo.running_pid(), "writer": os.getpid()}
         before, began = cpu.snapshot(groups), time.monotonic()
         batches_before = _batches()
-        await _requests(writer, events, concurrency, "measured")
+        await _requests(writer, events, concurrency, "measured", tokens)
         seconds, spent = time.monotonic() - began, cpu.per_request(before, cpu.snapshot(groups),
                                                                     events)
         batches = _batches() - batches_before
@@ -171,6 +185,7 @@ def main() -> int:
     events = int(os.environ.get("BENCH_AUDIT_EVENTS", "100000"))
     warmup = int(os.environ.get("BENCH_AUDIT_WARMUP", "60000"))
     concurrency = int(os.environ.get("BENCH_AUDIT_CONCURRENCY", "32"))
+    tokens = _tokens()
     # Community Neo4j has no db.checkpoint(): a clean stop checkpoints the store, so each size
     # is taken with the server stopped.
     with fresh_neo4j("audit-storage", heap="512m", pagecache="256m") as neo:
@@ -181,11 +196,11 @@ def main() -> int:
         before, files_before = _size(store), _sizes(store, indexes)
         neo.start()
         # The warm-up's events are in the store too: sizes are taken around all of them.
-        result = asyncio.run(write(neo, events, warmup, concurrency))
+        result = asyncio.run(write(neo, events, warmup, concurrency, tokens))
         neo.stop()
         after, files_after = _size(store), _sizes(store, indexes)
     result.update(events=events, warmup_events=warmup, concurrency=concurrency,
-                  without=list(WITHOUT),
+                  without=list(WITHOUT), tokens_per_event=tokens,
                   store_bytes_before=before, store_bytes_after=after,
                   bytes_per_event=round((after - before) / (events + warmup), 1))
     growth = {name: round((size - files_before.get(name, 0)) / (events + warmup), 1)

@@ -1,11 +1,12 @@
 // A page of the events that name one token, newest first. An event naming only that token
 // holds it as a scalar: as integers (docs/adr/0026), a seek on (tenant_key, token_key, at)
 // checked against the rest of both ids per event; as text (events stored before), a seek on
-// (tenant_id, token_id, at). One naming several (and every event stored before the scalar) has
-// an AUDIT_REF self-loop per token, with both ids as text: a seek on the AUDIT_REF index
-// (tenant_id, token_id, at). Each seek reads in index order and stops at a page; the newest of
-// the pages (at most three times the page, sorted) are the page. A deleted token's events stay
-// readable by its id.
+// (tenant_id, token_id, at). One naming several has an AUDIT_REF self-loop per token, holding
+// the two keys: a seek on (tenant_key, token_key, at), checked against the rest of the tenant's
+// id and the event's list of tokens; as text (every event stored before the scalar, and those
+// naming several stored before the keys), a seek on (tenant_id, token_id, at). Each seek reads
+// in index order and stops at a page; the newest of the pages (at most four times the page,
+// sorted) are the page. A deleted token's events stay readable by its id.
 // Each seek runs once per form of the time ($times: as integers, as events hold it since
 // docs/adr/0028, then as DateTimes, as events stored before do; list.cypher), and the page is
 // sorted by the instant whichever the form.
@@ -35,6 +36,20 @@ CALL (t) {
     AND ($operation IS NULL OR e.operation = $operation)
     AND ($outcome IS NULL OR e.outcome = $outcome)
   WITH e ORDER BY e.tenant_id DESC, e.token_id DESC, e.at DESC, e.id DESC
+  LIMIT $limit
+  RETURN e
+  UNION
+  MATCH (e:AuditEvent)-[r:AUDIT_REF]->(e) USING INDEX SEEK r:AUDIT_REF(tenant_key, token_key, at)
+  WHERE r.tenant_key = $tenant_key AND r.token_key = $token_key
+    AND r.at >= t.since AND r.at <= t.until
+    AND r.at <= t.before AND CASE WHEN r.at = t.before THEN e.id < $before_id ELSE true END
+    AND coalesce(e.tenant_rest = $tenant_rest, e.tenant_id = $tenant_id)
+    AND $token_id IN e.token_ids
+    AND ($application_id IS NULL OR (e.application_key = $application_key
+         AND coalesce(e.application_rest = $application_rest, e.application_id = $application_id)))
+    AND ($operation IS NULL OR e.operation = $operation)
+    AND ($outcome IS NULL OR e.outcome = $outcome)
+  WITH e, r ORDER BY r.tenant_key DESC, r.token_key DESC, r.at DESC, e.id DESC
   LIMIT $limit
   RETURN e
   UNION

@@ -1,8 +1,8 @@
 // The audit trail: events are nodes of their own, never linked to tokens (an edge onto a hot
 // token node would serialise its reads). Every filter of GET /logs is a seek on one of these,
 // read newest first in index order; "all events of token X" is a seek on (tenant_key,
-// token_key, at) for events naming that token alone, and on the AUDIT_REF self-loops (one per
-// token) for events naming several.
+// token_key, at) for events naming that token alone, and on the AUDIT_REF self-loops' (one per
+// token, with the same two keys) for events naming several.
 // An event's id is unique among those a write stored and the writer has yet to link (label
 // :PendingAuditEvent, which linking removes): linking finds one by id, and a write's transaction
 // run a second time is refused. Linked events are found by (chain, seq) and pruned so, or by
@@ -37,6 +37,10 @@ CREATE INDEX audit_tenant_outcome_at IF NOT EXISTS
   FOR (e:AuditEvent) ON (e.tenant_id, e.outcome, e.at);
 CREATE INDEX audit_tenant_token_at IF NOT EXISTS
   FOR (e:AuditEvent) ON (e.tenant_id, e.token_id, e.at);
+CREATE INDEX audit_ref_key_at IF NOT EXISTS
+  FOR ()-[r:AUDIT_REF]-() ON (r.tenant_key, r.token_key, r.at);
+// AUDIT_REFs stored before they held the keys hold both ids as text; this index holds only
+// them.
 CREATE INDEX audit_ref IF NOT EXISTS
   FOR ()-[r:AUDIT_REF]-() ON (r.tenant_id, r.token_id, r.at);
 // Verification walks each chain in sequence order; export and pruning go by time.

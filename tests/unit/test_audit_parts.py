@@ -12,7 +12,15 @@ from vaultgraph.app import create_app
 from vaultgraph.audit.chain import sign
 from vaultgraph.audit.context import stored_skeleton
 from vaultgraph.audit.event import bounded_text
-from vaultgraph.audit.ids import ROUTES, chain_forms, chain_number, compact_ids, id_parts, query_ids
+from vaultgraph.audit.ids import (
+    ROUTES,
+    chain_forms,
+    chain_number,
+    compact_ids,
+    id_keys,
+    id_parts,
+    query_ids,
+)
 from vaultgraph.crypto import KeyRing
 from vaultgraph.repository.audit import (
     BEGINNING,
@@ -207,8 +215,17 @@ def test_uuid_ids_are_stored_as_two_integers_and_read_back_as_the_text_signed():
     read = event_of({**fields, "at": AT})
     assert {**read, "prev": "ab" * 32} == {k: v for k, v in signed.items() if v is not None}
     assert sign(ring, {**read, "prev": "ab" * 32}) == signed["mac"]
-    # The AUDIT_REF of an event naming several tokens carries the tenant's text.
-    assert created_parts({**signed, "token_ids": [token, "y"]})["tenant_id"] == tenant
+    # An event naming several tokens gets an AUDIT_REF each, holding the keys its index holds:
+    # the tenant's and the token's (a caller's id, not a UUID, its hash); one naming one token
+    # or none gets none.
+    several = created_parts({**signed, "token_ids": [token, "y"]})
+    assert several["tenant_key"] == fields["tenant_key"]
+    assert several["refs"] == [fields["token_key"], id_parts("y")[0]]
+    assert several["fields"]["token_ids"] == [token, "y"]
+    assert created_parts(signed)["refs"] == []
+    assert created_parts({**signed, "token_ids": []})["refs"] == []
+    linked = linked_parts({**signed, "token_ids": [token, "y"]}, None)
+    assert (linked["tenant_key"], linked["refs"]) == (several["tenant_key"], several["refs"])
 
 
 def test_only_a_canonical_uuid_loses_its_text():
@@ -224,6 +241,26 @@ def test_only_a_canonical_uuid_loses_its_text():
     assert fields["application_id"] == "system" and fields["token_id"] == u.upper()
     assert "application_rest" not in fields and "token_rest" not in fields
     assert event_of({**fields, "at": AT})["token_ids"] == [u.upper()]
+
+
+@pytest.mark.parametrize("odd", [
+    None, "ABCDEF01-2345-6789-abcd-ef0123456789", "tok-1", "a" * 36, "x" * 36, "",
+    "0123456789abcdef0123456789abcdef0123", " bcdef01-2345-6789-abcd-ef0123456789",
+    "abcdef01-2345-6789-abcd-ef012345678 ", "abcdef01-2345-6789-abcd-ef01234567\u00e9",
+    "abcdef0-12345-6789-abcd-ef0123456789", "abcdef01-2345-6789-abcd-ef01-3456789"])
+def test_the_keys_of_many_ids_are_each_id_s_key(odd):
+    """`id_keys`, which converts a page's UUIDs together, gives what `id_parts` gives each:
+    for canonical UUIDs (both halves of the signed range), and for a list holding any id that
+    is not one (upper case, a caller's id, whitespace, a dash out of place), by id."""
+    ids = [str(uuid.uuid4()) for _ in range(49)] + ["ffffffff-ffff-ffff-ffff-ffffffffffff",
+                                                    "00000000-0000-0000-0000-000000000000"]
+    assert id_keys(ids) == [id_parts(i)[0] for i in ids]
+    assert min(id_keys(ids)) < 0 <= max(id_keys(ids))
+    if odd is not None:
+        mixed = [*ids[:3], odd, *ids[3:6]]
+        assert id_keys(mixed) == [id_parts(i)[0] for i in mixed]
+        assert id_keys([odd]) == [id_parts(odd)[0]]
+    assert id_keys([]) == []
 
 
 def test_a_query_names_an_id_by_its_text_its_key_and_its_rest():
@@ -245,7 +282,7 @@ def test_a_write_s_event_whose_statement_stored_text_ids_has_the_text_removed_wh
     assert parts["fields"]["tenant_id"] is None and parts["fields"]["token_ids"] is None
     assert (parts["fields"]["tenant_key"], parts["fields"]["tenant_rest"]) == id_parts(tenant)[:2]
     assert (parts["fields"]["token_key"], parts["fields"]["token_rest"]) == id_parts(token)[:2]
-    assert parts["tenant_id"] == tenant
+    assert parts["refs"] == []  # one token: its scalar, no AUDIT_REF
 
 
 def test_a_key_id_is_stored_as_16_bytes_and_read_back_as_the_text_signed():

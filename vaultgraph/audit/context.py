@@ -44,8 +44,10 @@ class AuditNote:
 
     def name_tokens(self, ids) -> None:
         """Note the tokens the request named, each once. An id longer than any token id may be
-        names no token and is left out: its index entries (the AUDIT_REF) would pass the range
-        index's key limit and fail the group commit that carries other requests' events."""
+        names no token and is left out: held as text (an id that is no UUID keeps its text, in
+        the event's list and in an index on text where the event holds its ids so), it could
+        pass the range index's key limit and fail the group commit that carries other
+        requests' events."""
         named = self.token_ids
         seen = set(named)
         for token_id in ids:

@@ -17,8 +17,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import struct
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 # The ids kept so, by the event field (or index key) naming them, and the names of the two
@@ -126,6 +127,33 @@ def id_parts(value: str | None) -> tuple[int | None, int | None, str | None]:
                 int.from_bytes(raw[8:], "big", signed=True), None)
     digest = hashlib.blake2b(value.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True), None, value
+
+
+@functools.lru_cache(maxsize=64)
+def _first_halves(count: int) -> struct.Struct:
+    """Unpacks the first 8 bytes, big-endian and signed, of each of `count` 16-byte UUIDs."""
+    return struct.Struct(">" + "q8x" * count)
+
+
+def id_keys(ids: Sequence[str]) -> list[int]:
+    """Each id's key, as `id_parts` gives it, for the many ids one event names (its AUDIT_REFs',
+    cypher/audit/write_batch): ids that are all canonical UUIDs, as a list page's are, are
+    checked and converted together (one text, one `bytes.fromhex`, one unpack: about a tenth of
+    the per-id cost); any other list id by id. Uncached: a page's ids would evict the tenants'
+    and applications' entries `id_parts` keeps."""
+    count = len(ids)
+    joined = "".join(ids)
+    if (len(joined) == 36 * count and joined.count("-") == 4 * count
+            and all(joined[at::36] == "-" * count for at in (8, 13, 18, 23))):
+        digits = joined.replace("-", "")
+        if digits == digits.lower():  # canonical text is lower case; upper case keeps its text
+            try:
+                raw = bytes.fromhex(digits)
+            except ValueError:
+                raw = b""
+            if len(raw) == 16 * count:  # fromhex skips whitespace: none may be there
+                return list(_first_halves(count).unpack(raw))
+    return [id_parts(value)[0] for value in ids]
 
 
 def id_text(key: Any, rest: Any) -> str:

@@ -16,6 +16,8 @@ from ..audit.ids import (
     chain_forms,
     compact_ids,
     expand_ids,
+    id_keys,
+    id_parts,
     query_ids,
     token_scalar,
 )
@@ -119,14 +121,23 @@ def stored_form(event: Mapping[str, Any]) -> dict[str, Any]:
     return compact_ids(out, in_place=True)
 
 
+def ref_parts(event: Mapping[str, Any]) -> dict[str, Any]:
+    """What audit/write_batch gives an event naming several tokens, one `AUDIT_REF` self-loop
+    a token: its tenant's key and each token's (`ids.id_parts`, `ids.id_keys`), the integers
+    the AUDIT_REF index holds (`refs` empty for an event naming one token or none, which holds
+    it as its scalar)."""
+    tokens = event.get("token_ids") or ()
+    if len(tokens) < 2:
+        return {"tenant_key": None, "refs": []}
+    return {"tenant_key": id_parts(event.get("tenant_id"))[0], "refs": id_keys(tokens)}
+
+
 def created_parts(event: Mapping[str, Any]) -> dict[str, Any]:
     """An event no statement stored yet, as audit/write_batch takes it: its time as an integer
-    (`at_number`), its tenant's id as text (for the AUDIT_REF of an event naming several
-    tokens) and its other fields, those without a value left out (a property that is not there
-    reads as null, which is what was signed)."""
+    (`at_number`), its AUDIT_REFs' keys (`ref_parts`) and its other fields, those without a
+    value left out (a property that is not there reads as null, which is what was signed)."""
     fields = {k: v for k, v in stored_form(event).items() if k != "at" and v is not None}
-    return {"at": at_number(event.get("at")), "tenant_id": event.get("tenant_id"),
-            "fields": fields}
+    return {"at": at_number(event.get("at")), **ref_parts(event), "fields": fields}
 
 
 # What a write's statement may have stored that the event's stored form leaves out, so linking
@@ -147,7 +158,7 @@ def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any] | None
     the event no longer has is sent as null. Held and fields together are the whole event, so
     one whose write rolled back is created whole. `stored` None (not known): every property is
     sent, nulls included."""
-    tenant_id = event.get("tenant_id")
+    refs = ref_parts(event)
     event = stored_form(event)
     held: dict[str, Any] = {}
     fields: dict[str, Any] = {}
@@ -163,8 +174,8 @@ def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any] | None
             held[k] = v
         elif v is not None or k in known or stored is None:
             fields[k] = v
-    return {"id": event["id"], "at": at_number(event.get("at")), "tenant_id": tenant_id,
-            "held": held, "fields": fields}
+    return {"id": event["id"], "at": at_number(event.get("at")), **refs, "held": held,
+            "fields": fields}
 
 
 def with_prev(event: dict[str, Any], before: Mapping[str, Any] | None,

@@ -17,7 +17,7 @@ from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit import context as audit_context
 from vaultgraph.audit.chain import sign
 from vaultgraph.audit.event import OUTCOMES
-from vaultgraph.audit.ids import ROUTES, chain_forms, query_ids, route_number
+from vaultgraph.audit.ids import ROUTES, chain_forms, id_parts, query_ids, route_number
 from vaultgraph.audit.query import LogFilter
 from vaultgraph.errors import Unavailable
 from vaultgraph.repository.audit import (
@@ -188,6 +188,43 @@ async def test_list_events_name_the_returned_tokens_and_count_transforms(
                if e["route"] == "GET /tokens"][:1]
     assert sorted(event["token_ids"]) == sorted(ids)
     assert event["transform"] == "reveal"
+
+
+async def test_a_page_s_event_is_found_by_each_of_its_tokens_and_only_by_its_tenant(
+        client, admin_headers, auditor, tenant):
+    """An event naming several tokens has an AUDIT_REF self-loop per token holding the
+    tenant's and the token's keys (integers, no text): `GET /logs?token_id=` finds it by any of
+    them. Another tenant whose tokens have the same ids (chosen by the caller, so the same
+    keys) finds only its own page's event, and this tenant only its own."""
+    other = await new_tenant(client.server.app, "other")
+    theirs = {"SVC-API-KEY": other.key}
+    shared = [f"shared-{uuid.uuid4()}" for _ in range(2)]
+    mine = [(await create_card(client, admin_headers, metadata={"batch": "p1"}))["id"]]
+    for headers in (admin_headers, theirs):
+        for token_id in shared:
+            await create_card(client, headers, id=token_id, metadata={"batch": "p1"})
+    pages = {}
+    for name, headers in (("mine", admin_headers), ("theirs", theirs)):
+        resp = await client.get("/tokens", params={"metadata.batch": "p1"}, headers=headers)
+        assert resp.status == 200
+        pages[name] = resp.headers["SVC-TRACE-ID"]
+    await settle(client)
+    for token_id in [*mine, *shared]:
+        found = [e["trace_id"] for e in await logs(client, auditor, token_id=token_id)
+                 if e["route"] == "GET /tokens"]
+        assert found == [pages["mine"]], token_id
+    for token_id in shared:
+        found = [e["trace_id"] for e in await logs(client, theirs, token_id=token_id)
+                 if e["route"] == "GET /tokens"]
+        assert found == [pages["theirs"]], token_id
+    assert not await logs(client, theirs, token_id=mine[0])
+    refs = await cypher(client, "MATCH (e:AuditEvent {trace_id: $trace})-[r:AUDIT_REF]->(e) "
+                                "RETURN r.tenant_key AS tk, r.token_key AS k, r.at = e.at AS at, "
+                                "r.tenant_id IS NULL AND r.token_id IS NULL AS no_text",
+                        trace=pages["mine"])
+    assert sorted(r["k"] for r in refs) == sorted(id_parts(t)[0] for t in [*mine, *shared])
+    assert {(r["tk"], r["at"], r["no_text"]) for r in refs} == {
+        (id_parts(tenant.tenant_id)[0], True, True)}
 
 
 # --- durable before the answer, in the write's own transaction --------------------------------
@@ -905,8 +942,9 @@ async def test_a_page_of_the_trail_reads_a_page_not_the_trail(client, statement,
     tenant = str(uuid.uuid4())
     # Every shape of an event, interleaved: its ids as integers (docs/adr/0026) or as text
     # (events stored before); naming the token alone (the scalar) or among others (an
-    # AUDIT_REF self-loop per token; every event of older versions); its time as an integer
-    # (docs/adr/0028) or as a DateTime (events stored before).
+    # AUDIT_REF self-loop per token, holding the ids' keys, or their text as every event of
+    # older versions); its time as an integer (docs/adr/0028) or as a DateTime (events stored
+    # before).
     ids = query_ids(tenant_id=tenant, application_id=APP, token_id=TOK)
     await cypher(client, "UNWIND range(1, 150) AS i "
                          "CREATE (e:AuditEvent {id: $t + '-' + toString(1000 + i), "
@@ -924,13 +962,19 @@ async def test_a_page_of_the_trail_reads_a_page_not_the_trail(client, statement,
                          "FOREACH (_ IN CASE WHEN i % 2 = 0 AND i % 3 > 0 THEN [1] ELSE [] END | "
                          "  SET e.token_key = $ik, e.token_rest = $ir) "
                          "FOREACH (_ IN CASE WHEN i % 2 = 1 THEN [1] ELSE [] END | "
-                         "  SET e.token_ids = [$tok, 'other'] "
+                         "  SET e.token_ids = [$tok, 'other']) "
+                         "FOREACH (_ IN CASE WHEN i % 4 = 1 THEN [1] ELSE [] END | "
                          "  CREATE (e)-[:AUDIT_REF {tenant_id: $t, token_id: $tok, at: e.at}]->(e)"
                          "  CREATE (e)-[:AUDIT_REF {tenant_id: $t, token_id: 'other', at: e.at}]"
+                         "->(e)) "
+                         "FOREACH (_ IN CASE WHEN i % 4 = 3 THEN [1] ELSE [] END | "
+                         "  CREATE (e)-[:AUDIT_REF {tenant_key: $tk, token_key: $ik, at: e.at}]"
+                         "->(e)"
+                         "  CREATE (e)-[:AUDIT_REF {tenant_key: $tk, token_key: $ok, at: e.at}]"
                          "->(e))",
                  t=tenant, app=APP, tok=TOK, tk=ids["tenant_key"], tr=ids["tenant_rest"],
                  ak=ids["application_key"], ar=ids["application_rest"], ik=ids["token_key"],
-                 ir=ids["token_rest"])
+                 ir=ids["token_rest"], ok=id_parts("other")[0])
     db = database(client.server.app)
     params = {**query_ids(tenant_id=tenant, token_id=None, application_id=None),
               "operation": None, "outcome": None, "outcomes": list(OUTCOMES),
@@ -959,7 +1003,7 @@ async def test_a_page_of_the_trail_reads_a_page_not_the_trail(client, statement,
             # share each); the seeks' pages (one per shape: two, three for a token; for every
             # event, one per outcome and the text's; each once per form of the time) merged are
             # the only rows sorted.
-            seeks = 2 * {"audit/list_by_token": 3, "audit/list": len(OUTCOMES) + 1}.get(
+            seeks = 2 * {"audit/list_by_token": 4, "audit/list": len(OUTCOMES) + 1}.get(
                 statement, 2)
             # (A seek operator runs once per form of the time: its rows are both runs'.)
             assert max(rows for op, rows in operators if "Seek" in op) <= 2 * (11 + 3), operators
