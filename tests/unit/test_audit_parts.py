@@ -224,6 +224,11 @@ def test_uuid_ids_are_stored_as_two_integers_and_read_back_as_the_text_signed():
     assert several["fields"]["token_ids"] == [token, "y"]
     assert created_parts(signed)["refs"] == []
     assert created_parts({**signed, "token_ids": []})["refs"] == []
+    # Each key once (the list tells tokens whose keys agree apart); none without a tenant.
+    same = ["00000000-0000-4000-8000-00000000000" + str(n) for n in range(3)]
+    assert created_parts({**signed, "token_ids": [*same, token]})["refs"] == [
+        id_parts(same[0])[0], fields["token_key"]]
+    assert created_parts({**signed, "tenant_id": None, "token_ids": [token, "y"]})["refs"] == []
     linked = linked_parts({**signed, "token_ids": [token, "y"]}, None)
     assert (linked["tenant_key"], linked["refs"]) == (several["tenant_key"], several["refs"])
 
@@ -261,6 +266,11 @@ def test_the_keys_of_many_ids_are_each_id_s_key(odd):
         assert id_keys(mixed) == [id_parts(i)[0] for i in mixed]
         assert id_keys([odd]) == [id_parts(odd)[0]]
     assert id_keys([]) == []
+    # Ids that are no UUIDs but join into UUIDs keep their own keys.
+    u, v = ids[:2]
+    for joined in ([u[:35], u[35:] + v], ["", u + v], [u[:10], u[10:] + v[:20], v[20:]]):
+        assert "".join(joined) == u + v
+        assert id_keys(joined) == [id_parts(i)[0] for i in joined], joined
 
 
 def test_a_query_names_an_id_by_its_text_its_key_and_its_rest():

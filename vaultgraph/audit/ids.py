@@ -143,7 +143,8 @@ def id_keys(ids: Sequence[str]) -> list[int]:
     and applications' entries `id_parts` keeps."""
     count = len(ids)
     joined = "".join(ids)
-    if (len(joined) == 36 * count and joined.count("-") == 4 * count
+    # Each id 36 long, or ids that join into UUIDs (u[:35], u[35:] + v) would take their keys.
+    if (all(len(value) == 36 for value in ids) and joined.count("-") == 4 * count
             and all(joined[at::36] == "-" * count for at in (8, 13, 18, 23))):
         digits = joined.replace("-", "")
         if digits == digits.lower():  # canonical text is lower case; upper case keeps its text

@@ -91,6 +91,20 @@ async def logs(client, headers, **params) -> list[dict]:
     return body["data"]
 
 
+async def every_page(client, headers, **params) -> list[dict]:
+    """Every event `GET /logs` shows under `params`, page after page by its cursor."""
+    seen, start = [], None
+    while True:
+        resp = await client.get("/logs", params={**params, **({"start": start} if start else {})},
+                                headers=headers)
+        body = await resp.json()
+        assert resp.status == 200, body
+        seen += body["data"]
+        start = body["pagination"]["next"]
+        if not start:
+            return seen
+
+
 @pytest.fixture
 def settings(settings):
     """One audit lane: these tests read, tamper with and verify "the" chain of a run of
@@ -225,6 +239,34 @@ async def test_a_page_s_event_is_found_by_each_of_its_tokens_and_only_by_its_ten
     assert sorted(r["k"] for r in refs) == sorted(id_parts(t)[0] for t in [*mine, *shared])
     assert {(r["tk"], r["at"], r["no_text"]) for r in refs} == {
         (id_parts(tenant.tenant_id)[0], True, True)}
+
+
+async def test_tokens_whose_keys_agree_page_through_every_event_naming_them(
+        client, admin_headers, auditor):
+    """Ids a caller chose as UUIDs whose first halves agree have one key: a page's event names
+    them with one AUDIT_REF, so a seek's page is a page of events, not one event repeated, and
+    paging by token reaches every event (the event's own list tells the tokens apart)."""
+    half = f"{uuid.uuid4()}"[:19]
+    same = [f"{half}{n:04d}-{uuid.uuid4().hex[:12]}" for n in range(3)]
+    assert len({id_parts(t)[0] for t in same}) == 1 and len(set(same)) == 3
+    batch = f"same-key-{uuid.uuid4()}"
+    for token_id in same:
+        await create_card(client, admin_headers, id=token_id, metadata={"batch": batch})
+    pages = []
+    for _ in range(3):
+        resp = await client.get("/tokens", params={"metadata.batch": batch},
+                                headers=admin_headers)
+        assert resp.status == 200
+        pages.append(resp.headers["SVC-TRACE-ID"])
+    await settle(client)
+    refs = await cypher(client, "MATCH (e:AuditEvent)-[r:AUDIT_REF]->(e) "
+                                "WHERE e.trace_id IN $traces RETURN count(r) AS n",
+                        traces=pages)
+    assert refs == [{"n": 3}]  # one a page's event
+    for token_id in same:
+        seen = await every_page(client, auditor, size="1", token_id=token_id,
+                                operation="token:read")
+        assert [e["trace_id"] for e in seen] == pages[::-1], token_id
 
 
 # --- durable before the answer, in the write's own transaction --------------------------------
@@ -904,16 +946,7 @@ async def test_logs_page_through_events_of_one_instant(client, six_events, audit
     token = read["token_ids"][0]
     for filters in ({}, {"token_id": token}, {"application_id": read["application_id"]},
                     {"operation": "token:read"}, {"outcome": "success"}):
-        seen, start = [], None
-        while True:
-            params = {"size": "2", **filters, **({"start": start} if start else {})}
-            resp = await client.get("/logs", params=params, headers=auditor)
-            body = await resp.json()
-            assert resp.status == 200, body
-            seen += [e["id"] for e in body["data"]]
-            start = body["pagination"]["next"]
-            if not start:
-                break
+        seen = [e["id"] for e in await every_page(client, auditor, size="2", **filters)]
         wanted = [e["id"] for e in own
                   if all(token in (e.get("token_ids") or []) if k == "token_id" else e.get(k) == v
                          for k, v in filters.items())]
