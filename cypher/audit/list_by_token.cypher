@@ -2,11 +2,13 @@
 // holds it as a scalar: as integers (docs/adr/0026), a seek on (tenant_key, token_key, at)
 // checked against the rest of both ids per event; as text (events stored before), a seek on
 // (tenant_id, token_id, at). One naming several has an AUDIT_REF self-loop per token, holding
-// the two keys: a seek on (tenant_key, token_key, at), checked against the rest of the tenant's
-// id and the event's list of tokens; as text (every event stored before the scalar, and those
-// naming several stored before the keys), a seek on (tenant_id, token_id, at). Each seek reads
-// in index order and stops at a page; the newest of the pages (at most four times the page,
-// sorted) are the page. A deleted token's events stay readable by its id.
+// the two keys and the token's rest: a seek on (tenant_key, token_key, at), checked against
+// the rest of both ids (a token id that is no UUID has no rest: against the event's list,
+// which holds such an id as its text; each self-loop matches one id, so an event is one row);
+// as text (every event stored before the scalar, and those naming several stored before the
+// keys), a seek on (tenant_id, token_id, at). Each seek reads in index order and stops at a
+// page; the newest of the pages (at most four times the page, sorted) are the page. A deleted
+// token's events stay readable by its id.
 // Each seek runs once per form of the time ($times: as integers, as events hold it since
 // docs/adr/0028, then as DateTimes, as events stored before do; list.cypher), and the page is
 // sorted by the instant whichever the form.
@@ -44,7 +46,8 @@ CALL (t) {
     AND r.at >= t.since AND r.at <= t.until
     AND r.at <= t.before AND CASE WHEN r.at = t.before THEN e.id < $before_id ELSE true END
     AND coalesce(e.tenant_rest = $tenant_rest, e.tenant_id = $tenant_id)
-    AND $token_id IN e.token_ids
+    AND CASE WHEN r.token_rest IS NULL THEN $token_rest IS NULL AND $token_id IN e.token_ids
+             ELSE r.token_rest = $token_rest END
     AND ($application_id IS NULL OR (e.application_key = $application_key
          AND coalesce(e.application_rest = $application_rest, e.application_id = $application_id)))
     AND ($operation IS NULL OR e.operation = $operation)

@@ -13,9 +13,9 @@
 // stored (`held`), which the indexes hold, are not written again; one that is not there (the
 // write rolled back) is created whole from both. An event naming one token holds it as a
 // scalar (`token_key` and `token_rest` in its fields, indexed with tenant and time); one
-// naming several gets an AUDIT_REF self-loop per token (`ev.refs`, each token's key, and
-// `ev.tenant_key`: repository/audit.py `ref_parts`), holding the integers its index holds and
-// the time; the event's own list names the tokens in full. The head records the
+// naming several gets an AUDIT_REF self-loop per token (`ev.refs`, each token's key and rest,
+// and `ev.tenant_key`: repository/audit.py `ref_parts`), holding those integers and the time;
+// its index holds the keys and the time. The head records the
 // last sequence number, so a deleted tail is seen. `e.pending = null` clears the flag the
 // expiry sweep's events (and earlier versions' writes) hold; a request's write stores none.
 MERGE (c:AuditChain {id: $chain})
@@ -25,14 +25,16 @@ WITH c, coalesce(c.seq, 0) = $head_seq - size($created) - size($linked) AS in_or
 FOREACH (ev IN CASE WHEN in_order THEN $created ELSE [] END |
   CREATE (e:AuditEvent)
   SET e = ev.fields, e.at = ev.at
-  FOREACH (token_key IN ev.refs |
-    CREATE (e)-[:AUDIT_REF {tenant_key: ev.tenant_key, token_key: token_key, at: e.at}]->(e)))
+  FOREACH (ref IN ev.refs |
+    CREATE (e)-[:AUDIT_REF {tenant_key: ev.tenant_key, token_key: ref[0], token_rest: ref[1],
+                            at: e.at}]->(e)))
 FOREACH (ev IN CASE WHEN in_order THEN $linked ELSE [] END |
   MERGE (e:PendingAuditEvent {id: ev.id})
   ON CREATE SET e:AuditEvent, e = ev.held, e += ev.fields, e.id = ev.id, e.at = ev.at
   ON MATCH SET e += ev.fields, e.pending = null
   REMOVE e:PendingAuditEvent
-  FOREACH (token_key IN ev.refs |
-    CREATE (e)-[:AUDIT_REF {tenant_key: ev.tenant_key, token_key: token_key, at: e.at}]->(e)))
+  FOREACH (ref IN ev.refs |
+    CREATE (e)-[:AUDIT_REF {tenant_key: ev.tenant_key, token_key: ref[0], token_rest: ref[1],
+                            at: e.at}]->(e)))
 SET c.seq = CASE WHEN in_order THEN $head_seq ELSE c.seq END
 RETURN in_order

@@ -17,9 +17,10 @@ from vaultgraph.audit.ids import (
     chain_forms,
     chain_number,
     compact_ids,
-    id_keys,
+    id_halves,
     id_parts,
     query_ids,
+    uuid_bytes,
 )
 from vaultgraph.crypto import KeyRing
 from vaultgraph.repository.audit import (
@@ -215,22 +216,43 @@ def test_uuid_ids_are_stored_as_two_integers_and_read_back_as_the_text_signed():
     read = event_of({**fields, "at": AT})
     assert {**read, "prev": "ab" * 32} == {k: v for k, v in signed.items() if v is not None}
     assert sign(ring, {**read, "prev": "ab" * 32}) == signed["mac"]
-    # An event naming several tokens gets an AUDIT_REF each, holding the keys its index holds:
-    # the tenant's and the token's (a caller's id, not a UUID, its hash); one naming one token
-    # or none gets none.
+    # An event naming several tokens gets an AUDIT_REF each, holding the tenant's key and the
+    # token's key and rest (a caller's id, not a UUID: its hash, no rest); one naming one
+    # token or none gets none.
     several = created_parts({**signed, "token_ids": [token, "y"]})
     assert several["tenant_key"] == fields["tenant_key"]
-    assert several["refs"] == [fields["token_key"], id_parts("y")[0]]
-    assert several["fields"]["token_ids"] == [token, "y"]
+    assert several["refs"] == [[fields["token_key"], fields["token_rest"]],
+                               [id_parts("y")[0], None]]
+    assert several["fields"]["token_ids"] == [token, "y"]  # not all UUIDs: the text
     assert created_parts(signed)["refs"] == []
     assert created_parts({**signed, "token_ids": []})["refs"] == []
-    # Each key once (the list tells tokens whose keys agree apart); none without a tenant.
+    # Tokens whose keys agree each get theirs (their rests tell them apart); none without a
+    # tenant.
     same = ["00000000-0000-4000-8000-00000000000" + str(n) for n in range(3)]
     assert created_parts({**signed, "token_ids": [*same, token]})["refs"] == [
-        id_parts(same[0])[0], fields["token_key"]]
+        list(id_parts(t)[:2]) for t in [*same, token]]
     assert created_parts({**signed, "tenant_id": None, "token_ids": [token, "y"]})["refs"] == []
     linked = linked_parts({**signed, "token_ids": [token, "y"]}, None)
     assert (linked["tenant_key"], linked["refs"]) == (several["tenant_key"], several["refs"])
+
+
+def test_a_list_of_uuids_is_stored_as_their_bytes_and_read_back_as_the_text_signed():
+    """Several tokens, all canonical UUIDs (a page's): 16 bytes each in one byte array; read
+    back as the list signed. A list holding any other id keeps its text."""
+    ring = KeyRing.from_spec(KeyRing.generate_spec())
+    tokens = [str(uuid.uuid4()) for _ in range(50)]
+    signed = {**event(token_ids=tokens), "prev": "ab" * 32, "key_version": ring.active}
+    signed["mac"] = sign(ring, signed)
+    fields = created_parts(signed)["fields"]
+    assert fields["token_ids"] == b"".join(uuid.UUID(t).bytes for t in tokens)
+    read = event_of({**fields, "at": AT})
+    assert read["token_ids"] == tokens
+    assert sign(ring, {**read, "prev": "ab" * 32}) == signed["mac"]
+    assert stored_skeleton(signed)["token_ids"] == fields["token_ids"]  # the write's form too
+    for odd in ("tok-1", tokens[0].upper()):
+        kept = created_parts({**signed, "token_ids": [*tokens[:3], odd]})["fields"]
+        assert kept["token_ids"] == [*tokens[:3], odd]
+        assert event_of({**kept, "at": AT})["token_ids"] == [*tokens[:3], odd]
 
 
 def test_only_a_canonical_uuid_loses_its_text():
@@ -253,24 +275,28 @@ def test_only_a_canonical_uuid_loses_its_text():
     "0123456789abcdef0123456789abcdef0123", " bcdef01-2345-6789-abcd-ef0123456789",
     "abcdef01-2345-6789-abcd-ef012345678 ", "abcdef01-2345-6789-abcd-ef01234567\u00e9",
     "abcdef0-12345-6789-abcd-ef0123456789", "abcdef01-2345-6789-abcd-ef01-3456789"])
-def test_the_keys_of_many_ids_are_each_id_s_key(odd):
-    """`id_keys`, which converts a page's UUIDs together, gives what `id_parts` gives each:
-    for canonical UUIDs (both halves of the signed range), and for a list holding any id that
-    is not one (upper case, a caller's id, whitespace, a dash out of place), by id."""
+def test_the_halves_of_many_ids_are_each_id_s_halves(odd):
+    """`id_halves`, which converts a page's UUIDs together (`uuid_bytes`), gives what
+    `id_parts` gives each: for canonical UUIDs (both halves of the signed range), and for a
+    list holding any id that is not one (upper case, a caller's id, whitespace, a dash out of
+    place), by id."""
     ids = [str(uuid.uuid4()) for _ in range(49)] + ["ffffffff-ffff-ffff-ffff-ffffffffffff",
                                                     "00000000-0000-0000-0000-000000000000"]
-    assert id_keys(ids) == [id_parts(i)[0] for i in ids]
-    assert min(id_keys(ids)) < 0 <= max(id_keys(ids))
+    assert id_halves(ids) == [id_parts(i)[:2] for i in ids]
+    assert uuid_bytes(ids) == b"".join(uuid.UUID(i).bytes for i in ids)
+    assert min(k for k, _ in id_halves(ids)) < 0 <= max(k for k, _ in id_halves(ids))
     if odd is not None:
         mixed = [*ids[:3], odd, *ids[3:6]]
-        assert id_keys(mixed) == [id_parts(i)[0] for i in mixed]
-        assert id_keys([odd]) == [id_parts(odd)[0]]
-    assert id_keys([]) == []
-    # Ids that are no UUIDs but join into UUIDs keep their own keys.
+        assert id_halves(mixed) == [id_parts(i)[:2] for i in mixed]
+        assert id_halves([odd]) == [id_parts(odd)[:2]]
+        assert uuid_bytes(mixed) is None and uuid_bytes([odd]) is None
+    assert id_halves([]) == []
+    # Ids that are no UUIDs but join into UUIDs keep their own.
     u, v = ids[:2]
     for joined in ([u[:35], u[35:] + v], ["", u + v], [u[:10], u[10:] + v[:20], v[20:]]):
         assert "".join(joined) == u + v
-        assert id_keys(joined) == [id_parts(i)[0] for i in joined], joined
+        assert id_halves(joined) == [id_parts(i)[:2] for i in joined], joined
+        assert uuid_bytes(joined) is None
 
 
 def test_a_query_names_an_id_by_its_text_its_key_and_its_rest():

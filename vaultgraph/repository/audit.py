@@ -16,7 +16,7 @@ from ..audit.ids import (
     chain_forms,
     compact_ids,
     expand_ids,
-    id_keys,
+    id_halves,
     id_parts,
     query_ids,
     token_scalar,
@@ -123,16 +123,18 @@ def stored_form(event: Mapping[str, Any]) -> dict[str, Any]:
 
 def ref_parts(event: Mapping[str, Any]) -> dict[str, Any]:
     """What audit/write_batch gives an event naming several tokens, one `AUDIT_REF` self-loop
-    a key: its tenant's key and its tokens' (`ids.id_parts`, `ids.id_keys`), the integers the
-    AUDIT_REF index holds. Each key once: two tokens whose keys agree (ids a caller chose) would
-    otherwise fill a seek's page with one event, and the event's list tells them apart. None
-    for an event naming one token or none (it holds it as its scalar), and for one without a
-    tenant (refused before its key was known: no page of any tenant shows it)."""
+    a token: its tenant's key, and each token's key and rest (`ids.id_parts`,
+    `ids.id_halves`; no rest for an id that is no UUID). The AUDIT_REF index holds the keys; a
+    seek checks the rest, or for an id with none the event's list. Each pair once (two ids a
+    caller chose whose hashes agree would otherwise give one event twice to a seek's page).
+    None for an event naming one token or none (it holds it as its scalar), and for one
+    without a tenant (refused before its key was known: no page of any tenant shows it)."""
     tokens = event.get("token_ids") or ()
     tenant_key = id_parts(event.get("tenant_id"))[0] if len(tokens) > 1 else None
     if tenant_key is None:
         return {"tenant_key": None, "refs": []}
-    return {"tenant_key": tenant_key, "refs": list(dict.fromkeys(id_keys(tokens)))}
+    return {"tenant_key": tenant_key, "refs": [list(pair) for pair in
+                                               dict.fromkeys(id_halves(tokens))]}
 
 
 def created_parts(event: Mapping[str, Any]) -> dict[str, Any]:

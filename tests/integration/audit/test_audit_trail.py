@@ -207,9 +207,10 @@ async def test_list_events_name_the_returned_tokens_and_count_transforms(
 async def test_a_page_s_event_is_found_by_each_of_its_tokens_and_only_by_its_tenant(
         client, admin_headers, auditor, tenant):
     """An event naming several tokens has an AUDIT_REF self-loop per token holding the
-    tenant's and the token's keys (integers, no text): `GET /logs?token_id=` finds it by any of
-    them. Another tenant whose tokens have the same ids (chosen by the caller, so the same
-    keys) finds only its own page's event, and this tenant only its own."""
+    tenant's key and the token's key and rest (integers, no text; an id that is no UUID has
+    no rest): `GET /logs?token_id=` finds it by any of them. Another tenant whose tokens have
+    the same ids (chosen by the caller, so the same keys) finds only its own page's event, and
+    this tenant only its own."""
     other = await new_tenant(client.server.app, "other")
     theirs = {"SVC-API-KEY": other.key}
     shared = [f"shared-{uuid.uuid4()}" for _ in range(2)]
@@ -233,19 +234,23 @@ async def test_a_page_s_event_is_found_by_each_of_its_tokens_and_only_by_its_ten
         assert found == [pages["theirs"]], token_id
     assert not await logs(client, theirs, token_id=mine[0])
     refs = await cypher(client, "MATCH (e:AuditEvent {trace_id: $trace})-[r:AUDIT_REF]->(e) "
-                                "RETURN r.tenant_key AS tk, r.token_key AS k, r.at = e.at AS at, "
+                                "RETURN r.tenant_key AS tk, r.token_key AS k, r.token_rest AS r, "
+                                "r.at = e.at AS at, "
                                 "r.tenant_id IS NULL AND r.token_id IS NULL AS no_text",
                         trace=pages["mine"])
-    assert sorted(r["k"] for r in refs) == sorted(id_parts(t)[0] for t in [*mine, *shared])
+    assert sorted((r["k"], r["r"] or 0) for r in refs) == sorted(
+        (id_parts(t)[0], id_parts(t)[1] or 0) for t in [*mine, *shared])
     assert {(r["tk"], r["at"], r["no_text"]) for r in refs} == {
         (id_parts(tenant.tenant_id)[0], True, True)}
 
 
 async def test_tokens_whose_keys_agree_page_through_every_event_naming_them(
         client, admin_headers, auditor):
-    """Ids a caller chose as UUIDs whose first halves agree have one key: a page's event names
-    them with one AUDIT_REF, so a seek's page is a page of events, not one event repeated, and
-    paging by token reaches every event (the event's own list tells the tokens apart)."""
+    """Ids a caller chose as UUIDs whose first halves agree have one key: a seek on it meets
+    each page's event once per token, and only the self-loop whose rest is the token's passes,
+    so a seek's page is a page of events, not one event repeated, and paging by token reaches
+    every event. The page's list of tokens, all UUIDs, is stored as their bytes and read back
+    as their text."""
     half = f"{uuid.uuid4()}"[:19]
     same = [f"{half}{n:04d}-{uuid.uuid4().hex[:12]}" for n in range(3)]
     assert len({id_parts(t)[0] for t in same}) == 1 and len(set(same)) == 3
@@ -259,10 +264,18 @@ async def test_tokens_whose_keys_agree_page_through_every_event_naming_them(
         assert resp.status == 200
         pages.append(resp.headers["SVC-TRACE-ID"])
     await settle(client)
-    refs = await cypher(client, "MATCH (e:AuditEvent)-[r:AUDIT_REF]->(e) "
-                                "WHERE e.trace_id IN $traces RETURN count(r) AS n",
-                        traces=pages)
-    assert refs == [{"n": 3}]  # one a page's event
+    stored = await cypher(client, "MATCH (e:AuditEvent) WHERE e.trace_id IN $traces "
+                                  "RETURN e.token_ids AS ids, "
+                                  "COUNT { (e)-[r:AUDIT_REF]->(e) WHERE r.token_rest IS NOT NULL "
+                                  "} AS refs", traces=pages)
+    assert len(stored) == 3
+    for row in stored:
+        assert row["refs"] == 3
+        assert sorted(uuid.UUID(bytes=bytes(row["ids"][at:at + 16])) for at in range(0, 48, 16)
+                      ) == sorted(uuid.UUID(t) for t in same)
+    listed = [e for e in await logs(client, auditor, token_id=same[0])
+              if e["route"] == "GET /tokens"]
+    assert [sorted(e["token_ids"]) for e in listed] == [sorted(same)] * 3
     for token_id in same:
         seen = await every_page(client, auditor, size="1", token_id=token_id,
                                 operation="token:read")
@@ -1001,8 +1014,8 @@ async def test_a_page_of_the_trail_reads_a_page_not_the_trail(client, statement,
                          "  CREATE (e)-[:AUDIT_REF {tenant_id: $t, token_id: 'other', at: e.at}]"
                          "->(e)) "
                          "FOREACH (_ IN CASE WHEN i % 4 = 3 THEN [1] ELSE [] END | "
-                         "  CREATE (e)-[:AUDIT_REF {tenant_key: $tk, token_key: $ik, at: e.at}]"
-                         "->(e)"
+                         "  CREATE (e)-[:AUDIT_REF {tenant_key: $tk, token_key: $ik, "
+                         "                         token_rest: $ir, at: e.at}]->(e)"
                          "  CREATE (e)-[:AUDIT_REF {tenant_key: $tk, token_key: $ok, at: e.at}]"
                          "->(e))",
                  t=tenant, app=APP, tok=TOK, tk=ids["tenant_key"], tr=ids["tenant_rest"],
