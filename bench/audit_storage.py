@@ -14,7 +14,7 @@ the number of events. The store's growth is also given per store file and per in
 `BENCH_AUDIT_WITHOUT=key_id,user_agent` writes the events without those fields (null, so not
 stored): what they take of the store, the property records' packing included.
 `BENCH_AUDIT_TOKENS=50` writes a list page's event instead of a get's: one naming 50 tokens
-(an event naming several has an `AUDIT_REF` per token, docs/audit.md "Store").
+(an event naming several has an `AUDIT_REF` per token, docs/audit.md "Cost and growth").
 """
 
 from __future__ import annotations

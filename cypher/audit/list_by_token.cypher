@@ -4,7 +4,8 @@
 // (tenant_id, token_id, at). One naming several has an AUDIT_REF self-loop per token, holding
 // the two keys and the token's rest: a seek on (tenant_key, token_key, at), checked against
 // the rest of both ids (a token id that is no UUID has no rest: against the event's list,
-// which holds such an id as its text; each self-loop matches one id, so an event is one row);
+// which holds such an id as its text; an event has one self-loop a (key, rest) pair, so it is
+// at most one row);
 // as text (every event stored before the scalar, and those naming several stored before the
 // keys), a seek on (tenant_id, token_id, at). Each seek reads in index order and stops at a
 // page; the newest of the pages (at most four times the page, sorted) are the page. A deleted

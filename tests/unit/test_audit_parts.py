@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from vaultgraph.app import create_app
-from vaultgraph.audit.chain import sign
+from vaultgraph.audit.chain import sign, valid
 from vaultgraph.audit.context import stored_skeleton
 from vaultgraph.audit.event import bounded_text
 from vaultgraph.audit.ids import (
@@ -236,6 +236,20 @@ def test_uuid_ids_are_stored_as_two_integers_and_read_back_as_the_text_signed():
     assert (linked["tenant_key"], linked["refs"]) == (several["tenant_key"], several["refs"])
 
 
+def test_an_event_whose_field_holds_what_no_event_is_signed_with_does_not_hold():
+    """A store edited to hold a byte array no list of tokens makes (not 16 bytes a token) reads
+    back as it is, and verification names the event rather than failing on it."""
+    ring = KeyRing.from_spec(KeyRing.generate_spec())
+    signed = {**event(token_ids=[str(uuid.uuid4()) for _ in range(2)]), "prev": "ab" * 32,
+              "key_version": ring.active}
+    signed["mac"] = sign(ring, signed)
+    assert valid(ring, signed)
+    fields = created_parts(signed)["fields"]
+    edited = event_of({**fields, "token_ids": fields["token_ids"][:31], "at": AT})
+    assert isinstance(edited["token_ids"], bytes)
+    assert not valid(ring, {**edited, "prev": "ab" * 32})
+
+
 def test_a_list_of_uuids_is_stored_as_their_bytes_and_read_back_as_the_text_signed():
     """Several tokens, all canonical UUIDs (a page's): 16 bytes each in one byte array; read
     back as the list signed. A list holding any other id keeps its text."""
@@ -276,14 +290,13 @@ def test_only_a_canonical_uuid_loses_its_text():
     "abcdef01-2345-6789-abcd-ef012345678 ", "abcdef01-2345-6789-abcd-ef01234567\u00e9",
     "abcdef0-12345-6789-abcd-ef0123456789", "abcdef01-2345-6789-abcd-ef01-3456789"])
 def test_the_halves_of_many_ids_are_each_id_s_halves(odd):
-    """`id_halves`, which converts a page's UUIDs together (`uuid_bytes`), gives what
-    `id_parts` gives each: for canonical UUIDs (both halves of the signed range), and for a
-    list holding any id that is not one (upper case, a caller's id, whitespace, a dash out of
-    place), by id."""
+    """`uuid_bytes` takes a list of canonical UUIDs (both halves of the signed range) and no
+    list holding any other id (upper case, a caller's id, whitespace, a dash out of place);
+    `id_halves` gives from those bytes, or from a list, what `id_parts` gives each id."""
     ids = [str(uuid.uuid4()) for _ in range(49)] + ["ffffffff-ffff-ffff-ffff-ffffffffffff",
                                                     "00000000-0000-0000-0000-000000000000"]
-    assert id_halves(ids) == [id_parts(i)[:2] for i in ids]
     assert uuid_bytes(ids) == b"".join(uuid.UUID(i).bytes for i in ids)
+    assert id_halves(uuid_bytes(ids)) == id_halves(ids) == [id_parts(i)[:2] for i in ids]
     assert min(k for k, _ in id_halves(ids)) < 0 <= max(k for k, _ in id_halves(ids))
     if odd is not None:
         mixed = [*ids[:3], odd, *ids[3:6]]

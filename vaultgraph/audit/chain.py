@@ -50,10 +50,12 @@ def sign(ring: KeyRing, event: Mapping[str, Any]) -> str:
 
 
 def valid(ring: KeyRing, event: Mapping[str, Any], **override: Any) -> bool:
-    """Whether the event's MAC holds (with `override` fields in place of its own)."""
+    """Whether the event's MAC holds (with `override` fields in place of its own); not when a
+    field holds what no event is signed with (an edit in the store: a byte array where text
+    was, say)."""
     try:
         return sign(ring, {**event, **override}) == event.get("mac")
-    except CryptoError:
+    except (CryptoError, TypeError, ValueError):
         return False
 
 

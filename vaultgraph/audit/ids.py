@@ -169,16 +169,16 @@ def uuid_texts(raw: bytes) -> list[str]:
             for at in range(0, len(digits), 32)]
 
 
-def id_halves(ids: Sequence[str]) -> list[tuple[int, int | None]]:
+def id_halves(ids: Sequence[str] | bytes) -> list[tuple[int, int | None]]:
     """Each id's key and rest, as `id_parts` gives them, for the many ids one event names (its
-    AUDIT_REFs', cypher/audit/write_batch): all canonical UUIDs together (`uuid_bytes`), any
-    other list id by id. Uncached: a page's ids would evict the tenants' and applications'
-    entries `id_parts` keeps."""
-    raw = uuid_bytes(ids)
-    if raw is None:
-        return [id_parts(value)[:2] for value in ids]  # type: ignore[misc]
-    halves = _halves(len(ids)).unpack(raw)
-    return list(zip(halves[::2], halves[1::2], strict=True))
+    AUDIT_REFs', cypher/audit/write_batch), from the list as the store keeps it
+    (`compact_ids`): their bytes when all are canonical UUIDs (`uuid_bytes`, so they are
+    checked and converted once), else the list, id by id. Uncached: a page's ids would evict
+    the tenants' and applications' entries `id_parts` keeps."""
+    if isinstance(ids, bytes | bytearray):
+        halves = _halves(len(ids) // 16).unpack(ids)
+        return list(zip(halves[::2], halves[1::2], strict=True))
+    return [id_parts(value)[:2] for value in ids]  # type: ignore[misc]
 
 
 def id_text(key: Any, rest: Any) -> str:

@@ -121,16 +121,16 @@ def stored_form(event: Mapping[str, Any]) -> dict[str, Any]:
     return compact_ids(out, in_place=True)
 
 
-def ref_parts(event: Mapping[str, Any]) -> dict[str, Any]:
+def ref_parts(event: Mapping[str, Any], tokens: Any) -> dict[str, Any]:
     """What audit/write_batch gives an event naming several tokens, one `AUDIT_REF` self-loop
     a token: its tenant's key, and each token's key and rest (`ids.id_parts`,
-    `ids.id_halves`; no rest for an id that is no UUID). The AUDIT_REF index holds the keys; a
-    seek checks the rest, or for an id with none the event's list. Each pair once (two ids a
-    caller chose whose hashes agree would otherwise give one event twice to a seek's page).
-    None for an event naming one token or none (it holds it as its scalar), and for one
-    without a tenant (refused before its key was known: no page of any tenant shows it)."""
-    tokens = event.get("token_ids") or ()
-    tenant_key = id_parts(event.get("tenant_id"))[0] if len(tokens) > 1 else None
+    `ids.id_halves`; no rest for an id that is no UUID), from `tokens`, its list in its stored
+    form (`stored_form`: None when it names one token or none, which it holds as its scalar).
+    The AUDIT_REF index holds the keys; a seek checks the rest, or for an id with none the
+    event's list. Each pair once (two ids a caller chose whose hashes agree would otherwise
+    give one event twice to a seek's page). None for an event without a tenant either (refused
+    before its key was known: no page of any tenant shows it)."""
+    tenant_key = id_parts(event.get("tenant_id"))[0] if tokens is not None else None
     if tenant_key is None:
         return {"tenant_key": None, "refs": []}
     return {"tenant_key": tenant_key, "refs": [list(pair) for pair in
@@ -141,8 +141,10 @@ def created_parts(event: Mapping[str, Any]) -> dict[str, Any]:
     """An event no statement stored yet, as audit/write_batch takes it: its time as an integer
     (`at_number`), its AUDIT_REFs' keys (`ref_parts`) and its other fields, those without a
     value left out (a property that is not there reads as null, which is what was signed)."""
-    fields = {k: v for k, v in stored_form(event).items() if k != "at" and v is not None}
-    return {"at": at_number(event.get("at")), **ref_parts(event), "fields": fields}
+    stored = stored_form(event)
+    fields = {k: v for k, v in stored.items() if k != "at" and v is not None}
+    return {"at": at_number(event.get("at")), **ref_parts(event, stored.get("token_ids")),
+            "fields": fields}
 
 
 # What a write's statement may have stored that the event's stored form leaves out, so linking
@@ -163,8 +165,9 @@ def linked_parts(event: Mapping[str, Any], stored: Mapping[str, Any] | None
     the event no longer has is sent as null. Held and fields together are the whole event, so
     one whose write rolled back is created whole. `stored` None (not known): every property is
     sent, nulls included."""
-    refs = ref_parts(event)
-    event = stored_form(event)
+    stored_event = stored_form(event)
+    refs = ref_parts(event, stored_event.get("token_ids"))
+    event = stored_event
     held: dict[str, Any] = {}
     fields: dict[str, Any] = {}
     known = stored if stored is not None else {}
