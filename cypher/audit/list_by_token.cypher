@@ -5,11 +5,10 @@
 // the two keys and the token's rest: a seek on (tenant_key, token_key, at), checked against
 // the rest of both ids (a token id that is no UUID has no rest: against the event's list,
 // which holds such an id as its text; an event has one self-loop a (key, rest) pair, so it is
-// at most one row);
-// as text (every event stored before the scalar, and those naming several stored before the
-// keys), a seek on (tenant_id, token_id, at). Each seek reads in index order and stops at a
-// page; the newest of the pages (at most four times the page, sorted) are the page. A deleted
-// token's events stay readable by its id.
+// at most one row); as text (every event stored before the scalar, and those naming several
+// stored before the keys), a seek on (tenant_id, token_id, at). Each seek reads in index order
+// and stops at a page; the newest of the pages (at most four times the page, sorted) are the
+// page. A deleted token's events stay readable by its id.
 // Each seek runs once per form of the time ($times: as integers, as events hold it since
 // docs/adr/0028, then as DateTimes, as events stored before do; list.cypher), and the page is
 // sorted by the instant whichever the form.
