@@ -21,6 +21,9 @@ class BenchConfig:
     warmup: float = 5.0             # discarded seconds before each measurement
     jvm_warmup: float = 150.0       # at most this long, before the first measurement, until
                                     # Neo4j's JIT compiler has settled (0: skip)
+    workload_settle: float = 60.0   # at most this long before each workload's first window,
+                                    # both sides in turn until Neo4j's CPU a request settles
+                                    # (0: skip)
     concurrency: int = 32           # connections (wrk) or coroutines (bare driver)
     tokens: int = 100_000           # stored tokens loaded before the workloads
     load_batch: int = 5_000         # rows per UNWIND transaction when loading

@@ -42,7 +42,7 @@ from .environment import Service, machine, new_kek, say, service_workers, start_
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
 from .neo4j_log import DebugLog, PauseLog
 from .receiver import ReceiverProcess
-from .stats import AUDIT_TARGETS, Result, added_cpu, audit_rounds, combined, ratio
+from .stats import AUDIT_TARGETS, Result, added_cpu, audit_rounds, combined, ratio, settled
 from .workloads import WORKLOADS, Context, Request, Workload, audited
 
 JVM_ROUND = 3.0     # seconds per workload and side in a JVM warm-up round
@@ -304,6 +304,37 @@ class Bench:
         return {"seconds": round(time.monotonic() - began), "rounds": rounds,
                 "jit_cores_last_round": None if share is None else round(share, 3)}
 
+    async def settle_workload(self, w: Workload, ctx: Context) -> dict:
+        """Both sides in turn, unmeasured, a slice of BENCH_WARMUP seconds each (at least 3),
+        until Neo4j's CPU a request over a pair of slices is within SETTLE_TOLERANCE of the
+        pair before, or BENCH_WORKLOAD_SETTLE seconds pass. A workload begins on a page cache
+        that the one before filled with its own pages (a store of 5 GB, a cache of 1): in the
+        first 20-40 s of tokenize after the searches, Neo4j's statement threads spent up to
+        three times the CPU a request they spent later, its JIT and background threads no
+        more, and the round's first side paid for it, which was the service's."""
+        limit = self.cfg.workload_settle
+        if limit <= 0:
+            return {"seconds": 0, "pairs": 0, "neo4j_ms": []}
+        slice_s, op = max(self.cfg.warmup, 3.0), bare_op(w, ctx)
+        began, costs = time.monotonic(), []
+        while time.monotonic() - began < limit:
+            n = len(costs)
+            rng = random.Random(f"settle-{w.name}-{n}")  # noqa: S311 - request variety
+            before = cpu.snapshot({"neo4j": self.neo.running_pid()})
+            served = await self.loadgen.run(http_pool(w, ctx, rng), slice_s)
+            answered = await run_bare(op, w.items(ctx, rng), self.cfg.concurrency, slice_s)
+            after = cpu.snapshot({"neo4j": self.neo.running_pid()})
+            costs.append(cpu.per_request(before, after,
+                                         served.requests + answered.requests)["neo4j"])
+            say(f"{w.name}: settling, Neo4j {costs[-1]} ms a request over both sides' slices "
+                f"({time.monotonic() - began:.0f}s so far)")
+            if n and settled(costs[-2], costs[-1]):
+                break
+        else:
+            say(f"{w.name}: not settled within BENCH_WORKLOAD_SETTLE={limit:g}s")
+        return {"seconds": round(time.monotonic() - began), "pairs": len(costs),
+                "neo4j_ms": costs}
+
     async def service_side(self, w: Workload, ctx: Context, rng: random.Random, *,
                            settle: Callable[[], Awaitable[None]] | None = None,
                            tail: Callable[[], Awaitable[None]] | None = None,
@@ -444,6 +475,7 @@ class Bench:
             return entry
         if status >= 400:
             say(f"{w.name}: the probe request answered {status}; measuring anyway")
+        entry["settle"] = await self.settle_workload(w, ctx)
         # The service's side first, unless BENCH_BARE_FIRST; with BENCH_ROUNDS, the order turns
         # about each round. A difference between the sides that follows the order (the store a
         # write workload leaves, a JVM still compiling) shows so, and rounds average it out.

@@ -118,6 +118,20 @@ def added_cpu(service: Result | None, bare: Result | None, target_ms: float) -> 
 
 
 # The most throughput the audit trail may cost the whole service, by workload.
+SETTLE_TOLERANCE = 0.10  # a workload has settled when Neo4j's CPU a request moves less than this
+
+
+def settled(previous_ms: float | None, current_ms: float | None,
+            tolerance: float = SETTLE_TOLERANCE) -> bool:
+    """Whether Neo4j's CPU a request over a pair of slices (`current_ms`) is within `tolerance`
+    of the pair before's (`previous_ms`): the workload's pages are in Neo4j's page cache and
+    nothing the workload before left behind is paid for any more. Not before two pairs, nor
+    when a pair answered nothing."""
+    if previous_ms is None or current_ms is None or previous_ms <= 0:
+        return False
+    return abs(current_ms - previous_ms) <= tolerance * previous_ms
+
+
 AUDIT_TARGETS = {"create": 0.10, "get": 0.15}
 
 

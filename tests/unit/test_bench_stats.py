@@ -22,7 +22,7 @@ from bench.dataset import (
     customer,
 )
 from bench.run import bare_settings, on_service_loop
-from bench.stats import Result, added_cpu, audit_cost, audit_rounds, percentile, ratio
+from bench.stats import Result, added_cpu, audit_cost, audit_rounds, percentile, ratio, settled
 from vaultgraph.expressions import luhn_valid
 from vaultgraph.tokens.types import get_type
 
@@ -611,3 +611,14 @@ def test_the_bare_client_runs_on_the_event_loop_the_service_serves_on(monkeypatc
     assert on_service_loop(loop_module()).startswith("uvloop")  # the service's default
     monkeypatch.setenv("VAULTGRAPH_EVENT_LOOP", "asyncio")
     assert on_service_loop(loop_module()).startswith("asyncio")
+
+
+def test_a_workload_settles_when_neo4j_cost_stops_moving():
+    assert not settled(None, 1.0)  # one pair: nothing to compare with
+    assert not settled(1.0, None)  # a pair that answered nothing
+    assert not settled(0.0, 0.0)
+    assert not settled(18.7, 9.4)  # tokenize's first pairs after the searches
+    assert not settled(5.0, 5.6)
+    assert settled(5.0, 5.4)
+    assert settled(5.0, 4.6)
+    assert settled(5.0, 5.6, tolerance=0.2)
