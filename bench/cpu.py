@@ -101,19 +101,42 @@ def snapshot(groups: dict[str, int], part: str = "all") -> dict[str, int]:
     return out
 
 
-def jit_ticks(pid: int | None, part: str = "all") -> int:
-    """CPU ticks a JVM's just-in-time compiler threads have spent (Neo4j warming up)."""
-    total = 0
+# Neo4j's threads by what they do, by the start of their name (/proc's `comm`, 15 characters);
+# any other thread is `other`.
+NEO4J_THREADS = {
+    "statements": ("neo4j.BoltWorke",),  # the Bolt workers: the statements themselves
+    "bolt_io": ("neo4j.BoltNetwo",),
+    "page_cache": ("MuninnPageCache",),  # eviction: a page's frame freed for the next fault
+    "index_sampling": ("neo4j.IndexSamp",),
+    "gc": ("GC Thread", "G1 "),
+    "jit": ("C1 Compiler", "C2 Compiler"),
+}
+
+
+def thread_ticks(pid: int | None, kinds: dict[str, tuple[str, ...]] = NEO4J_THREADS,
+                 part: str = "all") -> dict[str, int]:
+    """CPU ticks of a process's threads, summed by `kinds` (a name → the starts of its threads'
+    names); the rest under `other` (no `other` when `kinds` is not the whole of Neo4j's)."""
+    total = dict.fromkeys(kinds, 0)
+    if kinds is NEO4J_THREADS:
+        total["other"] = 0
     if pid is None:
         return total
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
             comm = (task / "comm").read_text()
-            if comm.startswith(("C1 Compiler", "C2 Compiler")):
-                total += _stat(task / "stat", part)[1]
+            kind = next((k for k, starts in kinds.items() if comm.startswith(starts)),
+                        "other")
+            if kind in total:
+                total[kind] += _stat(task / "stat", part)[1]
         except OSError:
             continue
     return total
+
+
+def jit_ticks(pid: int | None, part: str = "all") -> int:
+    """CPU ticks a JVM's just-in-time compiler threads have spent (Neo4j warming up)."""
+    return thread_ticks(pid, {"jit": NEO4J_THREADS["jit"]}, part)["jit"]
 
 
 def per_request(before: dict[str, int], after: dict[str, int], requests: int) -> dict:

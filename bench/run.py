@@ -428,7 +428,8 @@ class Bench:
                        run: Awaitable[Result]) -> Result:
         """`run`, with what each side reports over its window: CPU per request of `groups`,
         audit events per group commit, Neo4j transactions per request, Neo4j's checkpoints,
-        discarded plans and JVM stops, and the side's own process's stalls."""
+        discarded plans and JVM stops, its CPU a request by thread kind (`threads_ms`), and
+        the side's own process's stalls."""
         # The stand-in servers (the proxy's destination, webhook_create's receiver) are
         # neither side's: each one running is a group of its own, left out of the others'.
         groups = {**groups, **{name: server.pid for name, server in (
@@ -436,11 +437,15 @@ class Bench:
         tx_before, log_mark = await transaction_number(ctx), self.debug_log.mark()
         pause_mark, figures_before = self.pause_log.mark(), figures()
         before = cpu.snapshot(groups)
+        threads_before = cpu.thread_ticks(self.neo.running_pid())
         result = await self.recorded(w, side, run)
         after = cpu.snapshot(groups)  # before the scrape below, which costs the service CPU
+        threads = cpu.per_request(threads_before, cpu.thread_ticks(self.neo.running_pid()),
+                                  result.requests)
         figures_after = figures()
         return replace(result, neo4j_background={**self.debug_log.since(log_mark),
-                                                 **self.pause_log.since(pause_mark)},
+                                                 **self.pause_log.since(pause_mark),
+                                                 "threads_ms": threads},
                        stalls=stalls.between(figures_before, figures_after),
                        cpu_ms=cpu.per_request(before, after, result.requests),
                        audit_batch_mean=stalls.batch_mean(figures_before, figures_after),

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -622,3 +624,20 @@ def test_a_workload_settles_when_neo4j_cost_stops_moving():
     assert settled(5.0, 5.4)
     assert settled(5.0, 4.6)
     assert settled(5.0, 5.6, tolerance=0.2)
+
+
+def test_neo4j_cpu_is_sorted_by_what_its_threads_are_named():
+    from bench import cpu
+
+    pid = os.getpid()
+    comm = Path(f"/proc/{pid}/comm").read_text().strip()  # the main thread's name
+    sum(i * i for i in range(200_000))  # CPU enough for a tick or more
+    whole = cpu.thread_ticks(pid)  # by Neo4j's kinds: this process's threads are all `other`
+    assert set(whole) == {*cpu.NEO4J_THREADS, "other"}
+    assert whole["other"] > 0
+    assert all(ticks == 0 for kind, ticks in whole.items() if kind != "other")
+    mine = cpu.thread_ticks(pid, {"main": (comm,)})
+    assert set(mine) == {"main"}
+    assert 0 < mine["main"] <= cpu.thread_ticks(pid)["other"]
+    assert cpu.jit_ticks(pid) == 0
+    assert cpu.thread_ticks(None) == dict.fromkeys(whole, 0)
