@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
@@ -84,15 +86,14 @@ def process_tree(root: int) -> set[int]:
 
 def snapshot(groups: dict[str, int], part: str = "all") -> dict[str, int]:
     """CPU ticks of each named process tree, leaving out the other named trees it holds (the
-    load generator's tree holds the service's); `neo4j_jit`: of Neo4j's, its JIT compiler's.
+    load generator's tree holds the service's).
     The `loadgen` group also counts its reaped children (`reaped_ticks`: wrk, which has ended
     by the time the window closes; the service and Neo4j outlive the window, so none of theirs
-    is in it). `part`: "user" or "system" counts that CPU time alone."""
+    is in it). `part`: "user" or "system" counts that CPU time alone. Neo4j's JIT compiler
+    threads come and go, so what they spend is read from two `threads` tables, not here."""
     parents, ticks = _table(part)
     trees = {name: _tree(pid, parents) for name, pid in groups.items()}
     out = {}
-    if "neo4j" in groups:
-        out["neo4j_jit"] = jit_ticks(groups["neo4j"], part)
     for name, members in trees.items():
         others = set().union(*(t for n, t in trees.items() if n != name and t <= members))
         out[name] = sum(ticks[p] for p in members - others)
@@ -113,30 +114,46 @@ NEO4J_THREADS = {
 }
 
 
-def thread_ticks(pid: int | None, kinds: dict[str, tuple[str, ...]] = NEO4J_THREADS,
-                 part: str = "all") -> dict[str, int]:
-    """CPU ticks of a process's threads, summed by `kinds` (a name → the starts of its threads'
-    names); the rest under `other` (no `other` when `kinds` is not the whole of Neo4j's)."""
-    total = dict.fromkeys(kinds, 0)
-    if kinds is NEO4J_THREADS:
-        total["other"] = 0
+@dataclass(frozen=True)
+class Threads:
+    """A process's threads at one moment: each live thread's name and CPU ticks by its id, and
+    the process's own total, which keeps the ticks of threads that have ended since."""
+    total: int = 0
+    each: Mapping[int, tuple[str, int]] = field(default_factory=dict)
+
+    def since(self, earlier: Threads,
+              kinds: Mapping[str, tuple[str, ...]] = NEO4J_THREADS) -> dict[str, int]:
+        """CPU ticks each kind of thread (a name → the starts of its threads' names) spent
+        since `earlier`, thread by thread: a thread started since counts from nought, and so
+        does an id reused under another name. A pool's idle threads end and new ones start,
+        so a sum over the threads alive at each end would go below nought; here what threads
+        that ended since spent (the process's total less its live threads', its kind unknown)
+        is `ended`, and a live thread of no kind is `other`."""
+        out = dict.fromkeys(kinds, 0) | {"other": 0, "ended": 0}
+        for tid, (comm, ticks) in self.each.items():
+            then_comm, then_ticks = earlier.each.get(tid, (comm, 0))
+            kind = next((k for k, starts in kinds.items() if comm.startswith(starts)), "other")
+            out[kind] += ticks - (then_ticks if then_comm == comm else 0)
+        out["ended"] = max(0, self.total - earlier.total - sum(out.values()))
+        return out
+
+
+def threads(pid: int | None, part: str = "all") -> Threads:
+    """`pid`'s threads now (an empty table when there is no process)."""
     if pid is None:
-        return total
+        return Threads()
+    try:
+        total = _stat(Path(f"/proc/{pid}/stat"), part)[1]
+    except OSError:
+        return Threads()
+    each = {}
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
-            comm = (task / "comm").read_text()
-            kind = next((k for k, starts in kinds.items() if comm.startswith(starts)),
-                        "other")
-            if kind in total:
-                total[kind] += _stat(task / "stat", part)[1]
+            each[int(task.name)] = ((task / "comm").read_text().rstrip("\n"),
+                                    _stat(task / "stat", part)[1])
         except OSError:
-            continue
-    return total
-
-
-def jit_ticks(pid: int | None, part: str = "all") -> int:
-    """CPU ticks a JVM's just-in-time compiler threads have spent (Neo4j warming up)."""
-    return thread_ticks(pid, {"jit": NEO4J_THREADS["jit"]}, part)["jit"]
+            continue  # ended while we looked
+    return Threads(total, each)
 
 
 def per_request(before: dict[str, int], after: dict[str, int], requests: int) -> dict:

@@ -288,10 +288,11 @@ class Bench:
         if cfg.jvm_warmup <= 0 or one_round is None:
             return {"seconds": 0, "rounds": 0, "jit_cores_last_round": None}
         while time.monotonic() - began < cfg.jvm_warmup:
-            t0, jit0 = time.monotonic(), cpu.jit_ticks(self.neo.running_pid())
+            t0, threads0 = time.monotonic(), cpu.threads(self.neo.running_pid())
             await one_round(rounds)
             rounds += 1
-            spent = (cpu.jit_ticks(self.neo.running_pid()) - jit0) * cpu.TICK_MS / 1000
+            jit = cpu.threads(self.neo.running_pid()).since(threads0)["jit"]
+            spent = jit * cpu.TICK_MS / 1000
             share = spent / (time.monotonic() - t0)
             say(f"{what} round {rounds}: Neo4j's JIT used {share:.2f} of a core "
                 f"({time.monotonic() - began:.0f}s so far)")
@@ -436,18 +437,18 @@ class Bench:
             ("destination", self.destination), ("receiver", self.receiver)) if server.running}}
         tx_before, log_mark = await transaction_number(ctx), self.debug_log.mark()
         pause_mark, figures_before = self.pause_log.mark(), figures()
-        before = cpu.snapshot(groups)
-        threads_before = cpu.thread_ticks(self.neo.running_pid())
+        before, threads_before = cpu.snapshot(groups), cpu.threads(self.neo.running_pid())
         result = await self.recorded(w, side, run)
-        after = cpu.snapshot(groups)  # before the scrape below, which costs the service CPU
-        threads = cpu.per_request(threads_before, cpu.thread_ticks(self.neo.running_pid()),
-                                  result.requests)
+        # Read before the scrape below, which costs the service CPU.
+        after, threads_after = cpu.snapshot(groups), cpu.threads(self.neo.running_pid())
+        threads = cpu.per_request({}, threads_after.since(threads_before), result.requests)
         figures_after = figures()
         return replace(result, neo4j_background={**self.debug_log.since(log_mark),
                                                  **self.pause_log.since(pause_mark),
                                                  "threads_ms": threads},
                        stalls=stalls.between(figures_before, figures_after),
-                       cpu_ms=cpu.per_request(before, after, result.requests),
+                       cpu_ms={**cpu.per_request(before, after, result.requests),
+                               "neo4j_jit": threads["jit"]},
                        audit_batch_mean=stalls.batch_mean(figures_before, figures_after),
                        neo4j_tx=transactions_per_request(tx_before, await transaction_number(ctx),
                                                          result.requests))

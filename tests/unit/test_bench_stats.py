@@ -631,13 +631,62 @@ def test_neo4j_cpu_is_sorted_by_what_its_threads_are_named():
 
     pid = os.getpid()
     comm = Path(f"/proc/{pid}/comm").read_text().strip()  # the main thread's name
-    sum(i * i for i in range(200_000))  # CPU enough for a tick or more
-    whole = cpu.thread_ticks(pid)  # by Neo4j's kinds: this process's threads are all `other`
-    assert set(whole) == {*cpu.NEO4J_THREADS, "other"}
+    before = cpu.threads(pid)
+    sum(i * i for i in range(400_000))  # CPU enough for a tick or more
+    after = cpu.threads(pid)
+    assert after.each[pid][0] == comm and after.each[pid][1] > 0
+    whole = after.since(before)  # by Neo4j's kinds: this process's threads are all `other`
+    assert set(whole) == {*cpu.NEO4J_THREADS, "other", "ended"}
     assert whole["other"] > 0
-    assert all(ticks == 0 for kind, ticks in whole.items() if kind != "other")
-    mine = cpu.thread_ticks(pid, {"main": (comm,)})
-    assert set(mine) == {"main"}
-    assert 0 < mine["main"] <= cpu.thread_ticks(pid)["other"]
-    assert cpu.jit_ticks(pid) == 0
-    assert cpu.thread_ticks(None) == dict.fromkeys(whole, 0)
+    assert all(ticks == 0 for kind, ticks in whole.items() if kind not in ("other", "ended"))
+    mine = after.since(before, {"main": (comm,)})
+    assert set(mine) == {"main", "other", "ended"}
+    assert 0 < mine["main"] <= whole["other"]
+    assert cpu.threads(None) == cpu.Threads()
+    assert cpu.threads(None).since(cpu.Threads()) == dict.fromkeys(whole, 0)
+
+
+def test_a_thread_that_ends_in_the_window_never_takes_cpu_away():
+    """Neo4j's idle pool threads end and new ones start: a sum over the threads alive at each
+    end went below nought (a proxy window's Bolt workers once read -7.7 ms a request)."""
+    import threading
+
+    from bench import cpu
+
+    started, go = threading.Event(), threading.Event()
+
+    def burn():
+        sum(i * i for i in range(300_000))
+        started.set()
+        go.wait()
+        sum(i * i for i in range(1_500_000))
+
+    pid = os.getpid()
+    worker = threading.Thread(target=burn)
+    worker.start()
+    started.wait()
+    before = cpu.threads(pid)
+    go.set()
+    worker.join()  # it spent CPU on both sides of `before`, then ended
+    after = cpu.threads(pid)
+    spent = after.since(before)
+    assert worker.native_id in before.each and worker.native_id not in after.each
+    assert all(ticks >= 0 for ticks in spent.values())
+    assert spent["ended"] > 0  # what it spent after `before`, kind unknown
+    assert sum(spent.values()) == after.total - before.total
+
+
+def test_threads_are_compared_by_id_and_name():
+    from bench import cpu
+
+    kinds = {"bolt": ("Bolt",), "jit": ("C2",)}
+    before = cpu.Threads(total=100, each={1: ("Bolt-1", 40), 2: ("C2 Compiler", 30),
+                                          3: ("Bolt-2", 20)})
+    # 2 ended after spending 5 more; 3's id came back as another thread; 4 is new.
+    after = cpu.Threads(total=100 + 10 + 5 + 7 + 3,
+                        each={1: ("Bolt-1", 50), 3: ("C2 Compiler", 7), 4: ("Bolt-3", 3)})
+    assert after.since(before, kinds) == {"bolt": 13, "jit": 7, "other": 0, "ended": 5}
+    # A total that reads a tick behind its threads' (read at slightly different moments).
+    behind = cpu.Threads(total=before.total + 9, each={1: ("Bolt-1", 50)})
+    assert behind.since(before, kinds)["ended"] == 0
+
