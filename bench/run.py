@@ -70,6 +70,21 @@ async def then(run: Awaitable[Result], tail: Callable[[], Awaitable[None]] | Non
     return result
 
 
+async def rounds_until(limit: float, one_round: Callable[[int], Awaitable[float | None]],
+                       done: Callable[[list[float | None]], bool],
+                       told: Callable[[int, float | None], str]) -> tuple[list, float, bool]:
+    """`one_round(n)` run again, each giving a figure (and `told(n, figure)` said with the
+    seconds so far), until `done(figures)` holds or `limit` seconds have passed: the figures,
+    the seconds taken, and whether they settled."""
+    began, figures = time.monotonic(), []
+    while time.monotonic() - began < limit:
+        figures.append(await one_round(len(figures)))
+        say(f"{told(len(figures), figures[-1])} ({time.monotonic() - began:.0f}s so far)")
+        if done(figures):
+            return figures, time.monotonic() - began, True
+    return figures, time.monotonic() - began, False
+
+
 def _git(*args: str) -> str | None:
     try:
         out = subprocess.run(["git", *args], cwd=PROJECT_ROOT,  # noqa: S603, S607 - read-only
@@ -283,27 +298,25 @@ class Bench:
                           what: str) -> dict:
         """`one_round` run again until Neo4j's JIT compiler threads use under JIT_SETTLED of a
         core over a round, or BENCH_JVM_WARMUP seconds pass."""
-        cfg = self.cfg
-        began, rounds, share = time.monotonic(), 0, None
-        if cfg.jvm_warmup <= 0 or one_round is None:
+        limit = self.cfg.jvm_warmup
+        if limit <= 0 or one_round is None:
             return {"seconds": 0, "rounds": 0, "jit_cores_last_round": None}
-        while time.monotonic() - began < cfg.jvm_warmup:
+
+        async def jit_share(n: int) -> float:
             t0, threads0 = time.monotonic(), cpu.threads(self.neo.running_pid())
-            await one_round(rounds)
-            rounds += 1
+            await one_round(n)
             jit = cpu.threads(self.neo.running_pid()).since(threads0)["jit"]
-            spent = jit * cpu.TICK_MS / 1000
-            share = spent / (time.monotonic() - t0)
-            say(f"{what} round {rounds}: Neo4j's JIT used {share:.2f} of a core "
-                f"({time.monotonic() - began:.0f}s so far)")
-            if share < JIT_SETTLED:
-                break
-        else:
-            say(f"{what} stopped at BENCH_JVM_WARMUP={cfg.jvm_warmup:g}s with the JIT "
+            return jit * cpu.TICK_MS / 1000 / (time.monotonic() - t0)
+
+        shares, seconds, done = await rounds_until(
+            limit, jit_share, lambda shares: shares[-1] < JIT_SETTLED,
+            lambda n, share: f"{what} round {n}: Neo4j's JIT used {share:.2f} of a core")
+        if not done:
+            say(f"{what} stopped at BENCH_JVM_WARMUP={limit:g}s with the JIT "
                 "still compiling: the next workloads may measure a colder Neo4j")
         self.warmed = True
-        return {"seconds": round(time.monotonic() - began), "rounds": rounds,
-                "jit_cores_last_round": None if share is None else round(share, 3)}
+        return {"seconds": round(seconds), "rounds": len(shares),
+                "jit_cores_last_round": round(shares[-1], 3) if shares else None}
 
     async def settle_workload(self, w: Workload, ctx: Context) -> dict:
         """Both sides in turn, unmeasured, a slice of BENCH_WARMUP seconds each (at least 3),
@@ -317,24 +330,22 @@ class Bench:
         if limit <= 0:
             return {"seconds": 0, "pairs": 0, "neo4j_ms": []}
         slice_s, op = max(self.cfg.warmup, 3.0), bare_op(w, ctx)
-        began, costs = time.monotonic(), []
-        while time.monotonic() - began < limit:
-            n = len(costs)
+
+        async def neo4j_ms(n: int) -> float | None:
             rng = random.Random(f"settle-{w.name}-{n}")  # noqa: S311 - request variety
             before = cpu.snapshot({"neo4j": self.neo.running_pid()})
             served = await self.loadgen.run(http_pool(w, ctx, rng), slice_s)
             answered = await run_bare(op, w.items(ctx, rng), self.cfg.concurrency, slice_s)
             after = cpu.snapshot({"neo4j": self.neo.running_pid()})
-            costs.append(cpu.per_request(before, after,
-                                         served.requests + answered.requests)["neo4j"])
-            say(f"{w.name}: settling, Neo4j {costs[-1]} ms a request over both sides' slices "
-                f"({time.monotonic() - began:.0f}s so far)")
-            if n and settled(costs[-2], costs[-1]):
-                break
-        else:
+            return cpu.per_request(before, after, served.requests + answered.requests)["neo4j"]
+
+        costs, seconds, done = await rounds_until(
+            limit, neo4j_ms, lambda costs: len(costs) > 1 and settled(costs[-2], costs[-1]),
+            lambda n, cost: f"{w.name}: settling, Neo4j {cost} ms a request over both sides' "
+                            "slices")
+        if not done:
             say(f"{w.name}: not settled within BENCH_WORKLOAD_SETTLE={limit:g}s")
-        return {"seconds": round(time.monotonic() - began), "pairs": len(costs),
-                "neo4j_ms": costs}
+        return {"seconds": round(seconds), "pairs": len(costs), "neo4j_ms": costs}
 
     async def service_side(self, w: Workload, ctx: Context, rng: random.Random, *,
                            settle: Callable[[], Awaitable[None]] | None = None,

@@ -690,3 +690,30 @@ def test_threads_are_compared_by_id_and_name():
     behind = cpu.Threads(total=before.total + 9, each={1: ("Bolt-1", 50)})
     assert behind.since(before, kinds)["ended"] == 0
 
+
+
+def test_rounds_run_until_their_figure_settles_or_the_time_is_up():
+    import asyncio
+    import itertools
+
+    from bench.run import rounds_until
+
+    figures = itertools.chain([18.6, 7.5, 6.5, 6.4], itertools.repeat(6.4))
+
+    async def one_round(n: int) -> float:
+        await asyncio.sleep(0.01)
+        return next(figures)
+
+    def close(costs: list) -> bool:
+        return len(costs) > 1 and settled(costs[-2], costs[-1])
+
+    def told(n: int, cost: float) -> str:
+        return f"round {n}: {cost}"
+
+    # tokenize's settling in the record: 6.5 is not within 10 % of 7.5, 6.4 is of 6.5.
+    got, seconds, done = asyncio.run(rounds_until(60, one_round, close, told))
+    assert (got, done) == ([18.6, 7.5, 6.5, 6.4], True)
+    assert 0.04 <= seconds < 60
+    assert asyncio.run(rounds_until(0, one_round, close, told))[::2] == ([], False)
+    got, seconds, done = asyncio.run(rounds_until(0.05, one_round, lambda _: False, told))
+    assert not done and 1 <= len(got) <= 6 and seconds >= 0.05
