@@ -138,19 +138,19 @@ class Threads:
         return out
 
 
-def threads(pid: int | None, part: str = "all") -> Threads:
+def threads(pid: int | None) -> Threads:
     """`pid`'s threads now (an empty table when there is no process)."""
     if pid is None:
         return Threads()
     try:
-        total = _stat(Path(f"/proc/{pid}/stat"), part)[1]
+        total = own_ticks(pid)
     except OSError:
         return Threads()
     each = {}
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
             each[int(task.name)] = ((task / "comm").read_text().rstrip("\n"),
-                                    _stat(task / "stat", part)[1])
+                                    _stat(task / "stat")[1])
         except OSError:
             continue  # ended while we looked
     return Threads(total, each)
