@@ -40,7 +40,9 @@ class BenchConfig:
     audit_off: str = "create,get"   # workloads measured again with the trail on and off, on two
                                     # services side by side (bench/unaudited); empty: none
     audit_rounds: int = 0           # rounds of the audit on/off comparison; 0: BENCH_ROUNDS
-    jfr: bool = False               # JFR-record Neo4j during each measured window (bench/jfr.py)
+    jfr: bool = False               # JFR-record Neo4j from before the JVM warm-up; each measured
+                                    # window's samples by side (bench/jfr.py)
+    jfr_period_ms: int = 10         # BENCH_JFR's execution sampling period
     bare_first: bool = False        # measure each workload's bare side before its service side
     webhook_rate: float = 300.0     # webhook_create's creates a second on both sides (a fixed
                                     # rate, below what either side answers); 0: closed loop

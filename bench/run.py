@@ -130,7 +130,8 @@ class Bench:
         self.loadgen = None
         self.warmed = False
         self.audit: AuditWriter | None = None
-        self.recordings: dict[str, dict] = {}  # BENCH_JFR: workload → side → summary
+        self.jfr: jfr.Recording | None = None  # BENCH_JFR: one recording for the whole run
+        self.windows: dict[str, dict[str, list[jfr.Window]]] = {}  # workload → side → windows
         self.debug_log = DebugLog(neo.home / "logs" / "debug.log")
         self.pause_log = PauseLog(neo.pause_log)
         # The bare side's process times its own loop and collections, as the service does.
@@ -465,16 +466,29 @@ class Bench:
                                                          result.requests))
 
     async def recorded(self, w: Workload, side: str, run: Awaitable[Result]) -> Result:
-        """`run`, with Neo4j JFR-recorded over all but its last second when BENCH_JFR is set."""
-        if not self.cfg.jfr:
+        """`run`, its span kept from the run's JFR recording when BENCH_JFR is set."""
+        if self.jfr is None:
             return await run
-        out = self.cfg.work_dir / f"jfr-{w.name}-{side}.jfr"
-        recording, result = await asyncio.gather(
-            jfr.record(self.neo.running_pid(), max(1.0, self.cfg.duration - 1), out), run)
-        if recording is not None:
-            self.recordings.setdefault(w.name, {})[side] = jfr.summarize(recording)
-            say(f"JFR of Neo4j, {w.name} ({side}): {recording}")
+        begin = datetime.now(UTC)
+        result = await run
+        end = datetime.now(UTC)
+        kept = self.windows.setdefault(w.name, {}).setdefault(side, [])
+        out = self.cfg.work_dir / f"jfr-{w.name}-{side}-{len(kept) + 1}.jfr"
+        if await self.jfr.dump(begin, end, out) is not None:
+            kept.append(jfr.Window(out, begin, end))
+            say(f"JFR of Neo4j, {w.name} ({side}): {out}")
         return result
+
+    async def start_jfr(self) -> None:
+        """BENCH_JFR's recording, started before the JVM warm-up (bench/jfr.py says why)."""
+        recording = jfr.Recording(self.neo.running_pid(), self.cfg.jfr_period_ms)
+        if await recording.start():
+            self.jfr = recording
+
+    def jfr_summary(self, name: str) -> dict | None:
+        """The workload's JFR samples by side, its windows together."""
+        sides = self.windows.get(name)
+        return {side: jfr.summarize(windows) for side, windows in sides.items()} if sides else None
 
     async def workload(self, w: Workload) -> dict:
         ctx = self.context()
@@ -523,8 +537,8 @@ class Bench:
         entry.update(available=True, service=service.to_dict(),
                      bare=bare.to_dict() if bare else None, ratio=ratio(service, bare))
         entry.update(added_cpu(service, bare, w.added_cpu_target_ms) or {})
-        if w.name in self.recordings:
-            entry["neo4j_jfr"] = self.recordings[w.name]
+        if summary := self.jfr_summary(w.name):
+            entry["neo4j_jfr"] = summary
         if w.items_per_request > 1:
             entry["items_per_request"] = w.items_per_request
             entry["service_tokens_per_s"] = round(service.rps * w.items_per_request, 1)
@@ -647,8 +661,8 @@ class Bench:
                      ratio=round(drained[0] / drained[1], 3) if drained[0] and drained[1]
                      else None, ratio_load=ratio(service, bare), ratio_basis="with_drain")
         entry.update(added_cpu(service, bare, w.added_cpu_target_ms) or {})
-        if w.name in self.recordings:
-            entry["neo4j_jfr"] = self.recordings[w.name]
+        if summary := self.jfr_summary(w.name):
+            entry["neo4j_jfr"] = summary
         return entry
 
     async def drain(self, webhook_id: str) -> tuple[float, int]:
@@ -782,6 +796,8 @@ async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
                 if w.outbox and cfg.selected(w.name):
                     say(f"BENCH_PLANS: {w.name} is not profiled (its bare step without a "
                         "webhook subscribed would be a plain create)")
+        if cfg.jfr:
+            await b.start_jfr()
         result["jvm_warmup"] = await b.warm_jvm(
             [w for w in WORKLOADS if cfg.selected(w.name) and w.bare])
         # Outbox workloads last, whatever the order: after their phase the service's sender

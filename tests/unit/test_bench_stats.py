@@ -273,6 +273,51 @@ def test_jfr_names_the_innermost_cost_centre():
     assert _centre(["java.lang.Thread.run"]) == "other"
 
 
+def _jfr_event(start: str, thread: str, *frames: str) -> dict:
+    return {"values": {"startTime": start, "sampledThread": {"javaName": thread},
+                       "stackTrace": {"frames": [
+                           {"method": {"type": {"name": f.rsplit(".", 1)[0].replace(".", "/")},
+                                       "name": f.rsplit(".", 1)[1]}} for f in frames]}}}
+
+
+def test_jfr_keeps_a_windows_samples_alone():
+    from datetime import UTC, datetime
+
+    from bench.jfr import _centre, within
+
+    seek = ("org.neo4j.index.internal.gbptree.SeekCursor.next",
+            "org.neo4j.bolt.protocol.Connection.run")
+    events = [
+        _jfr_event("2026-12-04T12:00:04.999999999Z", "neo4j.BoltWorker-3", *seek),
+        _jfr_event("2026-12-04T12:00:05.000000500Z", "neo4j.BoltWorker-3", *seek),
+        _jfr_event("2026-12-04T13:00:09.25+01:00", "neo4j.BoltWorker-4", *seek),
+        {"values": {"startTime": "2026-12-04T12:00:06Z", "stackTrace": None}},  # no stack
+        _jfr_event("2026-12-04T12:00:10.000001Z", "neo4j.BoltWorker-3", *seek),
+    ]
+    begin = datetime(2026, 12, 4, 12, 0, 5, tzinfo=UTC)
+    end = datetime(2026, 12, 4, 12, 0, 10, tzinfo=UTC)
+    kept = within(events, begin, end)
+    assert [thread for thread, _ in kept] == ["neo4j.BoltWorker-3", "neo4j.BoltWorker-4"]
+    assert kept[0][1] == list(seek)  # JFR's org/neo4j/... as the markers name it
+    assert _centre(kept[0][1]) == "indexes: seeks and updates"
+
+
+def test_jfr_tally_shares_samples_by_centre_method_and_thread_kind():
+    from bench.jfr import tally
+
+    store = ["java.util.HashMap.get", "org.neo4j.io.pagecache.PageCursor.next"]
+    bolt = ["org.neo4j.bolt.protocol.Connection.run"]
+    taken = [("neo4j.BoltWorker-1", store), ("neo4j.BoltWorker-2", store),
+             ("neo4j.BoltWorker-2", store), ("neo4j.BoltNetworkIO-1", bolt)]
+    summary = tally(taken)
+    assert summary["samples"] == 4
+    assert summary["by_centre_pct"] == [("store reads", 75.0), ("bolt protocol + network", 25.0)]
+    assert summary["innermost_neo4j_method_pct"][0] == (
+        "org.neo4j.io.pagecache.PageCursor.next", 75.0)
+    assert summary["threads_pct"] == [("neo4j.BoltWorker", 75.0), ("neo4j.BoltNetworkIO", 25.0)]
+    assert tally([])["by_centre_pct"] == []
+
+
 def test_report_names_the_jvm_warm_up_only_when_there_was_one():
     from bench.report import jvm_line
 
