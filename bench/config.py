@@ -15,6 +15,11 @@ RESULTS = Path(__file__).resolve().parent / "results"
 _RUN_STARTED = time.strftime("%Y-%m-%dT%H%M%SZ", time.gmtime())
 
 
+# Settings whose empty value is a choice of its own (BENCH_AUDIT_OFF=: no on/off comparison);
+# any other setting set empty keeps its default.
+_EMPTY_MEANS_NONE = frozenset({"audit_off"})
+
+
 @dataclass(frozen=True)
 class BenchConfig:
     duration: float = 15.0          # measured seconds per workload and side (service, bare)
@@ -76,7 +81,7 @@ class BenchConfig:
         values = {}
         for f in fields(cls):
             raw = env.get("BENCH_" + f.name.upper())
-            if raw is None or raw == "":
+            if raw is None or (raw == "" and f.name not in _EMPTY_MEANS_NONE):
                 continue
             kind = type(f.default)
             if kind is bool:

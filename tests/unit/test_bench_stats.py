@@ -6,6 +6,7 @@ import gzip
 import math
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -713,6 +714,13 @@ def test_a_thread_that_ends_in_the_window_never_takes_cpu_away():
     before = cpu.threads(pid)
     go.set()
     worker.join()  # it spent CPU on both sides of `before`, then ended
+    # join() returns as the thread finishes its Python work, a moment before the kernel
+    # removes its task: wait for that (at most 5 s), as a window's end would come later.
+    task = Path(f"/proc/{pid}/task/{worker.native_id}")
+    for _ in range(500):
+        if not task.exists():
+            break
+        time.sleep(0.01)
     after = cpu.threads(pid)
     spent = after.since(before)
     assert worker.native_id in before.each and worker.native_id not in after.each
@@ -762,3 +770,12 @@ def test_rounds_run_until_their_figure_settles_or_the_time_is_up():
     assert asyncio.run(rounds_until(0, one_round, close, told))[::2] == ([], False)
     got, seconds, done = asyncio.run(rounds_until(0.05, one_round, lambda _: False, told))
     assert not done and 1 <= len(got) <= 6 and seconds >= 0.05
+
+
+def test_an_empty_audit_off_setting_skips_the_comparison_and_other_empty_settings_keep_defaults():
+    from bench.config import BenchConfig
+
+    assert BenchConfig.from_env({}).audit_off_workloads() == ["create", "get"]
+    empty = BenchConfig.from_env({"BENCH_AUDIT_OFF": "", "BENCH_LOADGEN": ""})
+    assert empty.audit_off_workloads() == []
+    assert empty.loadgen == "wrk"
