@@ -69,7 +69,7 @@ class Recording:
 
     async def start(self) -> bool:
         said = await _jcmd(self.pid, "JFR.start", f"name={self.NAME}", "disk=true",
-                           "maxage=15m", f"jdk.ExecutionSample#period={self.period_ms}ms")
+                           "maxage=60m", f"jdk.ExecutionSample#period={self.period_ms}ms")
         started = "Started recording" in said
         if not started:
             print(f"[bench] JFR did not start: {said[-300:]}", file=sys.stderr)

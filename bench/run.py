@@ -471,12 +471,11 @@ class Bench:
             return await run
         begin = datetime.now(UTC)
         result = await run
-        end = datetime.now(UTC)
+        # Copied out later (jfr_summary): a copy made now would cost Neo4j CPU that the
+        # window's reading, taken after this returns, would count.
         kept = self.windows.setdefault(w.name, {}).setdefault(side, [])
         out = self.cfg.work_dir / f"jfr-{w.name}-{side}-{len(kept) + 1}.jfr"
-        if await self.jfr.dump(begin, end, out) is not None:
-            kept.append(jfr.Window(out, begin, end))
-            say(f"JFR of Neo4j, {w.name} ({side}): {out}")
+        kept.append(jfr.Window(out, begin, datetime.now(UTC)))
         return result
 
     async def start_jfr(self) -> None:
@@ -485,10 +484,20 @@ class Bench:
         if await recording.start():
             self.jfr = recording
 
-    def jfr_summary(self, name: str) -> dict | None:
-        """The workload's JFR samples by side, its windows together."""
+    async def jfr_summary(self, name: str) -> dict | None:
+        """The workload's JFR samples by side, its windows together: each window copied out of
+        the run's recording now, between windows."""
         sides = self.windows.get(name)
-        return {side: jfr.summarize(windows) for side, windows in sides.items()} if sides else None
+        if self.jfr is None or not sides:
+            return None
+        summary = {}
+        for side, windows in sides.items():
+            copied = [window for window in windows
+                      if await self.jfr.dump(window.begin, window.end, window.recording)]
+            for window in copied:
+                say(f"JFR of Neo4j, {name} ({side}): {window.recording}")
+            summary[side] = jfr.summarize(copied)
+        return summary
 
     async def workload(self, w: Workload) -> dict:
         ctx = self.context()
@@ -537,7 +546,7 @@ class Bench:
         entry.update(available=True, service=service.to_dict(),
                      bare=bare.to_dict() if bare else None, ratio=ratio(service, bare))
         entry.update(added_cpu(service, bare, w.added_cpu_target_ms) or {})
-        if summary := self.jfr_summary(w.name):
+        if summary := await self.jfr_summary(w.name):
             entry["neo4j_jfr"] = summary
         if w.items_per_request > 1:
             entry["items_per_request"] = w.items_per_request
@@ -661,7 +670,7 @@ class Bench:
                      ratio=round(drained[0] / drained[1], 3) if drained[0] and drained[1]
                      else None, ratio_load=ratio(service, bare), ratio_basis="with_drain")
         entry.update(added_cpu(service, bare, w.added_cpu_target_ms) or {})
-        if summary := self.jfr_summary(w.name):
+        if summary := await self.jfr_summary(w.name):
             entry["neo4j_jfr"] = summary
         return entry
 
