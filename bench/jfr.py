@@ -75,16 +75,18 @@ class Recording:
             print(f"[bench] JFR did not start: {said[-300:]}", file=sys.stderr)
         return started
 
-    async def dump(self, begin: datetime, end: datetime, out: Path) -> Path | None:
-        """The recording from `begin` to `end` (UTC), written to `out`. JFR copies whole
-        chunks, so it may hold a little more: `summarize` keeps the window's samples alone."""
-        out.unlink(missing_ok=True)  # noqa: ASYNC240 - a file of our own, once a window
+    async def dump(self, window: Window) -> bool:
+        """The recording over `window`'s span, written to its file. JFR copies whole chunks,
+        so it may hold a little more: `summarize` keeps the window's samples alone."""
+        out = window.recording
+        out.unlink(missing_ok=True)
         said = await _jcmd(self.pid, "JFR.dump", f"name={self.NAME}",
-                           f"begin={_instant(begin)}", f"end={_instant(end)}", f"filename={out}")
-        if not out.exists():  # noqa: ASYNC240 - once, after jcmd
+                           f"begin={_instant(window.begin)}", f"end={_instant(window.end)}",
+                           f"filename={out}")
+        if not out.exists():
             print(f"[bench] JFR dump failed: {said[-300:]}", file=sys.stderr)
-            return None
-        return out
+            return False
+        return True
 
 
 def _instant(at: datetime) -> str:

@@ -493,7 +493,7 @@ class Bench:
         summary = {}
         for side, windows in sides.items():
             copied = [window for window in windows
-                      if await self.jfr.dump(window.begin, window.end, window.recording)]
+                      if await self.jfr.dump(window)]
             for window in copied:
                 say(f"JFR of Neo4j, {name} ({side}): {window.recording}")
             summary[side] = jfr.summarize(copied)
