@@ -97,8 +97,6 @@ class AuditWriter:
         self._max_wait = max(0.0, max_wait)
         self._pending: list[_Item] = []
         self._arriving = 0  # requests announced whose events are not handed over yet
-        self._waiting = 0  # of what is pending, requests that wait on its commit
-        self._committing = 0  # requests waiting on a batch in flight
         self._company = asyncio.Event()  # an event was handed over, or a request went away
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -169,8 +167,6 @@ class AuditWriter:
 
     def _enqueue(self, item: _Item, arrival: Arrival | None) -> None:
         self._pending.append(item)
-        if item[1] is not None:
-            self._waiting += 1
         self._handed(arrival)
         self._idle.clear()
         self._wake.set()
@@ -199,10 +195,7 @@ class AuditWriter:
         batch = self._pending[:self._max_batch]
         del self._pending[:self._max_batch]
         lane.busy = True
-        waiting = sum(1 for _, future, _, _ in batch if future is not None)
-        self._waiting -= waiting
-        self._committing += waiting
-        flush = asyncio.get_running_loop().create_task(self._flush(lane, batch, waiting))
+        flush = asyncio.get_running_loop().create_task(self._flush(lane, batch))
         self._flushes.add(flush)
         flush.add_done_callback(self._flushes.discard)
 
@@ -219,27 +212,12 @@ class AuditWriter:
         if not self._pending and not any(lane.busy for lane in self._lanes):
             self._idle.set()
 
-    def _gathering(self) -> bool:
-        """Whether the batch should wait for more announced requests: while it has room, and
-        the requests it holds that wait on its commit are fewer than their lane's share of the
-        requests in flight (those announced, those waiting in it and those waiting on another
-        lane's commit). With one lane that is every request announced. With two, half: a batch
-        that waited for every request in flight would leave none to serve while it commits,
-        and under a closed loop of connections every request would keep joining the same
-        batch, the process idle during each commit. Events no request waits on (a write's,
-        linked after its answer) do not end the wait: more of them to a batch costs nobody
-        time, and fewer would cost Neo4j more batches."""
-        if self._arriving == 0 or len(self._pending) >= self._max_batch:
-            return False
-        in_flight = self._waiting + self._arriving + self._committing
-        return self._waiting * len(self._lanes) < in_flight
-
     async def _gather(self) -> None:
-        """Wait for the announced requests' events, while the batch is short of its share
-        (`_gathering`) and `max_wait` allows."""
+        """Wait for the announced requests' events, while the batch has room and `max_wait`
+        allows."""
         loop = asyncio.get_running_loop()
         until = loop.time() + self._max_wait
-        while self._gathering():
+        while self._arriving > 0 and len(self._pending) < self._max_batch:
             left = until - loop.time()
             if left <= 0:
                 return
@@ -250,13 +228,11 @@ class AuditWriter:
             except TimeoutError:
                 return
 
-    async def _flush(self, lane: _Lane, batch: list[_Item], waiting: int) -> None:
-        """Write `batch` (`waiting` of its requests wait on it) on `lane`; the lane moves on
-        only once it committed."""
+    async def _flush(self, lane: _Lane, batch: list[_Item]) -> None:
+        """Write `batch` on `lane`; the lane moves on only once it committed."""
         try:
             await self._write(lane, batch)
         finally:
-            self._committing -= waiting
             lane.busy = False
             self._lane_freed.set()
             self._check_idle()

@@ -1,6 +1,5 @@
-"""The writer's group commit: a batch waits for the events of requests announced in flight,
-up to its lane's share of them (bounded by its wait), and for nothing else; a lone event is
-written at once."""
+"""The writer's group commit: a batch waits for the events of requests announced in flight
+(bounded by its wait), and for nothing else; a lone event is written at once."""
 
 from __future__ import annotations
 
@@ -32,10 +31,10 @@ def event(tenant) -> dict:
             "trace_id": None, "client_ip": "127.0.0.1", "user_agent": "test", "reason": None}
 
 
-def writer_for(client, lanes: int = 1) -> AuditWriter:
+def writer_for(client) -> AuditWriter:
     app = client.server.app
     return AuditWriter(AuditRepository(database(app)), app[services_key].keyring,
-                       max_wait=FOREVER, lanes=lanes)
+                       max_wait=FOREVER)
 
 
 def batches() -> float:
@@ -98,7 +97,7 @@ async def test_a_writer_first_handed_an_event_inside_a_request_stores_no_event_o
         await writer.stop()
 
 
-async def test_with_one_lane_a_batch_waits_for_every_request_in_flight(
+async def test_a_batch_waits_for_the_requests_in_flight_then_commits_them_together(
         client, tenant):
     writer = writer_for(client)
     try:
@@ -112,54 +111,6 @@ async def test_with_one_lane_a_batch_waits_for_every_request_in_flight(
                 await asyncio.gather(recording, writer.record(second, a2))
         assert batches() - before == 1
         assert await stored(client, [first["id"], second["id"]]) == [
-            (writer.chain, 1), (writer.chain, 2)]
-    finally:
-        await writer.stop()
-
-
-async def test_with_two_lanes_a_batch_waits_for_half_the_requests_in_flight(client, tenant):
-    """Two lanes split the requests in flight: a batch commits once it holds its half, so the
-    other half is served while it commits. Waiting for all of them would put every request of
-    a closed loop of connections in one batch, again and again, the process idle during each
-    commit."""
-    writer = writer_for(client, lanes=2)
-    try:
-        events = [event(tenant) for _ in range(4)]
-        with (writer.arriving() as a1, writer.arriving() as a2, writer.arriving() as a3,
-              writer.arriving() as a4):
-            before = batches()
-            recording = asyncio.create_task(writer.record(events[0], a1))
-            await settle()
-            assert not recording.done()  # one of four: short of its half
-            async with asyncio.timeout(GUARD):  # a3 and a4 are still in flight
-                await asyncio.gather(recording, writer.record(events[1], a2))
-            assert batches() - before == 1
-            assert await stored(client, [e["id"] for e in events[:2]]) == [
-                (writer.chain, 1), (writer.chain, 2)]
-            async with asyncio.timeout(GUARD):
-                await asyncio.gather(writer.record(events[2], a3),
-                                     writer.record(events[3], a4))
-        assert len(await stored(client, [e["id"] for e in events])) == 4
-    finally:
-        await writer.stop()
-
-
-async def test_events_no_request_waits_on_do_not_end_the_wait_for_company(client, tenant):
-    """A write's event, linked after its answer, keeps nobody waiting: with two lanes it does
-    not count toward a batch's half, so the batch still waits for the read in flight and holds
-    both (a batch each would cost Neo4j a transaction more for no one's sake)."""
-    writer = writer_for(client, lanes=2)
-    try:
-        written, read = event(tenant), event(tenant)
-        with writer.arriving() as a1, writer.arriving() as a2:
-            before = batches()
-            writer.record_later(written, a1)
-            await settle()
-            assert batches() == before  # the read is still in flight
-            async with asyncio.timeout(GUARD):
-                await writer.record(read, a2)
-        assert batches() - before == 1
-        assert await stored(client, [written["id"], read["id"]]) == [
             (writer.chain, 1), (writer.chain, 2)]
     finally:
         await writer.stop()
