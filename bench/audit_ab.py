@@ -85,6 +85,7 @@ class Side:
         self.form = audit_forms.Form(form) if form else None
         self.db: Database | None = None
         self.writer: AuditWriter | None = None
+        self.ctx: Context | None = None
 
     async def open(self, tokens: int) -> None:
         self.db = db = await _connect(self.neo)
@@ -109,6 +110,8 @@ class Side:
         """What `open` opened, if it got that far."""
         if self.writer is not None:
             await self.writer.stop()
+        if self.ctx is not None:
+            await self.ctx.close()
         if self.db is not None:
             await self.db.close()
 

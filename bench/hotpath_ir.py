@@ -240,6 +240,7 @@ def bare_context(db: Database, ring: KeyRing, tenant, ids: list[str], catalog: C
 
 
 async def close_context(ctx: Context) -> None:
+    await ctx.close()
     if ctx.session is not None:
         await ctx.session.close()
 

@@ -638,6 +638,7 @@ class BareLoad:
 
     async def close(self) -> None:
         await self.audit.stop()
+        await self.context.close()
         await self.db.close()
 
 

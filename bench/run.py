@@ -130,6 +130,7 @@ class Bench:
         self.loadgen = None
         self.warmed = False
         self.audit: AuditWriter | None = None
+        self.idle: dict | None = None  # the bare side's kept sessions (`context`)
         self.jfr: jfr.Recording | None = None  # BENCH_JFR: one recording for the whole run
         self.windows: dict[str, dict[str, list[jfr.Window]]] = {}  # workload → side → windows
         self.debug_log = DebugLog(neo.home / "logs" / "debug.log")
@@ -224,6 +225,9 @@ class Bench:
             self.destination.stop()
             if self.audit is not None:
                 await self.audit.stop()
+            if self.idle is not None:
+                for idle in self.idle.values():
+                    await idle.close()
             if self.db is not None:
                 await self.db.close()
         finally:
@@ -232,9 +236,15 @@ class Bench:
                 self.service.stop()
 
     def context(self) -> Context:
-        return Context(self.tenant, self.ids, self.db.catalog, self.db.driver,
-                       audit=self.audit, proxy_id=self.proxy_id,
-                       destination=self.destination.url, session=self.session)
+        """The bare side's context; every one shares the run's kept sessions (`self.idle`,
+        closed at the teardown)."""
+        ctx = Context(self.tenant, self.ids, self.db.catalog, self.db.driver,
+                      audit=self.audit, proxy_id=self.proxy_id,
+                      destination=self.destination.url, session=self.session)
+        if self.idle is None:
+            self.idle = ctx.idle
+        ctx.idle = self.idle
+        return ctx
 
     # -- one workload ---------------------------------------------------------------------
 

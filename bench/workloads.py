@@ -19,7 +19,7 @@ from neo4j import AsyncDriver
 from vaultgraph.audit import context as audit_context
 from vaultgraph.catalog import Catalog
 from vaultgraph.repository.audit_prefix import audited_params, audited_text
-from vaultgraph.repository.database import Transaction
+from vaultgraph.repository.database import NO_BOOKMARKS, IdleSessions, Transaction
 from vaultgraph.repository.graph import GraphRepository
 from vaultgraph.repository.search import SearchRepository
 from vaultgraph.repository.tokens import NewToken, TokenFilter, TokenRepository
@@ -74,6 +74,10 @@ class Context:
                                  # after each create
     write_form: Any = None       # set: a write's audit event stored another way than the
                                  # service's (bench/audit_forms.py), for bench/audit_ab.py
+    # The bare statements' sessions, kept between statements as the service's Database keeps
+    # its own (repository/database.py IdleSessions); `close` closes them.
+    idle: dict = field(default_factory=lambda: {
+        mode: IdleSessions() for mode in (neo4j.READ_ACCESS, neo4j.WRITE_ACCESS)})
 
     @property
     def principal(self) -> SimpleNamespace:
@@ -84,6 +88,12 @@ class Context:
     def next_number(self) -> int:
         self.counter += 1
         return self.counter
+
+    async def close(self) -> None:
+        """The kept sessions (the driver, the audit writer and the HTTP session are the
+        harness's)."""
+        for idle in self.idle.values():
+            await idle.close()
 
     # The bare side goes through the service's repositories for one reason: they are where
     # each statement's parameters are spelled, so the bare client sends exactly what the service
@@ -143,12 +153,24 @@ class BareDriver:
         if ctx.tx is not None:
             query = text.text if isinstance(text, neo4j.Query) else text
             return [record async for record in await ctx.tx.run(query, params)]
-        async with ctx.driver.session(database=ctx.database, default_access_mode=mode) as s:
+        # A session kept from an earlier statement, as the service's Database keeps them.
+        idle = ctx.idle[mode]
+        s = idle.take()
+        if s is None:
+            # As the service's on one server: no bookmark, not even the session's own last.
+            s = ctx.driver.session(database=ctx.database, default_access_mode=mode,
+                                   bookmark_manager=NO_BOOKMARKS)
+        try:
             result = await s.run(text, params)
             records = [record async for record in result]
             if ctx.plans is not None:
                 ctx.plans.setdefault(name, []).append(
                     (await result.consume()).profile)
+        except BaseException:
+            await s.close()
+            raise
+        if not idle.give(s):
+            await s.close()
         if event is not None:
             audit_context.written()
         return records

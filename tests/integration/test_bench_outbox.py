@@ -55,7 +55,7 @@ async def _bare_webhook(settings, aiohttp_server, name: str, keys=None, **change
     server = await aiohttp_server(receiver.app())
     audit = AuditWriter(AuditRepository(db), ring)
     session = aiohttp.ClientSession()
-    deliveries = None
+    deliveries = ctx = None
     try:
         tenant = await create_bench_tenant(db, ring)
         repo = WebhookRepository(db)
@@ -76,6 +76,8 @@ async def _bare_webhook(settings, aiohttp_server, name: str, keys=None, **change
             await deliveries.stop()
         await session.close()
         await audit.stop()
+        if ctx is not None:
+            await ctx.close()
         await db.close()
 
 

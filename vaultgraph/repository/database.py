@@ -2,8 +2,10 @@
 
 A request's single statement runs as an auto-commit transaction: RUN and PULL go out together,
 so it costs one Bolt round trip (a managed transaction adds BEGIN and a COMMIT round trip, which
-measured at half the throughput here). Reads are routed as reads. A statement that fails with a
-transient error (deadlock, lock timeout) was rolled back and is retried here; several
+measured at half the throughput here). Reads are routed as reads. The session a statement runs
+in is kept for the next one (`IdleSessions`): opening a session builds its configuration and
+leaves its objects in reference cycles that only the cyclic collector frees. A statement that
+fails with a transient error (deadlock, lock timeout) was rolled back and is retried here; several
 statements that must commit together run in a managed transaction (`write_tx`), which the
 driver retries, so its work function is idempotent.
 
@@ -33,7 +35,7 @@ import asyncio
 import builtins
 import importlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar
 
 import neo4j
@@ -110,6 +112,9 @@ class Database:
             driver.execute_query_bookmark_manager)
         self.read_access = READ_ROUTINGS[read_routing]
         self.schema_applied = False
+        # Sessions between statements, one set per access mode (`_statement`).
+        self._idle = {mode: IdleSessions(self.bookmarks)
+                      for mode in (neo4j.READ_ACCESS, neo4j.WRITE_ACCESS)}
         self._audited_queries: dict[str, neo4j.Query] = {}
         self._after_write: list[Callable[[str, dict[str, Any]], None]] = []
 
@@ -144,13 +149,17 @@ class Database:
         return asyncio.get_running_loop().time() + seconds
 
     async def close(self) -> None:
+        for idle in self._idle.values():
+            await idle.close()
         await self.driver.close()
 
     def session(self, mode: str = neo4j.WRITE_ACCESS) -> neo4j.AsyncSession:
         """Every session this process opens: causally chained through the driver's bookmark
-        manager where there may be more than one server (see the module's docstring)."""
+        manager where there may be more than one server (see the module's docstring); on one
+        server, sending no bookmark at all (`NO_BOOKMARKS`)."""
+        manager = NO_BOOKMARKS if self.bookmarks is None else self.bookmarks
         return self.driver.session(database=self.database, default_access_mode=mode,
-                                   bookmark_manager=self.bookmarks)
+                                   bookmark_manager=manager)
 
     async def read(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         return await self._statement(name, params, self.read_access)
@@ -202,14 +211,25 @@ class Database:
                 while True:
                     try:
                         async with asyncio.timeout_at(until):
+                            idle, manager = self._idle[mode], self.bookmarks
+                            if idle.manager is not manager:  # learnt or set since
+                                await idle.close(manager)
                             in_use.inc()
+                            session = idle.take()
+                            if session is None:
+                                session = self.session(mode)
                             try:
-                                async with self.session(mode) as session:
-                                    result = await session.run(
-                                        _bounded(query, until - loop.time()), params)
-                                    return [record async for record in result]
+                                result = await session.run(
+                                    _bounded(query, until - loop.time()), params)
+                                records = [record async for record in result]
+                            except BaseException:
+                                await session.close()  # never given back after a failure
+                                raise
                             finally:
                                 in_use.dec()
+                            if idle.manager is not manager or not idle.give(session):
+                                await session.close()
+                            return records
                     except TimeoutError:
                         raise timed_out() from None
                     except TransientError:
@@ -334,6 +354,65 @@ class Transaction:
             self._event = None
         result = await self._tx.run(text, params)
         return [record async for record in result]
+
+
+class _NoBookmarks(neo4j.api.AsyncBookmarkManager):
+    """A bookmark manager that keeps none: a session given it sends no bookmark with its
+    statements. Without a manager a session sends its own last bookmark with its next
+    statement, which a kept session (`IdleSessions`) then does on every statement: on one
+    server that guards nothing (docs/adr/0002-no-bookmarks-on-one-server.md) and cost Neo4j
+    0.02 ms of CPU a get, as much as keeping the session saved the client."""
+
+    async def update_bookmarks(self, previous_bookmarks: Collection[str],
+                               new_bookmarks: Collection[str]) -> None:
+        return None
+
+    async def get_bookmarks(self) -> Collection[str]:
+        return ()
+
+
+NO_BOOKMARKS = _NoBookmarks()
+
+
+class IdleSessions:
+    """Sessions kept between auto-commit statements, for one access mode. A statement takes one
+    (None: it opens one), and gives it back once it has read the whole result: the driver has
+    then returned the session's connection to its pool, so a kept session holds none. One that
+    raised or was cancelled is closed instead. Opening a session for every statement cost the
+    client about a tenth more CPU a statement, one at a time or 32 in flight, much of it in
+    the configuration each builds, whose objects and the session's own are left in reference
+    cycles that only the cyclic collector frees (docs/adr/0036-sessions-kept-between-statements.md).
+
+    A session with a bookmark manager sends the manager's bookmarks, never its own last one:
+    on a cluster the process's manager (which holds that one too), on one server
+    `NO_BOOKMARKS`, none. `manager` is the `Database.bookmarks` the kept sessions were opened
+    under: once that changes (the edition learnt, a manager given), they are closed, and a
+    session opened under the old one is not given back. At most `limit` are kept (the driver's
+    connections bound how many statements run at once)."""
+
+    __slots__ = ("_sessions", "limit", "manager")
+
+    def __init__(self, manager: neo4j.api.AsyncBookmarkManager | None = None,
+                 limit: int = 256):
+        self._sessions: list[neo4j.AsyncSession] = []
+        self.limit = limit
+        self.manager = manager
+
+    def take(self) -> neo4j.AsyncSession | None:
+        return self._sessions.pop() if self._sessions else None
+
+    def give(self, session: neo4j.AsyncSession) -> bool:
+        """Keep `session`; False when `limit` are kept already (the caller closes it)."""
+        if len(self._sessions) >= self.limit:
+            return False
+        self._sessions.append(session)
+        return True
+
+    async def close(self, manager: neo4j.api.AsyncBookmarkManager | None = None) -> None:
+        """Close the kept sessions; those kept from now on are opened under `manager`."""
+        sessions, self._sessions, self.manager = self._sessions, [], manager
+        for session in sessions:
+            await session.close()
 
 
 class _in_use:

@@ -1,0 +1,146 @@
+"""A statement's session is kept for the next statement (repository/database.py
+`IdleSessions`): one that read its whole result is given back holding no connection; one whose
+statement failed, or ran out of time, is closed and never given back; closing the `Database`
+closes those it kept, and those kept under another bookmark manager are closed once it changes;
+on one server a kept session sends no bookmark, not even its own last."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import neo4j
+import pytest
+from neo4j.exceptions import ClientError
+
+from vaultgraph.errors import Unavailable
+from vaultgraph.repository.database import IdleSessions
+from vaultgraph.wiring import connect
+
+SLOW = "UNWIND range(1, 200000000) AS x WITH x WHERE x < 0 RETURN count(x) AS n"
+
+
+@pytest.fixture
+async def db(settings):
+    db = connect(settings)
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+def _counting(db, monkeypatch) -> list[neo4j.AsyncSession]:
+    """The sessions `db` opens from now on, in order."""
+    opened: list[neo4j.AsyncSession] = []
+    own = db.session
+
+    def session(mode: str = neo4j.WRITE_ACCESS) -> neo4j.AsyncSession:
+        opened.append(own(mode))
+        return opened[-1]
+
+    monkeypatch.setattr(db, "session", session)
+    return opened
+
+
+async def test_statements_one_after_another_run_in_one_session(db, monkeypatch):
+    opened = _counting(db, monkeypatch)
+    for _ in range(5):
+        await db.read("health/ping")
+    for _ in range(3):
+        await db.write_unaudited("health/ping")
+    # One read session and one write session, each kept and used again.
+    assert len(opened) == 2
+    assert not any(session.closed() for session in opened)
+
+
+async def test_a_kept_session_holds_no_connection(settings):
+    # One pooled connection: a statement outside the kept session can have it only if the
+    # kept session gave it back.
+    db = connect(dataclasses.replace(settings, neo4j_pool_size=1, neo4j_acquire_timeout=1.0))
+    try:
+        await db.read("health/ping")
+        records, _, _ = await db.driver.execute_query("RETURN 1 AS one",
+                                                      database_=db.database)
+        assert records[0]["one"] == 1
+        await db.read("health/ping")  # and the kept session gets it back in turn
+    finally:
+        await db.close()
+
+
+async def test_a_session_whose_statement_failed_is_closed_not_kept(db, monkeypatch):
+    opened = _counting(db, monkeypatch)
+    with pytest.raises(ClientError):  # a parameter the statement names is missing
+        await db._statement("bad", {}, neo4j.WRITE_ACCESS, query=neo4j.Query("RETURN $gone"))
+    [failed] = opened
+    assert failed.closed()
+    await db.write_unaudited("health/ping")
+    assert len(opened) == 2 and opened[1] is not failed
+
+
+async def test_a_session_whose_statement_ran_out_of_time_is_closed_not_kept(db, monkeypatch):
+    opened = _counting(db, monkeypatch)
+    db.timeout = 0.3  # an unbudgeted statement's deadline
+    with pytest.raises(Unavailable):
+        await db._statement("slow", {}, neo4j.READ_ACCESS, query=neo4j.Query(SLOW),
+                            budgeted=False)
+    [cut] = opened
+    assert cut.closed()
+    db.timeout = 10.0
+    await db.read("health/ping")
+    assert len(opened) == 2 and not opened[1].closed()
+
+
+async def test_closing_the_database_closes_the_sessions_it_kept(settings, monkeypatch):
+    db = connect(settings)
+    opened = _counting(db, monkeypatch)
+    try:
+        await db.read("health/ping")
+        await db.write_unaudited("health/ping")
+    finally:
+        await db.close()
+    assert len(opened) == 2
+    assert all(session.closed() for session in opened)
+
+
+async def test_sessions_kept_under_another_bookmark_manager_are_closed(db, monkeypatch):
+    opened = _counting(db, monkeypatch)
+    await db.read("health/ping")
+    [first] = opened  # under the driver's manager: the edition is not known yet
+    db.bookmarks = None  # as learning that the server is Community does
+    await db.read("health/ping")
+    assert first.closed()
+    assert len(opened) == 2 and not opened[1].closed()
+    await db.read("health/ping")
+    assert len(opened) == 2  # the new one is kept
+
+
+def _runs_with_bookmarks(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if "C: RUN" in r.getMessage() and "'bookmarks'" in r.getMessage()]
+
+
+async def test_on_one_server_a_kept_session_sends_no_bookmark(db, caplog):
+    await db.apply_schema()  # the server's edition is read
+    if db.bookmarks is not None:
+        pytest.skip("not a Community server: the process's bookmark manager is used")
+    caplog.set_level(logging.DEBUG, logger="neo4j")
+    for _ in range(3):
+        await db.read("health/ping")
+        await db.write_unaudited("health/ping")
+    assert not _runs_with_bookmarks(caplog)
+    # The check can fail: a session kept without a manager sends its own last bookmark.
+    async with db.driver.session(database=db.database) as plain:
+        for _ in range(2):
+            await (await plain.run("RETURN 1")).consume()
+    assert len(_runs_with_bookmarks(caplog)) == 1
+
+
+async def test_no_more_than_the_limit_are_kept(db):
+    idle = IdleSessions(limit=1)
+    one, two = db.session(), db.session()
+    assert idle.give(one) is True
+    assert idle.give(two) is False
+    assert idle.take() is one
+    assert idle.take() is None
+    await one.close()
+    await two.close()
