@@ -227,7 +227,7 @@ class Bench:
                 await self.audit.stop()
             if self.idle is not None:
                 for idle in self.idle.values():
-                    await idle.close()
+                    await idle.retire()
             if self.db is not None:
                 await self.db.close()
         finally:

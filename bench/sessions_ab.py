@@ -9,7 +9,8 @@ operations in flight, in windows that alternate between (the order rotating each
 - `kept`: a statement takes a kept session and gives it back (repository/database.py
   `IdleSessions`, the service's way since 2026-12-04);
 - `per-statement`: every statement opens a session and closes it (the way before): the same
-  `IdleSessions` keeping none.
+  `IdleSessions` keeping none. Its sessions are opened with the kept ones' `NO_BOOKMARKS`;
+  before 2026-12-04 they had no bookmark manager, which spared them a few calls to one.
 
 Same process, same Neo4j, same data, the collector tuned as the service's is
 (`VAULTGRAPH_GC_YOUNG_THRESHOLD`, the start-up heap frozen): what differs is the sessions

@@ -93,7 +93,7 @@ class Context:
         """The kept sessions (the driver, the audit writer and the HTTP session are the
         harness's)."""
         for idle in self.idle.values():
-            await idle.close()
+            await idle.retire()
 
     # The bare side goes through the service's repositories for one reason: they are where
     # each statement's parameters are spelled, so the bare client sends exactly what the service
@@ -166,8 +166,8 @@ class BareDriver:
             if ctx.plans is not None:
                 ctx.plans.setdefault(name, []).append(
                     (await result.consume()).profile)
-        except BaseException:
-            await s.close()
+        except BaseException as exc:
+            await s.__aexit__(type(exc), exc, exc.__traceback__)  # as leaving `async with` does
             raise
         if not idle.give(s):
             await s.close()

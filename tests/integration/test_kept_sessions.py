@@ -6,12 +6,14 @@ on one server a kept session sends no bookmark, not even its own last."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 
 import neo4j
 import pytest
 from neo4j.exceptions import ClientError
+from prometheus_client import REGISTRY
 
 from vaultgraph.errors import Unavailable
 from vaultgraph.repository.database import IdleSessions
@@ -27,6 +29,10 @@ async def db(settings):
         yield db
     finally:
         await db.close()
+
+
+def _in_use() -> float:
+    return REGISTRY.get_sample_value("vaultgraph_neo4j_sessions_in_use") or 0.0
 
 
 def _counting(db, monkeypatch) -> list[neo4j.AsyncSession]:
@@ -74,7 +80,7 @@ async def test_a_session_whose_statement_failed_is_closed_not_kept(db, monkeypat
     [failed] = opened
     assert failed.closed()
     await db.write_unaudited("health/ping")
-    assert len(opened) == 2 and opened[1] is not failed
+    assert len(opened) == 2 and not opened[1].closed()
 
 
 async def test_a_session_whose_statement_ran_out_of_time_is_closed_not_kept(db, monkeypatch):
@@ -88,6 +94,40 @@ async def test_a_session_whose_statement_ran_out_of_time_is_closed_not_kept(db, 
     db.timeout = 10.0
     await db.read("health/ping")
     assert len(opened) == 2 and not opened[1].closed()
+
+
+async def test_a_cancelled_statement_s_session_is_closed_and_its_connection_freed(
+        settings, monkeypatch):
+    # One pooled connection: the next statement runs only if the cancelled one let it go.
+    db = connect(dataclasses.replace(settings, neo4j_pool_size=1, neo4j_acquire_timeout=2.0))
+    opened = _counting(db, monkeypatch)
+    before = _in_use()
+    try:
+        task = asyncio.create_task(db._statement(
+            "slow", {}, neo4j.READ_ACCESS, query=neo4j.Query(SLOW), budgeted=False))
+        await asyncio.sleep(0.5)
+        assert _in_use() == before + 1  # the statement is running on the server
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        [cancelled] = opened
+        assert cancelled.closed()
+        assert _in_use() == before
+        await db.read("health/ping")
+        assert len(opened) == 2
+    finally:
+        await db.close()
+
+
+async def test_a_statement_ending_after_the_close_does_not_leave_its_session_kept(
+        db, monkeypatch):
+    opened = _counting(db, monkeypatch)
+    await db.read("health/ping")
+    for idle in db._idle.values():
+        await idle.retire()  # what `Database.close` does first
+    await db.read("health/ping")
+    assert len(opened) == 2
+    assert all(session.closed() for session in opened)
 
 
 async def test_closing_the_database_closes_the_sessions_it_kept(settings, monkeypatch):

@@ -150,7 +150,7 @@ class Database:
 
     async def close(self) -> None:
         for idle in self._idle.values():
-            await idle.close()
+            await idle.retire()
         await self.driver.close()
 
     def session(self, mode: str = neo4j.WRITE_ACCESS) -> neo4j.AsyncSession:
@@ -214,16 +214,18 @@ class Database:
                             idle, manager = self._idle[mode], self.bookmarks
                             if idle.manager is not manager:  # learnt or set since
                                 await idle.close(manager)
-                            in_use.inc()
                             session = idle.take()
                             if session is None:
                                 session = self.session(mode)
+                            in_use.inc()
                             try:
                                 result = await session.run(
                                     _bounded(query, until - loop.time()), params)
                                 records = [record async for record in result]
-                            except BaseException:
-                                await session.close()  # never given back after a failure
+                            except BaseException as exc:
+                                # Never given back after a failure: what leaving the session's
+                                # `async with` does (a cancelled one's connection is dropped).
+                                await session.__aexit__(type(exc), exc, exc.__traceback__)
                                 raise
                             finally:
                                 in_use.dec()
@@ -413,6 +415,12 @@ class IdleSessions:
         sessions, self._sessions, self.manager = self._sessions, [], manager
         for session in sessions:
             await session.close()
+
+    async def retire(self) -> None:
+        """Close the kept sessions and keep none from now on: a statement that ends after its
+        `Database` (or harness) closed closes its session instead of leaving it kept."""
+        self.limit = 0
+        await self.close(self.manager)
 
 
 class _in_use:
