@@ -43,7 +43,7 @@ from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
 from .neo4j_log import DebugLog, PauseLog
 from .receiver import ReceiverProcess
 from .stats import AUDIT_TARGETS, Result, added_cpu, audit_rounds, combined, ratio, settled
-from .workloads import WORKLOADS, Context, Request, Workload, audited
+from .workloads import WORKLOADS, Context, Request, Workload, audited, kept_sessions
 
 JVM_ROUND = 3.0     # seconds per workload and side in a JVM warm-up round
 JIT_SETTLED = 0.05  # of one core: the JIT compiler has compiled what the workloads run
@@ -130,7 +130,7 @@ class Bench:
         self.loadgen = None
         self.warmed = False
         self.audit: AuditWriter | None = None
-        self.idle: dict | None = None  # the bare side's kept sessions (`context`)
+        self.idle = kept_sessions()  # the bare side's, shared by every `context`
         self.jfr: jfr.Recording | None = None  # BENCH_JFR: one recording for the whole run
         self.windows: dict[str, dict[str, list[jfr.Window]]] = {}  # workload → side → windows
         self.debug_log = DebugLog(neo.home / "logs" / "debug.log")
@@ -225,9 +225,8 @@ class Bench:
             self.destination.stop()
             if self.audit is not None:
                 await self.audit.stop()
-            if self.idle is not None:
-                for idle in self.idle.values():
-                    await idle.retire()
+            for idle in self.idle.values():
+                await idle.retire()
             if self.db is not None:
                 await self.db.close()
         finally:
@@ -238,13 +237,9 @@ class Bench:
     def context(self) -> Context:
         """The bare side's context; every one shares the run's kept sessions (`self.idle`,
         closed at the teardown)."""
-        ctx = Context(self.tenant, self.ids, self.db.catalog, self.db.driver,
-                      audit=self.audit, proxy_id=self.proxy_id,
-                      destination=self.destination.url, session=self.session)
-        if self.idle is None:
-            self.idle = ctx.idle
-        ctx.idle = self.idle
-        return ctx
+        return Context(self.tenant, self.ids, self.db.catalog, self.db.driver,
+                       audit=self.audit, proxy_id=self.proxy_id,
+                       destination=self.destination.url, session=self.session, idle=self.idle)
 
     # -- one workload ---------------------------------------------------------------------
 

@@ -19,14 +19,13 @@ ways). Reported per way and workload (medians of the rounds): operations a secon
 client's and Neo4j's CPU milliseconds an operation and the client's collections a window; and
 the rounds in which `kept` answered more. Against the Neo4j of VAULTGRAPH_NEO4J_URI /
 VAULTGRAPH_NEO4J_PASSWORD (e.g. under `vaultgraph neo4j run`); it adds a bench tenant and
-HOTPATH_TOKENS tokens. Written to bench/results/sessions-ab-latest.json.
+HOTPATH_TOKENS tokens. Written to bench/results/sessions-ab-latest.json and a dated copy.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import os
 import random
 import resource
@@ -36,11 +35,10 @@ import time
 
 from vaultgraph.repository.database import IdleSessions
 from vaultgraph.server import settle_heap, tune_gc
-from vaultgraph.settings import PROJECT_ROOT
 
 from .environment import say
 from .hotpath_ir import bare_context, bench_tenant, close_context
-from .run import bare_op, bare_settings, on_service_loop
+from .run import bare_op, bare_settings, on_service_loop, provenance, write_results
 from .workloads import WORKLOADS
 
 WAYS = ("kept", "per-statement")
@@ -157,9 +155,8 @@ async def main() -> None:
             say(f"median {way:13} {name}: {summary[name][way]}")
         say(f"{name}: kept ÷ per-statement {summary[name]['ratio_geometric_mean']} (geometric "
             f"mean), kept ahead in {summary[name]['kept_ahead_rounds']} of {rounds} rounds")
-    out = PROJECT_ROOT / "bench" / "results" / "sessions-ab-latest.json"
-    out.write_text(json.dumps({"concurrency": concurrency, "seconds": seconds,
-                               "summary": summary, "rounds": rows}, indent=1) + "\n")
+    out = write_results({**provenance(), "concurrency": concurrency, "seconds": seconds,
+                         "summary": summary, "rounds": rows}, "sessions-ab-")
     say(f"written to {out}")
 
 

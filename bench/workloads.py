@@ -55,6 +55,11 @@ class Request:
     body: bytes = b""
 
 
+def kept_sessions() -> dict[str, IdleSessions]:
+    """The bare statements' kept sessions, one set per access mode."""
+    return {mode: IdleSessions() for mode in (neo4j.READ_ACCESS, neo4j.WRITE_ACCESS)}
+
+
 @dataclass
 class Context:
     tenant: Tenant
@@ -76,8 +81,7 @@ class Context:
                                  # service's (bench/audit_forms.py), for bench/audit_ab.py
     # The bare statements' sessions, kept between statements as the service's Database keeps
     # its own (repository/database.py IdleSessions); `close` closes them.
-    idle: dict = field(default_factory=lambda: {
-        mode: IdleSessions() for mode in (neo4j.READ_ACCESS, neo4j.WRITE_ACCESS)})
+    idle: dict = field(default_factory=kept_sessions)
 
     @property
     def principal(self) -> SimpleNamespace:
