@@ -55,6 +55,22 @@ async def test_an_array_gives_an_array_of_created_tokens_stored_as_created(
     assert [t["id"] for t in page["data"]] == [answer[0]["id"]]
 
 
+async def test_each_created_item_is_what_a_get_answers(client, admin_headers):
+    """Each created item shows the token as stored (what a get of it answers), a dedup match
+    too."""
+    first = await tokenize(client, admin_headers, [card(AMEX, deduplicate_token=True)])
+    answer = await tokenize(client, admin_headers, [
+        card(VISA, metadata={"customer": "c-1"}, expires_at="2031-05-06T07:08:09+02:00",
+             search_indexes=["{{ data.number | last4 }}"]),
+        {"type": "token", "data": {"name": "Ada"}},
+        card(AMEX, deduplicate_token=True)])
+    assert answer[2]["id"] == first[0]["id"]
+    for item in answer:
+        _, read = await call(client, "GET", f"/tokens/{item['id']}", admin_headers)
+        assert {k: v for k, v in item.items() if k != "_extras"} == read
+    assert answer[0]["expires_at"] and "expires_at" not in answer[1]
+
+
 async def test_the_valid_items_are_written_by_one_statement(client, admin_headers, tenant):
     """datetime() is fixed for a statement: one created_at for all means one write."""
     answer = await tokenize(client, admin_headers, [card(VISA), card(MASTERCARD), card(AMEX)])

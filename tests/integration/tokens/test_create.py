@@ -331,6 +331,20 @@ async def test_create_response_applies_the_callers_transform(api, masking, redac
     assert redacted["fingerprint_expression"] == "{{ data.number }}"
 
 
+async def test_the_create_answer_is_what_a_get_answers(api):
+    """The answer shows the token as stored: field for field what a get of it answers, with
+    every optional field set and with none."""
+    full = await api.create({**card(), "metadata": {"customer": "c-1", "Region": "EU"},
+                             "search_indexes": ["{{ data.number | last4 }}"],
+                             "expires_at": "2031-05-06T07:08:09.123456+02:00",
+                             "containers": ["/cards/eu/"],
+                             "fingerprint_expression": "{{ data.number }}"})
+    bare = await api.create({"type": "token", "data": ["x", 1]})
+    for body in (full, bare):
+        assert body == await api.get(body["id"])
+    assert full["expires_at"] and "expires_at" not in bare
+
+
 async def test_create_stores_one_node_with_the_given_id(api, client, tenant):
     await api.create({"id": "only-one", "type": "token", "data": "x"})
     rows = await cypher(client, "MATCH (t:Token {tenant_id: $t, id: 'only-one'}) "
