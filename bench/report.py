@@ -87,8 +87,20 @@ def round_notes(result: dict) -> list[str]:
             notes.append(f"- {name}, round by round (first side; added by the service; added in "
                          "Neo4j): " + ", ".join(
                              f"{r['first']}; {_cpu(r.get('added_cpu_ms'))}; "
-                             f"{_cpu(r.get('neo4j_added_cpu_ms'))}" for r in rounds))
+                             f"{_cpu(r.get('neo4j_added_cpu_ms'))}{_checkpointed(r)}"
+                             for r in rounds))
+        if w.get("neo4j_added_cpu_ms_outside_checkpoints") is not None:
+            notes.append(f"- {name}: a checkpoint ran in {w['rounds_with_checkpoint']} of "
+                         f"{len(rounds)} rounds; added in Neo4j over the others: "
+                         f"{_cpu(w['neo4j_added_cpu_ms_outside_checkpoints'])}")
     return notes
+
+
+def _checkpointed(round_: dict) -> str:
+    """" (checkpoint: <side>)" for the sides whose window held a checkpoint of Neo4j's."""
+    sides = [side for side in ("service", "bare")
+             if ((round_.get(side) or {}).get("neo4j_background") or {}).get("checkpoints")]
+    return f" (checkpoint: {', '.join(sides)})" if sides else ""
 
 
 def outbox_notes(result: dict) -> list[str]:

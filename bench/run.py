@@ -42,7 +42,16 @@ from .environment import Service, machine, new_kek, say, service_workers, start_
 from .loadgen import PythonClient, Wrk, ensure_wrk, run_bare
 from .neo4j_log import DebugLog, PauseLog
 from .receiver import ReceiverProcess
-from .stats import AUDIT_TARGETS, Result, added_cpu, audit_rounds, combined, ratio, settled
+from .stats import (
+    AUDIT_TARGETS,
+    Result,
+    added_cpu,
+    audit_rounds,
+    combined,
+    neo4j_added_outside_checkpoints,
+    ratio,
+    settled,
+)
 from .workloads import WORKLOADS, Context, Request, Workload, audited, kept_sessions
 
 JVM_ROUND = 3.0     # seconds per workload and side in a JVM warm-up round
@@ -551,6 +560,7 @@ class Bench:
         entry.update(available=True, service=service.to_dict(),
                      bare=bare.to_dict() if bare else None, ratio=ratio(service, bare))
         entry.update(added_cpu(service, bare, w.added_cpu_target_ms) or {})
+        entry.update(neo4j_added_outside_checkpoints(sides["service"], sides["bare"]))
         if summary := await self.jfr_summary(w.name):
             entry["neo4j_jfr"] = summary
         if w.items_per_request > 1:

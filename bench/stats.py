@@ -117,6 +117,28 @@ def added_cpu(service: Result | None, bare: Result | None, target_ms: float) -> 
     return out
 
 
+def held_checkpoint(result: Result) -> bool:
+    """Whether a checkpoint of Neo4j's ran in the window (bench/neo4j_log.py)."""
+    return bool((result.neo4j_background or {}).get("checkpoints"))
+
+
+def neo4j_added_outside_checkpoints(services: Sequence[Result],
+                                    bares: Sequence[Result]) -> dict:
+    """How many rounds held a checkpoint in either side's window (`rounds_with_checkpoint`)
+    and, when some did and some did not, Neo4j's difference between the sides over the rounds
+    that did not (`neo4j_added_cpu_ms_outside_checkpoints`). A checkpoint under a write load
+    raises the CPU a request of Neo4j's statement threads by 0.4-0.5 ms in its window, so the
+    side whose window held it looks that much dearer, whatever the service does."""
+    clean = [(s, b) for s, b in zip(services, bares, strict=True)
+             if not held_checkpoint(s) and not held_checkpoint(b)]
+    out: dict = {"rounds_with_checkpoint": len(services) - len(clean)}
+    if clean and len(clean) < len(services):
+        added = added_cpu(combined([s for s, _ in clean]), combined([b for _, b in clean]),
+                          0.0) or {}
+        out["neo4j_added_cpu_ms_outside_checkpoints"] = added.get("neo4j_added_cpu_ms")
+    return out
+
+
 # The most throughput the audit trail may cost the whole service, by workload.
 SETTLE_TOLERANCE = 0.10  # a workload has settled when Neo4j's CPU a request moves less than this
 

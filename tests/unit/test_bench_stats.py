@@ -105,6 +105,45 @@ def test_rounds_of_one_side_combine_weighted_by_their_requests():
     assert combined([first]) is first
 
 
+def _window(service_ms: float, neo4j_ms: float, client: bool = False,
+            checkpoint: bool = False) -> Result:
+    return Result(requests=100, errors=0, seconds=1, p50_ms=1, p99_ms=1, p999_ms=1,
+                  cpu_ms={"client" if client else "service": service_ms, "neo4j": neo4j_ms},
+                  neo4j_background={"checkpoints": [{"ms": 4681, "pages": 87319}]
+                                    if checkpoint else []})
+
+
+def test_neo4j_difference_is_also_given_over_the_rounds_without_a_checkpoint():
+    from bench.stats import neo4j_added_outside_checkpoints
+
+    services = [_window(0.7, 0.90), _window(0.7, 0.95)]
+    bares = [_window(0.5, 1.40, client=True, checkpoint=True), _window(0.5, 0.85, client=True)]
+    # The bare side's first window held a checkpoint: only the second round counts.
+    assert neo4j_added_outside_checkpoints(services, bares) == {
+        "rounds_with_checkpoint": 1, "neo4j_added_cpu_ms_outside_checkpoints": 0.1}
+    clean = [_window(0.5, 0.85, client=True), _window(0.5, 0.85, client=True)]
+    assert neo4j_added_outside_checkpoints(services, clean) == {"rounds_with_checkpoint": 0}
+    spoilt = [_window(0.5, 1.4, client=True, checkpoint=True)] * 2
+    assert neo4j_added_outside_checkpoints(services, spoilt) == {"rounds_with_checkpoint": 2}
+
+
+def test_the_report_marks_the_rounds_holding_a_checkpoint():
+    from bench import report
+
+    rounds = [{"first": "service", "added_cpu_ms": 0.25, "neo4j_added_cpu_ms": -0.61,
+               "service": {"neo4j_background": {"checkpoints": []}},
+               "bare": {"neo4j_background": {"checkpoints": [{"ms": 5455}]}}},
+              {"first": "bare", "added_cpu_ms": 0.20, "neo4j_added_cpu_ms": -0.10,
+               "service": {"neo4j_background": None}, "bare": {}}]
+    notes = report.round_notes({"workloads": {"create": {
+        "rounds": rounds, "rounds_with_checkpoint": 1,
+        "neo4j_added_cpu_ms_outside_checkpoints": -0.10}}})
+    assert notes == [
+        "- create, round by round (first side; added by the service; added in Neo4j): "
+        "service; 0.25; -0.61 (checkpoint: bare), bare; 0.20; -0.10",
+        "- create: a checkpoint ran in 1 of 2 rounds; added in Neo4j over the others: -0.10"]
+
+
 def test_the_report_lists_each_round_of_a_workload_measured_in_rounds():
     from bench import report
 
