@@ -8,7 +8,7 @@
   `VAULTGRAPH_KEEPALIVE_TIMEOUT`.
 - HTTP the parser refuses (a bad chunk size, an oversized request line or header) is answered
   as problem+json with fixed text: never aiohttp's text/plain that quotes the offending bytes.
-- SIGTERM (or SIGINT) drains: `/ready` turns 503, the listening socket closes, every answer
+- SIGTERM (or SIGINT) drains: the listening socket closes, `/ready` turns 503, every answer
   from then on carries `Connection: close`, in-flight requests finish within
   `VAULTGRAPH_SHUTDOWN_GRACE` seconds, connections left idle are closed, then the background
   tasks stop, the audit batch is flushed and the driver is closed; exit status 0.
@@ -171,6 +171,11 @@ class Served:
         self.stopped = True
         loop = asyncio.get_running_loop()
         until = loop.time() + self.settings.shutdown_grace
+        # No new connections (the sockets already open keep going), before anything else and
+        # before any answer says `Connection: close`: a client told so connects again at once,
+        # and under `--workers` (SO_REUSEPORT) a connection the kernel queued on this socket is
+        # reset when it closes, where after the close the kernel gives it to another worker.
+        await self.site.stop()
         services = self.app.get(services_key)
         if services is not None:
             services.readiness.drain()
@@ -180,7 +185,6 @@ class Served:
             self.startup.cancel()
             await asyncio.wait({self.startup})  # its outcome stays on the task (serve reads it)
         log.info("draining", extra={"grace": self.settings.shutdown_grace})
-        await self.site.stop()  # no new connections; the sockets already open keep going
         server = self.runner.server
         idle_since: dict[RequestHandler, tuple[float, int]] = {}
         while server is not None and server.connections and loop.time() < until:

@@ -51,6 +51,25 @@ async def test_an_in_flight_request_finishes_with_connection_close(serve, tenant
     idle_writer.close()
 
 
+async def test_the_listener_closes_before_any_answer_says_connection_close(serve):
+    """A client answered `Connection: close` connects again at once; under `--workers` a
+    connection queued on a listener that then closes is reset (refused), so the drain closes
+    its listener before it turns to draining (which makes answers say so)."""
+    served = await serve()
+    await wait_ready(served)
+    readiness = served.app[services_key()].readiness
+    seen = []
+    drain = readiness.drain
+
+    def recording_drain():
+        seen.append(served.site._server.is_serving())
+        drain()
+
+    readiness.drain = recording_drain
+    await served.drain()
+    assert seen == [False] and readiness.draining
+
+
 def services_key():
     from vaultgraph.api.typedefs import services_key as key
 
