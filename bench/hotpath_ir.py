@@ -100,11 +100,12 @@ class Worker:
                     # The proxy workload's destination is a local, plain-http server.
                     "VAULTGRAPH_WEBHOOK_ALLOW_HTTP": "true",
                     "VAULTGRAPH_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32"}
+        # Its statements, this tree's too: the package's catalog (`vaultgraph.cypher`) is found
+        # through the installed distribution, whatever the path, and this tree need not be the
+        # installed one (a worktree run with PYTHONPATH, say).
+        self.env["VAULTGRAPH_CYPHER_DIR"] = str(tree / "cypher")
         if tree != PROJECT_ROOT:
-            # Its code and its statements: the package's catalog (`vaultgraph.cypher`) is
-            # found through the installed distribution, this checkout's, whatever the path.
-            self.env["PYTHONPATH"] = str(tree)
-            self.env["VAULTGRAPH_CYPHER_DIR"] = str(tree / "cypher")
+            self.env["PYTHONPATH"] = str(tree)  # its code
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:

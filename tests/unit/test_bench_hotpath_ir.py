@@ -3,6 +3,7 @@ connections."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -146,5 +147,8 @@ def test_another_trees_service_runs_its_own_code_and_statements(tmp_path, monkey
     # says: without its own cypher/ the other tree would run this tree's statements.
     assert other.env["PYTHONPATH"] == str(tmp_path / "base")
     assert other.env["VAULTGRAPH_CYPHER_DIR"] == str(tmp_path / "base" / "cypher")
+    # This tree's too: it need not be the installed one (a worktree run with PYTHONPATH), and
+    # its code with the installed tree's statements would be measured otherwise.
     this = Worker(PROJECT_ROOT, 8391, "k", tmp_path / "out" / "get.callgrind")
-    assert "VAULTGRAPH_CYPHER_DIR" not in this.env
+    assert this.env["VAULTGRAPH_CYPHER_DIR"] == str(PROJECT_ROOT / "cypher")
+    assert this.env.get("PYTHONPATH") == os.environ.get("PYTHONPATH")
