@@ -99,7 +99,8 @@ def round_notes(result: dict) -> list[str]:
 def _checkpointed(round_: dict) -> str:
     """" (checkpoint: <side>)" for the sides whose window held a checkpoint of Neo4j's."""
     sides = [side for side in ("service", "bare")
-             if ((round_.get(side) or {}).get("neo4j_background") or {}).get("checkpoints")]
+             if (background := (round_.get(side) or {}).get("neo4j_background") or {})
+             and (background.get("checkpoints") or background.get("checkpoint_running"))]
     return f" (checkpoint: {', '.join(sides)})" if sides else ""
 
 

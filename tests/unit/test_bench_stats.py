@@ -106,11 +106,11 @@ def test_rounds_of_one_side_combine_weighted_by_their_requests():
 
 
 def _window(service_ms: float, neo4j_ms: float, client: bool = False,
-            checkpoint: bool = False) -> Result:
+            checkpoint: bool = False, running: bool = False) -> Result:
     return Result(requests=100, errors=0, seconds=1, p50_ms=1, p99_ms=1, p999_ms=1,
                   cpu_ms={"client" if client else "service": service_ms, "neo4j": neo4j_ms},
                   neo4j_background={"checkpoints": [{"ms": 4681, "pages": 87319}]
-                                    if checkpoint else []})
+                                    if checkpoint else [], "checkpoint_running": running})
 
 
 def test_neo4j_difference_is_also_given_over_the_rounds_without_a_checkpoint():
@@ -125,6 +125,10 @@ def test_neo4j_difference_is_also_given_over_the_rounds_without_a_checkpoint():
     assert neo4j_added_outside_checkpoints(services, clean) == {"rounds_with_checkpoint": 0}
     spoilt = [_window(0.5, 1.4, client=True, checkpoint=True)] * 2
     assert neo4j_added_outside_checkpoints(services, spoilt) == {"rounds_with_checkpoint": 2}
+    # One still running at the window's end costs it as much as one that ended in it.
+    running = [_window(0.7, 1.50, running=True), _window(0.7, 0.95)]
+    assert neo4j_added_outside_checkpoints(running, clean) == {
+        "rounds_with_checkpoint": 1, "neo4j_added_cpu_ms_outside_checkpoints": 0.1}
 
 
 def test_the_report_marks_the_rounds_holding_a_checkpoint():
@@ -134,14 +138,18 @@ def test_the_report_marks_the_rounds_holding_a_checkpoint():
                "service": {"neo4j_background": {"checkpoints": []}},
                "bare": {"neo4j_background": {"checkpoints": [{"ms": 5455}]}}},
               {"first": "bare", "added_cpu_ms": 0.20, "neo4j_added_cpu_ms": -0.10,
-               "service": {"neo4j_background": None}, "bare": {}}]
+               "service": {"neo4j_background": None}, "bare": {}},
+              {"first": "service", "added_cpu_ms": 0.21, "neo4j_added_cpu_ms": 0.30,
+               "service": {"neo4j_background": {"checkpoints": [], "checkpoint_running": True}},
+               "bare": {"neo4j_background": {"checkpoints": []}}}]
     notes = report.round_notes({"workloads": {"create": {
-        "rounds": rounds, "rounds_with_checkpoint": 1,
+        "rounds": rounds, "rounds_with_checkpoint": 2,
         "neo4j_added_cpu_ms_outside_checkpoints": -0.10}}})
     assert notes == [
         "- create, round by round (first side; added by the service; added in Neo4j): "
-        "service; 0.25; -0.61 (checkpoint: bare), bare; 0.20; -0.10",
-        "- create: a checkpoint ran in 1 of 2 rounds; added in Neo4j over the others: -0.10"]
+        "service; 0.25; -0.61 (checkpoint: bare), bare; 0.20; -0.10, "
+        "service; 0.21; 0.30 (checkpoint: service)",
+        "- create: a checkpoint ran in 2 of 3 rounds; added in Neo4j over the others: -0.10"]
 
 
 def test_the_report_lists_each_round_of_a_workload_measured_in_rounds():
