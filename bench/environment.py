@@ -128,6 +128,10 @@ class Service:
             # Scraped around each measured window (the audit writer's batch sizes).
             "VAULTGRAPH_METRICS_PORT": str(self.port + 1),
             "VAULTGRAPH_WORKERS": service_workers(),
+            # This tree's statements, as the bare client's (`Catalog.load(PROJECT_ROOT /
+            # "cypher")`): the package's catalog is the installed distribution's, and this
+            # tree need not be the installed one (a worktree run with PYTHONPATH, say).
+            "VAULTGRAPH_CYPHER_DIR": str(ROOT / "cypher"),
         }
         if unaudited:
             self.env["PYTHONPATH"] = first_on_path(UNAUDITED, os.environ.get("PYTHONPATH"))
