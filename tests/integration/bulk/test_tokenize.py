@@ -65,6 +65,7 @@ async def test_each_created_item_is_what_a_get_answers(client, admin_headers):
         {"type": "token", "data": {"name": "Ada"}},
         card(AMEX, deduplicate_token=True)])
     assert answer[2]["id"] == first[0]["id"]
+    assert answer[2]["_extras"] == {"deduplicated": True}
     for item in answer:
         _, read = await call(client, "GET", f"/tokens/{item['id']}", admin_headers)
         assert {k: v for k, v in item.items() if k != "_extras"} == read
