@@ -99,9 +99,6 @@ async def main(names: list[str]) -> None:
     neo = SimpleNamespace(uri=uri, resolve_password=lambda: password)
     os.environ["VAULTGRAPH_WORKERS"] = "1"
     services = {"service": Service(cfg, neo, kek)}  # type: ignore[arg-type]
-    # This tree's statements: the package's catalog is the installed distribution's, and this
-    # tree need not be the installed one (a worktree run with PYTHONPATH, say).
-    services["service"].env["VAULTGRAPH_CYPHER_DIR"] = str(cfg_root / "cypher")
     baseline = os.environ.get("HOTPATH_BASELINE")
     if baseline:
         other = BenchConfig(port=port + 10, home=str(work / "baseline"), concurrency=concurrency)
