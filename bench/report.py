@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .neo4j_log import describe, describe_jvm
 from .stalls import describe as describe_stalls
+from .stats import held_checkpoint
 
 
 def _ms(v) -> str:
@@ -99,8 +100,7 @@ def round_notes(result: dict) -> list[str]:
 def _checkpointed(round_: dict) -> str:
     """" (checkpoint: <side>)" for the sides whose window held a checkpoint of Neo4j's."""
     sides = [side for side in ("service", "bare")
-             if (background := (round_.get(side) or {}).get("neo4j_background") or {})
-             and (background.get("checkpoints") or background.get("checkpoint_running"))]
+             if held_checkpoint((round_.get(side) or {}).get("neo4j_background"))]
     return f" (checkpoint: {', '.join(sides)})" if sides else ""
 
 

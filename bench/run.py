@@ -25,7 +25,7 @@ from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.audit import AuditRepository
-from vaultgraph.repository.database import Database
+from vaultgraph.repository.database import Database, kept_sessions, retire_sessions
 from vaultgraph.repository.tokens import TokenFilter
 from vaultgraph.repository.webhooks import WebhookRepository
 from vaultgraph.server import run_loop, settle_heap, tune_gc
@@ -52,7 +52,7 @@ from .stats import (
     ratio,
     settled,
 )
-from .workloads import WORKLOADS, Context, Request, Workload, audited, kept_sessions
+from .workloads import WORKLOADS, Context, Request, Workload, audited
 
 JVM_ROUND = 3.0     # seconds per workload and side in a JVM warm-up round
 JIT_SETTLED = 0.05  # of one core: the JIT compiler has compiled what the workloads run
@@ -234,8 +234,7 @@ class Bench:
             self.destination.stop()
             if self.audit is not None:
                 await self.audit.stop()
-            for idle in self.idle.values():
-                await idle.retire()
+            await retire_sessions(self.idle)
             if self.db is not None:
                 await self.db.close()
         finally:

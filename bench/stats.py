@@ -117,11 +117,11 @@ def added_cpu(service: Result | None, bare: Result | None, target_ms: float) -> 
     return out
 
 
-def held_checkpoint(result: Result) -> bool:
-    """Whether a checkpoint of Neo4j's ran in the window (bench/neo4j_log.py): one that ended
-    in it, or one still running at its end. One that started before the window and ended after
-    it leaves no line in it and is not seen."""
-    background = result.neo4j_background or {}
+def held_checkpoint(background: dict | None) -> bool:
+    """Whether a checkpoint of Neo4j's ran in a window, by its `neo4j_background`
+    (bench/neo4j_log.py): one that ended in it, or one still running at its end. One that
+    started before the window and ended after it leaves no line in it and is not seen."""
+    background = background or {}
     return bool(background.get("checkpoints") or background.get("checkpoint_running"))
 
 
@@ -133,7 +133,8 @@ def neo4j_added_outside_checkpoints(services: Sequence[Result],
     raises the CPU a request of Neo4j's statement threads by 0.4-0.5 ms in its window, so the
     side whose window held it looks that much dearer, whatever the service does."""
     clean = [(s, b) for s, b in zip(services, bares, strict=True)
-             if not held_checkpoint(s) and not held_checkpoint(b)]
+             if not held_checkpoint(s.neo4j_background)
+             and not held_checkpoint(b.neo4j_background)]
     out: dict = {"rounds_with_checkpoint": len(services) - len(clean)}
     if clean and len(clean) < len(services):
         added = added_cpu(combined([s for s, _ in clean]), combined([b for _, b in clean]),

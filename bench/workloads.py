@@ -19,7 +19,12 @@ from neo4j import AsyncDriver
 from vaultgraph.audit import context as audit_context
 from vaultgraph.catalog import Catalog
 from vaultgraph.repository.audit_prefix import audited_params, audited_text
-from vaultgraph.repository.database import NO_BOOKMARKS, IdleSessions, Transaction
+from vaultgraph.repository.database import (
+    NO_BOOKMARKS,
+    Transaction,
+    kept_sessions,
+    retire_sessions,
+)
 from vaultgraph.repository.graph import GraphRepository
 from vaultgraph.repository.search import SearchRepository
 from vaultgraph.repository.tokens import NewToken, TokenFilter, TokenRepository
@@ -53,11 +58,6 @@ class Request:
     path: str
     content_type: str = ""
     body: bytes = b""
-
-
-def kept_sessions() -> dict[str, IdleSessions]:
-    """The bare statements' kept sessions, one set per access mode."""
-    return {mode: IdleSessions() for mode in (neo4j.READ_ACCESS, neo4j.WRITE_ACCESS)}
 
 
 @dataclass
@@ -96,8 +96,7 @@ class Context:
     async def close(self) -> None:
         """The kept sessions (the driver, the audit writer and the HTTP session are the
         harness's)."""
-        for idle in self.idle.values():
-            await idle.retire()
+        await retire_sessions(self.idle)
 
     # The bare side goes through the service's repositories for one reason: they are where
     # each statement's parameters are spelled, so the bare client sends exactly what the service

@@ -113,8 +113,7 @@ class Database:
         self.read_access = READ_ROUTINGS[read_routing]
         self.schema_applied = False
         # Sessions between statements, one set per access mode (`_statement`).
-        self._idle = {mode: IdleSessions(self.bookmarks)
-                      for mode in (neo4j.READ_ACCESS, neo4j.WRITE_ACCESS)}
+        self._idle = kept_sessions(self.bookmarks)
         self._audited_queries: dict[str, neo4j.Query] = {}
         self._after_write: list[Callable[[str, dict[str, Any]], None]] = []
 
@@ -149,8 +148,7 @@ class Database:
         return asyncio.get_running_loop().time() + seconds
 
     async def close(self) -> None:
-        for idle in self._idle.values():
-            await idle.retire()
+        await retire_sessions(self._idle)
         await self.driver.close()
 
     def session(self, mode: str = neo4j.WRITE_ACCESS) -> neo4j.AsyncSession:
@@ -421,6 +419,18 @@ class IdleSessions:
         `Database` (or harness) closed closes its session instead of leaving it kept."""
         self.limit = 0
         await self.close(self.manager)
+
+
+def kept_sessions(manager: neo4j.api.AsyncBookmarkManager | None = None
+                  ) -> dict[str, IdleSessions]:
+    """One `IdleSessions` per access mode, opened under `manager`."""
+    return {mode: IdleSessions(manager) for mode in (neo4j.READ_ACCESS, neo4j.WRITE_ACCESS)}
+
+
+async def retire_sessions(sets: dict[str, IdleSessions]) -> None:
+    """Retire every set of `kept_sessions`: their sessions closed, none kept from now on."""
+    for idle in sets.values():
+        await idle.retire()
 
 
 class _in_use:
