@@ -69,9 +69,10 @@ def variant(text: str, old: str, new: str) -> str:
     return text.replace(old, new)
 
 
-_HEAD = "WITH c, coalesce(c.seq, 0) = $head_seq - size($created) - size($linked) AS in_order\n"
-_LINKS = re.compile(r"FOREACH \(ev IN CASE WHEN in_order THEN \$linked.*?(?=\nSET c\.seq)",
-                    re.DOTALL)
+_HEAD = ("WITH c, coalesce(c.seq, 0) = $head_seq - size($created) - size($linked) - size($blocks)"
+         "\n          AS in_order\n")
+_LINKS = re.compile(r"FOREACH \(ev IN CASE WHEN in_order THEN \$linked.*?(?=\nFOREACH \(ev IN "
+                    r"CASE WHEN in_order THEN \$blocks)", re.DOTALL)
 # `once`: the service's prefix (repository/audit_prefix.py) storing the event complete: no
 # pending label (no entry in its unique index, none to remove), its chain's fields set by the
 # write. `_block`: the service's batch (cypher/audit/write_batch) with one block naming the
@@ -151,12 +152,12 @@ class BlockRepository(AuditRepository):
 
     async def write_batch(self, created: list[dict[str, Any]],
                           linked: list[tuple[dict[str, Any], Mapping[str, Any] | None]],
-                          *, chain: str, head_seq: int) -> None:
+                          *, chain: str, head_seq: int, **_: Any) -> None:
         if created or linked:
             await _batch(self._db, _block(self._db.catalog.text("audit/write_batch")), {
                 "created": [created_parts(e) for e in created],
                 "linked": [e["id"] for e, _ in linked], "macs": os.urandom(32 * len(linked)),
-                "chain": chain, "head_seq": head_seq})
+                "chain": chain, "head_seq": head_seq, "blocks": [], "placed": []})
 
 
 class AheadRepository(AuditRepository):
@@ -167,7 +168,7 @@ class AheadRepository(AuditRepository):
 
     async def write_batch(self, created: list[dict[str, Any]],
                           linked: list[tuple[dict[str, Any], Mapping[str, Any] | None]],
-                          *, chain: str, head_seq: int) -> None:
+                          *, chain: str, head_seq: int, **_: Any) -> None:
         if not created and not linked:
             return
         ahead = [{"at": at_number(e["at"]), "fields": {k: v for k, v in e[AHEAD].items()
@@ -176,7 +177,7 @@ class AheadRepository(AuditRepository):
         await _batch(self._db, _ahead(self._db.catalog.text("audit/write_batch")), {
             "created": [created_parts(e) for e in created if AHEAD not in e],
             "ahead": ahead, "linked": [linked_parts(e, stored) for e, stored in linked],
-            "chain": chain, "head_seq": head_seq})
+            "chain": chain, "head_seq": head_seq, "blocks": [], "placed": []})
 
 
 def repository(form: Form | None, db: Any) -> AuditRepository:

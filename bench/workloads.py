@@ -18,7 +18,7 @@ from neo4j import AsyncDriver
 
 from vaultgraph.audit import context as audit_context
 from vaultgraph.catalog import Catalog
-from vaultgraph.repository.audit_prefix import audited_params, audited_text
+from vaultgraph.repository.audit_prefix import audited_params, audited_text, is_placed
 from vaultgraph.repository.database import (
     NO_BOOKMARKS,
     Transaction,
@@ -143,13 +143,14 @@ class BareDriver:
                    query: neo4j.Query | None = None, audited: bool = True) -> list:
         ctx = self.ctx
         text = query or ctx.catalog[name]
-        event = (audit_context.write_event() if audited and mode == neo4j.WRITE_ACCESS
-                 else None)
+        event = (audit_context.write_event(placeable=True)
+                 if audited and mode == neo4j.WRITE_ACCESS else None)
         if event is not None and ctx.write_form is not None:
             text, params = await ctx.write_form.statement(ctx, ctx.catalog.text(name), params,
                                                           event)
         elif event is not None:  # as the service's Database: the write creates its own event
-            text, params = audited_text(ctx.catalog.text(name)), audited_params(params, event)
+            text, params = (audited_text(ctx.catalog.text(name), is_placed(event)),
+                            audited_params(params, event))
         if ctx.plans is not None:
             text = neo4j.Query("PROFILE " + (text.text if isinstance(text, neo4j.Query)
                                              else text))
@@ -191,13 +192,16 @@ class BareDriver:
 
 async def audited(ctx: Context, request: Request, work: Awaitable[None]) -> None:
     """The bare side's share of the audit trail, the database work the service's audit
-    middleware causes: a write's event created by its own statement and linked into the chain
-    afterwards; any other event group-committed before the answer."""
+    middleware causes: a create's event stored complete by its own statement and settled by a
+    block, another write's created by its own statement and linked into the chain afterwards;
+    any other event group-committed before the answer."""
     note = audit_context.AuditNote(id=str(uuid.uuid4()), at=datetime.now(UTC),
                                    operation="token:read", route=f"{request.method} /tokens",
                                    trace_id=uuid.uuid4().hex, client_ip="127.0.0.1",
                                    user_agent="bench")
     note.principal = ctx.principal
+    if ctx.write_form is None:  # a create's event placed, as the service's (not another form)
+        note.placer = ctx.audit
     with ctx.audit.arriving() as arrival:  # as the audit middleware announces each request
         token = audit_context.current.set(note)
         held = audit_forms.ARRIVAL.set(arrival)
@@ -210,7 +214,9 @@ async def audited(ctx: Context, request: Request, work: Awaitable[None]) -> None
                  "transform": "mask" if note.transforms else None}
         if note.persisted and ctx.write_form is not None and not ctx.write_form.linked_after:
             return  # handed over before the write (bench/audit_forms.py `intent`)
-        if note.persisted:
+        if note.placed is not None and note.persisted:  # ended as it declared: settled
+            ctx.audit.pin(note.placed, arrival)
+        elif note.persisted:
             ctx.audit.record_later(event, arrival, stored=note.stored)
         else:
             await ctx.audit.record(event, arrival, stored=note.stored)
@@ -255,6 +261,7 @@ def _decrypt(ctx: Context, node: StoredToken) -> None:
 async def _bare_create(ctx: Context, body: dict, parent_id: str | None = None) -> None:
     token_id = str(uuid.uuid4())
     audit_context.note_tokens([token_id] + ([parent_id] if parent_id else []))
+    audit_context.expect(201, "mask")  # as the service declares how a create ends
     props = _props(ctx, token_id, body["data"], body["metadata"])
     props["created_by"] = ctx.tenant.app_id
     created = await ctx.tokens.create(

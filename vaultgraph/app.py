@@ -90,6 +90,10 @@ async def _audit(app: web.Application) -> AsyncIterator[None]:
     closes (the writer itself stops in wiring.open_services)."""
     services = app[services_key]
     services.audit_pruner.start()
+    if services.audit_writer is not None and services.readiness.started:
+        # Started with the database at hand (not in the background: Startup.run does it
+        # there): creates' events are placed from the first one on.
+        await services.audit_writer.open_writes()
     yield
     await services.audit_pruner.stop()
     if services.audit_writer is not None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 
+from vaultgraph.services.audit_writer import CREATE as _CREATE
+from vaultgraph.services.audit_writer import LINK as _LINK
 from vaultgraph.services.audit_writer import AuditWriter as _Writer
 
 
@@ -27,7 +29,7 @@ def _consumed(future: asyncio.Future) -> None:
 async def _record(self, event, arrival=None, *, stored=None, within=None):
     future = asyncio.get_running_loop().create_future()
     future.add_done_callback(_consumed)
-    self._enqueue((event, future, stored is not None, stored), arrival)
+    self._enqueue((event, future, _CREATE if stored is None else _LINK, stored), arrival)
 
 
 _Writer.record = _record

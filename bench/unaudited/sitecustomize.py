@@ -15,7 +15,7 @@ from vaultgraph.audit import context as _context
 from vaultgraph.services.audit_writer import AuditWriter as _Writer
 
 
-def _no_event():
+def _no_event(*_, **__):
     return None
 
 

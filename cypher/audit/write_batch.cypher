@@ -18,10 +18,16 @@
 // its index holds the keys and the time. The head records the
 // last sequence number, so a deleted tail is seen. `e.pending = null` clears the flag the
 // expiry sweep's events (and earlier versions' writes) hold; a request's write stores none.
+// $blocks: {at, fields}, each settling write events (audit/chain.py), created whole with their
+// own label. $placed: {chain, seq, at, tenant_key, refs, fields}, write events whose request
+// did not end as their write's statement stored them (or whose write may not have committed):
+// each written whole at its place, waiting on a write there that is still running, whatever
+// was there replaced, its AUDIT_REFs too (the batch's block pins the MAC that stands).
 MERGE (c:AuditChain {id: $chain})
 ON CREATE SET c.placed = true
 SET c.updated_at = datetime()
-WITH c, coalesce(c.seq, 0) = $head_seq - size($created) - size($linked) AS in_order
+WITH c, coalesce(c.seq, 0) = $head_seq - size($created) - size($linked) - size($blocks)
+          AS in_order
 FOREACH (ev IN CASE WHEN in_order THEN $created ELSE [] END |
   CREATE (e:AuditEvent)
   SET e = ev.fields, e.at = ev.at
@@ -36,5 +42,20 @@ FOREACH (ev IN CASE WHEN in_order THEN $linked ELSE [] END |
   FOREACH (ref IN ev.refs |
     CREATE (e)-[:AUDIT_REF {tenant_key: ev.tenant_key, token_key: ref[0], token_rest: ref[1],
                             at: e.at}]->(e)))
+FOREACH (ev IN CASE WHEN in_order THEN $blocks ELSE [] END |
+  CREATE (e:AuditEvent:AuditBlock)
+  SET e = ev.fields, e.at = ev.at)
+WITH c, in_order
+CALL (in_order) {
+  UNWIND CASE WHEN in_order THEN $placed ELSE [] END AS ev
+  MERGE (e:WriteAuditEvent {chain: ev.chain, seq: ev.seq})
+  ON CREATE SET e:AuditEvent
+  SET e = ev.fields, e.at = ev.at
+  WITH e, ev
+  CALL (e) { MATCH (e)-[old:AUDIT_REF]->(e) DELETE old }
+  FOREACH (ref IN ev.refs |
+    CREATE (e)-[:AUDIT_REF {tenant_key: ev.tenant_key, token_key: ref[0], token_rest: ref[1],
+                            at: e.at}]->(e))
+}
 SET c.seq = CASE WHEN in_order THEN $head_seq ELSE c.seq END
 RETURN in_order

@@ -5,7 +5,8 @@
 // id with the same prefix: its tokens (live and deleted, their links and metadata loops), its
 // audit events and chain. By prefix rather than by the rehearsal's own ids, so the leftovers of a
 // start-up stopped between the commit and this statement go too. Each is a prefix seek on an
-// index. Returns how many nodes were removed (the rehearsal's: two tokens, six events, a chain).
+// index; its block (an audit event of no tenant) by the chain of write events it settles. Returns
+// how many nodes were removed (the rehearsal's: two tokens, six events and a block, two chains).
 CALL () {
   MATCH (t:Token) WHERE t.tenant_id STARTS WITH $prefix AND t.id IS NOT NULL
   DETACH DELETE t
@@ -22,8 +23,13 @@ CALL () {
   RETURN count(*) AS events
 }
 CALL () {
+  MATCH (b:AuditBlock) WHERE b.settles STARTS WITH $prefix
+  DETACH DELETE b
+  RETURN count(*) AS blocks
+}
+CALL () {
   MATCH (c:AuditChain) WHERE c.id STARTS WITH $prefix
   DELETE c
   RETURN count(*) AS chains
 }
-RETURN tokens + deleted + events + chains AS removed
+RETURN tokens + deleted + events + blocks + chains AS removed

@@ -47,6 +47,14 @@ CREATE INDEX audit_ref IF NOT EXISTS
 CREATE INDEX audit_chain_seq IF NOT EXISTS FOR (e:AuditEvent) ON (e.chain, e.seq);
 CREATE INDEX audit_at IF NOT EXISTS FOR (e:AuditEvent) ON (e.at);
 CREATE CONSTRAINT audit_chain_id IF NOT EXISTS FOR (c:AuditChain) REQUIRE c.id IS UNIQUE;
+// A write event (a create's, stored complete by its write's own statement at a number of its
+// process's chain of write events) is unique by its place: a write's transaction run a second
+// time is refused, and a batch writing an event at the place of a write still running waits
+// for it (services/audit_writer.py). The blocks that settle write events are found by the
+// chain they settle (verification of one chain, pruning).
+CREATE CONSTRAINT audit_write_event_place IF NOT EXISTS
+  FOR (e:WriteAuditEvent) REQUIRE (e.chain, e.seq) IS UNIQUE;
+CREATE INDEX audit_block_settles IF NOT EXISTS FOR (b:AuditBlock) ON (b.settles);
 CREATE CONSTRAINT audit_checkpoint_chain IF NOT EXISTS
   FOR (c:AuditCheckpoint) REQUIRE c.chain IS UNIQUE;
 // One node whose lock serialises prunes (every replica may run one), so two prunes never both

@@ -105,3 +105,33 @@ def test_a_placed_chain_whose_every_event_was_edited_is_not_read_as_one_signed_b
         event["status"] = 500
     assert found(events, head=3) == [f"edited: chain {CHAIN} seq {n} (event e{n})"
                                      for n in (1, 2, 3)]
+
+
+def test_an_event_without_the_fields_only_some_hold_signs_the_bytes_it_always_did():
+    """`kind`, `settles`, `pins` and `pin_macs` are signed only where present: no MAC made
+    before them changes."""
+    import orjson
+
+    from vaultgraph.audit.event import FIELDS, canonical
+
+    [event] = placed_chain(1)
+    assert canonical(event) == orjson.dumps({k: event.get(k) for k in FIELDS},
+                                            option=orjson.OPT_SORT_KEYS)
+    assert canonical({**event, "kind": "write"}) != canonical(event)
+
+
+def block(seq: int, at: int, pins: dict[int, str]) -> dict:
+    event = {"id": f"b{seq}", "at": at, "chain": CHAIN, "seq": seq, "key_version": "k1",
+             "kind": "block", "settles": "W", "pins": list(pins),
+             "pin_macs": list(pins.values())}
+    event["mac"] = sign(RING, event)
+    return event
+
+
+def test_the_latest_block_pinning_a_number_says_which_mac_stands_there():
+    from vaultgraph.audit.chain import pins_of
+
+    first, second = block(1, 10, {1: "a", 2: "b"}), block(2, 20, {2: "c"})
+    assert pins_of(RING, [second, first]) == {"W": {1: "a", 2: "c"}}
+    forged = {**block(3, 30, {1: "x"}), "pins": [1], "pin_macs": ["y"]}  # MAC fails: pins none
+    assert pins_of(RING, [first, forged]) == {"W": {1: "a", 2: "b"}}

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from vaultgraph.services.audit_writer import AuditWriter
+from vaultgraph.services.audit_writer import CREATE, LINK, AuditWriter
 from vaultgraph.settings import PROJECT_ROOT
 
 
@@ -38,8 +38,8 @@ async def test_record_returns_with_the_event_handed_over_and_uncommitted(unwaite
     queue = Handed()
     event = {"id": "e1"}
     await asyncio.wait_for(AuditWriter.record(queue, event, "arrival"), 1)
-    [((handed, future, linked, stored), arrival)] = queue.items
-    assert handed is event and arrival == "arrival" and (linked, stored) == (False, None)
+    [((handed, future, mode, stored), arrival)] = queue.items
+    assert handed is event and arrival == "arrival" and (mode, stored) == (CREATE, None)
     assert not future.done()  # the answer did not wait for it
     future.set_exception(RuntimeError("the batch failed"))  # consumed: nothing unretrieved
     await asyncio.sleep(0)
@@ -49,5 +49,5 @@ async def test_record_returns_with_the_event_handed_over_and_uncommitted(unwaite
 async def test_a_write_events_link_is_still_marked_as_stored(unwaited):
     queue = Handed()
     await AuditWriter.record(queue, {"id": "e2"}, stored={"tenant_id": "t"})
-    [((_, _, linked, stored), _)] = queue.items
-    assert linked is True and stored == {"tenant_id": "t"}
+    [((_, _, mode, stored), _)] = queue.items
+    assert mode == LINK and stored == {"tenant_id": "t"}

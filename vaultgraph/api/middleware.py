@@ -14,13 +14,12 @@ import re
 import time
 from datetime import UTC, datetime
 
-import orjson
 from aiohttp import web
 from marshmallow import ValidationError
 
 from .. import metrics
 from ..audit import context as audit_context
-from ..audit.event import MAX_TOKEN_IDS, MAX_USER_AGENT, bounded_text, outcome_of
+from ..audit.event import MAX_USER_AGENT, bounded_text
 from ..auth.apikeys import HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
 from ..deadline import request_deadline
@@ -183,6 +182,7 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
     if route is not None and " /tokens" in route:
         note.name_tokens(match[k] for k in _TOKEN_PARAMS if k in match)
     writer = request.app[services_key].audit_writer
+    note.placer = writer
     with writer.arriving() as arrival:  # the writer's batches wait for this request's event
         token = audit_context.current.set(note)
         try:
@@ -192,9 +192,16 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
                 response = await handler(request)
         finally:
             audit_context.current.reset(token)
-        event = _event(request, note, response.status)
+        event = note.event(response.status, request.get(PRINCIPAL))
         try:
-            if note.persisted:
+            if note.placed is not None:  # stored complete at its place by the write
+                if note.persisted and event == note.expected:
+                    writer.pin(note.placed, arrival)  # as it stands: nothing more to write
+                else:
+                    await writer.record_placed(writer.replaced(note.placed, event), arrival,
+                                               within=budget.remaining,
+                                               wait=not note.persisted)
+            elif note.persisted:
                 writer.record_later(event, arrival, stored=note.stored)
             else:  # within the request's budget too: its database time in all
                 await writer.record(event, arrival, stored=note.stored,
@@ -202,25 +209,6 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
         except VaultError as exc:
             return problem_response(problems.from_error(exc))
     return response
-
-
-def _event(request: web.Request, note: audit_context.AuditNote, status: int) -> dict:
-    principal = request.get(PRINCIPAL) or note.principal
-    transforms = dict(note.transforms)
-    single = next(iter(transforms)) if len(transforms) == 1 else None
-    return {
-        "id": note.id, "at": note.at,
-        "tenant_id": principal.tenant_id if principal else None,
-        "application_id": principal.application_id if principal else None,
-        "key_id": principal.key_id if principal else None,
-        "operation": note.operation, "route": note.route,
-        "token_ids": note.token_ids[:MAX_TOKEN_IDS], "outcome": outcome_of(status),
-        "status": status,
-        "transform": single,
-        "transform_counts": orjson.dumps(transforms).decode() if len(transforms) > 1 else None,
-        "trace_id": note.trace_id, "client_ip": note.client_ip, "user_agent": note.user_agent,
-        "reason": note.reason,
-    }
 
 
 @web.middleware

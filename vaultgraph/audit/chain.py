@@ -17,6 +17,17 @@ Verification names each event that was edited (its MAC fails), deleted (its sequ
 missing, or the chain ends before its recorded head), inserted (a second event at a sequence
 number, or one that belongs to no chain's order), or reordered (its MAC holds at another
 position).
+
+A create's event is stored by its write's own statement, complete and signed at a number of a
+chain of write events (its node marked `writes`; `kind` "write" on each event, signed): numbers
+are given when writes are sent, so a chain of write events may have holes. Blocks settle its
+events: a block (`kind` "block") is an event of a lane's chain like any other, and names the
+chain it settles, the numbers it settles (`pins`) and the MAC each holds (`pin_macs`), under
+its own MAC. Each number a block pins must hold one event, signed there, with the MAC pinned by
+the latest block that pins it (an event written again at its place after a batch that may have
+committed is pinned again); an event no block pins is named `unsettled` (its request had not
+ended, or its process stopped before its batch: as an event a write stored and no batch linked
+is named `unlinked`).
 """
 
 from __future__ import annotations
@@ -26,15 +37,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..crypto import CryptoError, KeyRing
-from .event import canonical
+from .event import BLOCK, WRITE, canonical
 
 # The event a finding names when a chain's `placed` mark does not match its events.
 PLACED_MARK = "placed mark"
+# The event a finding names when a chain's `writes` mark does not match its events.
+WRITES_MARK = "writes mark"
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    kind: str  # edited | deleted | inserted | reordered | unlinked
+    kind: str  # edited | deleted | inserted | reordered | unlinked | unsettled
     chain: str | None
     seq: int | None
     event_id: str | None
@@ -212,4 +225,67 @@ def verify_placed(ring: KeyRing, chain: str, by_seq: Mapping[int, list[Mapping[s
                 kind = "edited"
             findings.append(Finding(kind, chain, seq, event.get("id")))
         findings.extend(Finding("inserted", chain, seq, e.get("id")) for e in good[1:])
+    return findings
+
+
+def is_block(event: Mapping[str, Any]) -> bool:
+    return event.get("kind") == BLOCK
+
+
+def pins_of(ring: KeyRing, blocks: Iterable[Mapping[str, Any]]
+            ) -> dict[str, dict[int, str]]:
+    """What blocks settle: for each chain of write events, each number pinned and the MAC that
+    stands there (the latest block's, by its signed time). A block whose MAC fails pins
+    nothing (its own chain's verification names it)."""
+    standing: dict[str, dict[int, tuple[Any, str]]] = {}
+    for block in blocks:
+        pins, macs = block.get("pins"), block.get("pin_macs")
+        if (not is_block(block) or not isinstance(pins, list) or not isinstance(macs, list)
+                or len(pins) != len(macs) or not placed_holds(ring, block)):
+            continue
+        at, settled = block.get("at"), standing.setdefault(str(block.get("settles")), {})
+        for seq, mac in zip(pins, macs, strict=True):
+            here = settled.get(seq)
+            if here is None or here[0] <= at:
+                settled[seq] = (at, mac)
+    return {chain: {seq: mac for seq, (_, mac) in settled.items()}
+            for chain, settled in standing.items()}
+
+
+def verify_writes(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]],
+                  pins: Mapping[int, str]) -> list[Finding]:
+    """Findings for a chain of write events: `pins`, each number its blocks settle with the MAC
+    that stands there (`pins_of`). A pinned number with no event is a deletion; an event there
+    whose MAC fails, or is not the one pinned, an edit (an older version put back, say), or a
+    reordering when it holds at another pinned number; a second event at a number an
+    insertion. An event no block pins is checked by its MAC and named unsettled."""
+    by_seq: dict[int, list[Mapping[str, Any]]] = {}
+    for event in events:
+        by_seq.setdefault(int(event["seq"]), []).append(event)
+    findings: list[Finding] = []
+    if any(e.get("kind") != WRITE and placed_holds(ring, e)
+           for here in by_seq.values() for e in here):
+        findings.append(Finding("edited", chain, None, WRITES_MARK))  # put on another chain
+    for seq in sorted({*pins, *by_seq}):
+        here = by_seq.get(seq, [])
+        mac = pins.get(seq)
+        if mac is not None and not here:
+            findings.append(Finding("deleted", chain, seq, None))
+            continue
+        good = [e for e in here if placed_holds(ring, e) and e.get("kind") == WRITE
+                and (mac is None or e.get("mac") == mac)]
+        for event in here:
+            if any(event is g for g in good):
+                continue
+            if good or event is not here[0]:
+                kind = "inserted"
+            elif any(placed_holds(ring, event, seq=other) and event.get("mac") == pinned
+                     for other, pinned in pins.items() if other != seq):
+                kind = "reordered"
+            else:
+                kind = "edited"
+            findings.append(Finding(kind, chain, seq, event.get("id")))
+        findings.extend(Finding("inserted", chain, seq, e.get("id")) for e in good[1:])
+        if mac is None and good:
+            findings.append(Finding("unsettled", chain, seq, good[0].get("id")))
     return findings

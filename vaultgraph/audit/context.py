@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from ..tokens.fields import TOKEN_ID_MAX_LENGTH
+from .event import MAX_TOKEN_IDS, outcome_of
 from .ids import compact_ids, token_scalar
 
 
@@ -41,6 +44,33 @@ class AuditNote:
     # own transaction marks it written (repository/audit_prefix.py AUDIT_PREFIX), so a retry can
     # tell a write that committed from one that did not.
     idempotency: dict[str, str] | None = None
+    # What a write declared it expects the request's event to be when it ends as expected
+    # (`expect`), and, once its statement was sent with that event placed (`write_event`), the
+    # event as signed at its place; `placer`, the audit writer that gives places.
+    expected: dict[str, Any] | None = None
+    placed: dict[str, Any] | None = None
+    placer: Any = None
+
+    def event(self, status: int, principal: Any = None,
+              transforms: Counter | None = None) -> dict[str, Any]:
+        """The request's event, as it ends with `status` (by `principal`, else the note's;
+        `transforms`, else the note's)."""
+        p = principal or self.principal
+        counts = dict(self.transforms if transforms is None else transforms)
+        single = next(iter(counts)) if len(counts) == 1 else None
+        return {
+            "id": self.id, "at": self.at,
+            "tenant_id": p.tenant_id if p else None,
+            "application_id": p.application_id if p else None,
+            "key_id": p.key_id if p else None,
+            "operation": self.operation, "route": self.route,
+            "token_ids": self.token_ids[:MAX_TOKEN_IDS], "outcome": outcome_of(status),
+            "status": status,
+            "transform": single,
+            "transform_counts": orjson.dumps(counts).decode() if len(counts) > 1 else None,
+            "trace_id": self.trace_id, "client_ip": self.client_ip,
+            "user_agent": self.user_agent, "reason": self.reason,
+        }
 
     def name_tokens(self, ids) -> None:
         """Note the tokens the request named, each once. An id longer than any token id may be
@@ -123,14 +153,38 @@ def stored_skeleton(skeleton: dict[str, Any]) -> dict[str, Any]:
     return compact_ids(token_scalar(dict(skeleton)), in_place=True)
 
 
-def write_event() -> dict[str, Any] | None:
-    """The event skeleton for a write's own transaction, as it is stored
-    (`stored_skeleton`), or None outside a request. The caller sends it: from here on the
-    event may be stored (`AuditNote.stored`)."""
+def expect(status: int, shown: str | None = None) -> None:
+    """Declare what the request's event will be if it ends as its next write expects: answered
+    `status`, showing one more token under the transform `shown`. Its write may then store the
+    event complete at a place of its own (`write_event`), and nothing more is written of it
+    when the request ends so."""
+    note = current.get()
+    if note is None or note.principal is None:
+        return
+    transforms = Counter(note.transforms)
+    if shown is not None:
+        transforms[shown] += 1
+    note.expected = note.event(status, transforms=transforms)
+
+
+def write_event(placeable: bool = False) -> dict[str, Any] | None:
+    """The event for a write's own transaction, or None outside a request: the expected event
+    (`expect`) signed at its place, when `placeable` (one statement: `Database.write`) and the
+    writer gives one (its `kind` then says so); otherwise the skeleton, stored pending, as it
+    is stored (`stored_skeleton`). The caller sends it: from here on the event may be stored
+    (`AuditNote.stored`, `AuditNote.placed`)."""
     note = current.get()
     if note is None or note.principal is None:
         return None
     note.written_tokens = list(note.token_ids)
+    if note.placed is not None:  # a second write sends the same place, which is refused
+        return note.placed
+    if placeable and note.expected is not None and note.placer is not None:
+        note.placed = note.placer.place(note.expected)
+        if note.placed is not None:
+            note.stored = note.placed  # sent: the write may have stored it
+            return note.placed
+        note.expected = None
     note.stored = stored_skeleton(note.skeleton())
     return note.stored
 

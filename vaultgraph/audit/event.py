@@ -14,6 +14,13 @@ FIELDS = (
     "outcome", "status", "transform", "transform_counts", "trace_id", "client_ip", "user_agent",
     "reason", "chain", "seq", "prev", "key_version",
 )
+# Fields only some events hold, signed only where present (so no MAC made before them changes):
+# `kind` marks a write event, stored by its write's own statement in a chain of write events,
+# or a block, stored by a batch in its lane's chain, which settles write events: `settles`
+# names their chain, `pins` their numbers and `pin_macs` the MAC each holds (audit/chain.py).
+SOME_FIELDS = ("kind", "settles", "pins", "pin_macs")
+WRITE = "write"
+BLOCK = "block"
 OUTCOMES = ("success", "denied", "not_found", "invalid", "conflict", "rate_limited", "error",
             "unavailable")
 MAX_USER_AGENT = 256
@@ -30,8 +37,13 @@ def outcome_of(status: int) -> str:
 
 
 def canonical(event: Mapping[str, Any]) -> bytes:
-    """The bytes a MAC covers: every field but `mac`, sorted, as JSON."""
-    return orjson.dumps({k: event.get(k) for k in FIELDS}, option=orjson.OPT_SORT_KEYS)
+    """The bytes a MAC covers: every field of `FIELDS` and those of `SOME_FIELDS` it holds, but
+    `mac`, sorted, as JSON."""
+    signed = {k: event.get(k) for k in FIELDS}
+    for k in SOME_FIELDS:
+        if event.get(k) is not None:
+            signed[k] = event[k]
+    return orjson.dumps(signed, option=orjson.OPT_SORT_KEYS)
 
 
 def bounded_text(value: str | None, limit: int) -> str | None:

@@ -14,14 +14,17 @@ from ..audit.ids import (
     STORE_NAMES,
     TOKEN_REF,
     chain_forms,
-    compact_ids,
     expand_ids,
-    id_halves,
-    id_parts,
     query_ids,
-    token_scalar,
 )
 from ..audit.query import LogFilter
+from .audit_form import (
+    MAC_END,
+    created_parts,
+    placed_parts,
+    ref_parts,
+    stored_form,
+)
 from .database import Database
 from .records import EPOCH, MICROSECOND, at_number, one_list
 
@@ -49,6 +52,8 @@ class ChainInfo:
     checkpoint: tuple[int, str] | None
     checkpoint_sig: str | None
     placed: bool = False  # its events signed at their place, not after the MAC before
+    writes: bool = False  # a chain of write events (audit/chain.py `verify_writes`)
+    until: datetime | None = None  # a chain of write events: when its writer stopped giving
 
 
 def native(at: Any) -> Any:
@@ -94,57 +99,6 @@ def event_of(props: Any) -> dict[str, Any]:
     if out.get("at") is not None:
         out["at"] = native(out["at"])
     return out
-
-
-# What the store leaves out of an event (docs/adr/0024): `prev` repeats the MAC of the event
-# before it in its chain, which is where every reader takes it from (audit/chain.py
-# `verify_chain`, the pruner, cypher/audit/export); and `token_ids` unless it names several
-# tokens: one is the scalar `token_id`, none is no property, and `event_of` gives the list back
-# (no version ever stored a null list). And its MAC is stored as raw bytes, in two halves of
-# 16 (`mac`, `mac_end`): 64 hex characters take a 128-byte string record of their own, while a
-# byte array of 16 fits in the property record (three of its four 8-byte blocks; 32 bytes
-# would not fit one property). Events stored before hold `prev`, the list and a hex MAC, which
-# the readers use as they are.
-DERIVED = ("prev",)
-MAC_END = "mac_end"
-MAC_HALF = 16
-
-
-def stored_form(event: Mapping[str, Any]) -> dict[str, Any]:
-    """The properties an event is stored as (its time apart): with its one token as the
-    scalar `token_id`, and the ids the indexes hold as integers (audit/ids.py `compact_ids`)."""
-    out = token_scalar({k: v for k, v in event.items() if k not in DERIVED})
-    mac = out.get("mac")
-    if isinstance(mac, str):
-        raw = bytes.fromhex(mac)
-        out["mac"], out[MAC_END] = raw[:MAC_HALF], raw[MAC_HALF:]
-    return compact_ids(out, in_place=True)
-
-
-def ref_parts(event: Mapping[str, Any], tokens: Any) -> dict[str, Any]:
-    """What audit/write_batch gives an event naming several tokens, one `AUDIT_REF` self-loop
-    a token: its tenant's key, and each token's key and rest (`ids.id_parts`,
-    `ids.id_halves`; no rest for an id that is no UUID), from `tokens`, its list in its stored
-    form (`stored_form`: None when it names one token or none, which it holds as its scalar).
-    The AUDIT_REF index holds the keys; a seek checks the rest, or for an id with none the
-    event's list. Each pair once (two ids a caller chose whose hashes agree would otherwise
-    give one event twice to a seek's page). None for an event without a tenant either (refused
-    before its key was known: no page of any tenant shows it)."""
-    tenant_key = id_parts(event.get("tenant_id"))[0] if tokens is not None else None
-    if tenant_key is None:
-        return {"tenant_key": None, "refs": []}
-    return {"tenant_key": tenant_key, "refs": [list(pair) for pair in
-                                               dict.fromkeys(id_halves(tokens))]}
-
-
-def created_parts(event: Mapping[str, Any]) -> dict[str, Any]:
-    """An event no statement stored yet, as audit/write_batch takes it: its time as an integer
-    (`at_number`), its AUDIT_REFs' keys (`ref_parts`) and its other fields, those without a
-    value left out (a property that is not there reads as null, which is what was signed)."""
-    stored = stored_form(event)
-    fields = {k: v for k, v in stored.items() if k != "at" and v is not None}
-    return {"at": at_number(event.get("at")), **ref_parts(event, stored.get("token_ids")),
-            "fields": fields}
 
 
 # What a write's statement may have stored that the event's stored form leaves out, so linking
@@ -212,19 +166,22 @@ class AuditRepository:
 
     async def write_batch(self, created: list[dict[str, Any]],
                           linked: list[tuple[dict[str, Any], Mapping[str, Any] | None]],
-                          *, chain: str, head_seq: int) -> None:
+                          *, chain: str, head_seq: int, blocks: list[dict[str, Any]] = (),
+                          placed: list[dict[str, Any]] = ()) -> None:
         """Write a batch numbered up to `head_seq` into `chain`: `created`, events no
-        statement was sent to store, and `linked`, events with what a write stored of them in
+        statement was sent to store, `linked`, events with what a write stored of them in
         its own transaction, or may have (completed with what differs, `linked_parts`; created
-        whole if not there). Raises
+        whole if not there), and `blocks`, which settle write events; and `placed`, write events
+        written whole at their places in their own chain. Raises
         `ChainForked` (and writes no event) when the chain's head in Neo4j is not the number
         before the first."""
-        if not created and not linked:
+        if not created and not linked and not blocks:
             return
         records = await self._db.write(
             "audit/write_batch", created=[created_parts(e) for e in created],
             linked=[linked_parts(e, stored) for e, stored in linked], chain=chain,
-            head_seq=head_seq)
+            head_seq=head_seq, blocks=[created_parts(e) for e in blocks],
+            placed=[placed_parts(e) for e in placed])
         if not records or not records[0]["in_order"]:
             raise ChainForked("the audit chain's head in Neo4j is not where this writer left "
                               "it; the batch was not written")
@@ -240,12 +197,22 @@ class AuditRepository:
             before_id=before[1], limit=limit)
         return [event_of(e) for e in one_list(records, "events")]
 
+    async def open_write_chain(self, chain: str, until: datetime) -> None:
+        """Make a chain of write events (cypher/audit/open_write_chain); raises
+        `UniquenessViolation` when a chain holds the id."""
+        await self._db.write("audit/open_write_chain", chain=chain, until=at_number(until))
+
+    async def blocks(self, chain: str) -> list[dict[str, Any]]:
+        """The blocks stored that settle the chain of write events `chain`."""
+        return [event_of(r["event"]) for r in await self._db.read("audit/blocks", chain=chain)]
+
     async def chains(self) -> list[ChainInfo]:
         records = await self._db.read("audit/chains")
         return [ChainInfo(r["chain"], r["head"],
                           (r["checkpoint_seq"], r["checkpoint_mac"])
                           if r["checkpoint_seq"] is not None else None, r["checkpoint_sig"],
-                          r["placed"] is True)
+                          r["placed"] is True, r["writes"] is True,
+                          native(r["until"]) if r["until"] is not None else None)
                 for r in records]
 
     async def chain_events(self, chain: str, *, page: int = 1000

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..audit import context as audit_context
+from ..audit.event import WRITE
+from .audit_form import placed_parts
 from .records import at_number
 
 # A write's audit event is created by the write's own statement: this unit subquery runs first,
@@ -31,17 +33,43 @@ AUDIT_PREFIX = ("CALL () { CREATE (audit_event:AuditEvent:PendingAuditEvent) "
                 "SET idem_key.written = true, idem_key.token_ids = $idem_written.token_ids }\n")
 
 
-def audited_text(text: str) -> str:
-    return AUDIT_PREFIX + text
+# A create's event stored complete, signed at its place in its writer's chain of write events
+# (services/audit_writer.py `place`): labelled :WriteAuditEvent, unique by its place, so the
+# statement run a second time is refused; an event naming several tokens (a child token's, its
+# parent's too) gets its AUDIT_REF self-loops here, as a batch gives a created event. Nothing
+# writes to it again when its request ends as it says.
+PLACED_PREFIX = ("CALL () { CREATE (audit_event:AuditEvent:WriteAuditEvent) "
+                 "SET audit_event = $audit, audit_event.at = $audit_at "
+                 "FOREACH (ref IN $audit_refs | CREATE (audit_event)-[:AUDIT_REF {tenant_key: "
+                 "$audit_tenant_key, token_key: ref[0], token_rest: ref[1], "
+                 "at: audit_event.at}]->(audit_event)) }\n"
+                 + AUDIT_PREFIX[AUDIT_PREFIX.index("CALL () { MATCH (idem_key"):])
+
+
+def is_placed(event: dict[str, Any]) -> bool:
+    """Whether a write's event is stored complete at its place (`PLACED_PREFIX`)."""
+    return event.get("kind") == WRITE
+
+
+def audited_text(text: str, placed: bool = False) -> str:
+    return (PLACED_PREFIX if placed else AUDIT_PREFIX) + text
 
 
 def audited_params(params: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
     """A write statement's parameters with the request's event for `AUDIT_PREFIX`: its `at` as
-    an integer (`at_number`) in a parameter of its own, the rest as a map."""
-    fields = dict(event)
+    an integer (`at_number`) in a parameter of its own, the rest as a map; for
+    `PLACED_PREFIX`, the event's stored form and its AUDIT_REFs' keys
+    (repository/audit.py `placed_parts`)."""
     idem = audit_context.claimed_key()
     held = idem or {}
-    return {**params, "audit": fields, "audit_at": at_number(fields.pop("at", None)),
+    if is_placed(event):
+        parts = placed_parts(event)
+        audit = {"audit": parts["fields"], "audit_at": parts["at"],
+                 "audit_refs": parts["refs"], "audit_tenant_key": parts["tenant_key"]}
+    else:
+        fields = dict(event)
+        audit = {"audit": fields, "audit_at": at_number(fields.pop("at", None))}
+    return {**params, **audit,
             "idem_application": held.get("application_id"), "idem_key": held.get("key"),
             "idem_claim": held.get("claim"),
             "idem_written": {"token_ids": audit_context.written_tokens()} if idem else None}

@@ -46,7 +46,7 @@ from .. import metrics
 from ..audit import context as audit_context
 from ..catalog import Catalog
 from ..deadline import deadline, spending
-from .audit_prefix import audited_params, audited_text
+from .audit_prefix import audited_params, audited_text, is_placed
 from .neo4j_errors import map_errors, timed_out
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,7 @@ class Database:
         # Sessions between statements, one set per access mode (`_statement`).
         self._idle = kept_sessions(self.bookmarks)
         self._audited_queries: dict[str, neo4j.Query] = {}
+        self._placed_queries: dict[str, neo4j.Query] = {}
         self._after_write: list[Callable[[str, dict[str, Any]], None]] = []
 
     def after_write(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
@@ -165,12 +166,13 @@ class Database:
     async def write(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         """One write statement; inside a request it also creates the request's audit event in
         the same transaction (audited_text), so the change and its event commit together."""
-        event = audit_context.write_event()
+        event = audit_context.write_event(placeable=True)
         if event is None:
             records = await self._statement(name, params, neo4j.WRITE_ACCESS)
         else:
             records = await self._statement(name, audited_params(params, event),
-                                            neo4j.WRITE_ACCESS, query=self._audited(name))
+                                            neo4j.WRITE_ACCESS,
+                                            query=self._audited(name, is_placed(event)))
             audit_context.written()
         for listener in self._after_write:
             listener(name, params)
@@ -183,11 +185,11 @@ class Database:
         because the change it answers used the budget up."""
         return await self._statement(name, params, neo4j.WRITE_ACCESS, budgeted=False)
 
-    def _audited(self, name: str) -> neo4j.Query:
-        query = self._audited_queries.get(name)
+    def _audited(self, name: str, placed: bool = False) -> neo4j.Query:
+        queries = self._placed_queries if placed else self._audited_queries
+        query = queries.get(name)
         if query is None:
-            query = self._audited_queries[name] = neo4j.Query(audited_text(
-                self.catalog.text(name)))
+            query = queries[name] = neo4j.Query(audited_text(self.catalog.text(name), placed))
         return query
 
     async def _statement(self, name: str, params: dict, mode: str,
@@ -350,7 +352,8 @@ class Transaction:
         self.ran.append((name, params))
         text = self._catalog.text(name)
         if self._event is not None:
-            text, params = audited_text(text), audited_params(params, self._event)
+            text, params = (audited_text(text, is_placed(self._event)),
+                            audited_params(params, self._event))
             self._event = None
         result = await self._tx.run(text, params)
         return [record async for record in result]

@@ -47,10 +47,11 @@ import neo4j
 from neo4j.exceptions import ClientError
 
 from ..audit.context import stored_skeleton
-from ..audit.event import OUTCOMES
+from ..audit.event import BLOCK, OUTCOMES, WRITE
 from ..errors import Unavailable
 from .audit import created_parts, linked_parts, time_forms
-from .audit_prefix import audited_params, audited_text
+from .audit_form import placed_parts
+from .audit_prefix import audited_params, audited_text, is_placed
 from .database import Database
 from .neo4j_errors import map_errors
 
@@ -89,7 +90,9 @@ SAMPLES: dict[str, Any] = {
     "retention_ms": 1, "room": {}, "room_default": 1, "scan": 1, "secret_ct": _ID, "url": _ID,
     # The audit prefix's (audited_params): no Idempotency-Key held.
     "audit": {}, "audit_at": 1, "idem_application": None, "idem_key": None,
-    "idem_claim": None, "idem_written": None,
+    "idem_claim": None, "idem_written": None, "audit_refs": [], "audit_tenant_key": None,
+    # The audit writer's blocks and write events written at their place (none, as most go).
+    "blocks": [], "placed": [],
     # The log statements' ids as integers (audit/ids.py query_ids): a UUID's two halves.
     "tenant_key": 1, "tenant_rest": 1, "application_key": 1, "application_rest": 1,
     "token_key": None, "token_rest": None,
@@ -109,14 +112,22 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "audit/list_by_outcome": {**_NO_APPLICATION, "outcome": "success"},
     # The audit writer's batch of events no statement stored (reads), and of writes' events.
     "audit/write_batch": {"created": [{}]},
+    "audit/open_write_chain": {"until": 1},
     "audit/chain_events": {"after": 1},
     "audit/export": {"times": time_forms(since=_WHEN, until=_WHEN, after=_WHEN)},
     "audit/prune_leftovers": {"times": time_forms(cutoff=_WHEN, after=_WHEN)},
 }
 # Statements planned in more forms than one: each entry is planned too, over the samples.
 MORE_FORMS: dict[str, list[dict[str, Any]]] = {
-    "audit/write_batch": [{"created": [], "linked": [{}]}],
+    "audit/write_batch": [{"created": [], "linked": [{}]},
+                          # a block settling creates' events, alone or beside reads' events,
+                          # and with a create's event written again at its place
+                          {"created": [], "blocks": [{}]}, {"blocks": [{}]},
+                          {"created": [], "blocks": [{}], "placed": [{}]}],
 }
+# Writes a request may send with its event stored complete at its place (PLACED_PREFIX): a
+# create that declared how it ends (services/tokens.py).
+PLACEABLE = ("tokens/create",)
 
 # Not planned here: the schema (applied, not planned) and the search statement, which takes
 # seconds of Neo4j's planning on a cold server: start-up plans it on its own connection
@@ -251,6 +262,9 @@ async def prepare(db: Database, concurrency: int = 4) -> Prepared:
         if kind in _WRITES:
             audited = audited_text(text)
             await planned(audited, sample_parameters(name, audited))
+            if name in PLACEABLE:
+                placed = audited_text(text, placed=True)
+                await planned(placed, sample_parameters(name, placed))
 
     names = [n for n in db.catalog.names() if not n.startswith(NOT_HERE)]
     outcomes = await asyncio.gather(*(one(name) for name in names), return_exceptions=True)
@@ -277,7 +291,9 @@ class _Rehearsal:
         self.tenant = prepared.rehearsal_tenant = REHEARSAL_TENANT + str(uuid.uuid4())
         self.parent, self.child = (str(uuid.uuid4()) for _ in range(2))
         self.chain = REHEARSAL_TENANT + str(uuid.uuid4())
-        self.ids = prepared.rehearsal_ids = [self.parent, self.child, self.chain]
+        self.writes = REHEARSAL_TENANT + str(uuid.uuid4())  # its chain of write events
+        self.ids = prepared.rehearsal_ids = [self.parent, self.child, self.chain, self.writes]
+        self.settled: dict[str, Any] = {}  # the write event stored at its place
         # the events the writes stored: each whole, and as its statement stored it
         self.stored: list[tuple[dict[str, Any], dict[str, Any]]] = []
 
@@ -298,6 +314,22 @@ class _Rehearsal:
         made = self.event(operation, token_id)
         self.stored.append((made, stored := stored_skeleton(made)))
         return stored
+
+    def placed(self, operation: str, token_id: str) -> dict[str, Any]:
+        """The event of a create that declared how it ends, at the first number of the
+        rehearsal's chain of write events (signed with no key: its MAC is a stand-in)."""
+        self.settled = {**self.event(operation, token_id), "status": 201, "transform": "mask",
+                        "chain": self.writes, "seq": 1, "key_version": 1, "kind": WRITE,
+                        "mac": "00" * 32}
+        return self.settled
+
+    def block(self, seq: int) -> dict[str, Any]:
+        """A block at `seq` of the rehearsal's chain, settling its write event."""
+        block = {"id": str(uuid.uuid4()), "at": datetime.now(UTC), "kind": BLOCK,
+                 "settles": self.writes, "pins": [1], "pin_macs": [self.settled["mac"]],
+                 "chain": self.chain, "seq": seq, "key_version": 1, "mac": "00" * 32}
+        self.ids.append(block["id"])
+        return block
 
     def token(self, token_id: str) -> dict[str, Any]:
         """A token's properties (services/tokens.py, `_props`), with no data."""
@@ -338,7 +370,8 @@ async def _write_path(db: Database, tx: neo4j.AsyncTransaction, r: _Rehearsal,
                   **params: Any) -> list[neo4j.Record]:
         text = db.catalog.text(name)
         if audit is not None:  # sent inside a request: with the audit prefix
-            text, params = audited_text(text), audited_params(params, audit)
+            text, params = (audited_text(text, is_placed(audit)),
+                            audited_params(params, audit))
         result = await tx.run(text, params)
         records = [record async for record in result]
         if bool(records) != rows:
@@ -350,8 +383,11 @@ async def _write_path(db: Database, tx: neo4j.AsyncTransaction, r: _Rehearsal,
     tenant, parent, child = r.tenant, r.parent, r.child
     # Every request's first statement: an API key's look-up (of a digest no key has).
     await run("auth/authenticate", rows=False, hash=hashlib.sha256(tenant.encode()).hexdigest())
-    for token_id in (parent, child):
-        await run("tokens/create", r.write("token:create", token_id), tenant_id=tenant,
+    await run("audit/open_write_chain", rows=False, chain=r.writes, until=1)
+    # The parent's event stored pending, the child's complete at its place.
+    for token_id, audit in ((parent, r.write("token:create", parent)),
+                            (child, r.placed("token:create", child))):
+        await run("tokens/create", audit, tenant_id=tenant,
                   id=token_id, props=r.token(token_id), expires_at=None,
                   meta_kvs=[], index_digests=[], dedup=False, parent_id=None,
                   parent_prefixes=[], expired_actor="expiry-sweeper", expired_reason="expired")
@@ -366,12 +402,15 @@ async def _write_path(db: Database, tx: neo4j.AsyncTransaction, r: _Rehearsal,
     await run("tokens/delete", r.write("token:delete", child), tenant_id=tenant, id=child,
               prefixes=_PREFIXES, actor=tenant, reason="deleted", merged_into=None)
     # The audit writer's batches, in the forms it sends most: a read's event created whole,
-    # and a write's event completed (one a batch).
+    # a write's event completed (one a batch), and a block settling the placed event, which is
+    # written again at its place.
     read = {**r.event("token:read", parent), "status": 200}
-    batches = [([created_parts(read)], [])] + [
-        ([], [linked_parts({**e, "status": 200}, stored)]) for e, stored in r.stored]
-    for seq, (created, linked) in enumerate(batches, start=1):
+    batches = [([created_parts(read)], [], [])] + [
+        ([], [linked_parts({**e, "status": 200}, stored)], []) for e, stored in r.stored] + [
+        ([], [], [r.settled])]
+    for seq, (created, linked, placed) in enumerate(batches, start=1):
         [done] = await run("audit/write_batch", chain=r.chain, head_seq=seq, created=created,
-                           linked=linked)
+                           linked=linked, blocks=[created_parts(r.block(seq))] if placed else [],
+                           placed=[placed_parts(e) for e in placed])
         if not done["in_order"]:
             raise RehearsalFailed("audit/write_batch")

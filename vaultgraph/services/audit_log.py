@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from ..audit.chain import Finding, verify_chain
+from ..audit.chain import WRITES_MARK, Finding, is_block, pins_of, verify_chain, verify_writes
+from ..audit.event import WRITE
 from ..audit.query import LogFilter
 from ..crypto import CryptoError, KeyRing
 from ..errors import NotFound
@@ -40,7 +41,8 @@ class AuditLog:
     async def verify(self, progress: Callable[[int], None] = lambda n: None, *,
                      chains: set[str] | None = None) -> list[Finding]:
         """Every chain checked (or those named); each edited, deleted, inserted or reordered
-        event named, and every event that belongs to no chain."""
+        event named, every write event no block settles, and every event that belongs to no
+        chain."""
         if self._ring is None:
             raise ValueError("verifying the audit trail needs the key-encryption key ring")
         findings: list[Finding] = []
@@ -48,21 +50,40 @@ class AuditLog:
         unknown = sorted((chains or set()) - {info.chain for info in infos})
         if unknown:  # a chain named but absent would otherwise "verify" with nothing checked
             raise NotFound(f"No audit chain {', '.join(unknown)}.")
-        for info in infos:
+        blocks: list[dict[str, Any]] = []
+        pins: dict[str, dict[int, str]] | None = None
+        # The lanes' chains first: their blocks say which write events stand.
+        for info in sorted(infos, key=lambda info: info.writes):
             if chains is not None and info.chain not in chains:
+                continue
+            events = []
+            async for event in self._repo.chain_events(info.chain):
+                events.append(event)
+                progress(1)
+            if info.writes:
+                if chains is not None:  # only some chains read: the blocks by their index
+                    pins = pins_of(self._ring, await self._repo.blocks(info.chain))
+                elif pins is None:
+                    pins = pins_of(self._ring, blocks)
+                findings.extend(verify_writes(self._ring, info.chain, events,
+                                              pins.get(info.chain, {})))
                 continue
             checkpoint = info.checkpoint
             if checkpoint is not None and not self._checkpoint_ok(info.chain, checkpoint,
                                                                   info.checkpoint_sig):
                 findings.append(Finding("edited", info.chain, checkpoint[0], "checkpoint"))
-            events = []
-            async for event in self._repo.chain_events(info.chain):
-                events.append(event)
-                progress(1)
+            if any(e.get("kind") == WRITE for e in events):  # its `writes` mark taken off
+                findings.append(Finding("edited", info.chain, None, WRITES_MARK))
+            blocks.extend(e for e in events if is_block(e))
             findings.extend(verify_chain(self._ring, info.chain, events,
                                          checkpoint=checkpoint, head=info.head,
                                          placed=info.placed))
         if chains is None:
+            # Write events settled in a chain that is gone (its node deleted).
+            known = {info.chain for info in infos if info.writes}
+            findings.extend(Finding("deleted", chain, seq, None)
+                            for chain, settled in sorted(pins_of(self._ring, blocks).items())
+                            if chain not in known for seq in sorted(settled))
             findings.extend(Finding("unlinked", None, None, event_id)
                             for event_id in await self._repo.unchained())
         return findings

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..audit.chain import stores_prev, valid
+from ..audit.chain import placed_holds, stores_prev, valid
+from ..audit.event import WRITE
 from ..crypto import KeyRing
 from ..repository.audit import BEGINNING, AuditRepository, native
 from .audit_log import checkpoint_sig
@@ -49,14 +50,44 @@ class AuditPruner:
         and its checkpoint moves to the last one deleted: nothing of a chain stays below its
         checkpoint, so a deletion anywhere is named by `verify`. A chain is pruned up to an event
         that does not continue it (a number missing or taken twice, a link or MAC that does
-        not hold: tampering), never past it. Then events out of every chain's order (below a
-        checkpoint, never linked, in no known chain) go by time alone."""
+        not hold: tampering), never past it. Then a chain of write events whose writer gave its
+        last number before the cutoff loses each event no block still stored settles (the
+        blocks pruned above took theirs with them: `_prune_writes`). Then events out of every
+        chain's order (below a checkpoint, never linked, in no known chain) go by time alone."""
         pruned, cutoff, batch = 0, native(cutoff), max(1, batch)
-        for info in await self._repo.chains():
+        infos = await self._repo.chains()
+        for info in infos:
             done = info.checkpoint[0] if info.checkpoint else 0
-            if info.head is not None and info.head > done:
+            if not info.writes and info.head is not None and info.head > done:
                 pruned += await self._prune_chain(info.chain, cutoff, batch)
+        for info in infos:
+            if info.writes and info.until is not None and info.until <= cutoff:
+                pruned += await self._prune_writes(info.chain, cutoff, batch)
         return pruned + await self._prune_leftovers(cutoff, batch)
+
+    async def _prune_writes(self, chain: str, cutoff: datetime, batch: int) -> int:
+        """A chain of write events past the retention: each event no stored block names, its
+        MAC holding at its place, goes. One a block still pins stays until that block is
+        pruned (a lane's prune stopped at a finding keeps what its blocks pin: verification
+        still checks them); one whose MAC fails stays for verification to name."""
+        # Every number a stored block names, its MAC holding or not: an edited block is named
+        # by its own chain's verification, and what it pins stays for that.
+        pins = {seq for block in await self._repo.blocks(chain)
+                for seq in (block.get("pins") if isinstance(block.get("pins"), list) else ())}
+        pruned, gone = 0, []
+        async for event in self._repo.chain_events(chain):
+            at = event.get("at")
+            if (event["seq"] in pins or event.get("kind") != WRITE
+                    or not isinstance(at, datetime) or at >= cutoff
+                    or not placed_holds(self._ring, event)):
+                continue
+            gone.append({k: event[k] for k in ("id", "chain", "seq")})
+            if len(gone) >= batch:
+                pruned += await self._repo.prune(gone, [])
+                gone = []
+        if gone:
+            pruned += await self._repo.prune(gone, [])
+        return pruned
 
     async def _prune_chain(self, chain: str, cutoff: datetime, batch: int) -> int:
         pruned, reread = 0, False

@@ -12,6 +12,15 @@ that could not be written fails its request closed (503, no data). Sequence numb
 per batch and the writer's chain state moves on only after the batch committed; a batch that
 failed, whose outcome is unknown, ends the chain, and the writer starts a new one, so a number
 is never used twice.
+
+A create's event is stored once (docs/audit.md, "Write events"): the writer gives its write a
+number in a chain of write events of its own (`place`), and the write's statement stores the
+event complete there, signed as the request expects to end. A request that ends so hands its
+place over (`pin`); the next batch stores, in its lane's chain, a block naming the number and
+the MAC that stands there, and writes nothing to the event. One that ends otherwise (its write
+rolled back or may have, its answer not the one expected) has its event written again at its
+place by the batch (`record_placed`), and the block pins the new MAC. A batch that fails hands
+its places to the next (a request it answered 503 with that answer in its event).
 """
 
 from __future__ import annotations
@@ -22,13 +31,16 @@ import contextvars
 import logging
 import secrets
 import time
+import uuid
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .. import metrics
 from ..audit.chain import sign
+from ..audit.event import BLOCK, WRITE, outcome_of
 from ..crypto import KeyRing
-from ..errors import Unavailable
+from ..errors import Unavailable, UniquenessViolation
 from ..repository.audit import AuditRepository
 
 if TYPE_CHECKING:
@@ -37,9 +49,22 @@ if TYPE_CHECKING:
 log = logging.getLogger("vaultgraph.services.audit")
 
 
-# (event, the request's future or None, whether a write's statement stored it or may have, what
-# that statement stored of it if known)
-_Item = tuple[dict[str, Any], asyncio.Future | None, bool, Mapping[str, Any] | None]
+# How a batch writes an item's event: created whole and numbered in the lane's chain; linked
+# (a write's statement stored it pending, or may have) and numbered; pinned (a write's statement
+# stored it at its place, as it stands: the lane's block names it); or placed (written whole at
+# its place, and pinned).
+CREATE, LINK, PIN, PLACE = "create", "link", "pin", "place"
+# (event, the request's future or None, how it is written, what a write's statement stored of it
+# if known)
+_Item = tuple[dict[str, Any], asyncio.Future | None, str, Mapping[str, Any] | None]
+# How long a writer gives numbers in one chain of write events: the pruner takes a chain whose
+# numbers all lie past the retention as a whole (services/audit_pruner.py).
+WRITE_CHAIN_SPAN = timedelta(hours=1)
+# A new chain of write events is made this long before the current one's span ends.
+_WRITE_CHAIN_AHEAD = timedelta(minutes=1)
+# How many batches a place is handed to before it is given up (left unsettled, which
+# verification names): a store that refuses every batch must not keep one alive for ever.
+_PLACE_TRIES = 3
 
 
 class Arrival:
@@ -84,6 +109,17 @@ class _Lane:
         self.busy = False
 
 
+class _WriteChain:
+    """A chain of write events: its id, the last number given, and until when it gives any."""
+
+    __slots__ = ("chain", "seq", "until")
+
+    def __init__(self, chain: str, until: datetime) -> None:
+        self.chain = chain
+        self.seq = 0
+        self.until = until
+
+
 class AuditWriter:
     """`lanes` chains, each with at most one batch in flight: while one lane's batch commits,
     the next batch gathers and commits on another, so requests do not all wait on one commit
@@ -106,6 +142,9 @@ class AuditWriter:
         self._stopping = False
         self._idle = asyncio.Event()
         self._idle.set()
+        self._writes: _WriteChain | None = None  # the chain write events are placed in
+        self._opening: asyncio.Task | None = None
+        self._tries: dict[tuple[str, int], int] = {}  # batches a place was handed to, failed
 
     @classmethod
     def from_settings(cls, repo: AuditRepository, ring: KeyRing,
@@ -148,7 +187,11 @@ class AuditWriter:
         stored, when it was sent but its commit was not confirmed; the event is linked by id
         if it is there and created if it is not."""
         future = asyncio.get_running_loop().create_future()
-        self._enqueue((event, future, stored is not None, stored), arrival)
+        self._enqueue((event, future, CREATE if stored is None else LINK, stored), arrival)
+        await self._answered(future, within)
+
+    @staticmethod
+    async def _answered(future: asyncio.Future, within: float | None) -> None:
         if within is None:
             await future
             return
@@ -163,7 +206,80 @@ class AuditWriter:
                      stored: Mapping[str, Any] | None = None) -> None:
         """Link an event whose write already committed it (pending) without waiting. `stored`:
         what the write stored of it (linking writes only what differs); unknown, everything."""
-        self._enqueue((event, None, True, stored), arrival)
+        self._enqueue((event, None, LINK, stored), arrival)
+
+    # -- write events -----------------------------------------------------------------------
+
+    def place(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """`event` (a write's, as its request expects to end) at the next number of this
+        writer's chain of write events, signed there; None while no such chain is open (the
+        write then stores its event pending, as any other write's). From here on the number
+        must be handed back (`pin`, `record_placed`)."""
+        writes = self._writes
+        now = datetime.now(UTC)
+        if writes is None or now >= writes.until - _WRITE_CHAIN_AHEAD:
+            self._open_soon()
+            if writes is None or now >= writes.until:
+                return None
+        writes.seq += 1
+        placed = {**event, "chain": writes.chain, "seq": writes.seq,
+                  "key_version": self._ring.active, "kind": WRITE}
+        placed["mac"] = sign(self._ring, placed)
+        return placed
+
+    def replaced(self, placed: Mapping[str, Any], event: Mapping[str, Any]) -> dict[str, Any]:
+        """`event`, as its request ended, at the place of `placed` (signed again there)."""
+        item = {**event, **{k: placed[k] for k in ("chain", "seq", "kind")},
+                "key_version": self._ring.active}
+        item["mac"] = sign(self._ring, item)
+        return item
+
+    def pin(self, placed: dict[str, Any], arrival: Arrival | None = None) -> None:
+        """A write event stored as its request ended: the next batch's block pins it."""
+        self._enqueue((placed, None, PIN, None), arrival)
+
+    async def record_placed(self, event: dict[str, Any], arrival: Arrival | None = None, *,
+                            within: float | None = None, wait: bool = True) -> None:
+        """A write event (`replaced`) written again at its place by the next batch, and pinned;
+        as `record` (with `wait`), or without waiting (its write committed: the request's
+        event is there, as it was expected)."""
+        if not wait:
+            self._enqueue((event, None, PLACE, None), arrival)
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._enqueue((event, future, PLACE, None), arrival)
+        await self._answered(future, within)
+
+    async def open_writes(self) -> bool:
+        """Open a chain of write events now, unless one is open; whether one is."""
+        if self._writes is None:
+            self._open_soon()
+            await asyncio.shield(self._opening)
+        return self._writes is not None
+
+    def _open_soon(self) -> None:
+        if self._opening is None or self._opening.done():
+            self._opening = asyncio.get_running_loop().create_task(
+                self._open_write_chain(), name="audit-write-chain",
+                context=contextvars.Context())
+
+    async def _open_write_chain(self) -> None:
+        """Make the next chain of write events; on a colliding id, with another. A failure
+        leaves write events on the pending path until a later write tries again."""
+        for _ in range(3):
+            until = datetime.now(UTC) + WRITE_CHAIN_SPAN
+            chain = new_chain_id()
+            try:
+                await self._repo.open_write_chain(chain, until)
+            except UniquenessViolation:
+                continue
+            except Exception as exc:
+                log.warning("audit write chain not opened; writes keep their events pending",
+                            extra={"error": type(exc).__name__})
+                return
+            metrics.AUDIT_CHAINS.inc()
+            self._writes = _WriteChain(chain, until)
+            return
 
     def _enqueue(self, item: _Item, arrival: Arrival | None) -> None:
         self._pending.append(item)
@@ -242,24 +358,37 @@ class AuditWriter:
         try:
             created: list[dict[str, Any]] = []
             linked: list[tuple[dict[str, Any], Mapping[str, Any]]] = []
-            for event, _, was_stored, stored in batch:
+            placed: list[dict[str, Any]] = []
+            pins: dict[str, list[dict[str, Any]]] = {}  # write events settled, by their chain
+            for event, _, mode, stored in batch:
+                if mode == PIN or mode == PLACE:
+                    pins.setdefault(event["chain"], []).append(event)
+                    if mode == PLACE:
+                        placed.append(event)
+                    continue
                 seq += 1
                 # Placed (audit/chain.py): its MAC covers its own fields, its place among them.
                 item = {**event, "chain": lane.chain, "seq": seq,
                         "key_version": self._ring.active}
                 item["mac"] = sign(self._ring, item)
-                if was_stored:
+                if mode == LINK:
                     linked.append((item, stored))
                 else:
                     created.append(item)
+            blocks = []
+            for chain, settled in pins.items():
+                seq += 1
+                blocks.append(self._block(lane.chain, seq, chain, settled))
             began = time.perf_counter()
-            await self._repo.write_batch(created, linked, chain=lane.chain, head_seq=seq)
+            await self._repo.write_batch(created, linked, chain=lane.chain, head_seq=seq,
+                                         blocks=blocks, placed=placed)
             took = time.perf_counter() - began
         except BaseException as exc:  # cancelled too: the commit's outcome is unknown
             metrics.AUDIT_FAILURES.inc()
             log.warning("audit batch not written; its requests fail closed",
                         extra={"error": type(exc).__name__, "events": len(batch)})
             self._lanes[self._lanes.index(lane)] = _Lane()  # a new chain for this lane
+            self._hand_on(batch)
             for _, future, _, _ in batch:
                 if future is not None and not future.done():
                     future.set_exception(Unavailable("The audit trail cannot be written; "
@@ -268,6 +397,9 @@ class AuditWriter:
                 raise
             return
         lane.seq = seq
+        for event, _, mode, _ in batch:
+            if mode == PIN or mode == PLACE:
+                self._tries.pop((event["chain"], event["seq"]), None)
         metrics.AUDIT_BATCHES.inc()
         metrics.AUDIT_EVENTS.inc(len(batch))
         metrics.AUDIT_BATCH_SIZE.observe(len(batch))
@@ -275,6 +407,46 @@ class AuditWriter:
         for _, future, _, _ in batch:
             if future is not None and not future.done():
                 future.set_result(None)
+
+    def _block(self, lane_chain: str, seq: int, chain: str,
+               settled: list[dict[str, Any]]) -> dict[str, Any]:
+        """A block at `seq` of a lane's chain: it settles the write events `settled` of `chain`
+        (each number once, the last version handed over standing)."""
+        macs = {event["seq"]: event["mac"] for event in settled}
+        block = {"id": str(uuid.uuid4()), "at": datetime.now(UTC), "token_ids": [],
+                 "kind": BLOCK, "settles": chain, "pins": list(macs),
+                 "pin_macs": list(macs.values()), "chain": lane_chain, "seq": seq,
+                 "key_version": self._ring.active}
+        block["mac"] = sign(self._ring, block)
+        return block
+
+    def _hand_on(self, batch: list[_Item]) -> None:
+        """The places of a batch that failed, handed to the next: the block that settles them
+        may not have been stored. A request about to be answered 503 has that answer written
+        at its place (its event signed again)."""
+        again: list[_Item] = []
+        for event, future, mode, _ in batch:
+            if mode != PIN and mode != PLACE:
+                continue
+            place = (event["chain"], event["seq"])
+            tries = self._tries[place] = self._tries.get(place, 0) + 1
+            if tries >= _PLACE_TRIES:
+                self._tries.pop(place, None)
+                log.warning("audit write event left unsettled after failed batches",
+                            extra={"tries": tries})
+                continue
+            if future is not None and not future.done():
+                event = self.replaced(event, {**event, "status": 503,
+                                              "outcome": outcome_of(503)})
+                mode = PLACE
+            again.append((event, None, mode, None))
+        if again:
+            self._pending[:0] = again
+            self._idle.clear()
+            self._wake.set()
+            if not self._stopping and (self._task is None or self._task.done()):
+                self._task = asyncio.get_running_loop().create_task(
+                    self._run(), name="audit-writer", context=contextvars.Context())
 
     async def settle(self) -> None:
         """Wait until every event handed over so far is written (or failed)."""
@@ -286,6 +458,10 @@ class AuditWriter:
         is still running, say) until nothing is left: batches in flight are waited for, never
         cancelled, and each lane still writes one batch at a time."""
         self._stopping = True
+        if self._opening is not None and not self._opening.done():
+            self._opening.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._opening
         if self._task is not None and not self._task.done():
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

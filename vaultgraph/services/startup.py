@@ -3,7 +3,8 @@ schema, check the key-encryption key against the stored tenant keys, open the po
 connections, have Neo4j plan every catalog statement and the search statement (the search
 statement's planning, seconds on a cold server, meanwhile), and run the write path once in a
 committed transaction whose writes are then removed (repository/warmup.py), so the first
-requests after a (re)start cost what later ones do. Until it is done `/ready` answers 503;
+requests after a (re)start cost what later ones do, and open the audit writer's chain of write
+events. Until it is done `/ready` answers 503;
 while Neo4j is down it retries with backoff. The log's "ready" line says how long it took."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from ..errors import Unavailable, WrongKey
 from ..repository.database import Database
 from ..repository.warmup import Prepared, prepare, rehearse
+from .audit_writer import AuditWriter
 from .health import Readiness
 from .tenants import TenantService
 
@@ -25,8 +27,10 @@ log = logging.getLogger("vaultgraph.startup")
 class Startup:
     def __init__(self, db: Database, readiness: Readiness, tenants: TenantService | None,
                  warm: int, max_pause: float = 0.5,
-                 prepare: Callable[[], Awaitable[None]] | None = None):
+                 prepare: Callable[[], Awaitable[None]] | None = None,
+                 writer: AuditWriter | None = None):
         self._db = db
+        self._writer = writer
         self._prepare = prepare
         self._readiness = readiness
         self._tenants = tenants
@@ -56,6 +60,8 @@ class Startup:
                                              concurrency=max(1, min(self._warm, 4)))
                     planned = time.perf_counter()
                     await self._rehearse(prepared)
+                    if self._writer is not None:  # creates' events placed from the first on
+                        await self._writer.open_writes()
                     rehearsed = time.perf_counter()
                     search_ms = await search
                     self.prepared = prepared

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from ..audit.context import note_shown, note_tokens
+from ..audit.context import expect, note_shown, note_tokens
 from ..auth.permissions import TOKEN_CREATE, TOKEN_DELETE, TOKEN_READ, TOKEN_UPDATE
 from ..auth.principal import Principal
 from ..auth.rules import MASK
@@ -317,6 +317,8 @@ class TokenService:
         `shows_data`, a body without data and mask (render)."""
         prepared = self.prepare(principal, body)
         token_id, draft, props = prepared.id, prepared.draft, prepared.props
+        if not draft.deduplicate:  # a create that may find its twin cannot say how it ends
+            expect(201, principal.decide(draft.containers, TOKEN_READ).transform)
         try:
             result = await self.repo.create(
                 tenant_id=principal.tenant_id, id=token_id, props=props,

@@ -1,0 +1,320 @@
+"""A create's audit event, stored once (docs/audit.md, "Write events"): complete, by the
+create's own statement, signed at its place in the writer's chain of write events, and settled
+by a block in a lane's chain that pins its MAC; written again at its place when the request
+ends otherwise. Verification, pruning and export over both."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from factories import database
+
+from vaultgraph.api.typedefs import services_key
+from vaultgraph.audit import context as audit_context
+from vaultgraph.audit.chain import placed_holds
+from vaultgraph.audit.ids import chain_forms, query_ids, route_number
+from vaultgraph.errors import Unavailable
+from vaultgraph.repository.audit import event_of
+
+CANARY = "4111111111111111"
+ROUTE_NUMBER = route_number("POST /tokens/{parent_id}/children")
+
+
+@pytest.fixture
+def settings(settings):
+    """One audit lane: the blocks are in "the" lane's chain."""
+    return dataclasses.replace(settings, audit_lanes=1)
+
+
+async def cypher(client, query: str, **params):
+    db = database(client.server.app)
+    records, _, _ = await db.driver.execute_query(query, params, database_=db.database)
+    return [r.data() for r in records]
+
+
+def services(client):
+    return client.server.app[services_key]
+
+
+async def settle(client) -> None:
+    await services(client).audit_writer.settle()
+
+
+async def create(client, headers, **extra):
+    return await client.post("/tokens", json={"type": "card", "data": {"number": CANARY},
+                                              **extra}, headers=headers)
+
+
+async def stored_event(client, token_id: str) -> dict:
+    """The write event naming `token_id`, as stored (properties and labels)."""
+    parts = query_ids(token_id=token_id)
+    [row] = await cypher(client, "MATCH (e:WriteAuditEvent) WHERE e.token_key = $k "
+                                 "AND e.token_rest = $r RETURN properties(e) AS p, "
+                                 "labels(e) AS labels", k=parts["token_key"],
+                         r=parts["token_rest"])
+    return row
+
+
+async def blocks(client, chain: str) -> list[dict]:
+    return [event_of(r["p"]) for r in await cypher(
+        client, "MATCH (b:AuditBlock {settles: $c}) RETURN properties(b) AS p", c=chain)]
+
+
+async def findings(client, *chains: str) -> list[str]:
+    audit_log = services(client).audit_log
+    return [f.describe() for f in await audit_log.verify(chains=set(chains))]
+
+
+def lane(client) -> str:
+    return services(client).audit_writer.chain
+
+
+@contextlib.asynccontextmanager
+async def batches_held(client):
+    """No batch is written until the block ends."""
+    gate = asyncio.Event()
+    writer = services(client).audit_writer
+    real_write = writer._write
+
+    async def held(lane_, batch):
+        await gate.wait()
+        await real_write(lane_, batch)
+
+    writer._write = held
+    try:
+        yield
+    finally:
+        gate.set()
+        writer._write = real_write
+
+
+async def test_a_create_s_event_is_stored_once_at_its_place_and_settled_by_a_block(
+        client, admin_headers, tenant):
+    resp = await create(client, admin_headers, metadata={"k": "v"})
+    card = await resp.json()
+    assert resp.status == 201
+    # Stored complete by the create's own statement, as the request ended: before any batch.
+    written = await stored_event(client, card["id"])
+    assert sorted(written["labels"]) == ["AuditEvent", "WriteAuditEvent"]
+    event = event_of(written["p"])
+    assert (event["kind"], event["status"], event["outcome"], event["operation"]) == (
+        "write", 201, "success", "token:create")
+    assert event["transform"] and event["token_ids"] == [card["id"]]
+    chain = event["chain"]
+    assert await cypher(client, "MATCH (c:AuditChain {id: $c}) RETURN c.writes AS writes, "
+                                "c.placed AS placed", c=chain) == [
+        {"writes": True, "placed": True}]
+    assert placed_holds(services(client).keyring, event)
+    await settle(client)
+    # Nothing more was written to it; a block in the lane's chain pins its MAC.
+    assert (await stored_event(client, card["id"]))["p"] == written["p"]
+    [block] = await blocks(client, chain)
+    assert block["chain"] == lane(client) and block["kind"] == "block"
+    assert dict(zip(block["pins"], block["pin_macs"], strict=True)) == {
+        event["seq"]: event["mac"]}
+    assert block.get("tenant_id") is None  # no tenant's GET /logs shows it
+    # GET /logs shows the event as any other.
+    resp = await client.get("/logs", params={"token_id": card["id"]}, headers=admin_headers)
+    [shown] = (await resp.json())["data"]
+    assert (shown["id"], shown["status"], shown["transform"]) == (
+        event["id"], 201, event["transform"])
+    assert "kind" not in shown and "chain" not in shown
+    assert await findings(client, chain, lane(client)) == []
+    # The export gives both, each holding at its own place.
+    since = event["at"] - timedelta(seconds=1)
+    exported = [e async for e in services(client).audit_log.export(
+        since, datetime.now(UTC) + timedelta(seconds=1))
+        if e["id"] in (event["id"], block["id"])]
+    assert len(exported) == 2
+    assert all(e["prev"] is None and placed_holds(services(client).keyring, e)
+               for e in exported)
+
+
+async def test_a_rolled_back_create_s_event_is_written_again_at_its_place(
+        client, admin_headers):
+    first = await create(client, admin_headers, id="tok-write-event-twice")
+    assert first.status == 201
+    again = await create(client, admin_headers, id="tok-write-event-twice")
+    assert again.status == 409
+    await settle(client)
+    rows = await cypher(client, "MATCH (e:WriteAuditEvent) WHERE e.token_id = $id "
+                                "RETURN properties(e) AS p ORDER BY e.seq",
+                        id="tok-write-event-twice")
+    events = [event_of(r["p"]) for r in rows]
+    assert [(e["status"], e["outcome"]) for e in events] == [(201, "success"),
+                                                             (409, "conflict")]
+    assert len({e["chain"] for e in events}) == 1
+    chain = events[0]["chain"]
+    pinned = {}
+    for block in await blocks(client, chain):
+        pinned.update(zip(block["pins"], block["pin_macs"], strict=True))
+    assert {e["seq"]: e["mac"] for e in events}.items() <= pinned.items()
+    assert await findings(client, chain, lane(client)) == []
+
+
+async def test_a_create_whose_commit_went_unconfirmed_has_its_answer_written_at_its_place(
+        client, admin_headers, tenant, monkeypatch):
+    """The statement committed, event and all, but its answer was lost: the request answers
+    503, and the batch writes that answer over the event its write stored (one event at the
+    place, the block pinning the 503), which a version put back is named for."""
+    def answer_lost() -> None:
+        raise Unavailable("the commit's answer was lost")
+
+    monkeypatch.setattr(audit_context, "written", answer_lost)
+    async with batches_held(client):
+        resp = asyncio.create_task(create(client, admin_headers, id="tok-write-event-lost"))
+        for _ in range(200):
+            rows = await cypher(client, "MATCH (e:WriteAuditEvent) WHERE e.token_id = $id "
+                                        "RETURN properties(e) AS p", id="tok-write-event-lost")
+            if rows:
+                break
+            await asyncio.sleep(0.01)
+        [first] = rows
+    assert (await resp).status == 503
+    monkeypatch.undo()
+    await settle(client)
+    rows = await cypher(client, "MATCH (e:WriteAuditEvent) WHERE e.token_id = $id "
+                                "RETURN properties(e) AS p", id="tok-write-event-lost")
+    [now] = [event_of(r["p"]) for r in rows]
+    assert event_of(first["p"])["status"] == 201
+    assert (now["status"], now["outcome"], now["seq"]) == (503, "unavailable",
+                                                           first["p"]["seq"])
+    chain = now["chain"]
+    assert await findings(client, chain) == []
+    # The version first stored, put back: it holds at its place, but is not the one pinned.
+    await cypher(client, "MATCH (e:WriteAuditEvent {id: $id}) SET e = $p",
+                 id=now["id"], p=first["p"])
+    assert await findings(client, chain) == [
+        f"edited: chain {chain} seq {now['seq']} (event {now['id']})"]
+
+
+async def placed_card(client, headers) -> tuple[dict, str]:
+    resp = await create(client, headers)
+    card = await resp.json()
+    await settle(client)
+    return card, event_of((await stored_event(client, card["id"]))["p"])
+
+
+async def test_verify_names_a_deleted_an_edited_and_a_moved_write_event(client, admin_headers):
+    cards = [await placed_card(client, admin_headers) for _ in range(3)]
+    chain = cards[0][1]["chain"]
+    assert await findings(client, chain) == []
+    (_, deleted), (_, edited), (_, moved) = cards
+    await cypher(client, "MATCH (e:WriteAuditEvent {id: $id}) DETACH DELETE e", id=deleted["id"])
+    await cypher(client, "MATCH (e:WriteAuditEvent {id: $id}) SET e.outcome = 'denied'",
+                 id=edited["id"])
+    # Moved to a number no write took (the constraint refuses one that is taken).
+    await cypher(client, "MATCH (e:WriteAuditEvent {id: $id}) SET e.seq = 1000", id=moved["id"])
+    assert await findings(client, chain) == [
+        f"deleted: chain {chain} seq {deleted['seq']}",
+        f"edited: chain {chain} seq {edited['seq']} (event {edited['id']})",
+        f"deleted: chain {chain} seq {moved['seq']}",
+        f"reordered: chain {chain} seq 1000 (event {moved['id']})"]
+
+
+async def test_an_event_no_block_settles_is_named_until_one_does(client, admin_headers):
+    """A request whose batch has not come (or whose process stopped before it): its event is
+    checked by its MAC and named unsettled."""
+    async with batches_held(client):
+        resp = await create(client, admin_headers)
+        card = await resp.json()
+        event = event_of((await stored_event(client, card["id"]))["p"])
+        assert await findings(client, event["chain"]) == [
+            f"unsettled: chain {event['chain']} seq {event['seq']} (event {event['id']})"]
+    await settle(client)
+    assert await findings(client, event["chain"]) == []
+
+
+async def test_the_writes_mark_is_checked_against_the_events(client, admin_headers):
+    _, event = await placed_card(client, admin_headers)
+    chain, own = event["chain"], lane(client)
+    await cypher(client, "MATCH (c:AuditChain {id: $c}) REMOVE c.writes", c=chain)
+    # Read as a lane's chain: its holes below the highest number and the mark are named.
+    assert f"edited: chain {chain} (event writes mark)" in await findings(client, chain)
+    await cypher(client, "MATCH (c:AuditChain {id: $c}) SET c.writes = true", c=chain)
+    await cypher(client, "MATCH (c:AuditChain {id: $c}) SET c.writes = true", c=own)
+    assert f"edited: chain {own} (event writes mark)" in await findings(client, own)
+
+
+async def test_a_block_deleted_with_what_it_pins_is_named_in_the_lane(client, admin_headers):
+    _, event = await placed_card(client, admin_headers)
+    [block] = await blocks(client, event["chain"])
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.id IN [$a, $b] DETACH DELETE e",
+                 a=block["id"], b=event["id"])
+    assert await findings(client, event["chain"], lane(client)) == [
+        f"deleted: chain {lane(client)} seq {block['seq']}"]
+
+
+async def test_a_failed_batch_hands_its_places_to_the_next(client, admin_headers, monkeypatch):
+    writer = services(client).audit_writer
+    repo = writer._repo
+    real = repo.write_batch
+    failed = []
+
+    async def once_down(created, linked, **kwargs):
+        if kwargs.get("blocks") and not failed:
+            failed.append(kwargs["blocks"])
+            raise Unavailable("down for one batch")
+        await real(created, linked, **kwargs)
+
+    monkeypatch.setattr(repo, "write_batch", once_down)
+    card, event = await placed_card(client, admin_headers)
+    await client.get(f"/tokens/{card['id']}", headers=admin_headers)  # a batch after it
+    await settle(client)
+    assert failed  # the first block was not written; the next pinned the event
+    [block] = await blocks(client, event["chain"])
+    assert block["pins"] == [event["seq"]] and block["pin_macs"] == [event["mac"]]
+    assert await findings(client, event["chain"]) == []
+
+
+async def test_a_prune_takes_a_past_chain_of_write_events_but_what_a_kept_block_pins(
+        client, admin_headers):
+    card, pruned = await placed_card(client, admin_headers)
+    await client.get(f"/tokens/{card['id']}", headers=admin_headers)  # then a read's event
+    await settle(client)
+    _, kept = await placed_card(client, admin_headers)
+    chain = kept["chain"]
+    [held_block] = [b for b in await blocks(client, chain) if b["pins"] == [kept["seq"]]]
+    # The lane's chain cannot be pruned past an edited event before the kept block: it stays,
+    # and so does what it pins. The block before the edit goes, and its event with it.
+    await cypher(client, "MATCH (e:AuditEvent) WHERE e.chain IN $cs AND e.seq = $s "
+                         "SET e.outcome = 'denied'", cs=chain_forms(lane(client)),
+                 s=held_block["seq"] - 1)
+    pruner = services(client).audit_pruner
+    await pruner.prune_before(datetime.now(UTC) + timedelta(days=1))  # every chain's past
+    left = await cypher(client, "MATCH (e:WriteAuditEvent) WHERE e.id IN [$a, $b] "
+                                "RETURN e.id AS id", a=kept["id"], b=pruned["id"])
+    assert left == [{"id": kept["id"]}]
+    assert await blocks(client, chain) == [held_block]
+    assert await findings(client, chain) == []
+
+
+async def test_a_child_s_event_names_both_tokens_and_is_found_by_each_once(client, admin_headers):
+    """A child token's create names its parent too: its write gives the event an AUDIT_REF a
+    token, and the event written again at its place (a taken id, here) has them once each."""
+    parent = await (await create(client, admin_headers)).json()
+    for expected in (201, 409):
+        resp = await client.post(f"/tokens/{parent['id']}/children",
+                                 json={"type": "card", "id": "tok-write-event-child",
+                                       "data": {"number": CANARY}}, headers=admin_headers)
+        assert resp.status == expected, await resp.text()
+    await settle(client)
+    for token_id in (parent["id"], "tok-write-event-child"):
+        resp = await client.get("/logs", params={"token_id": token_id}, headers=admin_headers)
+        shown = [(e["route"], e["status"]) for e in (await resp.json())["data"]
+                 if e["route"] == "POST /tokens/{parent_id}/children"]
+        assert sorted(shown) == [("POST /tokens/{parent_id}/children", 201),
+                                 ("POST /tokens/{parent_id}/children", 409)], token_id
+    rows = await cypher(client, "MATCH (e:WriteAuditEvent)-[r:AUDIT_REF]->(e) "
+                                "WHERE e.status = 409 AND e.route = $route "
+                                "AND e.token_ids IS NOT NULL RETURN e.id AS id, count(r) AS refs",
+                        route=ROUTE_NUMBER)
+    assert rows and all(r["refs"] == 2 for r in rows)
+    chains = {event_of(r["p"])["chain"] for r in await cypher(
+        client, "MATCH (e:WriteAuditEvent) WHERE e.route = $route RETURN properties(e) AS p",
+        route=ROUTE_NUMBER)}
+    assert await findings(client, *chains) == []
