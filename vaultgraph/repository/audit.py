@@ -206,6 +206,12 @@ class AuditRepository:
         """The blocks stored that settle the chain of write events `chain`."""
         return [event_of(r["event"]) for r in await self._db.read("audit/blocks", chain=chain)]
 
+    async def block_pins(self, chain: str, until: datetime) -> set[Any]:
+        """Every number the blocks stored before `until` name in the chain of write events
+        `chain` (whatever their MACs)."""
+        records = await self._db.read("audit/block_pins", chain=chain, until=at_number(until))
+        return {seq for r in records if isinstance(r["pins"], list) for seq in r["pins"]}
+
     async def chains(self) -> list[ChainInfo]:
         records = await self._db.read("audit/chains")
         return [ChainInfo(r["chain"], r["head"],

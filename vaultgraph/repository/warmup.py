@@ -113,6 +113,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     # The audit writer's batch of events no statement stored (reads), and of writes' events.
     "audit/write_batch": {"created": [{}]},
     "audit/open_write_chain": {"until": 1},
+    "audit/block_pins": {"until": 1},
     "audit/chain_events": {"after": 1},
     "audit/export": {"times": time_forms(since=_WHEN, until=_WHEN, after=_WHEN)},
     "audit/prune_leftovers": {"times": time_forms(cutoff=_WHEN, after=_WHEN)},

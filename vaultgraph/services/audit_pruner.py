@@ -16,8 +16,13 @@ from ..audit.event import WRITE
 from ..crypto import KeyRing
 from ..repository.audit import BEGINNING, AuditRepository, native
 from .audit_log import checkpoint_sig
+from .audit_writer import WRITE_CHAIN_SPAN
 
 log = logging.getLogger("vaultgraph.services.audit")
+
+# How far apart a write event's time (its request's arrival) and the time of the block that
+# settles it may lie, at the most: a request's budget and a few batches are seconds.
+_SKEW = timedelta(hours=1)
 
 
 class AuditPruner:
@@ -50,9 +55,9 @@ class AuditPruner:
         and its checkpoint moves to the last one deleted: nothing of a chain stays below its
         checkpoint, so a deletion anywhere is named by `verify`. A chain is pruned up to an event
         that does not continue it (a number missing or taken twice, a link or MAC that does
-        not hold: tampering), never past it. Then a chain of write events whose writer gave its
-        last number before the cutoff loses each event no block still stored settles (the
-        blocks pruned above took theirs with them: `_prune_writes`). Then events out of every
+        not hold: tampering), never past it. Then a chain of write events whose hour began before
+        the cutoff loses each event past the retention that no block still stored names (the
+        blocks pruned above released theirs: `_prune_writes`). Then events out of every
         chain's order (below a checkpoint, never linked, in no known chain) go by time alone."""
         pruned, cutoff, batch = 0, native(cutoff), max(1, batch)
         infos = await self._repo.chains()
@@ -61,22 +66,27 @@ class AuditPruner:
             if not info.writes and info.head is not None and info.head > done:
                 pruned += await self._prune_chain(info.chain, cutoff, batch)
         for info in infos:
-            if info.writes and info.until is not None and info.until <= cutoff:
+            # A chain of write events holding any event past the retention: its hour began
+            # before the cutoff (one whose hour ends after it keeps its later events).
+            if info.writes and info.until is not None and info.until - WRITE_CHAIN_SPAN <= cutoff:
                 pruned += await self._prune_writes(info.chain, cutoff, batch)
         return pruned + await self._prune_leftovers(cutoff, batch)
 
     async def _prune_writes(self, chain: str, cutoff: datetime, batch: int) -> int:
-        """A chain of write events past the retention: each event no stored block names, its
-        MAC holding at its place, goes. One a block still pins stays until that block is
+        """A chain of write events: each event past the retention that no stored block names,
+        its MAC holding at its place, goes. One a block still pins stays until that block is
         pruned (a lane's prune stopped at a finding keeps what its blocks pin: verification
         still checks them); one whose MAC fails stays for verification to name."""
         # Every number a stored block names, its MAC holding or not: an edited block is named
-        # by its own chain's verification, and what it pins stays for that.
-        pins = {seq for block in await self._repo.blocks(chain)
-                for seq in (block.get("pins") if isinstance(block.get("pins"), list) else ())}
+        # by its own chain's verification, and what it pins stays for that. A block is stored
+        # within seconds of the events it settles (a batch that fails hands them to the next),
+        # so those stored well past the cutoff name none this prune may take.
+        pins = await self._repo.block_pins(chain, cutoff + _SKEW)
         pruned, gone = 0, []
         async for event in self._repo.chain_events(chain):
             at = event.get("at")
+            if isinstance(at, datetime) and at >= cutoff + _SKEW:
+                break  # numbers follow the writes' order: none past here is old enough
             if (event["seq"] in pins or event.get("kind") != WRITE
                     or not isinstance(at, datetime) or at >= cutoff
                     or not placed_holds(self._ring, event)):

@@ -271,8 +271,12 @@ async def test_a_failed_batch_hands_its_places_to_the_next(client, admin_headers
     assert await findings(client, event["chain"]) == []
 
 
-async def test_a_prune_takes_a_past_chain_of_write_events_but_what_a_kept_block_pins(
-        client, admin_headers):
+@pytest.mark.parametrize("ahead", [timedelta(0), timedelta(days=1)],
+                         ids=["its-hour-not-past", "its-hour-past"])
+async def test_a_prune_takes_a_chain_of_write_events_but_what_a_kept_block_pins(
+        client, admin_headers, ahead):
+    """Pruned as of now (the chain's hour began before the cutoff and ends after it), or as of
+    a day ahead (its whole hour past)."""
     card, pruned = await placed_card(client, admin_headers)
     await client.get(f"/tokens/{card['id']}", headers=admin_headers)  # then a read's event
     await settle(client)
@@ -285,7 +289,7 @@ async def test_a_prune_takes_a_past_chain_of_write_events_but_what_a_kept_block_
                          "SET e.outcome = 'denied'", cs=chain_forms(lane(client)),
                  s=held_block["seq"] - 1)
     pruner = services(client).audit_pruner
-    await pruner.prune_before(datetime.now(UTC) + timedelta(days=1))  # every chain's past
+    await pruner.prune_before(datetime.now(UTC) + ahead)  # (other tests' chains too)
     left = await cypher(client, "MATCH (e:WriteAuditEvent) WHERE e.id IN [$a, $b] "
                                 "RETURN e.id AS id", a=kept["id"], b=pruned["id"])
     assert left == [{"id": kept["id"]}]
