@@ -222,15 +222,17 @@ class AuditWriter:
             if writes is None or now >= writes.until:
                 return None
         writes.seq += 1
-        placed = {**event, "chain": writes.chain, "seq": writes.seq,
-                  "key_version": self._ring.active, "kind": WRITE}
-        placed["mac"] = sign(self._ring, placed)
-        return placed
+        return self._signed_at(event, writes.chain, writes.seq, kind=WRITE)
 
     def replaced(self, placed: Mapping[str, Any], event: Mapping[str, Any]) -> dict[str, Any]:
         """`event`, as its request ended, at the place of `placed` (signed again there)."""
-        item = {**event, **{k: placed[k] for k in ("chain", "seq", "kind")},
-                "key_version": self._ring.active}
+        return self._signed_at(event, placed["chain"], placed["seq"], kind=placed["kind"])
+
+    def _signed_at(self, event: Mapping[str, Any], chain: str, seq: int,
+                   **fields: Any) -> dict[str, Any]:
+        """`event` (with `fields`) at `seq` of `chain`, signed there under the active key
+        (placed, audit/chain.py: its MAC covers its own fields, its place among them)."""
+        item = {**event, **fields, "chain": chain, "seq": seq, "key_version": self._ring.active}
         item["mac"] = sign(self._ring, item)
         return item
 
@@ -284,6 +286,10 @@ class AuditWriter:
     def _enqueue(self, item: _Item, arrival: Arrival | None) -> None:
         self._pending.append(item)
         self._handed(arrival)
+        self._woken()
+
+    def _woken(self) -> None:
+        """Something is pending: the writer's task runs (started if it is not)."""
         self._idle.clear()
         self._wake.set()
         if self._stopping:
@@ -367,10 +373,7 @@ class AuditWriter:
                         placed.append(event)
                     continue
                 seq += 1
-                # Placed (audit/chain.py): its MAC covers its own fields, its place among them.
-                item = {**event, "chain": lane.chain, "seq": seq,
-                        "key_version": self._ring.active}
-                item["mac"] = sign(self._ring, item)
+                item = self._signed_at(event, lane.chain, seq)
                 if mode == LINK:
                     linked.append((item, stored))
                 else:
@@ -413,12 +416,9 @@ class AuditWriter:
         """A block at `seq` of a lane's chain: it settles the write events `settled` of `chain`
         (each number once, the last version handed over standing)."""
         macs = {event["seq"]: event["mac"] for event in settled}
-        block = {"id": str(uuid.uuid4()), "at": datetime.now(UTC), "token_ids": [],
-                 "kind": BLOCK, "settles": chain, "pins": list(macs),
-                 "pin_macs": list(macs.values()), "chain": lane_chain, "seq": seq,
-                 "key_version": self._ring.active}
-        block["mac"] = sign(self._ring, block)
-        return block
+        return self._signed_at({"id": str(uuid.uuid4()), "at": datetime.now(UTC),
+                                "token_ids": []}, lane_chain, seq, kind=BLOCK, settles=chain,
+                               pins=list(macs), pin_macs=list(macs.values()))
 
     def _hand_on(self, batch: list[_Item]) -> None:
         """The places of a batch that failed, handed to the next: the block that settles them
@@ -442,11 +442,7 @@ class AuditWriter:
             again.append((event, None, mode, None))
         if again:
             self._pending[:0] = again
-            self._idle.clear()
-            self._wake.set()
-            if not self._stopping and (self._task is None or self._task.done()):
-                self._task = asyncio.get_running_loop().create_task(
-                    self._run(), name="audit-writer", context=contextvars.Context())
+            self._woken()
 
     async def settle(self) -> None:
         """Wait until every event handed over so far is written (or failed)."""
