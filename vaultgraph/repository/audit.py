@@ -53,7 +53,7 @@ class ChainInfo:
     checkpoint_sig: str | None
     placed: bool = False  # its events signed at their place, not after the MAC before
     writes: bool = False  # a chain of write events (audit/chain.py `verify_writes`)
-    until: datetime | None = None  # a chain of write events: when its writer stopped giving
+    until: datetime | None = None  # a chain of write events: from when it gives no number
 
 
 def native(at: Any) -> Any:
