@@ -31,8 +31,9 @@ SYSTEM = "system"  # the application id of the service's own work (expiry sweeps
 def outcome_of(status: int) -> str:
     if status < 400:
         return "success"
+    # 499: a request left unanswered (cancelled, the server stopping), as a 503 serves nothing
     return {401: "denied", 403: "denied", 404: "not_found", 409: "conflict",
-            429: "rate_limited", 503: "unavailable"}.get(
+            429: "rate_limited", 499: "unavailable", 503: "unavailable"}.get(
         status, "invalid" if status < 500 else "error")
 
 

@@ -252,6 +252,18 @@ class AuditWriter:
         self._enqueue((event, future, PLACE, None), arrival)
         await self._answered(future, within)
 
+    def record_unanswered(self, event: dict[str, Any], arrival: Arrival | None = None, *,
+                          placed: dict[str, Any] | None = None,
+                          stored: Mapping[str, Any] | None = None) -> None:
+        """The event of a request that ended unanswered (cancelled), written by the next batch
+        with no one waiting: at its write's place (`placed`, where the batch waits for a write
+        still running), linked (`stored`: its write was sent, and committed or not), or
+        created (no write was sent)."""
+        if placed is not None:
+            self._enqueue((self.replaced(placed, event), None, PLACE, None), arrival)
+        else:
+            self._enqueue((event, None, CREATE if stored is None else LINK, stored), arrival)
+
     async def open_writes(self) -> bool:
         """Open a chain of write events now, unless one is open; whether one is."""
         if self._writes is None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import uuid
 from datetime import UTC, datetime, timedelta
 
+import aiohttp
 import pytest
 from factories import database
 
@@ -322,3 +324,37 @@ async def test_a_child_s_event_names_both_tokens_and_is_found_by_each_once(clien
         client, "MATCH (e:WriteAuditEvent) WHERE e.route = $route RETURN properties(e) AS p",
         route=ROUTE_NUMBER)}
     assert await findings(client, *chains) == []
+
+
+def cancelled(*_args, **_kwargs) -> None:
+    raise asyncio.CancelledError
+
+
+@pytest.mark.parametrize(("step", "extra"), [
+    ("vaultgraph.services.tokens.expect", {}), ("vaultgraph.audit.context.written", {}),
+    ("vaultgraph.audit.context.written", {"deduplicate_token": True})],
+    ids=["before-its-write", "after-its-write-placed", "after-its-write-pending"])
+async def test_a_request_cancelled_unanswered_still_leaves_its_event(
+        client, admin_headers, monkeypatch, step, extra):
+    """The server stopping with a create unanswered cancels it (past the errors middleware):
+    its event is still handed over, as left unanswered (499), at its write's place, linked
+    to what its write stored, or created when no write was sent; nothing is left for verify
+    to name."""
+    trace = uuid.uuid4().hex
+    monkeypatch.setattr(step, cancelled)
+    with contextlib.suppress(aiohttp.ClientError):
+        async with asyncio.timeout(30):
+            resp = await create(client, {**admin_headers, "SVC-TRACE-ID": trace}, **extra)
+            pytest.fail(f"answered {resp.status}")
+    monkeypatch.undo()
+    await settle(client)
+    rows = await cypher(client, "MATCH (e:AuditEvent) WHERE e.trace_id = $t "
+                                "RETURN properties(e) AS p, labels(e) AS labels", t=trace)
+    [row] = rows
+    event = event_of(row["p"])
+    assert (event["status"], event["outcome"], event["reason"]) == (
+        499, "unavailable", "cancelled")
+    placed = step.endswith("written") and not extra
+    assert ("WriteAuditEvent" in row["labels"]) == placed
+    assert "PendingAuditEvent" not in row["labels"]
+    assert await findings(client, event["chain"], lane(client)) == []
