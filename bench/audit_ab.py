@@ -5,8 +5,8 @@ alternating in short rounds against one warmed Neo4j of its own, 32 requests at 
 `make bench` runs taken minutes apart differ by up to 60 % on this machine for identical code;
 rounds that alternate within a minute share the machine's state, so the medians compare.
 
-With BENCH_AUDIT_AB_WITHOUT=<index>,... a second Neo4j runs beside the first, the same schema
-less those indexes (the trail's own: what fewer index entries an event would save), and each
+With BENCH_AUDIT_AB_WITHOUT=<index or constraint>,... a second Neo4j runs beside the first, the
+same schema less those (the trail's own: what fewer index entries an event would save), and each
 round runs every workload on both, audited and plain, in an order that rotates from round to
 round; each side is reported against its own plain mode. With BENCH_AUDIT_AB_FORMS=once,ahead,intent
 a Neo4j runs beside the first for each form named, the full schema, whose bare side stores a
@@ -95,11 +95,15 @@ class Side:
         self.writer = AuditWriter.from_settings(repo, ring, defaults)
         self.groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
         await db.apply_schema()
-        names = {r["name"] for r in (await db.driver.execute_query("SHOW INDEXES YIELD name"))[0]}
+        # A constraint owns its index: it is dropped as a constraint.
+        named = {kind: {r["name"] for r in (await db.driver.execute_query(
+            f"SHOW {shown} YIELD name"))[0]}
+            for kind, shown in (("CONSTRAINT", "CONSTRAINTS"), ("INDEX", "INDEXES"))}
         for name in self.without:
-            if name not in names:
-                raise SystemExit(f"no index named {name!r} in the schema")
-            await db.driver.execute_query(f"DROP INDEX {name}")  # a name the schema just listed
+            kind = next((k for k in named if name in named[k]), None)
+            if kind is None:
+                raise SystemExit(f"no index or constraint named {name!r} in the schema")
+            await db.driver.execute_query(f"DROP {kind} {name}")  # a name the schema just listed
         say(f"loading {tokens:,} tokens")
         tenant = await create_bench_tenant(db, ring)
         ids = await load_tokens(db, tenant, 0, tokens, 5_000)

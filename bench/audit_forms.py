@@ -79,8 +79,8 @@ _LINKS = re.compile(r"FOREACH \(ev IN CASE WHEN in_order THEN \$linked.*?(?=\nFO
 # write events in place of completing each. `_ahead`: the same batch storing, first, the events
 # handed over ahead of their write, pending, as the write's statement would have stored them.
 _ONCE_PREFIX = variant(
-    AUDIT_PREFIX, "CREATE (audit_event:AuditEvent:PendingAuditEvent) SET audit_event = $audit, "
-    "audit_event.at = $audit_at }",
+    AUDIT_PREFIX, "CREATE (audit_event:AuditEvent:PendingAuditEvent $audit) "
+    "SET audit_event.at = $audit_at }",
     "CREATE (audit_event:AuditEvent) SET audit_event = $audit, audit_event.at = $audit_at, "
     "audit_event.chain = $audit_chain, audit_event.seq = $audit_seq, "
     "audit_event.mac = $audit_mac, audit_event.mac_end = $audit_mac_end }")

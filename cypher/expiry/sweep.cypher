@@ -41,12 +41,12 @@ CALL (t) {
   WITH t, fingerprint, webhook_event
   @release_dedup_lock(t, fingerprint)
   @outbox(webhook_event)
-  CREATE (e:AuditEvent:PendingAuditEvent)
-  SET e = {id: randomUUID(), at: datetime().epochSeconds * 1000000 + datetime().microsecond,
+  CREATE (e:AuditEvent:PendingAuditEvent {
+           id: randomUUID(), at: datetime().epochSeconds * 1000000 + datetime().microsecond,
            tenant_id: t.tenant_id,
            application_id: $event.application_id, operation: $event.operation,
            trace_id: $event.trace_id, token_ids: [t.id], outcome: "success", status: 204,
-           reason: $reason, pending: true}
+           reason: $reason, pending: true})
   RETURN e {.*} AS event
 } IN TRANSACTIONS OF $batch ROWS ON ERROR CONTINUE REPORT STATUS AS status
 RETURN event, status.committed AS committed, status.transactionId AS batch
