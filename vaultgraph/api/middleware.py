@@ -190,11 +190,10 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
             # bookkeeping, the change), not one per statement.
             with request_deadline(request.app[settings_key].request_timeout) as budget:
                 response = await handler(request)
-        except BaseException:
-            # Cancelled (the server stopping with the request unanswered), or anything else the
-            # errors middleware does not answer: nothing was answered, and the event is still
-            # handed over, without waiting, whatever its write did (a write event's place is
-            # written again; the batch waits for a write still running there).
+        except asyncio.CancelledError:
+            # The server stopping with the request unanswered: the event is still handed over,
+            # without waiting, whatever its write did (a write event's place is written again;
+            # the batch waits for a write still running there).
             audit_context.note_reason("cancelled")
             writer.record_unanswered(note.event(CLIENT_CLOSED, request.get(PRINCIPAL)), arrival,
                                      placed=note.placed, stored=note.stored)
