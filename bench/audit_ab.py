@@ -23,6 +23,10 @@ one; written to `bench/results/audit-ab-latest.json` and a dated copy.
         .venv/bin/python -m bench.audit_ab
     BENCH_AUDIT_AB_WARMUP=3 BENCH_AUDIT_AB_FORMS=once,ahead,intent \
         .venv/bin/python -m bench.audit_ab
+    BENCH_AUDIT_AB_WORKLOADS=tokenize,update .venv/bin/python -m bench.audit_ab
+
+BENCH_AUDIT_AB_WORKLOADS names the workloads measured (bench/workloads.py; create and get
+unless it is set).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from .environment import new_kek, say
 from .run import provenance, write_results
 from .workloads import WORKLOADS, Context, audited
 
-MEASURED = ("create", "get")
+MEASURED = ("create", "get")  # BENCH_AUDIT_AB_WORKLOADS=<name>,... measures others
 CONCURRENCY = 32
 
 
@@ -135,7 +139,7 @@ def failed_batches() -> float:
 
 
 async def measure(sides: dict[str, Side], rounds: int, warmup: int, requests: int,
-                  tokens: int) -> dict:
+                  tokens: int, measured: tuple[str, ...] = MEASURED) -> dict:
     failed_before = failed_batches()
     try:
         for side in sides.values():
@@ -143,7 +147,7 @@ async def measure(sides: dict[str, Side], rounds: int, warmup: int, requests: in
         rng = random.Random(7)  # noqa: S311 - which test data, not secrets
         samples: dict[tuple[str, str, bool], list[dict]] = {}
         for n in range(warmup + rounds):  # the warm-up rounds are not kept
-            for name in MEASURED:
+            for name in measured:
                 for label, audit in orders(list(sides), n):
                     side = sides[label]
                     pool = next(w for w in WORKLOADS if w.name == name).items(side.ctx, rng)
@@ -160,15 +164,16 @@ async def measure(sides: dict[str, Side], rounds: int, warmup: int, requests: in
     return summarize(samples, {label: {"indexes_dropped": list(side.without),
                                        "write_event_form": side.form.name if side.form
                                        else "service"} for label, side in sides.items()},
-                     rounds, warmup, requests)
+                     rounds, warmup, requests, measured)
 
 
 def summarize(samples: dict[tuple[str, str, bool], list[dict]],
-              sides: dict[str, dict], rounds: int, warmup: int, requests: int) -> dict:
+              sides: dict[str, dict], rounds: int, warmup: int, requests: int,
+              measured: tuple[str, ...] = MEASURED) -> dict:
     out: dict = {**provenance(), "rounds": rounds, "warmup_rounds": warmup,
                  "requests_per_round": requests, "concurrency": CONCURRENCY,
                  "sides": sides, "workloads": {}}
-    for name in MEASURED:
+    for name in measured:
         for label in sides:
             row: dict = {}
             for audit in (False, True):
@@ -213,6 +218,10 @@ def main() -> int:
     tokens = int(os.environ.get("BENCH_AUDIT_AB_TOKENS", "20000"))
     without = tuple(n for n in os.environ.get("BENCH_AUDIT_AB_WITHOUT", "").split(",") if n)
     forms = [n for n in os.environ.get("BENCH_AUDIT_AB_FORMS", "").split(",") if n]
+    measured = tuple(n for n in os.environ.get("BENCH_AUDIT_AB_WORKLOADS", "").split(",")
+                     if n) or MEASURED
+    if unknown := set(measured) - {w.name for w in WORKLOADS}:
+        raise SystemExit(f"BENCH_AUDIT_AB_WORKLOADS: no workload named {sorted(unknown)}")
     with contextlib.ExitStack() as stack:
         sides = {FULL: Side(stack.enter_context(
             fresh_neo4j("audit-ab", heap="1g", pagecache="512m")), ())}
@@ -224,7 +233,7 @@ def main() -> int:
                 fresh_neo4j(f"audit-ab-{form}", heap="1g", pagecache="512m")), form=form)
         for side in sides.values():
             side.neo.start()
-        result = asyncio.run(measure(sides, rounds, warmup, requests, tokens))
+        result = asyncio.run(measure(sides, rounds, warmup, requests, tokens, measured))
     print(table(result))
     say(f"wrote {write_results(result, 'audit-ab-')}")
     return 0
