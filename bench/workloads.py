@@ -471,6 +471,7 @@ async def _bare_tokenize(ctx, batch):
     # The service names every token of the batch in the write's audit event (one AUDIT_REF
     # each in the store): the bare side's event must name them too.
     audit_context.note_tokens([row.id for row in rows])
+    audit_context.expect(200, *["mask"] * len(rows))  # as the service declares a tokenize's end
     created = await ctx.tokens.create_many(tenant_id=ctx.tenant.tenant_id, rows=rows,
                                            expired=(expiry.ACTOR, expiry.REASON))
     if len(created) != len(rows) or None in created.values():

@@ -30,7 +30,8 @@ EXPLAIN = "EXPLAIN "
 
 
 async def _use_cases(http: aiohttp.ClientSession, key: str) -> None:
-    """What a client does first: create, read, list, change, link, delete, read the trail."""
+    """What a client does first: create, read, tokenize, list, change, link, delete, read
+    the trail."""
     headers = {"SVC-API-KEY": key}
 
     async def call(method: str, path: str, status: int, *, json=None,
@@ -45,6 +46,8 @@ async def _use_cases(http: aiohttp.ClientSession, key: str) -> None:
     child = await call("POST", "/tokens", 201, json={"type": "token", "data": "x"},
                        content_type="application/json")
     await call("GET", f"/tokens/{parent['id']}", 200)
+    await call("POST", "/tokenize", 200, json=[CARD, {"type": "token", "data": "y"}],
+               content_type="application/json")
     await call("GET", "/tokens", 200)
     await call("PATCH", f"/tokens/{child['id']}", 200, json={"metadata": {"k": "v"}},
                content_type="application/merge-patch+json")

@@ -153,17 +153,16 @@ def stored_skeleton(skeleton: dict[str, Any]) -> dict[str, Any]:
     return compact_ids(token_scalar(dict(skeleton)), in_place=True)
 
 
-def expect(status: int, shown: str | None = None) -> None:
+def expect(status: int, *shown: str | None) -> None:
     """Declare what the request's event will be if it ends as its next write expects: answered
-    `status`, showing one more token under the transform `shown`. Its write may then store the
-    event complete at a place of its own (`write_event`), and nothing more is written of it
-    when the request ends so."""
+    `status`, showing one more token under each transform of `shown` (a create one, a tokenize
+    one an item). Its write may then store the event complete at a place of its own
+    (`write_event`), and nothing more is written of it when the request ends so."""
     note = current.get()
     if note is None or note.principal is None:
         return
     transforms = Counter(note.transforms)
-    if shown is not None:
-        transforms[shown] += 1
+    transforms.update(t for t in shown if t is not None)
     note.expected = note.event(status, transforms=transforms)
 
 

@@ -101,6 +101,9 @@ SAMPLES: dict[str, Any] = {
 _NO_APPLICATION = {"application_id": None, "application_key": None, "application_rest": None}
 OVERRIDES: dict[str, dict[str, Any]] = {
     "tokens/create": {"parent_id": None},
+    # Rows of several items, as a tokenize sends them: Neo4j tells a list of maps from an
+    # empty one (and, unless told not to, a list of one from one of up to ten).
+    "tokens/create_many": {"rows": [{}, {}]},
     "tokens/update": {"meta_kvs": [_ID]},  # a merge patch of metadata: an entry at least
     "tokens/list_by_type": {"types": []},
     "tokens/list_by_ids": {"ids": []},
@@ -127,8 +130,11 @@ MORE_FORMS: dict[str, list[dict[str, Any]]] = {
                           {"created": [], "blocks": [{}], "placed": [{}]}],
 }
 # Writes a request may send with its event stored complete at its place (PLACED_PREFIX): a
-# create that declared how it ends (services/tokens.py).
-PLACEABLE = ("tokens/create",)
+# create or a tokenize that declared how it ends (services/tokens.py, services/bulk.py). Each
+# is planned twice: its event naming one token (held as a scalar, no AUDIT_REF) and naming
+# several (a child's create, a tokenize of more than one item: an AUDIT_REF each).
+PLACEABLE = ("tokens/create", "tokens/create_many")
+SEVERAL_NAMED = {"audit_refs": [[1, 1], [1, 1]], "audit_tenant_key": 1}
 
 # Not planned here: the schema (applied, not planned) and the search statement, which takes
 # seconds of Neo4j's planning on a cold server: start-up plans it on its own connection
@@ -266,6 +272,7 @@ async def prepare(db: Database, concurrency: int = 4) -> Prepared:
             if name in PLACEABLE:
                 placed = audited_text(text, placed=True)
                 await planned(placed, sample_parameters(name, placed))
+                await planned(placed, {**sample_parameters(name, placed), **SEVERAL_NAMED})
 
     names = [n for n in db.catalog.names() if not n.startswith(NOT_HERE)]
     outcomes = await asyncio.gather(*(one(name) for name in names), return_exceptions=True)

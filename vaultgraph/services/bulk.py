@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..audit.context import note_tokens
+from ..audit.context import expect, note_tokens
 from ..auth.permissions import TOKEN_READ
 from ..auth.principal import Principal
 from ..errors import Conflict, Invalid, VaultError, add_error
@@ -99,6 +99,18 @@ class BulkService:
             self.renderer.run_inline(prepare_all)
         if ready:
             note_tokens(tuple(p.id for p in ready.values()))  # in the write's own audit event
+            if not any(p.draft.deduplicate for p in ready.values()):
+                # Without dedup each item ends created, shown under its own transform: the
+                # write may store the request's event as the request is expected to end (an
+                # item whose id turns out taken ends it otherwise, and its event is written
+                # again). An item that may find its twin cannot say how it ends.
+                transforms: dict[tuple[str, ...], str | None] = {}
+                for p in ready.values():
+                    key = tuple(p.draft.containers)
+                    if key not in transforms:
+                        transforms[key] = principal.decide(p.draft.containers,
+                                                           TOKEN_READ).transform
+                expect(200, *(transforms[tuple(p.draft.containers)] for p in ready.values()))
             created = await self.repo.create_many(
                 tenant_id=principal.tenant_id, expired=(expiry.ACTOR, expiry.REASON),
                 rows=[NewToken(index, p.id, p.props, p.draft.expires_at,

@@ -326,6 +326,64 @@ async def test_a_child_s_event_names_both_tokens_and_is_found_by_each_once(clien
     assert await findings(client, *chains) == []
 
 
+TOKENIZE_ROUTE = route_number("POST /tokenize")
+
+
+async def tokenize_events(client) -> list[dict]:
+    """Every tokenize's event, as stored: each with its labels, ordered by time."""
+    rows = await cypher(client, "MATCH (e:AuditEvent) WHERE e.route = $route RETURN "
+                                "properties(e) AS p, labels(e) AS labels ORDER BY e.at",
+                        route=TOKENIZE_ROUTE)
+    return [{**event_of(r["p"]), "labels": sorted(r["labels"])} for r in rows]
+
+
+async def test_a_tokenize_s_event_is_stored_once_at_its_place_unless_an_item_may_dedup(
+        client, admin_headers):
+    """A tokenize without dedup declares how it ends (200, each item shown): its write stores
+    the event complete at its place, with an AUDIT_REF a token; an item whose id turns out
+    taken ends it otherwise, and the event is written again there; an item that may find its
+    twin keeps the event on the path of a write that declares nothing."""
+    cards = [{"type": "card", "data": {"number": CANARY}} for _ in range(3)]
+    taken = await (await create(client, admin_headers, id="tok-write-event-tokenize")).json()
+    for body in (cards, [*cards[:2], {**cards[2], "id": taken["id"]}],
+                 [*cards[:2], {**cards[2], "deduplicate_token": True}]):
+        resp = await client.post("/tokenize", json=body, headers=admin_headers)
+        assert resp.status == 200, await resp.text()
+    answers = await resp.json()
+    assert not any("status" in a for a in answers)
+    # The first two stored by their writes at their places (the third, pending, is linked
+    # before its request is answered).
+    stored = await tokenize_events(client)
+    assert [e["labels"] for e in stored] == [["AuditEvent", "WriteAuditEvent"]] * 2 + [
+        ["AuditEvent"]]
+    first = stored[0]
+    assert (first["kind"], first["status"], first["outcome"], len(first["token_ids"]),
+            first.get("transform_counts")) == ("write", 200, "success", 3, None)
+    assert first["transform"] and placed_holds(services(client).keyring, first)
+    await settle(client)
+    now = await tokenize_events(client)
+    assert now[0] == first  # ended as expected: nothing more written
+    # The second expected three tokens shown; its third id was taken, so two were: written
+    # again at its place as it ended, the taken id named.
+    assert (now[1]["kind"], now[1]["chain"], now[1]["status"], now[1]["transform"]) == (
+        "write", first["chain"], 200, first["transform"])
+    assert taken["id"] in now[1]["token_ids"] and placed_holds(services(client).keyring, now[1])
+    assert now[2]["status"] == 200 and {a["id"] for a in answers} <= set(now[2]["token_ids"])
+    refs = await cypher(client, "MATCH (e:WriteAuditEvent)-[r:AUDIT_REF]->(e) WHERE "
+                                "e.route = $route RETURN e.id AS id, count(r) AS refs",
+                        route=TOKENIZE_ROUTE)
+    assert sorted(r["refs"] for r in refs) == [3, 3]
+    chain = first["chain"]
+    pinned = {}
+    for block in await blocks(client, chain):
+        pinned.update(zip(block["pins"], block["pin_macs"], strict=True))
+    assert {e["seq"]: e["mac"] for e in now[:2]}.items() <= pinned.items()
+    assert await findings(client, chain, lane(client)) == []
+    resp = await client.get("/logs", params={"token_id": answers[0]["id"]},
+                            headers=admin_headers)
+    assert [e["route"] for e in (await resp.json())["data"]] == ["POST /tokenize"]
+
+
 def cancelled(*_args, **_kwargs) -> None:
     raise asyncio.CancelledError
 
