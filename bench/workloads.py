@@ -143,7 +143,7 @@ class BareDriver:
                    query: neo4j.Query | None = None, audited: bool = True) -> list:
         ctx = self.ctx
         text = query or ctx.catalog[name]
-        event = (audit_context.write_event(placeable=True)
+        event = (audit_context.write_event()
                  if audited and mode == neo4j.WRITE_ACCESS else None)
         if event is not None and ctx.write_form is not None:
             text, params = await ctx.write_form.statement(ctx, ctx.catalog.text(name), params,
@@ -181,11 +181,15 @@ class BareDriver:
 
     async def transaction(self, work) -> Any:
         ctx = self.ctx
-        event = audit_context.write_event()
+        last: list[Transaction] = []
+
+        async def run(tx):  # as the service's Database: the event goes with a change
+            last[:] = [Transaction(tx, ctx.catalog)]
+            return await work(last[0])
+
         async with ctx.driver.session(database=ctx.database) as session:
-            result = await session.execute_write(
-                lambda tx: work(Transaction(tx, ctx.catalog, event)))
-        if event is not None:
+            result = await session.execute_write(run)
+        if last and last[0].event is not None:
             audit_context.written()
         return result
 
@@ -382,6 +386,7 @@ async def _bare_update(ctx, item):
         metadata = merge_patch(dict(node.metadata or {}), patch["metadata"])
         props = _props(ctx, token_id, data, metadata)
         props["modified_by"] = ctx.tenant.app_id
+        audit_context.expect(200, "mask")  # as the service declares how an update ends
         await uow.update(tenant_id=tenant_id, id=token_id, props=props, expires_at=None,
                          meta_kvs=meta_kvs(metadata), index_digests=[])
 

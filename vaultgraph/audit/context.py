@@ -166,11 +166,11 @@ def expect(status: int, *shown: str | None) -> None:
     note.expected = note.event(status, transforms=transforms)
 
 
-def write_event(placeable: bool = False) -> dict[str, Any] | None:
+def write_event() -> dict[str, Any] | None:
     """The event for a write's own transaction, or None outside a request: the expected event
-    (`expect`) signed at its place, when `placeable` (one statement: `Database.write`) and the
-    writer gives one (its `kind` then says so); otherwise the skeleton, stored pending, as it
-    is stored (`stored_skeleton`). The caller sends it: from here on the event may be stored
+    (`expect`) signed at its place, when the request declared one and the writer gives a place
+    (its `kind` then says so); otherwise the skeleton, stored pending, as it is stored
+    (`stored_skeleton`). The caller sends it: from here on the event may be stored
     (`AuditNote.stored`, `AuditNote.placed`)."""
     note = current.get()
     if note is None or note.principal is None:
@@ -178,7 +178,7 @@ def write_event(placeable: bool = False) -> dict[str, Any] | None:
     note.written_tokens = list(note.token_ids)
     if note.placed is not None:  # a second write sends the same place, which is refused
         return note.placed
-    if placeable and note.expected is not None and note.placer is not None:
+    if note.expected is not None and note.placer is not None:
         note.placed = note.placer.place(note.expected)
         if note.placed is not None:
             note.stored = note.placed  # sent: the write may have stored it

@@ -1,9 +1,9 @@
-"""The audit prefix: what `Database.write` (and the first statement of `Database.transaction`)
-adds in front of every write statement sent inside a request, so the request's audit event is
-created in the write's own transaction. A catalog statement's text does not show it; the
-statement Neo4j receives (and plans, and lists in SHOW TRANSACTIONS) is `AUDIT_PREFIX` followed
-by that text, with the prefix's parameters (`audited_params`) added to the statement's own.
-docs/architecture.md, "The audit prefix"."""
+"""The audit prefix: what `Database.write` (and the first statement of `Database.transaction` that
+may change data) adds in front of every write statement sent inside a request, so the request's
+audit event is created in the write's own transaction. A catalog statement's text does not show
+it; the statement Neo4j receives (and plans, and lists in SHOW TRANSACTIONS) is `AUDIT_PREFIX`
+followed by that text, with the prefix's parameters (`audited_params`) added to the statement's
+own. docs/architecture.md, "The audit prefix"."""
 
 from __future__ import annotations
 
@@ -36,8 +36,9 @@ AUDIT_PREFIX = ("CALL () { CREATE (audit_event:AuditEvent:PendingAuditEvent $aud
                 "SET idem_key.written = true, idem_key.token_ids = $idem_written.token_ids }\n")
 
 
-# A create's event stored complete, signed at its place in its writer's chain of write events
-# (services/audit_writer.py `place`): labelled :WriteAuditEvent, unique by its place, so the
+# A declaring write's event (a create's, a tokenize's, an update's, a delete's, an unlink's:
+# `audit_context.expect`) stored complete, signed at its place in its writer's chain of write
+# events (services/audit_writer.py `place`): labelled :WriteAuditEvent, unique by its place, so the
 # statement run a second time is refused; an event naming several tokens (a child token's, its
 # parent's too) gets its AUDIT_REF self-loops here, as a batch gives a created event. Nothing
 # writes to it again when its request ends as it says.

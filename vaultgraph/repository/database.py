@@ -166,7 +166,7 @@ class Database:
     async def write(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         """One write statement; inside a request it also creates the request's audit event in
         the same transaction (audited_text), so the change and its event commit together."""
-        event = audit_context.write_event(placeable=True)
+        event = audit_context.write_event()
         if event is None:
             records = await self._statement(name, params, neo4j.WRITE_ACCESS)
         else:
@@ -247,8 +247,8 @@ class Database:
 
     async def transaction(self, work: Callable[[Transaction], Awaitable[T]]) -> T:
         """Several statements in one managed write transaction (one commit); the driver may
-        retry `work`, so it must be idempotent."""
-        event = audit_context.write_event()
+        retry `work`, so it must be idempotent. Inside a request, the request's audit event
+        goes with the first statement that may change data (`Transaction.run`)."""
         attempts = 0
         last: list[Transaction] = []
 
@@ -257,7 +257,7 @@ class Database:
             attempts += 1
             if attempts > 1:  # the driver retries the work after a transient error
                 metrics.NEO4J_RETRIES.labels("transaction").inc()
-            last[:] = [Transaction(tx, self.catalog, event)]
+            last[:] = [Transaction(tx, self.catalog)]
             return await work(last[0])
 
         until = self._deadline()
@@ -270,7 +270,7 @@ class Database:
                         neo4j.unit_of_work(timeout=_server_timeout(left))(run))
         except TimeoutError:
             raise timed_out() from None
-        if event is not None:
+        if last and last[0].event is not None:
             audit_context.written()
         for name, params in last[0].ran if last else ():
             for listener in self._after_write:
@@ -335,26 +335,36 @@ class Database:
         self.schema_applied = True
 
 
+# Statements a unit of work may send before it knows how its request will end, which read
+# (under a lock) and change nothing: the request's audit event goes with the first statement
+# after them, so a write that reads first and then declares how it ends (an update,
+# `audit_context.expect`) has its event stored complete at its place. A unit of work that
+# sends nothing else stored no event, and the request's is created whole by a batch.
+READ_UNDER_LOCK = frozenset({"tokens/lock_for_update", "tokens/find_duplicate"})
+
+
 class Transaction:
     """A managed transaction that runs catalog statements by name: the repositories' unit of
     work wraps one of these, so services never hold a driver transaction."""
 
-    __slots__ = ("_catalog", "_event", "_tx", "ran")
+    __slots__ = ("_catalog", "_due", "_tx", "event", "ran")
 
-    def __init__(self, tx: AsyncManagedTransaction, catalog: Catalog,
-                 event: dict[str, Any] | None = None):
+    def __init__(self, tx: AsyncManagedTransaction, catalog: Catalog):
         self._tx = tx
         self._catalog = catalog
-        self._event = event  # the request's audit event, created with the first statement
+        self._due = True  # the request's audit event is yet to be sent
+        self.event: dict[str, Any] | None = None  # as sent, inside a request
         self.ran: list[tuple[str, dict[str, Any]]] = []  # (name, params) of each statement
 
     async def run(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         self.ran.append((name, params))
         text = self._catalog.text(name)
-        if self._event is not None:
-            text, params = (audited_text(text, is_placed(self._event)),
-                            audited_params(params, self._event))
-            self._event = None
+        if self._due and name not in READ_UNDER_LOCK:
+            self._due = False
+            self.event = audit_context.write_event()
+            if self.event is not None:
+                text, params = (audited_text(text, is_placed(self.event)),
+                                audited_params(params, self.event))
         result = await self._tx.run(text, params)
         return [record async for record in result]
 

@@ -130,10 +130,12 @@ MORE_FORMS: dict[str, list[dict[str, Any]]] = {
                           {"created": [], "blocks": [{}], "placed": [{}]}],
 }
 # Writes a request may send with its event stored complete at its place (PLACED_PREFIX): a
-# create or a tokenize that declared how it ends (services/tokens.py, services/bulk.py). Each
-# is planned twice: its event naming one token (held as a scalar, no AUDIT_REF) and naming
-# several (a child's create, a tokenize of more than one item: an AUDIT_REF each).
-PLACEABLE = ("tokens/create", "tokens/create_many")
+# create, a tokenize, an update, a delete and an unlink that declared how they end
+# (services/tokens.py, services/bulk.py, services/graph.py). Each is planned twice: its event
+# naming one token (held as a scalar, no AUDIT_REF) and naming several (a child's create, a
+# tokenize of more than one item, an unlink: an AUDIT_REF each).
+PLACEABLE = ("tokens/create", "tokens/create_many", "tokens/update", "tokens/delete",
+             "graph/unlink")
 SEVERAL_NAMED = {"audit_refs": [[1, 1], [1, 1]], "audit_tenant_key": 1}
 
 # Not planned here: the schema (applied, not planned) and the search statement, which takes
@@ -400,9 +402,9 @@ async def _write_path(db: Database, tx: neo4j.AsyncTransaction, r: _Rehearsal,
                   meta_kvs=[], index_digests=[], dedup=False, parent_id=None,
                   parent_prefixes=[], expired_actor="expiry-sweeper", expired_reason="expired")
     await run("tokens/get", tenant_id=tenant, id=parent, prefixes=_PREFIXES)
-    await run("tokens/lock_for_update", r.write("token:update", child), tenant_id=tenant,
-              id=child, prefixes=_PREFIXES)
-    await run("tokens/update", tenant_id=tenant, id=child,
+    # An update's event goes with its change, not with the read under its lock.
+    await run("tokens/lock_for_update", tenant_id=tenant, id=child, prefixes=_PREFIXES)
+    await run("tokens/update", r.write("token:update", child), tenant_id=tenant, id=child,
               props={**r.token(child), "modified_by": tenant}, expires_at=None,
               meta_kvs=["warm-up\x1fyes"], index_digests=[])
     await run("graph/link", r.write("token:update", parent), tenant_id=tenant,

@@ -7,6 +7,7 @@ answers 404 like an unknown token (the same body), or is left out of a list.
 
 from __future__ import annotations
 
+from ..audit.context import expect
 from ..auth.permissions import TOKEN_DELETE, TOKEN_READ
 from ..auth.principal import Principal
 from ..errors import Invalid, NotFound
@@ -49,6 +50,7 @@ class GraphService:
     async def unlink(self, principal: Principal, parent_id: str, child_id: str) -> None:
         if parent_id == child_id:
             raise Invalid(SELF_LINK)
+        expect(204)  # the write may store its event as the request ends (a 404 ends otherwise)
         removed = await self.repo.unlink(tenant_id=principal.tenant_id, parent_id=parent_id,
                                          child_id=child_id,
                                          prefixes=principal.prefixes(TOKEN_DELETE),

@@ -366,6 +366,7 @@ class TokenService:
                        shown[-1].id if more else None)
 
     async def delete(self, principal: Principal, token_id: str) -> None:
+        expect(204)  # the write may store its event as the request ends (a 404 ends otherwise)
         if not await self.repo.delete(tenant_id=principal.tenant_id, id=token_id,
                                       prefixes=principal.prefixes(TOKEN_DELETE),
                                       actor=principal.application_id):
@@ -439,6 +440,9 @@ class TokenService:
                 await uow.merge_into(tenant_id=principal.tenant_id, id=node.id,
                                      into=match.id, actor=principal.application_id)
                 return dedup_answer(principal, match)
+        transform = principal.decide(draft.containers, TOKEN_READ).transform
+        if match is None:  # it ends shown under its transform: its write may say so
+            expect(200, transform)
         updated = await uow.update(
             tenant_id=principal.tenant_id, id=node.id, props=props,
             expires_at=draft.expires_at, meta_kvs=meta_kvs(draft.metadata),
@@ -448,7 +452,6 @@ class TokenService:
             # same cut-down summary as on create (a duplicate's contents stay hidden from a caller
             # that may not read it).
             return Summary(match, {"deduplicated": True, "merged": False})
-        transform = principal.decide(draft.containers, TOKEN_READ).transform
         return Shown(updated, transform, data=draft.data, mask=draft.mask, plaintext_known=True)
 
 

@@ -12,6 +12,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import aiohttp
+import orjson
 import pytest
 from factories import database
 
@@ -382,6 +383,61 @@ async def test_a_tokenize_s_event_is_stored_once_at_its_place_unless_an_item_may
     resp = await client.get("/logs", params={"token_id": answers[0]["id"]},
                             headers=admin_headers)
     assert [e["route"] for e in (await resp.json())["data"]] == ["POST /tokenize"]
+
+
+async def events_of(client, route: str) -> list[dict]:
+    """Every event of `route`, as stored, each with its labels, ordered by time."""
+    rows = await cypher(client, "MATCH (e:AuditEvent) WHERE e.route = $route RETURN "
+                                "properties(e) AS p, labels(e) AS labels ORDER BY e.at",
+                        route=route_number(route))
+    return [{**event_of(r["p"]), "labels": sorted(r["labels"])} for r in rows]
+
+
+async def test_an_update_a_delete_and_an_unlink_store_their_events_once_at_their_places(
+        client, admin_headers):
+    """Each declares how it ends (an update after reading the token under its lock: 200,
+    shown under its transform; a delete and an unlink 204): its change's statement stores the
+    event complete at its place. One that ends otherwise (a 404 delete) has it written again
+    there; an update of no token sent no change, and its event is created by a batch; a link,
+    which cannot say whether the link was there, keeps the pending path."""
+    parent = await (await create(client, admin_headers)).json()
+    child = await (await create(client, admin_headers)).json()
+    calls = [("POST", f"/tokens/{parent['id']}/children/{child['id']}", None, 201),
+             ("PATCH", f"/tokens/{child['id']}", {"metadata": {"k": "v"}}, 200),
+             ("PATCH", "/tokens/tok-write-event-none", {"metadata": {"k": "v"}}, 404),
+             ("DELETE", f"/tokens/{parent['id']}/children/{child['id']}", None, 204),
+             ("DELETE", f"/tokens/{child['id']}", None, 204),
+             ("DELETE", "/tokens/tok-write-event-none", None, 404)]
+    for method, path, patch, status in calls:
+        headers = {**admin_headers, "Content-Type": "application/merge-patch+json"}
+        resp = await client.request(method, path, headers=headers,
+                                    data=None if patch is None else orjson.dumps(patch))
+        assert resp.status == status, (method, path, await resp.text())
+    await settle(client)
+    written = ["AuditEvent", "WriteAuditEvent"]
+    linked = await events_of(client, "POST /tokens/{parent_id}/children/{child_id}")
+    assert [(e["labels"], e["status"], e.get("kind")) for e in linked] == [
+        (["AuditEvent"], 201, None)]
+    updates = await events_of(client, "PATCH /tokens/{id}")
+    assert [(e["labels"], e["status"], e.get("kind")) for e in updates] == [
+        (written, 200, "write"), (["AuditEvent"], 404, None)]
+    assert updates[0]["transform"] and updates[0]["token_ids"] == [child["id"]]
+    unlinked = await events_of(client, "DELETE /tokens/{parent_id}/children/{child_id}")
+    assert [(e["labels"], e["status"], e["kind"], sorted(e["token_ids"])) for e in unlinked] == [
+        (written, 204, "write", sorted([parent["id"], child["id"]]))]
+    deletes = await events_of(client, "DELETE /tokens/{id}")
+    assert [(e["labels"], e["status"], e["kind"]) for e in deletes] == [
+        (written, 204, "write"), (written, 404, "write")]
+    placed = [updates[0], *unlinked, *deletes]
+    keyring = services(client).keyring
+    assert all(placed_holds(keyring, e) for e in placed)
+    chain = placed[0]["chain"]
+    assert {e["chain"] for e in placed} == {chain}
+    pinned = {}
+    for block in await blocks(client, chain):
+        pinned.update(zip(block["pins"], block["pin_macs"], strict=True))
+    assert {e["seq"]: e["mac"] for e in placed}.items() <= pinned.items()
+    assert await findings(client, chain, lane(client)) == []
 
 
 def cancelled(*_args, **_kwargs) -> None:
