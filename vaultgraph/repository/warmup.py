@@ -131,12 +131,18 @@ MORE_FORMS: dict[str, list[dict[str, Any]]] = {
 }
 # Writes a request may send with its event stored complete at its place (PLACED_PREFIX): a
 # create, a tokenize, an update, a delete and an unlink that declared how they end
-# (services/tokens.py, services/bulk.py, services/graph.py). Each is planned twice: its event
-# naming one token (held as a scalar, no AUDIT_REF) and naming several (a child's create, a
-# tokenize of more than one item, an unlink: an AUDIT_REF each).
-PLACEABLE = ("tokens/create", "tokens/create_many", "tokens/update", "tokens/delete",
-             "graph/unlink")
+# (services/tokens.py, services/bulk.py, services/graph.py), each planned in the forms its
+# event takes: naming one token (held as a scalar, no AUDIT_REF: the samples) or several (an
+# AUDIT_REF each: a child's create, a tokenize of more than one item, an unlink).
+ONE_NAMED: dict[str, Any] = {}
 SEVERAL_NAMED = {"audit_refs": [[1, 1], [1, 1]], "audit_tenant_key": 1}
+PLACEABLE: dict[str, tuple[dict[str, Any], ...]] = {
+    "tokens/create": (ONE_NAMED, SEVERAL_NAMED),
+    "tokens/create_many": (ONE_NAMED, SEVERAL_NAMED),
+    "tokens/update": (ONE_NAMED,),
+    "tokens/delete": (ONE_NAMED,),
+    "graph/unlink": (SEVERAL_NAMED,),
+}
 
 # Not planned here: the schema (applied, not planned) and the search statement, which takes
 # seconds of Neo4j's planning on a cold server: start-up plans it on its own connection
@@ -271,10 +277,9 @@ async def prepare(db: Database, concurrency: int = 4) -> Prepared:
         if kind in _WRITES:
             audited = audited_text(text)
             await planned(audited, sample_parameters(name, audited))
-            if name in PLACEABLE:
+            for named in PLACEABLE.get(name, ()):
                 placed = audited_text(text, placed=True)
-                await planned(placed, sample_parameters(name, placed))
-                await planned(placed, {**sample_parameters(name, placed), **SEVERAL_NAMED})
+                await planned(placed, {**sample_parameters(name, placed), **named})
 
     names = [n for n in db.catalog.names() if not n.startswith(NOT_HERE)]
     outcomes = await asyncio.gather(*(one(name) for name in names), return_exceptions=True)

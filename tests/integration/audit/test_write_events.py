@@ -67,6 +67,14 @@ async def blocks(client, chain: str) -> list[dict]:
         client, "MATCH (b:AuditBlock {settles: $c}) RETURN properties(b) AS p", c=chain)]
 
 
+async def pinned(client, chain: str) -> dict[int, str]:
+    """Each number of `chain` the blocks pin, and the MAC pinned there."""
+    pins: dict[int, str] = {}
+    for block in await blocks(client, chain):
+        pins.update(zip(block["pins"], block["pin_macs"], strict=True))
+    return pins
+
+
 async def findings(client, *chains: str) -> list[str]:
     audit_log = services(client).audit_log
     return [f.describe() for f in await audit_log.verify(chains=set(chains))]
@@ -152,10 +160,7 @@ async def test_a_rolled_back_create_s_event_is_written_again_at_its_place(
                                                              (409, "conflict")]
     assert len({e["chain"] for e in events}) == 1
     chain = events[0]["chain"]
-    pinned = {}
-    for block in await blocks(client, chain):
-        pinned.update(zip(block["pins"], block["pin_macs"], strict=True))
-    assert {e["seq"]: e["mac"] for e in events}.items() <= pinned.items()
+    assert {e["seq"]: e["mac"] for e in events}.items() <= (await pinned(client, chain)).items()
     assert await findings(client, chain, lane(client)) == []
 
 
@@ -327,14 +332,11 @@ async def test_a_child_s_event_names_both_tokens_and_is_found_by_each_once(clien
     assert await findings(client, *chains) == []
 
 
-TOKENIZE_ROUTE = route_number("POST /tokenize")
-
-
-async def tokenize_events(client) -> list[dict]:
-    """Every tokenize's event, as stored: each with its labels, ordered by time."""
+async def events_of(client, route: str) -> list[dict]:
+    """Every event of `route`, as stored, each with its labels, ordered by time."""
     rows = await cypher(client, "MATCH (e:AuditEvent) WHERE e.route = $route RETURN "
                                 "properties(e) AS p, labels(e) AS labels ORDER BY e.at",
-                        route=TOKENIZE_ROUTE)
+                        route=route_number(route))
     return [{**event_of(r["p"]), "labels": sorted(r["labels"])} for r in rows]
 
 
@@ -354,7 +356,7 @@ async def test_a_tokenize_s_event_is_stored_once_at_its_place_unless_an_item_may
     assert not any("status" in a for a in answers)
     # The first two stored by their writes at their places (the third, pending, is linked
     # before its request is answered).
-    stored = await tokenize_events(client)
+    stored = await events_of(client, "POST /tokenize")
     assert [e["labels"] for e in stored] == [["AuditEvent", "WriteAuditEvent"]] * 2 + [
         ["AuditEvent"]]
     first = stored[0]
@@ -362,7 +364,7 @@ async def test_a_tokenize_s_event_is_stored_once_at_its_place_unless_an_item_may
             first.get("transform_counts")) == ("write", 200, "success", 3, None)
     assert first["transform"] and placed_holds(services(client).keyring, first)
     await settle(client)
-    now = await tokenize_events(client)
+    now = await events_of(client, "POST /tokenize")
     assert now[0] == first  # ended as expected: nothing more written
     # The second expected three tokens shown; its third id was taken, so two were: written
     # again at its place as it ended, the taken id named.
@@ -372,25 +374,14 @@ async def test_a_tokenize_s_event_is_stored_once_at_its_place_unless_an_item_may
     assert now[2]["status"] == 200 and {a["id"] for a in answers} <= set(now[2]["token_ids"])
     refs = await cypher(client, "MATCH (e:WriteAuditEvent)-[r:AUDIT_REF]->(e) WHERE "
                                 "e.route = $route RETURN e.id AS id, count(r) AS refs",
-                        route=TOKENIZE_ROUTE)
+                        route=route_number("POST /tokenize"))
     assert sorted(r["refs"] for r in refs) == [3, 3]
     chain = first["chain"]
-    pinned = {}
-    for block in await blocks(client, chain):
-        pinned.update(zip(block["pins"], block["pin_macs"], strict=True))
-    assert {e["seq"]: e["mac"] for e in now[:2]}.items() <= pinned.items()
+    assert {e["seq"]: e["mac"] for e in now[:2]}.items() <= (await pinned(client, chain)).items()
     assert await findings(client, chain, lane(client)) == []
     resp = await client.get("/logs", params={"token_id": answers[0]["id"]},
                             headers=admin_headers)
     assert [e["route"] for e in (await resp.json())["data"]] == ["POST /tokenize"]
-
-
-async def events_of(client, route: str) -> list[dict]:
-    """Every event of `route`, as stored, each with its labels, ordered by time."""
-    rows = await cypher(client, "MATCH (e:AuditEvent) WHERE e.route = $route RETURN "
-                                "properties(e) AS p, labels(e) AS labels ORDER BY e.at",
-                        route=route_number(route))
-    return [{**event_of(r["p"]), "labels": sorted(r["labels"])} for r in rows]
 
 
 async def test_an_update_a_delete_and_an_unlink_store_their_events_once_at_their_places(
@@ -433,10 +424,7 @@ async def test_an_update_a_delete_and_an_unlink_store_their_events_once_at_their
     assert all(placed_holds(keyring, e) for e in placed)
     chain = placed[0]["chain"]
     assert {e["chain"] for e in placed} == {chain}
-    pinned = {}
-    for block in await blocks(client, chain):
-        pinned.update(zip(block["pins"], block["pin_macs"], strict=True))
-    assert {e["seq"]: e["mac"] for e in placed}.items() <= pinned.items()
+    assert {e["seq"]: e["mac"] for e in placed}.items() <= (await pinned(client, chain)).items()
     assert await findings(client, chain, lane(client)) == []
 
 
