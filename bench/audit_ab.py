@@ -94,7 +94,9 @@ class Side:
     async def open(self, tokens: int) -> None:
         self.db = db = await _connect(self.neo)
         ring = KeyRing.from_spec(new_kek())
-        defaults = Settings()
+        # The writer as the environment sets it (VAULTGRAPH_AUDIT_*), the service's defaults
+        # otherwise.
+        defaults = Settings.from_env()
         repo = audit_forms.repository(self.form, db)
         self.writer = AuditWriter.from_settings(repo, ring, defaults)
         self.groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}

@@ -26,7 +26,7 @@ PORTS = {"port": 0, "metrics_port": 0, "neo4j_bolt_port": 1, "neo4j_http_port": 
 POSITIVE = frozenset({
     "neo4j_pool_size", "max_body_bytes", "max_data_bytes", "page_size_default", "page_size_max",
     "search_max_query_length", "search_max_terms", "search_max_depth", "expiry_sweep_batch",
-    "render_workers", "audit_batch_max", "request_timeout",
+    "render_workers", "audit_batch_max", "audit_write_chains", "request_timeout",
     "neo4j_acquire_timeout", "neo4j_connect_timeout", "bulk_max_items", "idempotency_ttl",
     "idempotency_lease", "auth_failure_window", "proxy_max_in_flight", "pkcs11_sessions",
     "webhook_lease",
@@ -144,6 +144,7 @@ class Settings:
     audit_batch_max: int = 256
     audit_batch_wait: float = 0.01
     audit_lanes: int = 0  # 0: two for a single process, one per worker (audit_lane_count)
+    audit_write_chains: int = 8
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0
     metrics_dir: str = ""

@@ -54,6 +54,7 @@ class ChainInfo:
     placed: bool = False  # its events signed at their place, not after the MAC before
     writes: bool = False  # a chain of write events (audit/chain.py `verify_writes`)
     until: datetime | None = None  # a chain of write events: from when it gives no number
+    holds: bool = True  # a chain of write events: whether any of its events is still stored
 
 
 def native(at: Any) -> Any:
@@ -218,7 +219,8 @@ class AuditRepository:
                           (r["checkpoint_seq"], r["checkpoint_mac"])
                           if r["checkpoint_seq"] is not None else None, r["checkpoint_sig"],
                           r["placed"] is True, r["writes"] is True,
-                          native(r["until"]) if r["until"] is not None else None)
+                          native(r["until"]) if r["until"] is not None else None,
+                          r["holds"] is not False)
                 for r in records]
 
     async def chain_events(self, chain: str, *, page: int = 1000

@@ -67,8 +67,10 @@ class AuditPruner:
                 pruned += await self._prune_chain(info.chain, cutoff, batch)
         for info in infos:
             # A chain of write events holding any event past the retention: its hour began
-            # before the cutoff (one whose hour ends after it keeps its later events).
-            if info.writes and info.until is not None and info.until - WRITE_CHAIN_SPAN <= cutoff:
+            # before the cutoff (one whose hour ends after it keeps its later events). One that
+            # holds none any more is not read again: each pass would read more of them.
+            if (info.writes and info.holds and info.until is not None
+                    and info.until - WRITE_CHAIN_SPAN <= cutoff):
                 pruned += await self._prune_writes(info.chain, cutoff, batch)
         return pruned + await self._prune_leftovers(cutoff, batch)
 

@@ -14,13 +14,14 @@ failed, whose outcome is unknown, ends the chain, and the writer starts a new on
 is never used twice.
 
 A create's event is stored once (docs/audit.md, "Write events"): the writer gives its write a
-number in a chain of write events of its own (`place`), and the write's statement stores the
-event complete there, signed as the request expects to end. A request that ends so hands its
-place over (`pin`); the next batch stores, in its lane's chain, a block naming the number and
-the MAC that stands there, and writes nothing to the event. One that ends otherwise (its write
-rolled back or may have, its answer not the one expected) has its event written again at its
-place by the batch (`record_placed`), and the block pins the new MAC. A batch that fails hands
-its places to the next (a request it answered 503 with that answer in its event).
+number in one of its chains of write events, each in turn (`place`), and the write's statement
+stores the event complete there, signed as the request expects to end. A request that ends so
+hands its place over (`pin`); the next batch stores, in its lane's chain, a block naming the
+number and the MAC that stands there (a block for each chain it settles), and writes nothing to
+the event. One that ends otherwise (its write rolled back or may have, its answer not the one
+expected) has its event written again at its place by the batch (`record_placed`), and the
+block pins the new MAC. A batch that fails hands its places to the next (a request it answered
+503 with that answer in its event).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ _Item = tuple[dict[str, Any], asyncio.Future | None, str, Mapping[str, Any] | No
 # How long a writer gives numbers in one chain of write events: the pruner takes a chain whose
 # numbers all lie past the retention as a whole (services/audit_pruner.py).
 WRITE_CHAIN_SPAN = timedelta(hours=1)
-# A new chain of write events is made this long before the current one's span ends.
+# New chains of write events are made this long before the current ones' span ends.
 _WRITE_CHAIN_AHEAD = timedelta(minutes=1)
 # How many batches a place is handed to before it is given up (left unsettled, which
 # verification names): a store that refuses every batch must not keep one alive for ever.
@@ -126,7 +127,7 @@ class AuditWriter:
     while the process idles (a lane's failure ends only its own chain)."""
 
     def __init__(self, repo: AuditRepository, ring: KeyRing, *, max_batch: int = 256,
-                 max_wait: float = 0.002, lanes: int = 2):
+                 max_wait: float = 0.002, lanes: int = 2, write_chains: int = 1):
         self._repo = repo
         self._ring = ring
         self._max_batch = max(1, max_batch)
@@ -142,7 +143,12 @@ class AuditWriter:
         self._stopping = False
         self._idle = asyncio.Event()
         self._idle.set()
-        self._writes: _WriteChain | None = None  # the chain write events are placed in
+        # The chains write events are placed in, in turn: writes in flight together take
+        # numbers of different chains, so their places' unique entries do not all go to the
+        # same end of one range (docs/performance.md, "where a tokenize's event costs Neo4j").
+        self._writes: tuple[_WriteChain, ...] = ()
+        self._write_chains = max(1, write_chains)
+        self._turn = 0
         self._opening: asyncio.Task | None = None
         self._tries: dict[tuple[str, int], int] = {}  # batches a place was handed to, failed
 
@@ -152,7 +158,8 @@ class AuditWriter:
         """The writer `settings` describe (`VAULTGRAPH_AUDIT_BATCH_MAX`, `_BATCH_WAIT`,
         `_LANES`)."""
         return cls(repo, ring, max_batch=settings.audit_batch_max,
-                   max_wait=settings.audit_batch_wait, lanes=settings.audit_lane_count)
+                   max_wait=settings.audit_batch_wait, lanes=settings.audit_lane_count,
+                   write_chains=settings.audit_write_chains)
 
     @property
     def chain(self) -> str:
@@ -211,18 +218,20 @@ class AuditWriter:
     # -- write events -----------------------------------------------------------------------
 
     def place(self, event: dict[str, Any]) -> dict[str, Any] | None:
-        """`event` (a write's, as its request expects to end) at the next number of this
-        writer's chain of write events, signed there; None while no such chain is open (the
-        write then stores its event pending, as any other write's). From here on the number
-        must be handed back (`pin`, `record_placed`)."""
+        """`event` (a write's, as its request expects to end) at the next number of one of
+        this writer's chains of write events (each in turn), signed there; None while none is
+        open (the write then stores its event pending, as any other write's). From here on
+        the number must be handed back (`pin`, `record_placed`)."""
         writes = self._writes
         now = datetime.now(UTC)
-        if writes is None or now >= writes.until - _WRITE_CHAIN_AHEAD:
+        if not writes or now >= writes[0].until - _WRITE_CHAIN_AHEAD:
             self._open_soon()
-            if writes is None or now >= writes.until:
+            if not writes or now >= writes[0].until:
                 return None
-        writes.seq += 1
-        return self._signed_at(event, writes.chain, writes.seq, kind=WRITE)
+        chain = writes[self._turn % len(writes)]
+        self._turn += 1
+        chain.seq += 1
+        return self._signed_at(event, chain.chain, chain.seq, kind=WRITE)
 
     def replaced(self, placed: Mapping[str, Any], event: Mapping[str, Any]) -> dict[str, Any]:
         """`event`, as its request ended, at the place of `placed` (signed again there)."""
@@ -265,11 +274,11 @@ class AuditWriter:
             self._enqueue((event, None, CREATE if stored is None else LINK, stored), arrival)
 
     async def open_writes(self) -> bool:
-        """Open a chain of write events now, unless one is open; whether one is."""
-        if self._writes is None:
+        """Open the chains of write events now, unless they are open; whether any is."""
+        if not self._writes:
             self._open_soon()
             await asyncio.shield(self._opening)
-        return self._writes is not None
+        return bool(self._writes)
 
     def _open_soon(self) -> None:
         if self._opening is None or self._opening.done():
@@ -278,22 +287,32 @@ class AuditWriter:
                 context=contextvars.Context())
 
     async def _open_write_chain(self) -> None:
-        """Make the next chain of write events; on a colliding id, with another. A failure
-        leaves write events on the pending path until a later write tries again."""
-        for _ in range(3):
-            until = datetime.now(UTC) + WRITE_CHAIN_SPAN
+        """Make the next chains of write events, all until the same time. A failure leaves
+        write events on the pending path until a later write tries again, or in the chains
+        made before it."""
+        until = datetime.now(UTC) + WRITE_CHAIN_SPAN
+        opened: list[_WriteChain] = []
+        try:
+            while len(opened) < self._write_chains:
+                opened.append(await self._new_write_chain(until))
+        except Exception as exc:
+            log.warning("audit write chain not opened; writes keep their events pending",
+                        extra={"error": type(exc).__name__})
+        if opened:
+            self._writes = tuple(opened)
+
+    async def _new_write_chain(self, until: datetime) -> _WriteChain:
+        """One chain of write events; on a colliding id, another (three tries)."""
+        for attempt in range(3):
             chain = new_chain_id()
             try:
                 await self._repo.open_write_chain(chain, until)
+                break
             except UniquenessViolation:
-                continue
-            except Exception as exc:
-                log.warning("audit write chain not opened; writes keep their events pending",
-                            extra={"error": type(exc).__name__})
-                return
-            metrics.AUDIT_CHAINS.inc()
-            self._writes = _WriteChain(chain, until)
-            return
+                if attempt == 2:
+                    raise
+        metrics.AUDIT_CHAINS.inc()
+        return _WriteChain(chain, until)
 
     def _enqueue(self, item: _Item, arrival: Arrival | None) -> None:
         self._pending.append(item)

@@ -28,9 +28,11 @@ ROUTE_NUMBER = route_number("POST /tokens/{parent_id}/children")
 
 
 @pytest.fixture
-def settings(settings):
-    """One audit lane: the blocks are in "the" lane's chain."""
-    return dataclasses.replace(settings, audit_lanes=1)
+def settings(settings, request):
+    """One audit lane: the blocks are in "the" lane's chain. One chain of write events, or as
+    many as a test asks (`indirect` parametrization)."""
+    return dataclasses.replace(settings, audit_lanes=1,
+                               audit_write_chains=getattr(request, "param", 1))
 
 
 async def cypher(client, query: str, **params):
@@ -143,6 +145,28 @@ async def test_a_create_s_event_is_stored_once_at_its_place_and_settled_by_a_blo
     assert len(exported) == 2
     assert all(e["prev"] is None and placed_holds(services(client).keyring, e)
                for e in exported)
+
+
+@pytest.mark.parametrize("settings", [3], indirect=True)
+async def test_writes_take_their_places_in_the_writer_s_chains_in_turn(client, admin_headers):
+    """With three chains of write events, four creates' events are placed one in each chain in
+    turn, the fourth in the first again at its next number; the chains are made together, each
+    marked `writes`, until the same time; the blocks pin every event in its own chain, and
+    verification over the chains finds nothing."""
+    cards = [await (await create(client, admin_headers)).json() for _ in range(4)]
+    events = [event_of((await stored_event(client, card["id"]))["p"]) for card in cards]
+    chains = [event["chain"] for event in events]
+    assert len(set(chains[:3])) == 3 and chains[3] == chains[0]
+    assert events[3]["seq"] == events[0]["seq"] + 1
+    made = await cypher(client, "MATCH (c:AuditChain) WHERE c.id IN $ids "
+                                "RETURN c.writes AS writes, c.until AS until", ids=chains[:3])
+    assert len(made) == 3 and all(c["writes"] for c in made)
+    assert len({c["until"] for c in made}) == 1
+    await settle(client)
+    for chain in set(chains):
+        assert set(await pinned(client, chain)) >= {
+            event["seq"] for event in events if event["chain"] == chain}
+    assert await findings(client, *chains[:3], lane(client)) == []
 
 
 async def test_a_rolled_back_create_s_event_is_written_again_at_its_place(
@@ -303,6 +327,34 @@ async def test_a_prune_takes_a_chain_of_write_events_but_what_a_kept_block_pins(
     assert left == [{"id": kept["id"]}]
     assert await blocks(client, chain) == [held_block]
     assert await findings(client, chain) == []
+
+
+async def test_a_chain_of_write_events_pruned_empty_is_not_read_again(
+        client, admin_headers, monkeypatch):
+    """Each prune pass read every chain of write events whose hour began before its cutoff,
+    emptied or not: one that holds no event any more is listed so, and not read again."""
+    _, event = await placed_card(client, admin_headers)
+    chain = event["chain"]
+    pruner = services(client).audit_pruner
+    repo = pruner._repo
+    read: list[str] = []
+    chain_events = repo.chain_events
+
+    def reading(chain, **kwargs):
+        read.append(chain)
+        return chain_events(chain, **kwargs)
+
+    monkeypatch.setattr(repo, "chain_events", reading)
+    ahead = datetime.now(UTC) + timedelta(days=1)
+    [before] = [info for info in await repo.chains() if info.chain == chain]
+    assert before.writes and before.holds
+    await pruner.prune_before(ahead)  # (other tests' chains too)
+    assert chain in read
+    [after] = [info for info in await repo.chains() if info.chain == chain]
+    assert after.writes and not after.holds
+    read.clear()
+    await pruner.prune_before(ahead)
+    assert chain not in read
 
 
 async def test_a_child_s_event_names_both_tokens_and_is_found_by_each_once(client, admin_headers):
