@@ -63,6 +63,8 @@ _Item = tuple[dict[str, Any], asyncio.Future | None, str, Mapping[str, Any] | No
 WRITE_CHAIN_SPAN = timedelta(hours=1)
 # New chains of write events are made this long before the current ones' span ends.
 _WRITE_CHAIN_AHEAD = timedelta(minutes=1)
+# A set of chains of write events opened short (some failed) is made whole again after this.
+_REOPEN_AFTER = timedelta(minutes=1)
 # How many batches a place is handed to before it is given up (left unsettled, which
 # verification names): a store that refuses every batch must not keep one alive for ever.
 _PLACE_TRIES = 3
@@ -149,6 +151,7 @@ class AuditWriter:
         self._writes: tuple[_WriteChain, ...] = ()
         self._write_chains = max(1, write_chains)
         self._turn = 0
+        self._reopen_at = datetime.now(UTC)  # a set opened short is made again from then
         self._opening: asyncio.Task | None = None
         self._tries: dict[tuple[str, int], int] = {}  # batches a place was handed to, failed
 
@@ -224,7 +227,8 @@ class AuditWriter:
         the number must be handed back (`pin`, `record_placed`)."""
         writes = self._writes
         now = datetime.now(UTC)
-        if not writes or now >= writes[0].until - _WRITE_CHAIN_AHEAD:
+        short = len(writes) < self._write_chains and now >= self._reopen_at  # some failed
+        if not writes or short or now >= writes[0].until - _WRITE_CHAIN_AHEAD:
             self._open_soon()
             if not writes or now >= writes[0].until:
                 return None
@@ -288,16 +292,19 @@ class AuditWriter:
 
     async def _open_write_chain(self) -> None:
         """Make the next chains of write events, all until the same time. A failure leaves
-        write events on the pending path until a later write tries again, or in the chains
-        made before it."""
+        write events on the pending path until a later write tries again; with some chains
+        made before it, they are placed in those, and a whole set is made again a minute later."""
         until = datetime.now(UTC) + WRITE_CHAIN_SPAN
         opened: list[_WriteChain] = []
         try:
             while len(opened) < self._write_chains:
                 opened.append(await self._new_write_chain(until))
         except Exception as exc:
-            log.warning("audit write chain not opened; writes keep their events pending",
-                        extra={"error": type(exc).__name__})
+            self._reopen_at = datetime.now(UTC) + _REOPEN_AFTER
+            log.warning("audit write chains not all opened; writes are placed in those that "
+                        "were, or keep their events pending if none was",
+                        extra={"error": type(exc).__name__, "opened": len(opened),
+                               "wanted": self._write_chains})
         if opened:
             self._writes = tuple(opened)
 

@@ -28,11 +28,17 @@ ROUTE_NUMBER = route_number("POST /tokens/{parent_id}/children")
 
 
 @pytest.fixture
-def settings(settings, request):
-    """One audit lane: the blocks are in "the" lane's chain. One chain of write events, or as
-    many as a test asks (`indirect` parametrization)."""
-    return dataclasses.replace(settings, audit_lanes=1,
-                               audit_write_chains=getattr(request, "param", 1))
+def write_chains() -> int:
+    """Chains of write events a test's writer opens (a test parametrizes this, never `settings`:
+    an indirect parameter of `settings` would reach the session's own fixture and set up the
+    run's database again)."""
+    return 1
+
+
+@pytest.fixture
+def settings(settings, write_chains):
+    """One audit lane: the blocks are in "the" lane's chain."""
+    return dataclasses.replace(settings, audit_lanes=1, audit_write_chains=write_chains)
 
 
 async def cypher(client, query: str, **params):
@@ -147,7 +153,7 @@ async def test_a_create_s_event_is_stored_once_at_its_place_and_settled_by_a_blo
                for e in exported)
 
 
-@pytest.mark.parametrize("settings", [3], indirect=True)
+@pytest.mark.parametrize("write_chains", [3])
 async def test_writes_take_their_places_in_the_writer_s_chains_in_turn(client, admin_headers):
     """With three chains of write events, four creates' events are placed one in each chain in
     turn, the fourth in the first again at its next number; the chains are made together, each
@@ -167,6 +173,37 @@ async def test_writes_take_their_places_in_the_writer_s_chains_in_turn(client, a
         assert set(await pinned(client, chain)) >= {
             event["seq"] for event in events if event["chain"] == chain}
     assert await findings(client, *chains[:3], lane(client)) == []
+
+
+@pytest.mark.parametrize("write_chains", [3])
+async def test_a_set_of_write_chains_opened_short_is_used_then_made_whole(
+        client, admin_headers, monkeypatch):
+    """A chain that cannot be made leaves the writer placing events in those that were, and a
+    whole set is made again once `_REOPEN_AFTER` has passed."""
+    from vaultgraph.services import audit_writer as module
+
+    writer = services(client).audit_writer
+    repo = writer._repo
+    made = len(writer._writes)
+    assert made == 3
+    open_write_chain, calls = repo.open_write_chain, []
+
+    async def failing_third(chain, until):
+        calls.append(chain)
+        if len(calls) == 3:
+            raise Unavailable("no chain")
+        await open_write_chain(chain, until)
+
+    monkeypatch.setattr(repo, "open_write_chain", failing_third)
+    monkeypatch.setattr(module, "_REOPEN_AFTER", timedelta(0))
+    writer._writes = ()
+    assert await writer.open_writes()
+    short = [w.chain for w in writer._writes]
+    assert len(short) == 2
+    card = await (await create(client, admin_headers)).json()
+    assert event_of((await stored_event(client, card["id"]))["p"])["chain"] in short
+    await writer._opening  # the create found the set short: a whole one is being made
+    assert len(writer._writes) == 3 and not {w.chain for w in writer._writes} & set(short)
 
 
 async def test_a_rolled_back_create_s_event_is_written_again_at_its_place(
