@@ -159,7 +159,7 @@ class AuditWriter:
     def from_settings(cls, repo: AuditRepository, ring: KeyRing,
                       settings: Settings) -> AuditWriter:
         """The writer `settings` describe (`VAULTGRAPH_AUDIT_BATCH_MAX`, `_BATCH_WAIT`,
-        `_LANES`)."""
+        `_LANES`, `_WRITE_CHAINS`)."""
         return cls(repo, ring, max_batch=settings.audit_batch_max,
                    max_wait=settings.audit_batch_wait, lanes=settings.audit_lane_count,
                    write_chains=settings.audit_write_chains)
