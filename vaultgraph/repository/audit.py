@@ -223,6 +223,16 @@ class AuditRepository:
                           r["holds"] is not False)
                 for r in records]
 
+    async def retire_write_chains(self, chains: list[str], before: datetime) -> int:
+        """Delete those of the chains of write events `chains` whose numbers ended before
+        `before` and that neither hold an event nor are named by a stored block
+        (cypher/audit/retire_write_chains); how many went."""
+        if not chains:
+            return 0
+        records = await self._db.write("audit/retire_write_chains", chains=chains,
+                                       before=at_number(before))
+        return records[0]["retired"] if records else 0
+
     async def chain_events(self, chain: str, *, page: int = 1000
                            ) -> AsyncIterator[dict[str, Any]]:
         after = -1

@@ -117,6 +117,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "audit/write_batch": {"created": [{}]},
     "audit/open_write_chain": {"until": 1},
     "audit/block_pins": {"until": 1},
+    "audit/retire_write_chains": {"chains": [_ID], "before": 1},
     "audit/chain_events": {"after": 1},
     "audit/export": {"times": time_forms(since=_WHEN, until=_WHEN, after=_WHEN)},
     "audit/prune_leftovers": {"times": time_forms(cutoff=_WHEN, after=_WHEN)},

@@ -14,7 +14,7 @@ from typing import Any
 from ..audit.chain import placed_holds, stores_prev, valid
 from ..audit.event import WRITE
 from ..crypto import KeyRing
-from ..repository.audit import BEGINNING, AuditRepository, native
+from ..repository.audit import BEGINNING, AuditRepository, ChainInfo, native
 from .audit_log import checkpoint_sig
 from .audit_writer import WRITE_CHAIN_SPAN
 
@@ -23,6 +23,9 @@ log = logging.getLogger("vaultgraph.services.audit")
 # How far apart a write event's time (its request's arrival) and the time of the block that
 # settles it may lie, at the most: a request's budget and a few batches are seconds.
 _SKEW = timedelta(hours=1)
+# How far behind the pruner's clock a writer's may run, at the most, for the pruner to take a
+# chain of write events as ended by its `until` (set by the writer's clock).
+_CLOCK_SKEW = timedelta(hours=1)
 
 
 class AuditPruner:
@@ -57,8 +60,9 @@ class AuditPruner:
         that does not continue it (a number missing or taken twice, a link or MAC that does
         not hold: tampering), never past it. Then a chain of write events whose hour began before
         the cutoff loses each event past the retention that no block still stored names (the
-        blocks pruned above released theirs: `_prune_writes`). Then events out of every
-        chain's order (below a checkpoint, never linked, in no known chain) go by time alone."""
+        blocks pruned above released theirs: `_prune_writes`), and one emptied past the
+        retention is deleted (`_retire_write_chains`). Then events out of every chain's order
+        (below a checkpoint, never linked, in no known chain) go by time alone."""
         pruned, cutoff, batch = 0, native(cutoff), max(1, batch)
         infos = await self._repo.chains()
         for info in infos:
@@ -72,7 +76,20 @@ class AuditPruner:
             if (info.writes and info.holds and info.until is not None
                     and info.until - WRITE_CHAIN_SPAN <= cutoff):
                 pruned += await self._prune_writes(info.chain, cutoff, batch)
+        await self._retire_write_chains(infos, cutoff)
         return pruned + await self._prune_leftovers(cutoff, batch)
+
+    async def _retire_write_chains(self, infos: list[ChainInfo], cutoff: datetime) -> None:
+        """Delete the chains of write events whose numbers all lie past the retention and that
+        hold nothing any more: a process opens several an hour, and each pass lists every
+        chain. Only one whose hour ended before the cutoff and an hour before now: its writer,
+        unless its clock runs an hour behind this one's, gives none of its numbers again."""
+        before = min(cutoff, datetime.now(UTC) - _CLOCK_SKEW)
+        ended = [info.chain for info in infos
+                 if info.writes and info.until is not None and info.until <= before]
+        retired = await self._repo.retire_write_chains(ended, before)
+        if retired:
+            log.info("audit write chains retired", extra={"chains": retired})
 
     async def _prune_writes(self, chain: str, cutoff: datetime, batch: int) -> int:
         """A chain of write events: each event past the retention that no stored block names,

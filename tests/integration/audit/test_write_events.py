@@ -22,6 +22,7 @@ from vaultgraph.audit.chain import placed_holds
 from vaultgraph.audit.ids import chain_forms, query_ids, route_number
 from vaultgraph.errors import Unavailable
 from vaultgraph.repository.audit import event_of
+from vaultgraph.services.audit_writer import new_chain_id
 
 CANARY = "4111111111111111"
 ROUTE_NUMBER = route_number("POST /tokens/{parent_id}/children")
@@ -392,6 +393,40 @@ async def test_a_chain_of_write_events_pruned_empty_is_not_read_again(
     read.clear()
     await pruner.prune_before(ahead)
     assert chain not in read
+
+
+@pytest.mark.parametrize("left", ["nothing", "a write event", "an event", "a block",
+                                  "its hour ended just now", "its hour to come"])
+async def test_a_chain_of_write_events_past_its_hour_and_empty_is_retired(client, left):
+    """A process opens several chains of write events an hour, and each prune pass lists every
+    chain: one whose numbers ended before the cutoff and an hour before now, and that holds
+    nothing verification reads (no event of any kind, in either form of the chain's id; no
+    block naming it), is deleted. One that holds anything, or whose hour ended less than an
+    hour ago (a writer's clock may run behind), stays."""
+    pruner = services(client).audit_pruner
+    repo = pruner._repo
+    now = datetime.now(UTC)
+    chain, node = new_chain_id(), str(uuid.uuid4())
+    until = {"its hour to come": now + timedelta(hours=1),
+             "its hour ended just now": now - timedelta(minutes=30)}.get(
+                 left, now - timedelta(days=2))
+    try:
+        await repo.open_write_chain(chain, until)
+        if left == "a write event":
+            await cypher(client, "CREATE (:AuditEvent:WriteAuditEvent {id: $id, chain: $c, "
+                                 "seq: 1, kind: 'write'})", id=node, c=int(chain))
+        elif left == "an event":  # not marked a write event, the chain's id as text
+            await cypher(client, "CREATE (:AuditEvent {id: $id, chain: $c, seq: 1})",
+                         id=node, c=chain)
+        elif left == "a block":
+            await cypher(client, "CREATE (:AuditEvent:AuditBlock {id: $id, settles: $c, "
+                                 "pins: [1]})", id=node, c=chain)
+        await pruner.prune_before(now + timedelta(days=1))  # (other tests' chains too)
+        kept = [info.chain for info in await repo.chains() if info.chain == chain]
+        assert kept == ([] if left == "nothing" else [chain])
+    finally:
+        await cypher(client, "MATCH (e:AuditEvent {id: $id}) DETACH DELETE e", id=node)
+        await cypher(client, "MATCH (c:AuditChain {id: $c}) DETACH DELETE c", c=chain)
 
 
 async def test_a_child_s_event_names_both_tokens_and_is_found_by_each_once(client, admin_headers):
