@@ -88,7 +88,9 @@ async def test_browser_renders_a_tenant_graph_with_the_pack(client, tenant, admi
                 await nxt.wait_for(timeout=60_000)
                 sidebar = page.locator("pre.runnable")
                 assert (await sidebar.first.inner_text()).startswith(":params {tenant:")
-                assert await page.get_by_text(":style http://127.0.0.1").count() >= 1
+                # The style's frame is fetched and drawn apart from the guide's: it may come
+                # after it, so it is waited for (and the test fails if it never comes).
+                await page.get_by_text(":style http://127.0.0.1").first.wait_for(timeout=30_000)
 
                 editor = page.locator(".monaco-editor").first
                 await editor.click()
