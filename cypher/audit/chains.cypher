@@ -1,15 +1,10 @@
 // Every chain a writer started, with its recorded head, its form (placed or not: audit/chain.py),
 // whether it holds write events (and until when its writer gave numbers in it, and whether any
-// is still stored: a seek on their place's constraint for each form an event may hold the
-// chain's id in, its text and its integer, audit/ids.py chain_forms) and its pruning
-// checkpoint.
+// event still stands in it: @chain_holds) and its pruning checkpoint.
 MATCH (c:AuditChain)
 OPTIONAL MATCH (k:AuditCheckpoint {chain: c.id})
 RETURN c.id AS chain, c.seq AS head, coalesce(c.placed = true, false) AS placed,
        coalesce(c.writes = true, false) AS writes, c.until AS until,
-       CASE WHEN c.writes = true THEN EXISTS {
-         MATCH (e:WriteAuditEvent) USING INDEX e:WriteAuditEvent(chain, seq)
-         WHERE e.chain IN [c.id, toInteger(c.id)] AND e.seq IS NOT NULL
-       } END AS holds,
+       CASE WHEN c.writes = true THEN @chain_holds(c) END AS holds,
        k.seq AS checkpoint_seq, k.mac AS checkpoint_mac, k.sig AS checkpoint_sig
 ORDER BY chain

@@ -1,7 +1,6 @@
 // Chains of write events that hold nothing and never will again, deleted (with a checkpoint,
 // should one name them): each of $chains whose writer stopped giving its numbers before
-// $before (microseconds since 1970), holding no event of any kind (a seek on (chain, seq) for
-// each form an event may hold the chain's id in, audit/ids.py chain_forms: all that
+// $before (microseconds since 1970), holding no event of any kind (@chain_holds: all that
 // verification reads of a chain) and settled by no stored block (a seek on the index of what
 // blocks settle). A chain with neither has nothing left to check, and the chains every prune
 // pass lists stay those within the retention. Taken under the prune lock, as prune.cypher.
@@ -12,10 +11,7 @@ WITH lock
 UNWIND $chains AS id
 MATCH (c:AuditChain {id: id})
 WHERE c.writes = true AND c.until <= $before
-  AND NOT EXISTS {
-    MATCH (e:AuditEvent) USING INDEX e:AuditEvent(chain, seq)
-    WHERE e.chain IN [c.id, toInteger(c.id)] AND e.seq IS NOT NULL
-  }
+  AND NOT @chain_holds(c)
   AND NOT EXISTS {
     MATCH (b:AuditBlock) USING INDEX b:AuditBlock(settles)
     WHERE b.settles = c.id

@@ -54,7 +54,7 @@ class ChainInfo:
     placed: bool = False  # its events signed at their place, not after the MAC before
     writes: bool = False  # a chain of write events (audit/chain.py `verify_writes`)
     until: datetime | None = None  # a chain of write events: from when it gives no number
-    holds: bool = True  # a chain of write events: whether any of its events is still stored
+    holds: bool = True  # a chain of write events: whether any event still stands in it
 
 
 def native(at: Any) -> Any:
