@@ -89,6 +89,7 @@ class Side:
         self.form = audit_forms.Form(form) if form else None
         self.db: Database | None = None
         self.writer: AuditWriter | None = None
+        self.writer_settings: dict = {}
         self.ctx: Context | None = None
 
     async def open(self, tokens: int) -> None:
@@ -99,6 +100,10 @@ class Side:
         defaults = Settings.from_env()
         repo = audit_forms.repository(self.form, db)
         self.writer = AuditWriter.from_settings(repo, ring, defaults)
+        self.writer_settings = {
+            "batch_max": defaults.audit_batch_max, "batch_wait": defaults.audit_batch_wait,
+            "lanes": defaults.audit_lane_count, "write_chains": defaults.audit_write_chains,
+            "settle_wait": defaults.audit_settle_wait}
         self.groups = {"neo4j": self.neo.running_pid(), "client": os.getpid()}
         await db.apply_schema()
         # A constraint owns its index: it is dropped as a constraint.
@@ -165,7 +170,8 @@ async def measure(sides: dict[str, Side], rounds: int, warmup: int, requests: in
         raise SystemExit(f"{failed:.0f} audit batches failed: the sides are not comparable")
     return summarize(samples, {label: {"indexes_dropped": list(side.without),
                                        "write_event_form": side.form.name if side.form
-                                       else "service"} for label, side in sides.items()},
+                                       else "service", "writer": side.writer_settings}
+                             for label, side in sides.items()},
                      rounds, warmup, requests, measured)
 
 

@@ -145,6 +145,7 @@ class Settings:
     audit_batch_wait: float = 0.01
     audit_lanes: int = 0  # 0: two for a single process, one per worker (audit_lane_count)
     audit_write_chains: int = 8
+    audit_settle_wait: float = 0.25
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0
     metrics_dir: str = ""

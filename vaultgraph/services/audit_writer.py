@@ -16,11 +16,12 @@ is never used twice.
 A create's event is stored once (docs/audit.md, "Write events"): the writer gives its write a
 number in one of its chains of write events, each in turn (`place`), and the write's statement
 stores the event complete there, signed as the request expects to end. A request that ends so
-hands its place over (`pin`); the next batch stores, in its lane's chain, a block naming the
-number and the MAC that stands there (a block for each chain it settles), and writes nothing to
-the event. One that ends otherwise (its write rolled back or may have, its answer not the one
-expected) has its event written again at its place by the batch (`record_placed`), and the
-block pins the new MAC. A batch that fails hands its places to the next (a request it answered
+hands its place over (`pin`); places are held back for `settle_wait` (or until a batch's
+worth are), then a batch stores, in its lane's chain, a block naming each number and the MAC
+that stands there (a block for each chain it settles), and writes nothing to the event. One
+that ends otherwise (its write rolled back or may have, its answer not the one expected) has
+its event written again at its place by the next batch (`record_placed`), and the block pins
+the new MAC. A batch that fails hands its places to the next (a request it answered
 503 with that answer in its event).
 """
 
@@ -129,12 +130,19 @@ class AuditWriter:
     while the process idles (a lane's failure ends only its own chain)."""
 
     def __init__(self, repo: AuditRepository, ring: KeyRing, *, max_batch: int = 256,
-                 max_wait: float = 0.002, lanes: int = 2, write_chains: int = 1):
+                 max_wait: float = 0.002, lanes: int = 2, write_chains: int = 1,
+                 settle_wait: float = 0.0):
         self._repo = repo
         self._ring = ring
         self._max_batch = max(1, max_batch)
         self._max_wait = max(0.0, max_wait)
         self._pending: list[_Item] = []
+        # Places handed over as they were stored (`pin`), held back until `settle_wait` has
+        # passed since the first of them or a batch's worth gathered: one block a chain then
+        # settles many writes' events (docs/adr/0039).
+        self._unpinned: list[_Item] = []
+        self._settle_wait = max(0.0, settle_wait)
+        self._pin_timer: asyncio.TimerHandle | None = None
         self._arriving = 0  # requests announced whose events are not handed over yet
         self._company = asyncio.Event()  # an event was handed over, or a request went away
         self._wake = asyncio.Event()
@@ -159,10 +167,11 @@ class AuditWriter:
     def from_settings(cls, repo: AuditRepository, ring: KeyRing,
                       settings: Settings) -> AuditWriter:
         """The writer `settings` describe (`VAULTGRAPH_AUDIT_BATCH_MAX`, `_BATCH_WAIT`,
-        `_LANES`, `_WRITE_CHAINS`)."""
+        `_LANES`, `_WRITE_CHAINS`, `_SETTLE_WAIT`)."""
         return cls(repo, ring, max_batch=settings.audit_batch_max,
                    max_wait=settings.audit_batch_wait, lanes=settings.audit_lane_count,
-                   write_chains=settings.audit_write_chains)
+                   write_chains=settings.audit_write_chains,
+                   settle_wait=settings.audit_settle_wait)
 
     @property
     def chain(self) -> str:
@@ -250,8 +259,28 @@ class AuditWriter:
         return item
 
     def pin(self, placed: dict[str, Any], arrival: Arrival | None = None) -> None:
-        """A write event stored as its request ended: the next batch's block pins it."""
-        self._enqueue((placed, None, PIN, None), arrival)
+        """A write event stored as its request ended: a block pins it once `settle_wait` has
+        passed since the first place held back, or sooner when a batch's worth are (no one
+        waits on it: the event is stored, and verification names it `unsettled` until then)."""
+        self._unpinned.append((placed, None, PIN, None))
+        self._handed(arrival)
+        if (self._settle_wait <= 0 or self._stopping
+                or len(self._unpinned) >= self._max_batch):
+            self._release_pins()
+        elif self._pin_timer is None:
+            self._idle.clear()
+            self._pin_timer = asyncio.get_running_loop().call_later(
+                self._settle_wait, self._release_pins)
+
+    def _release_pins(self) -> None:
+        """The places held back, handed to the next batch."""
+        if self._pin_timer is not None:
+            self._pin_timer.cancel()
+            self._pin_timer = None
+        if self._unpinned:
+            self._pending.extend(self._unpinned)
+            self._unpinned.clear()
+            self._woken()
 
     async def record_placed(self, event: dict[str, Any], arrival: Arrival | None = None, *,
                             within: float | None = None, wait: bool = True) -> None:
@@ -369,7 +398,8 @@ class AuditWriter:
         return lane
 
     def _check_idle(self) -> None:
-        if not self._pending and not any(lane.busy for lane in self._lanes):
+        if (not self._pending and not self._unpinned
+                and not any(lane.busy for lane in self._lanes)):
             self._idle.set()
 
     async def _gather(self) -> None:
@@ -483,7 +513,9 @@ class AuditWriter:
             self._woken()
 
     async def settle(self) -> None:
-        """Wait until every event handed over so far is written (or failed)."""
+        """Wait until every event handed over so far is written (or failed), the places held
+        back for a block settled too."""
+        self._release_pins()
         if self._pending or any(lane.busy for lane in self._lanes):
             await self._idle.wait()
 
@@ -492,6 +524,7 @@ class AuditWriter:
         is still running, say) until nothing is left: batches in flight are waited for, never
         cancelled, and each lane still writes one batch at a time."""
         self._stopping = True
+        self._release_pins()
         if self._opening is not None and not self._opening.done():
             self._opening.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -37,9 +37,17 @@ def write_chains() -> int:
 
 
 @pytest.fixture
-def settings(settings, write_chains):
+def settle_wait(settings) -> float:
+    """How long the test's writer holds places back before a block settles them (a test
+    parametrizes this, as `write_chains`)."""
+    return settings.audit_settle_wait
+
+
+@pytest.fixture
+def settings(settings, write_chains, settle_wait):
     """One audit lane: the blocks are in "the" lane's chain."""
-    return dataclasses.replace(settings, audit_lanes=1, audit_write_chains=write_chains)
+    return dataclasses.replace(settings, audit_lanes=1, audit_write_chains=write_chains,
+                               audit_settle_wait=settle_wait)
 
 
 async def cypher(client, query: str, **params):
@@ -297,6 +305,64 @@ async def test_an_event_no_block_settles_is_named_until_one_does(client, admin_h
             f"unsettled: chain {event['chain']} seq {event['seq']} (event {event['id']})"]
     await settle(client)
     assert await findings(client, event["chain"]) == []
+
+
+@pytest.mark.parametrize("settle_wait", [30.0])
+async def test_places_are_held_back_and_then_settled_together_by_one_block(
+        client, admin_headers):
+    """Places handed over as their writes stored them wait for a block past the batches that
+    go by meanwhile (each event stored, named unsettled); once settled, one block pins them
+    all."""
+    cards = [await (await create(client, admin_headers)).json() for _ in range(3)]
+    events = [event_of((await stored_event(client, card["id"]))["p"]) for card in cards]
+    [chain] = {event["chain"] for event in events}
+    resp = await client.get(f"/tokens/{cards[0]['id']}", headers=admin_headers)
+    assert resp.status == 200  # its event's batch committed before it answered: no block
+    assert await blocks(client, chain) == []
+    assert sorted(await findings(client, chain)) == sorted(
+        f"unsettled: chain {chain} seq {e['seq']} (event {e['id']})" for e in events)
+    await settle(client)
+    [block] = await blocks(client, chain)
+    assert dict(zip(block["pins"], block["pin_macs"], strict=True)) == {
+        e["seq"]: e["mac"] for e in events}
+    assert await findings(client, chain, lane(client)) == []
+
+
+@pytest.mark.parametrize("settle_wait", [30.0])
+async def test_a_batch_s_worth_of_places_is_settled_without_waiting(client, admin_headers):
+    writer = services(client).audit_writer
+    writer._max_batch = 2
+    cards = [await (await create(client, admin_headers)).json() for _ in range(2)]
+    events = [event_of((await stored_event(client, card["id"]))["p"]) for card in cards]
+    # One lane, batches in order: the read's batch commits after the places' block.
+    await client.get(f"/tokens/{cards[0]['id']}", headers=admin_headers)
+    [block] = await blocks(client, events[0]["chain"])
+    assert sorted(block["pins"]) == sorted(e["seq"] for e in events)
+
+
+@pytest.mark.parametrize("settle_wait", [0.0, 0.2])
+async def test_places_are_settled_once_the_wait_has_passed(client, admin_headers, settle_wait):
+    """No settle called: a block comes by itself, right after the write (`0`: the next batch,
+    which a read's request then waits for) or once the wait has passed."""
+    card = await (await create(client, admin_headers)).json()
+    event = event_of((await stored_event(client, card["id"]))["p"])
+    if settle_wait == 0:
+        await client.get(f"/tokens/{card['id']}", headers=admin_headers)
+        assert (await pinned(client, event["chain"])) == {event["seq"]: event["mac"]}
+        return
+    writer = services(client).audit_writer
+    assert writer._unpinned  # held back: the writer is not idle until the wait has passed
+    async with asyncio.timeout(10):
+        await writer._idle.wait()
+    assert (await pinned(client, event["chain"])) == {event["seq"]: event["mac"]}
+
+
+@pytest.mark.parametrize("settle_wait", [30.0])
+async def test_a_writer_stopping_settles_the_places_it_held_back(client, admin_headers):
+    card = await (await create(client, admin_headers)).json()
+    event = event_of((await stored_event(client, card["id"]))["p"])
+    await services(client).audit_writer.stop()
+    assert (await pinned(client, event["chain"])) == {event["seq"]: event["mac"]}
 
 
 async def test_the_writes_mark_is_checked_against_the_events(client, admin_headers):
