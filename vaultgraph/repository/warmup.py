@@ -126,9 +126,13 @@ OVERRIDES: dict[str, dict[str, Any]] = {
 MORE_FORMS: dict[str, list[dict[str, Any]]] = {
     "audit/write_batch": [{"created": [], "linked": [{}]},
                           # a block settling creates' events, alone or beside reads' events,
-                          # and with a create's event written again at its place
+                          # and with a create's event written again at its place; and one
+                          # for each of several chains of write events, as places held back
+                          # for a settle wait go (services/audit_writer.py `pin`)
                           {"created": [], "blocks": [{}]}, {"blocks": [{}]},
-                          {"created": [], "blocks": [{}], "placed": [{}]}],
+                          {"created": [], "blocks": [{}], "placed": [{}]},
+                          {"created": [], "blocks": [{}, {}]}, {"blocks": [{}, {}]},
+                          {"created": [], "blocks": [{}, {}], "placed": [{}]}],
 }
 # Writes a request may send with its event stored complete at its place (PLACED_PREFIX): a
 # create, a tokenize, an update, a delete and an unlink that declared how they end
