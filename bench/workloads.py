@@ -104,7 +104,9 @@ class Context:
     # `BareDriver` below replaces the service's Database with plain driver calls.
     @property
     def tokens(self) -> TokenRepository:
-        return TokenRepository(BareDriver(self))  # type: ignore[arg-type]
+        # One statement a create, as a request sends it alone: the bare client writes
+        # nothing together (repository/coalesce.py).
+        return TokenRepository(BareDriver(self), create_batch_max=1)  # type: ignore[arg-type]
 
     @property
     def graph(self) -> GraphRepository:

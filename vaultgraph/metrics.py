@@ -94,6 +94,10 @@ AUDIT_EVENTS = Counter("vaultgraph_audit_events", "Audit events written in group
                        "(events / batches = the mean batch size).")
 AUDIT_BATCH_SIZE = Histogram("vaultgraph_audit_batch_size", "Events per audit group commit.",
                              buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256))
+WRITES_TOGETHER = Histogram("vaultgraph_creates_written_together", "Creates per statement of "
+                            "creates written together (repository/coalesce.py): those that "
+                            "waited while earlier ones were written.",
+                            buckets=(1, 2, 4, 8, 16, 32, 64))
 AUDIT_COMMIT = Histogram("vaultgraph_audit_commit_seconds", "Time one audit group commit took "
                          "(its statement and commit, the log forced to disk): every read and "
                          "refusal in the batch waits for it before its answer.",

@@ -29,7 +29,7 @@ POSITIVE = frozenset({
     "render_workers", "audit_batch_max", "audit_write_chains", "request_timeout",
     "neo4j_acquire_timeout", "neo4j_connect_timeout", "bulk_max_items", "idempotency_ttl",
     "idempotency_lease", "auth_failure_window", "proxy_max_in_flight", "pkcs11_sessions",
-    "webhook_lease",
+    "webhook_lease", "create_lanes", "create_batch_max",
     "webhook_timeout", "webhook_disable_after", "webhook_max_in_flight",
     "webhook_endpoint_concurrency", "webhook_retention_days"})
 # Upper bounds the interface sets: an expired token is deleted within an hour of its expiry,
@@ -146,6 +146,10 @@ class Settings:
     audit_lanes: int = 0  # 0: two for a single process, one per worker (audit_lane_count)
     audit_write_chains: int = 8
     audit_settle_wait: float = 0.25
+    # Creates written together (repository/coalesce.py): writes of creates in flight at once,
+    # and the most creates one statement writes for those that waited (1: each alone).
+    create_lanes: int = 2
+    create_batch_max: int = 10
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0
     metrics_dir: str = ""

@@ -166,17 +166,37 @@ class Database:
     async def write(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         """One write statement; inside a request it also creates the request's audit event in
         the same transaction (audited_text), so the change and its event commit together."""
-        event = audit_context.write_event()
+        return await self.write_event_with(name, params, audit_context.write_event())
+
+    async def write_event_with(self, name: str, params: dict[str, Any],
+                               event: dict[str, Any] | None) -> list[neo4j.Record]:
+        """`write` with the request's event already taken (`audit_context.write_event`)."""
         if event is None:
             records = await self._statement(name, params, neo4j.WRITE_ACCESS)
+            self.written(name, params, audited=False)
         else:
             records = await self._statement(name, audited_params(params, event),
                                             neo4j.WRITE_ACCESS,
                                             query=self._audited(name, is_placed(event)))
+            self.written(name, params)
+        return records
+
+    def written(self, name: str, params: dict[str, Any], audited: bool = True) -> None:
+        """Statement `name` (`params`) committed, with the request's event when `audited`."""
+        if audited:
             audit_context.written()
         for listener in self._after_write:
             listener(name, params)
-        return records
+
+    async def write_rows(self, name: str, params: dict[str, Any],
+                         until: float) -> list[neo4j.Record]:
+        """One write statement that belongs to no one request (several requests' rows, each
+        with its own event: repository/coalesce.py), bounded by `until` on the loop's clock."""
+        return await self._statement(name, params, neo4j.WRITE_ACCESS, until=until)
+
+    def deadline_at(self) -> float:
+        """When the current request's database time runs out, on the loop's clock."""
+        return self._deadline()
 
     async def write_unaudited(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         """One write statement without the request's audit event: for bookkeeping of the HTTP
@@ -193,13 +213,17 @@ class Database:
         return query
 
     async def _statement(self, name: str, params: dict, mode: str,
-                         query: neo4j.Query | None = None,
-                         budgeted: bool = True) -> list[neo4j.Record]:
+                         query: neo4j.Query | None = None, budgeted: bool = True,
+                         until: float | None = None) -> list[neo4j.Record]:
         """Transient errors (the statement was rolled back) are retried with backoff for as
-        long as the request's deadline allows; past the deadline the answer is a 503."""
+        long as the request's deadline (or `until`, unbudgeted) allows; past it the answer is a
+        503."""
         query = query or self.catalog[name]
         loop = asyncio.get_running_loop()
-        until = self._deadline(budgeted)
+        if until is not None:
+            budgeted = False
+        else:
+            until = self._deadline(budgeted)
         # What `spending` and `_in_use` do, inline: this runs for every statement, and the two
         # context managers cost a get 0.6 % more instructions (`bench.hotpath_ir`, 2026-12-01).
         budget = deadline.get() if budgeted else None

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from ..errors import UniquenessViolation
 from ..tokens.stored import StoredToken
+from .coalesce import Together
 from .database import Database, Transaction
 from .records import datetime_text, one_list
 
@@ -61,8 +62,12 @@ def _token(record: Any, key: str = "token") -> StoredToken:
 
 
 class TokenRepository:
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, *, create_lanes: int = 2, create_batch_max: int = 10):
+        """`create_lanes`, `create_batch_max`: creates written together (`Together`)."""
         self._db = db
+        self._creates = (Together(db, "tokens/create", "tokens/create_batch",
+                                  lanes=create_lanes, max_rows=create_batch_max)
+                         if create_batch_max > 1 else None)
 
     async def create(self, *, tenant_id: str, id: str, props: dict, expires_at: datetime | None,
                      meta_kvs: list[str], index_digests: list[str], dedup: bool,
@@ -74,15 +79,26 @@ class TokenRepository:
         `expired` is the (deleted_by, deleted_reason) given to an expired token that still
         holds the id: it is retired as the expiry sweeper would retire it.
         """
-        records = await self._db.write(
-            "tokens/create", tenant_id=tenant_id, id=id, props=props,
-            expires_at=datetime_text(expires_at),
-            meta_kvs=meta_kvs, index_digests=index_digests, dedup=dedup, parent_id=parent_id,
-            parent_prefixes=parent_prefixes or [], expired_actor=expired[0],
-            expired_reason=expired[1])
-        if not records:
+        expires = datetime_text(expires_at)
+        params = dict(tenant_id=tenant_id, id=id, props=props, expires_at=expires,
+                      meta_kvs=meta_kvs, index_digests=index_digests, dedup=dedup,
+                      parent_id=parent_id, parent_prefixes=parent_prefixes or [],
+                      expired_actor=expired[0], expired_reason=expired[1])
+        if parent_id is not None or dedup or self._creates is None:
+            records = await self._db.write("tokens/create", **params)
+            if not records:
+                return None
+            return Created(_token(records[0]), records[0]["deduplicated"])
+        # A plain create may be written together with others (repository/coalesce.py).
+        record = await self._creates.write(
+            params, {"expired_actor": expired[0], "expired_reason": expired[1]},
+            {"tenant_id": tenant_id, "id": id, "props": props, "expires_at": expires,
+             "meta_kvs": meta_kvs, "dedup": False, "index_digests": index_digests})
+        if record is None:
             return None
-        return Created(_token(records[0]), records[0]["deduplicated"])
+        if record["taken"]:  # a live token holds the id, as the uniqueness constraint says alone
+            raise UniquenessViolation()
+        return Created(_token(record), record["deduplicated"])
 
     async def create_many(self, *, tenant_id: str, rows: list[NewToken],
                           expired: tuple[str, str]) -> dict[int, Created | None]:
@@ -91,8 +107,8 @@ class TokenRepository:
         row's id. A create that raced one of the ids onto the uniqueness constraint rolled the
         whole statement back; it runs once more, and then reads that id as taken."""
         params = dict(
-            tenant_id=tenant_id, expired_actor=expired[0], expired_reason=expired[1],
-            rows=[{"index": r.index, "id": r.id, "props": r.props,
+            expired_actor=expired[0], expired_reason=expired[1],
+            rows=[{"index": r.index, "tenant_id": tenant_id, "id": r.id, "props": r.props,
                    "expires_at": datetime_text(r.expires_at), "meta_kvs": r.meta_kvs,
                    "dedup": r.dedup, "index_digests": r.index_digests}
                   for r in rows])

@@ -104,6 +104,9 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     # Rows of several items, as a tokenize sends them: Neo4j tells a list of maps from an
     # empty one (and, unless told not to, a list of one from one of up to ten).
     "tokens/create_many": {"rows": [{}, {}]},
+    # Creates written together (repository/coalesce.py): the creates that waited while a lane
+    # was busy, two to VAULTGRAPH_CREATE_BATCH_MAX (or one alone: MORE_FORMS).
+    "tokens/create_batch": {"rows": [{}, {}]},
     "tokens/update": {"meta_kvs": [_ID]},  # a merge patch of metadata: an entry at least
     "tokens/list_by_type": {"types": []},
     "tokens/list_by_ids": {"ids": []},
@@ -124,6 +127,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {
 }
 # Statements planned in more forms than one: each entry is planned too, over the samples.
 MORE_FORMS: dict[str, list[dict[str, Any]]] = {
+    "tokens/create_batch": [{"rows": [{}]}],
     "audit/write_batch": [{"created": [], "linked": [{}]},
                           # a block settling creates' events, alone or beside reads' events,
                           # and with a create's event written again at its place; and one
@@ -148,6 +152,10 @@ PLACEABLE: dict[str, tuple[dict[str, Any], ...]] = {
     "tokens/delete": (ONE_NAMED,),
     "graph/unlink": (SEVERAL_NAMED,),
 }
+
+# Writes that store their requests' events themselves, a row each, and are never sent with the
+# audit prefix: planned as they are only.
+OWN_EVENTS = ("tokens/create_batch",)
 
 # Not planned here: the schema (applied, not planned) and the search statement, which takes
 # seconds of Neo4j's planning on a cold server: start-up plans it on its own connection
@@ -279,7 +287,7 @@ async def prepare(db: Database, concurrency: int = 4) -> Prepared:
             await planned(text, {**sample_parameters(name, text), **form})
         # A write may carry the prefix (unless it is one the prefix cannot precede, such as
         # `CALL { … } IN TRANSACTIONS`, which is never sent with it).
-        if kind in _WRITES:
+        if kind in _WRITES and name not in OWN_EVENTS:
             audited = audited_text(text)
             await planned(audited, sample_parameters(name, audited))
             for named in PLACEABLE.get(name, ()):

@@ -1,0 +1,223 @@
+"""Creates written together: a request's create sent while others are being written goes into
+one statement with the creates that wait beside it.
+
+Neo4j's CPU for a create is mostly the statement's and its transaction's own, not the token's:
+a token created as one row of eight in one statement cost Neo4j about a third of what it cost
+in a statement of its own (docs/performance.md, "Creates written together"). So `Together`
+keeps at most `lanes` writes of its statement in flight. A create that finds a lane free is
+sent at once, alone, as it always was (`single`: the statement, its audit prefix, nothing
+waits). One that finds every lane busy waits; when a lane's write ends, the creates waiting for
+it (up to `max_rows`) go in one statement (`batch`), each its own row with its own tenant and
+its own audit event, signed at its own place as its single statement would store it. Each
+request still gets its own answer: its token, or a 409 for its id alone (a live holder answers
+`taken` on its row, which then stores no event: its request's 409 waits for its event, written
+at its place as the request ends, as when a create alone is refused by the constraint).
+
+What a batch keeps of a single write:
+- each row's event is created in the statement that creates its token: they commit together;
+- the batch's transaction ends (Neo4j's timeout) by the earliest deadline of its requests, and
+  transient errors are retried until then, as a single statement's are; a create with less than
+  `ALONE_BELOW` seconds left is never put in a batch, so one request near its deadline cannot
+  cut the others' time short;
+- a failure that rolled the batch back without naming a row (Neo4j refused the statement; the
+  uniqueness constraint, raced twice) sends each row again alone, in its own request, as if it
+  had never waited; any other failure (the database unavailable, the commit unconfirmed, the
+  deadline passed) is every row's answer, as it would have been alone;
+- a request that stops waiting (its deadline, its client gone) before its batch is sent is
+  never written.
+
+Only a create whose event the request can store at its place (or which has none: outside a
+request) is written together: a create under a parent, a deduplicating one, one whose event is
+stored pending, or one holding an Idempotency-Key entry is always sent alone (`single`, with
+its own prefix), as before. The token repository makes no `Together` when
+VAULTGRAPH_CREATE_BATCH_MAX is 1: every create is then sent alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import contextvars
+import copy
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from neo4j.exceptions import ClientError
+
+from .. import metrics
+from ..audit import context as audit_context
+from ..deadline import spending
+from ..errors import UniquenessViolation
+from .audit_form import placed_parts
+from .audit_prefix import is_placed
+from .neo4j_errors import timed_out
+
+if TYPE_CHECKING:
+    from .database import Database
+
+
+# A create with less time than this left is never put in a batch: it is sent alone.
+ALONE_BELOW = 0.5
+
+
+class _RunAlone(Exception):
+    """The batch failed in a way that says nothing of any one row: each is sent again alone."""
+
+
+@dataclass(slots=True, eq=False)
+class _Waiting:
+    shared: tuple  # the batch's own parameters (a batch holds rows of one value of them)
+    row: dict[str, Any]
+    until: float  # the request's deadline, on the loop's clock
+    future: asyncio.Future
+
+
+class Together:
+    def __init__(self, db: Database, single: str, batch: str, *, lanes: int = 2,
+                 max_rows: int = 10):
+        self._db = db
+        self.single, self.batch = single, batch
+        self._lanes, self._max_rows = lanes, max_rows
+        self._busy = 0
+        self._waiting: collections.deque[_Waiting] = collections.deque()
+        self._tasks: set[asyncio.Task] = set()
+
+    async def write(self, params: dict[str, Any], shared: dict[str, Any],
+                    row: dict[str, Any]) -> dict[str, Any] | None:
+        """The single statement's record for `params` (its only row; None when it returns
+        none), or the batch's record for `row`, sent with the batch parameters `shared`:
+        either way {token, deduplicated, taken}."""
+        db = self._db
+        event = audit_context.write_event()
+        if event is not None and (not is_placed(event)
+                                  or audit_context.claimed_key() is not None):
+            return _one(await db.write_event_with(self.single, params, event))
+        if self._busy < self._lanes:
+            self._busy += 1
+            try:
+                return _one(await db.write_event_with(self.single, params, event))
+            finally:
+                self._next()
+        waiting = _Waiting(tuple(shared.items()), {**row, **_audit_fields(event)},
+                           db.deadline_at(), asyncio.get_running_loop().create_future())
+        future = waiting.future
+        self._waiting.append(waiting)
+        try:
+            with spending():
+                async with asyncio.timeout_at(waiting.until):
+                    record = await future
+        except TimeoutError:
+            if not _answered(future):
+                raise timed_out() from None
+            record = future.result()  # answered as the deadline passed: the answer stands
+        except _RunAlone:
+            return _one(await db.write_event_with(self.single, params, event))
+        finally:
+            if future.cancelled():  # stopped waiting before its batch: never sent
+                with contextlib.suppress(ValueError):
+                    self._waiting.remove(waiting)
+        if not record["taken"]:  # a taken id stored nothing: its 409 waits for its event
+            db.written(self.single, params, audited=event is not None)
+        return record
+
+    def _next(self) -> None:
+        """A lane's write ended: it takes what waits, or is free."""
+        if any(not w.future.done() for w in self._waiting):
+            # A context of its own: the batch belongs to no one request.
+            task = asyncio.get_running_loop().create_task(self._drain(),
+                                                          context=contextvars.Context())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            self._busy -= 1
+
+    async def _drain(self) -> None:
+        try:
+            while batch := self._take():
+                await self._send(batch)
+        finally:
+            self._busy -= 1
+
+    def _take(self) -> list[_Waiting]:
+        """Up to `max_rows` of what waits, in order, all with the first one's parameters (the
+        others keep their places). One with less than `ALONE_BELOW` seconds left is sent alone
+        by its own request, within what it has left: a batch is bounded by the earliest
+        deadline among its rows, and must not take the others' time from them."""
+        waiting, batch, later = self._waiting, [], []
+        soon = asyncio.get_running_loop().time() + ALONE_BELOW
+        while waiting and len(batch) < self._max_rows:
+            w = waiting.popleft()
+            if w.future.done():  # its request stopped waiting
+                continue
+            if w.until < soon:
+                w.future.set_exception(_RunAlone())
+                continue
+            (batch if not batch or w.shared == batch[0].shared else later).append(w)
+        waiting.extendleft(reversed(later))
+        return batch
+
+    async def _send(self, batch: list[_Waiting]) -> None:
+        metrics.WRITES_TOGETHER.observe(len(batch))
+        outcome: BaseException = _RunAlone()
+        for _ in range(2):
+            # Only rows whose requests still wait: one that stopped is never written.
+            sent = [w for w in batch if not w.future.done()]
+            if not sent:
+                return
+            params = {**dict(sent[0].shared),
+                      "rows": [{**w.row, "index": i} for i, w in enumerate(sent)]}
+            try:
+                records = await self._db.write_rows(self.batch, params,
+                                                    min(w.until for w in sent))
+            except UniquenessViolation:
+                # Raced by another create for one of the ids: once more reads it as taken;
+                # twice, each row goes alone.
+                continue
+            except ClientError:
+                break  # refused, so rolled back: each row alone gets its own answer
+            except asyncio.CancelledError:
+                _fail(sent, timed_out())
+                raise
+            except Exception as exc:  # unavailable, unconfirmed: every row's answer
+                outcome = exc
+                break
+            for record in records:
+                future = sent[record["index"]].future
+                if not future.done():
+                    future.set_result({"token": record["token"],
+                                       "deduplicated": record["deduplicated"],
+                                       "taken": record["taken"]})
+            _fail(sent, RuntimeError("the batch of creates returned no row for this one"))
+            return
+        _fail(batch, outcome)
+
+
+def _fail(batch: list[_Waiting], outcome: BaseException) -> None:
+    """`outcome` for each row still waiting, a copy each (each request raises its own)."""
+    for w in batch:
+        if not w.future.done():
+            w.future.set_exception(copy.copy(outcome))
+
+
+def _answered(future: asyncio.Future) -> bool:
+    return future.done() and not future.cancelled() and future.exception() is None
+
+
+def _audit_fields(event: dict[str, Any] | None) -> dict[str, Any]:
+    """A row's event, as tokens/create_batch creates it: its place apart from its other
+    fields; none outside a request (the row then stores no event, as a write alone)."""
+    if event is None:
+        return {"audit_chain": None}
+    parts = placed_parts(event)
+    fields = dict(parts["fields"])
+    return {"audit_chain": fields.pop("chain"), "audit_seq": fields.pop("seq"),
+            "audit": fields, "audit_at": parts["at"], "audit_refs": parts["refs"],
+            "audit_tenant_key": parts["tenant_key"]}
+
+
+def _one(records: list) -> dict[str, Any] | None:
+    if not records:
+        return None
+    return {"token": records[0]["token"], "deduplicated": records[0]["deduplicated"],
+            "taken": False}
