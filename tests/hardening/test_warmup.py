@@ -135,11 +135,11 @@ async def test_ready_is_503_until_the_statements_are_planned(serve, monkeypatch)
 
 # The write path, rehearsed before /ready turns 200: each statement an API key's look-up, a
 # chain of write events opened, and a first create (its event pending, and complete at its
-# place), read, update, link, delete and audit batch send, run for real in one transaction
-# committed, and then removed.
+# place), two creates written together, read, update, link, delete and audit batch send, run
+# for real in one transaction committed, and then removed.
 REHEARSED = ["auth/authenticate", "audit/open_write_chain", "tokens/create", "tokens/create",
-             "tokens/get", "tokens/lock_for_update", "tokens/update", "graph/link",
-             "tokens/delete"] + ["audit/write_batch"] * 6
+             "tokens/create_batch", "tokens/get", "tokens/lock_for_update", "tokens/update",
+             "graph/link", "tokens/delete"] + ["audit/write_batch"] * 6
 
 
 async def test_the_write_path_is_rehearsed_before_ready_and_leaves_nothing(serve, caplog):
@@ -164,15 +164,15 @@ async def test_the_write_path_is_rehearsed_before_ready_and_leaves_nothing(serve
     [line] = [r for r in caplog.records if r.msg == "ready"]
     assert line.writes_rehearsed == len(REHEARSED)
     assert line.statements_prepared == prepared.statements
-    # It was committed (the removal found its two tokens, six events, a block and two chains)
+    # It was committed (the removal found its four tokens, eight events, a block and two chains)
     # and then removed: no node or relationship of its tenant, none of its tokens, audit
     # events or chains, no tenant (nor its key).
     assert db.catalog.text(FORGET) in [s.text for s in sent.since(0)[:ready]]
-    assert prepared.removed == 2 + 6 + 1 + 2
+    assert prepared.removed == 4 + 8 + 1 + 2
     tenant = prepared.rehearsal_tenant
     assert tenant.startswith(REHEARSAL_TENANT)
-    # two tokens, two chains, six events and a block
-    assert len(prepared.rehearsal_ids) == 4 + 6 + 1
+    # four tokens, two chains, eight events and a block
+    assert len(prepared.rehearsal_ids) == 4 + 2 + 8 + 1
     records, _, _ = await db.driver.execute_query(
         "CALL () { MATCH (n) WHERE n.tenant_id = $tenant OR n.id = $tenant "
         "  OR n.id IN $ids RETURN count(n) AS nodes } "

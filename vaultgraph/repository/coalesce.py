@@ -99,7 +99,7 @@ class Together:
                 return _one(await db.write_event_with(self.single, params, event))
             finally:
                 self._next()
-        waiting = _Waiting(tuple(shared.items()), {**row, **_audit_fields(event)},
+        waiting = _Waiting(tuple(shared.items()), {**row, **row_event(event)},
                            db.deadline_at(), asyncio.get_running_loop().create_future())
         future = waiting.future
         self._waiting.append(waiting)
@@ -204,7 +204,7 @@ def _answered(future: asyncio.Future) -> bool:
     return future.done() and not future.cancelled() and future.exception() is None
 
 
-def _audit_fields(event: dict[str, Any] | None) -> dict[str, Any]:
+def row_event(event: dict[str, Any] | None) -> dict[str, Any]:
     """A row's event, as tokens/create_batch creates it: its place apart from its other
     fields; none outside a request (the row then stores no event, as a write alone)."""
     if event is None:

@@ -19,18 +19,18 @@ first use, as before.
 A plan is not all a first request pays for: on a freshly started Neo4j the code that runs a
 write (its operators, transaction state, locks, the commit's log append and index updates, the
 audit trail's statement) had never run, and the first create after `/ready` still took seconds.
-So start-up then rehearses the write path (`rehearse`): an API key's look-up, a token's create,
-read, update, link and delete, and the audit writer's batches, each in a form the warm-up
-planned (audit prefix included; Neo4j makes a plan runnable on its first run, not when it plans
-it: a create in a form only planned took 0.8 s, in the rehearsed one 3 ms), for real, in one
-transaction that is committed (a rolled-back one never reaches the commit's work: the first
-create after it still took 2-3 s) — and then removed by `health/forget_rehearsal`. It all runs
-under a tenant id no tenant has (`warm-up:` and a random UUID; tenant ids are UUIDs) with an
-audit chain of the same prefix: no tenant, key or application is created, no tenant's list,
-search or trail can reach it while it exists, and webhooks, which belong to a tenant, never see
-it. Its locks are taken on its own new nodes only, so it is harmless on a database in use. The
-removal goes by the prefix, so what a start-up stopped between the commit and the removal left
-is removed by the next one.
+So start-up then rehearses the write path (`rehearse`): an API key's look-up, a token's create
+(alone, and two written together), read, update, link and delete, and the audit writer's
+batches, each in a form the warm-up planned (audit prefix included; Neo4j makes a plan runnable
+on its first run, not when it plans it: a create in a form only planned took 0.8 s, in the
+rehearsed one 3 ms), for real, in one transaction that is committed (a rolled-back one never
+reaches the commit's work: the first create after it still took 2-3 s) — and then removed by
+`health/forget_rehearsal`. It all runs under a tenant id no tenant has (`warm-up:` and a random
+UUID; tenant ids are UUIDs) with an audit chain of the same prefix: no tenant, key or
+application is created, no tenant's list, search or trail can reach it while it exists, and
+webhooks, which belong to a tenant, never see it. Its locks are taken on its own new nodes
+only, so it is harmless on a database in use. The removal goes by the prefix, so what a
+start-up stopped between the commit and the removal left is removed by the next one.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from ..errors import Unavailable
 from .audit import created_parts, linked_parts, time_forms
 from .audit_form import placed_parts
 from .audit_prefix import audited_params, audited_text, is_placed
+from .coalesce import row_event
 from .database import Database
 from .neo4j_errors import map_errors
 
@@ -343,13 +344,16 @@ class _Rehearsal:
         self.stored.append((made, stored := stored_skeleton(made)))
         return stored
 
-    def placed(self, operation: str, token_id: str) -> dict[str, Any]:
-        """The event of a create that declared how it ends, at the first number of the
-        rehearsal's chain of write events (signed with no key: its MAC is a stand-in)."""
-        self.settled = {**self.event(operation, token_id), "status": 201, "transform": "mask",
-                        "chain": self.writes, "seq": 1, "key_version": 1, "kind": WRITE,
-                        "mac": "00" * 32}
-        return self.settled
+    def placed(self, operation: str, token_id: str, seq: int = 1) -> dict[str, Any]:
+        """The event of a create that declared how it ends, at number `seq` of the rehearsal's
+        chain of write events (signed with no key: its MAC is a stand-in); the first is the
+        one a block settles."""
+        placed = {**self.event(operation, token_id), "status": 201, "transform": "mask",
+                  "chain": self.writes, "seq": seq, "key_version": 1, "kind": WRITE,
+                  "mac": "00" * 32}
+        if seq == 1:
+            self.settled = placed
+        return placed
 
     def block(self, seq: int) -> dict[str, Any]:
         """A block at `seq` of the rehearsal's chain, settling its write event."""
@@ -394,7 +398,7 @@ async def rehearse(db: Database, prepared: Prepared) -> None:
 
 async def _write_path(db: Database, tx: neo4j.AsyncTransaction, r: _Rehearsal,
                       prepared: Prepared) -> None:
-    async def run(name: str, audit: dict[str, Any] | None = None, rows: bool = True,
+    async def run(name: str, audit: dict[str, Any] | None = None, answers: bool = True,
                   **params: Any) -> list[neo4j.Record]:
         text = db.catalog.text(name)
         if audit is not None:  # sent inside a request: with the audit prefix
@@ -402,7 +406,7 @@ async def _write_path(db: Database, tx: neo4j.AsyncTransaction, r: _Rehearsal,
                             audited_params(params, audit))
         result = await tx.run(text, params)
         records = [record async for record in result]
-        if bool(records) != rows:
+        if bool(records) != answers:
             raise RehearsalFailed(name)
         prepared.rehearsed.append(name)
         prepared.rehearsed_forms.append((text, signature(params)))
@@ -410,8 +414,8 @@ async def _write_path(db: Database, tx: neo4j.AsyncTransaction, r: _Rehearsal,
 
     tenant, parent, child = r.tenant, r.parent, r.child
     # Every request's first statement: an API key's look-up (of a digest no key has).
-    await run("auth/authenticate", rows=False, hash=hashlib.sha256(tenant.encode()).hexdigest())
-    await run("audit/open_write_chain", rows=False, chain=r.writes, until=1)
+    await run("auth/authenticate", answers=False, hash=hashlib.sha256(tenant.encode()).hexdigest())
+    await run("audit/open_write_chain", answers=False, chain=r.writes, until=1)
     # The parent's event stored pending, the child's complete at its place.
     for token_id, audit in ((parent, r.write("token:create", parent)),
                             (child, r.placed("token:create", child))):
@@ -419,6 +423,15 @@ async def _write_path(db: Database, tx: neo4j.AsyncTransaction, r: _Rehearsal,
                   id=token_id, props=r.token(token_id), expires_at=None,
                   meta_kvs=[], index_digests=[], dedup=False, parent_id=None,
                   parent_prefixes=[], expired_actor="expiry-sweeper", expired_reason="expired")
+    # Creates written together (repository/coalesce.py): two rows, each with its event at a
+    # place of its own.
+    together = [str(uuid.uuid4()) for _ in range(2)]
+    r.ids.extend(together)
+    await run("tokens/create_batch", expired_actor="expiry-sweeper", expired_reason="expired",
+              rows=[{"index": i, "tenant_id": tenant, "id": token_id, "props": r.token(token_id),
+                     "expires_at": None, "meta_kvs": [], "dedup": False, "index_digests": [],
+                     **row_event(r.placed("token:create", token_id, seq=2 + i))}
+                    for i, token_id in enumerate(together)])
     await run("tokens/get", tenant_id=tenant, id=parent, prefixes=_PREFIXES)
     # An update's event goes with its change, not with the read under its lock.
     await run("tokens/lock_for_update", tenant_id=tenant, id=child, prefixes=_PREFIXES)
