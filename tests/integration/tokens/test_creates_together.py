@@ -1,9 +1,10 @@
 """Creates written together (repository/coalesce.py): creates that wait while a create's write
 holds the lane go into one statement, each with its own answer and its own audit event, signed
 at its own place; a create whose id is taken gets its 409 alone, and its row stores no event;
-rows of several tenants share a statement, each its own tenant's; a create near its deadline is
-sent alone, and one that waits past it is a 503 and is never written; a batch refused without
-naming a row sends each row again alone; one the database cannot answer is every row's 503."""
+each writes its own webhook event; rows of several tenants share a statement, each its own
+tenant's; a create near its deadline is sent alone, and one that waits past it is a 503 and is
+never written; a batch refused without naming a row sends each row again alone; one the
+database cannot answer is every row's 503."""
 
 from __future__ import annotations
 
@@ -164,6 +165,24 @@ async def test_an_id_taken_in_a_batch_is_a_409_for_its_request_alone(client, adm
     # The taken row stored no event; its 409 waited for its own, written at its place.
     assert sorted(e["status"] for e in await events_of(client, taken)) == [201, 409]
     assert together(client)._busy == 0
+
+
+async def test_each_create_written_together_writes_its_webhook_event(client, admin_headers):
+    resp = await client.post("/webhooks", json={"url": "https://hooks.example.com/in",
+                                                "events": ["token.created"]},
+                             headers=admin_headers)
+    assert resp.status == 201
+    hook = await resp.json()
+    before = batches()
+    async with lane_held(client, 3):
+        sent = [post(client, admin_headers, number) for number in CARDS[:3]]
+    ids = [(await (await task).json())["id"] for task in sent]
+    assert batches()[0] == before[0] + 1
+    deliveries = await cypher(
+        client, "MATCH (d:WebhookDelivery {webhook_id: $w}) RETURN d.token_id AS token, "
+                "d.type AS type, d.state AS state", w=hook["id"])
+    assert sorted((d["token"], d["type"], d["state"]) for d in deliveries) == sorted(
+        (token_id, "token.created", "pending") for token_id in ids)
 
 
 async def test_tenants_share_a_batch_each_row_with_its_own_tenant(client, admin_headers,
