@@ -185,9 +185,7 @@ class Together:
             for record in records:
                 future = sent[record["index"]].future
                 if not future.done():
-                    future.set_result({"token": record["token"],
-                                       "deduplicated": record["deduplicated"],
-                                       "taken": record["taken"]})
+                    future.set_result(_answer(record))
             _fail(sent, RuntimeError("the batch of creates returned no row for this one"))
             return
         _fail(batch, outcome)
@@ -217,7 +215,10 @@ def row_event(event: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _one(records: list) -> dict[str, Any] | None:
-    if not records:
-        return None
-    return {"token": records[0]["token"], "deduplicated": records[0]["deduplicated"],
-            "taken": False}
+    return _answer(records[0]) if records else None
+
+
+def _answer(record: Any) -> dict[str, Any]:
+    """A create's record, alone (no `taken`: a taken id fails it) or as a batch's row."""
+    return {"token": record["token"], "deduplicated": record["deduplicated"],
+            "taken": record.get("taken", False)}
