@@ -245,9 +245,13 @@ class Bench:
     def context(self) -> Context:
         """The bare side's context; every one shares the run's kept sessions (`self.idle`,
         closed at the teardown)."""
+        settings = bare_settings()
         return Context(self.tenant, self.ids, self.db.catalog, self.db.driver,
                        audit=self.audit, proxy_id=self.proxy_id,
-                       destination=self.destination.url, session=self.session, idle=self.idle)
+                       destination=self.destination.url, session=self.session, idle=self.idle,
+                       create_lanes=settings.create_lanes,
+                       create_batch_max=settings.create_batch_max,
+                       request_timeout=settings.request_timeout)
 
     # -- one workload ---------------------------------------------------------------------
 

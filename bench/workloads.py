@@ -4,6 +4,8 @@ and encryption work as the service's repository and service layers)."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import random
 import uuid
 from collections.abc import Awaitable, Callable
@@ -48,6 +50,7 @@ from .dataset import (
 )
 
 MERGE_PATCH = "application/merge-patch+json"
+TAKE = object()  # BareDriver._run: the request's event is taken there
 JSON = "application/json"
 POOL = 20_000  # request items per workload; wrk and the bare clients cycle through them
 
@@ -82,6 +85,11 @@ class Context:
     # The bare statements' sessions, kept between statements as the service's Database keeps
     # its own (repository/database.py IdleSessions); `close` closes them.
     idle: dict = field(default_factory=kept_sessions)
+    # Creates written together as the service's (repository/coalesce.py): its settings, which
+    # the harness takes from the service's environment (bench/run.py `bare_settings`).
+    create_lanes: int = 2
+    create_batch_max: int = 10
+    request_timeout: float = 10.0  # a create's deadline, as the service's requests have
 
     @property
     def principal(self) -> SimpleNamespace:
@@ -102,11 +110,13 @@ class Context:
     # each statement's parameters are spelled, so the bare client sends exactly what the service
     # sends even while statements change. The repositories only map arguments to parameters;
     # `BareDriver` below replaces the service's Database with plain driver calls.
-    @property
+    @functools.cached_property
     def tokens(self) -> TokenRepository:
-        # One statement a create, as a request sends it alone: the bare client writes
-        # nothing together (repository/coalesce.py).
-        return TokenRepository(BareDriver(self), create_batch_max=1)  # type: ignore[arg-type]
+        # One for the context's life: its creates share lanes and are written together as
+        # the service's are (repository/coalesce.py), in the same statements.
+        return TokenRepository(BareDriver(self),  # type: ignore[arg-type]
+                               create_lanes=self.create_lanes,
+                               create_batch_max=self.create_batch_max)
 
     @property
     def graph(self) -> GraphRepository:
@@ -141,12 +151,33 @@ class BareDriver:
         service's sender writes them)."""
         return await self._run(name, params, neo4j.WRITE_ACCESS, audited=False)
 
+    # What creates written together use (repository/coalesce.py), as the service's Database.
+    async def write_event_with(self, name: str, params: dict, event: dict | None) -> list:
+        return await self._run(name, params, neo4j.WRITE_ACCESS, event=event)
+
+    def written(self, name: str, params: dict, audited: bool = True) -> None:
+        if audited:
+            audit_context.written()
+
+    async def write_rows(self, name: str, params: dict, until: float) -> list:
+        """Several requests' rows, each with its own event: the statement carries no one
+        request's (the bare client has no deadline: `until` is not applied)."""
+        return await self._run(name, params, neo4j.WRITE_ACCESS, audited=False)
+
+    def deadline_at(self) -> float:
+        """A request's deadline, as the service's (`VAULTGRAPH_REQUEST_TIMEOUT` from now)."""
+        return asyncio.get_running_loop().time() + self.ctx.request_timeout
+
     async def _run(self, name: str, params: dict, mode: str,
-                   query: neo4j.Query | None = None, audited: bool = True) -> list:
+                   query: neo4j.Query | None = None, audited: bool = True,
+                   event: Any = TAKE) -> list:
+        """`event`: the request's event, taken (`audit_context.write_event`) here unless the
+        caller took it already."""
         ctx = self.ctx
         text = query or ctx.catalog[name]
-        event = (audit_context.write_event()
-                 if audited and mode == neo4j.WRITE_ACCESS else None)
+        if event is TAKE:
+            event = (audit_context.write_event()
+                     if audited and mode == neo4j.WRITE_ACCESS else None)
         if event is not None and ctx.write_form is not None:
             text, params = await ctx.write_form.statement(ctx, ctx.catalog.text(name), params,
                                                           event)
