@@ -51,6 +51,9 @@ class BenchConfig:
     bare_first: bool = False        # measure each workload's bare side before its service side
     webhook_rate: float = 300.0     # webhook_create's creates a second on both sides (a fixed
                                     # rate, below what either side answers); 0: closed loop
+    fixed_rate: float = 0.0         # every other workload's requests a second on both sides (a
+                                    # fixed rate, to compare Neo4j's CPU a request at one
+                                    # throughput); 0: closed loop
     rounds: int = 1                 # windows per workload and side, the sides' order turned
                                     # about each round; the figures are the windows' together
     scale_sizes: str = "10000,100000"  # make bench-scale; add 1000000 for the full run
@@ -66,6 +69,9 @@ class BenchConfig:
                              f"({self.concurrency / 10:g}): each connection waits "
                              "concurrency / rate seconds between requests, and wrk counts a "
                              "wait over 10 s as a timeout")
+        if 0 < self.fixed_rate < self.concurrency / 10:
+            raise ValueError(f"BENCH_FIXED_RATE must be 0 or at least BENCH_CONCURRENCY / 10 "
+                             f"({self.concurrency / 10:g}), as BENCH_WEBHOOK_RATE")
         if self.audit_rounds < 0:
             raise ValueError("BENCH_AUDIT_ROUNDS must be 0 (BENCH_ROUNDS) or more")
 

@@ -9,7 +9,14 @@ between the forms, the order rotating each round:
 - `transaction`: CREATE_FORMS_ROWS `tokens/create` statements in one explicit transaction, the
   same number of tokens in flight;
 - `batch`: `tokens/create_many`, CREATE_FORMS_ROWS rows a statement, the same number of tokens
-  in flight (what `tokens/create_batch` does for creates written together, less their events).
+  in flight (what `tokens/create_batch` does for creates written together, less their events);
+- `batch_events`: `tokens/create_batch` as creates written together send it, each row with its
+  own write event (shaped as a create's, at its own place in one chain; a random MAC);
+- `batch_events_listed`: the same statement with each row's event created whole, its
+  properties listed in the CREATE, instead of created with its place and completed by
+  `SET +=`: an alternative measured before building it (its text is made here).
+
+CREATE_FORMS_FORMS names the forms to run (comma-separated; all unless set).
 
 Each window creates CREATE_FORMS_TOKENS tokens; Neo4j's own CPU (its process's ticks) over the
 window is divided by them. CREATE_FORMS_WARMUP rounds are discarded while the JIT settles,
@@ -23,16 +30,22 @@ import asyncio
 import os
 import statistics
 import uuid
+from datetime import UTC, datetime
 
 import orjson
 
-from vaultgraph.catalog import Catalog
+from vaultgraph.audit.event import FIELDS, SOME_FIELDS, WRITE
+from vaultgraph.audit.ids import COMPACT, ROUTES
+from vaultgraph.repository.audit_form import DERIVED, MAC_END
+from vaultgraph.repository.coalesce import row_event
 from vaultgraph.services import expiry
+from vaultgraph.services.audit_writer import new_chain_id
 
 from . import cpu
-from .audit_storage import _connect, fresh_neo4j
+from .audit_storage import fresh_neo4j
 from .dataset import card_metadata
 from .environment import say
+from .forms import alternate, with_schema
 from .run import provenance, write_results
 
 
@@ -45,6 +58,32 @@ ROUNDS = _env("CREATE_FORMS_ROUNDS", 6)
 WARMUP = _env("CREATE_FORMS_WARMUP", 14)
 ROWS = _env("CREATE_FORMS_ROWS", 8)
 IN_FLIGHT = _env("CREATE_FORMS_IN_FLIGHT", 32)
+ONLY = [name for name in os.environ.get("CREATE_FORMS_FORMS", "").split(",") if name]
+
+# Every property a write event's stored form can hold (audit/event.py FIELDS and SOME_FIELDS,
+# each id split as audit/ids.py COMPACT splits it, the MAC in two halves), its place apart.
+# (one token is held as the scalar `token_id`, several as the list; audit_form.py).
+STORED = tuple(dict.fromkeys(
+    n for f in (*FIELDS, *SOME_FIELDS, "token_id", "mac", MAC_END)
+    if f not in (*DERIVED, "at", "chain", "seq")
+    for n in ((f, *COMPACT[f]) if f in COMPACT else (f,))))
+SET_FORM = ("CREATE (audit_event:AuditEvent:WriteAuditEvent {chain: row.audit_chain, "
+            "seq: row.audit_seq})\n  SET audit_event += row.audit, audit_event.at = row.audit_at")
+LISTED_FORM = ("CREATE (audit_event:AuditEvent:WriteAuditEvent {chain: row.audit_chain, "
+               "seq: row.audit_seq, at: row.audit_at, "
+               + ", ".join(f"{name}: row.audit.{name}" for name in STORED) + "})")
+
+
+def write_event(tenant_id: str, token_id: str, chain: str, seq: int) -> dict:
+    """A create's write event at its place (a random MAC: what is stored, not what a signer
+    would sign)."""
+    return {"id": str(uuid.uuid4()), "at": datetime.now(UTC), "tenant_id": tenant_id,
+            "application_id": tenant_id, "key_id": tenant_id, "operation": "token:create",
+            "route": ROUTES[1], "token_ids": [token_id], "outcome": "success", "status": 201,
+            "transform": "mask", "transform_counts": None, "trace_id": uuid.uuid4().hex,
+            "client_ip": "127.0.0.1", "user_agent": "bench", "reason": None, "chain": chain,
+            "seq": seq, "prev": None, "key_version": 1, "kind": WRITE,
+            "mac": os.urandom(32).hex()}
 
 
 def new_row(n: int, tenant_id: str) -> dict:
@@ -60,11 +99,7 @@ def new_row(n: int, tenant_id: str) -> dict:
 
 
 async def measure(neo) -> dict:
-    db = await _connect(neo)
-    catalog = Catalog.load()
-    for statement in catalog.schema_statements():
-        await db.driver.execute_query(statement, database_="neo4j")
-    await db.driver.execute_query("CALL db.awaitIndexes(300)", database_="neo4j")
+    db, catalog = await with_schema(neo)
     tenant, made = str(uuid.uuid4()), [0]
     shared = {"expired_actor": expiry.ACTOR, "expired_reason": expiry.REASON}
 
@@ -93,9 +128,30 @@ async def measure(neo) -> dict:
         await db.driver.execute_query(catalog.text("tokens/create_many"),
                                       {**shared, "rows": rows}, database_="neo4j")
 
+    batch_text = catalog.text("tokens/create_batch")
+    if SET_FORM not in batch_text:
+        raise RuntimeError("tokens/create_batch no longer creates its events as this measures")
+    listed_text = batch_text.replace(SET_FORM, LISTED_FORM)
+    chain, seq = new_chain_id(), [0]
+
+    def with_event(i: int) -> dict:
+        r = row()
+        seq[0] += 1
+        return {**r, "index": i, **row_event(write_event(tenant, r["id"], chain, seq[0]))}
+
+    async def batch_events(text: str = batch_text) -> None:
+        rows = [with_event(i) for i in range(ROWS)]
+        await db.driver.execute_query(text, {**shared, "rows": rows}, database_="neo4j")
+
+    async def batch_events_listed() -> None:
+        await batch_events(listed_text)
+
     # form: (one operation, tokens it creates, operations in flight)
     forms = {"create": (one, 1, IN_FLIGHT), "transaction": (transaction, ROWS, IN_FLIGHT // ROWS),
-             "batch": (batch, ROWS, IN_FLIGHT // ROWS)}
+             "batch": (batch, ROWS, IN_FLIGHT // ROWS),
+             "batch_events": (batch_events, ROWS, IN_FLIGHT // ROWS),
+             "batch_events_listed": (batch_events_listed, ROWS, IN_FLIGHT // ROWS)}
+    forms = {name: form for name, form in forms.items() if not ONLY or name in ONLY}
     pid = neo.running_pid()
 
     async def window(name: str) -> float:
@@ -110,15 +166,7 @@ async def measure(neo) -> dict:
         await asyncio.gather(*(worker() for _ in range(max(1, in_flight))))
         return (cpu.own_ticks(pid) - before) * cpu.TICK_MS / (TOKENS // per * per)
 
-    names, kept = list(forms), {name: [] for name in forms}
-    for n in range(WARMUP + ROUNDS):
-        order = names[n % len(names):] + names[:n % len(names)]
-        got = {name: await window(name) for name in order}
-        if n >= WARMUP:
-            for name, value in got.items():
-                kept[name].append(round(value, 4))
-        say(f"round {n + 1}/{WARMUP + ROUNDS}{' (warm-up)' if n < WARMUP else ''}: "
-            + ", ".join(f"{name} {value:.3f} ms" for name, value in got.items()))
+    kept = await alternate(list(forms), window, warmup=WARMUP, rounds=ROUNDS)
     await db.close()
     return {name: {"neo4j_ms_a_token": statistics.median(values), "rounds": values}
             for name, values in kept.items()}
@@ -129,7 +177,8 @@ def main() -> None:
         neo.start()
         forms = asyncio.run(measure(neo))
     result = {**provenance(), "settings": {"tokens": TOKENS, "rounds": ROUNDS, "warmup": WARMUP,
-                                           "rows": ROWS, "in_flight": IN_FLIGHT},
+                                           "rows": ROWS, "in_flight": IN_FLIGHT,
+                                           "forms": ONLY or "all"},
               "forms": forms}
     for name, figures in forms.items():
         say(f"{name:12s} Neo4j {figures['neo4j_ms_a_token']:.3f} ms a token")

@@ -138,7 +138,8 @@ def outbox_notes(result: dict) -> list[str]:
             notes.append(f"- {name}: deliveries during the load: " + "; ".join(parts))
         if (rate := w.get("fixed_rate")) and w.get("service") and w.get("bare"):
             notes.append(
-                f"- {name}: both sides loaded at a fixed {rate:,.0f} creates a second (service "
+                f"- {name}: both sides loaded at a fixed {rate:,.0f} "
+                f"{'creates' if 'outbox' in w else 'requests'} a second (service "
                 f"{w['service']['rps']:,.0f}/s, bare {w['bare']['rps']:,.0f}/s): a side below "
                 "it could not keep up, and its req/s is what it answered")
         if w.get("ratio_basis") == "with_drain" and sides.get("service") and sides.get("bare"):

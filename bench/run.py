@@ -390,8 +390,11 @@ class Bench:
         """The fixed rate `w` is measured at on both sides (0: as fast as each is answered):
         `BENCH_WEBHOOK_RATE` for the outbox workload. In a closed loop the side that answers
         faster claims and records its deliveries in larger batches, so its CPU a create was
-        lower for a reason that is not its own; at one rate both deliver as they go."""
-        return self.cfg.webhook_rate if w.outbox else 0.0
+        lower for a reason that is not its own; at one rate both deliver as they go.
+        `BENCH_FIXED_RATE` for the others (0 unless set): Neo4j's CPU a request falls as its
+        requests come faster (more of them a wake-up of its threads), so a side that answers
+        more a second pays less a request for it; at one rate that part is the same."""
+        return self.cfg.webhook_rate if w.outbox else self.cfg.fixed_rate
 
     async def audit_on_off(self, names: list[str]) -> dict:
         """What the audit trail costs the whole service: each workload of `names` measured on
@@ -519,7 +522,7 @@ class Bench:
     async def workload(self, w: Workload) -> dict:
         ctx = self.context()
         rng = random.Random(w.name)  # noqa: S311 - request variety
-        entry: dict = {"title": w.title}
+        entry: dict = {"title": w.title, **({"fixed_rate": rate} if (rate := self.rate(w)) else {})}
         status, body = probe(self.service.url, self.tenant.app_key,
                              w.http(w.items(ctx, rng)[0]))
         entry["probe_status"] = status

@@ -154,6 +154,10 @@ def test_the_note_names_the_fixed_rate_and_what_each_side_answered():
                     "(service 300/s, bare 241/s): a side below it could not keep up, and its "
                     "req/s is what it answered")
     assert outbox_notes({"workloads": {"webhook_create": {**w, "fixed_rate": None}}}) == []
+    get = {"fixed_rate": 700.0, "service": {"rps": 699.8}, "bare": {"rps": 700.1}}
+    assert outbox_notes({"workloads": {"get": get}}) == [
+        "- get: both sides loaded at a fixed 700 requests a second (service 700/s, bare "
+        "700/s): a side below it could not keep up, and its req/s is what it answered"]
     row = {"rps": 299.6, "p50_ms": 1.0, "p99_ms": 2.0, "p999_ms": 3.0, "errors": 0}
     result = {"settings": {"concurrency": 32, "warmup_s": 3, "duration_s": 10},
               "stored_tokens": 1, "loadgen": "wrk", "git_sha": "x", "date": "d",
@@ -168,6 +172,10 @@ def test_a_fixed_rate_wrk_would_time_out_on_is_refused():
     assert BenchConfig(webhook_rate=0).webhook_rate == 0
     with pytest.raises(ValueError, match="BENCH_WEBHOOK_RATE must be 0 or at least"):
         BenchConfig.from_env({"BENCH_CONCURRENCY": "32", "BENCH_WEBHOOK_RATE": "3"})
+    assert BenchConfig.from_env({"BENCH_FIXED_RATE": "700"}).fixed_rate == 700
+    assert BenchConfig().fixed_rate == 0  # a closed loop unless set
+    with pytest.raises(ValueError, match="BENCH_FIXED_RATE must be 0 or at least"):
+        BenchConfig.from_env({"BENCH_CONCURRENCY": "32", "BENCH_FIXED_RATE": "3"})
 
 
 def test_the_audit_comparisons_rounds_default_to_the_runs():

@@ -1,0 +1,121 @@
+"""Neo4j's CPU for one read's audit event, and how much of it is the event's node itself:
+`python -m bench.event_cost`.
+
+On a fresh Neo4j of its own (a scratch directory, removed afterwards; heap 1g, page cache
+512m) with the service's whole schema, events shaped as a masked get's (one token, every field
+a get's event holds, a random MAC) are group-committed EVENT_COST_BATCH (32, about what the
+record's get workload commits a batch) a statement, two statements in flight, in windows that
+alternate between the forms, the order rotating each round:
+
+- `write_batch`: `audit/write_batch`, as the audit writer sends it: the chain's head locked
+  and moved, each event created with its indexes;
+- `node`: the same events' nodes with the same properties, created by the same FOREACH under
+  a label that no index or constraint names, and nothing else: what the node alone costs.
+
+Each window writes EVENT_COST_EVENTS events; Neo4j's own CPU (its process's ticks) over the
+window is divided by them. EVENT_COST_WARMUP rounds are discarded while the JIT settles, then
+EVENT_COST_ROUNDS are kept. Reported per form: the median and every kept round. Written to
+bench/results/event-cost-latest.json and a dated copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import uuid
+from datetime import UTC, datetime
+
+from vaultgraph.audit.ids import ROUTES
+from vaultgraph.repository.audit_form import created_parts
+
+from . import cpu
+from .audit_storage import fresh_neo4j
+from .environment import say
+from .forms import alternate, with_schema
+from .run import provenance, write_results
+
+
+def _env(name: str, default: int) -> int:
+    return int(os.environ.get(name) or default)
+
+
+EVENTS = _env("EVENT_COST_EVENTS", 6400)
+BATCH = _env("EVENT_COST_BATCH", 32)
+ROUNDS = _env("EVENT_COST_ROUNDS", 8)
+WARMUP = _env("EVENT_COST_WARMUP", 10)
+IN_FLIGHT = 2
+
+NODE_ONLY = ("FOREACH (ev IN $created | CREATE (e:BenchEventCost) "
+             "SET e = ev.fields, e.at = ev.at)")
+
+
+def read_event(tenant: str, app: str, chain: str, seq: int) -> dict:
+    """An event as a masked get's is signed (a random MAC: what is stored, not what a signer
+    would sign)."""
+    return {"id": str(uuid.uuid4()), "at": datetime.now(UTC), "tenant_id": tenant,
+            "application_id": app, "key_id": app, "operation": "token:read",
+            "route": ROUTES[3], "token_ids": [str(uuid.uuid4())], "outcome": "success",
+            "status": 200, "transform": "mask", "transform_counts": None,
+            "trace_id": uuid.uuid4().hex, "client_ip": "127.0.0.1", "user_agent": "bench",
+            "reason": None, "chain": chain, "seq": seq, "prev": os.urandom(32).hex(),
+            "key_version": 1, "mac": os.urandom(32).hex()}
+
+
+async def measure(neo) -> dict:
+    db, catalog = await with_schema(neo)
+    tenant, app = str(uuid.uuid4()), str(uuid.uuid4())
+    write_batch = catalog.text("audit/write_batch")
+    # One chain a statement in flight, as the writer's lanes each write their own.
+    heads = {lane: [str(uuid.uuid4()), 0] for lane in range(IN_FLIGHT)}
+
+    async def chained(lane: int) -> None:
+        head = heads[lane]
+        first = head[1]
+        head[1] += BATCH
+        created = [created_parts(read_event(tenant, app, head[0], first + i + 1))
+                   for i in range(BATCH)]
+        records, _, _ = await db.driver.execute_query(
+            write_batch, {"chain": head[0], "head_seq": head[1], "created": created,
+                          "linked": [], "blocks": [], "placed": []}, database_="neo4j")
+        if not records[0]["in_order"]:
+            raise RuntimeError("the chain's head moved: the measurement is not of a batch")
+
+    async def node(lane: int) -> None:
+        created = [created_parts(read_event(tenant, app, "bench", 0)) for _ in range(BATCH)]
+        await db.driver.execute_query(NODE_ONLY, {"created": created}, database_="neo4j")
+
+    forms = {"write_batch": chained, "node": node}
+    pid = neo.running_pid()
+
+    async def window(name: str) -> float:
+        op, todo = forms[name], iter(range(EVENTS // BATCH))
+
+        async def lane(n: int) -> None:
+            for _ in todo:
+                await op(n)
+
+        before = cpu.own_ticks(pid)
+        await asyncio.gather(*(lane(n) for n in range(IN_FLIGHT)))
+        return (cpu.own_ticks(pid) - before) * cpu.TICK_MS / (EVENTS // BATCH * BATCH)
+
+    kept = await alternate(list(forms), window, warmup=WARMUP, rounds=ROUNDS)
+    await db.close()
+    return {name: {"neo4j_ms_an_event": statistics.median(values), "rounds": values}
+            for name, values in kept.items()}
+
+
+def main() -> None:
+    with fresh_neo4j("event-cost", heap="1g", pagecache="512m") as neo:
+        neo.start()
+        forms = asyncio.run(measure(neo))
+    result = {**provenance(), "settings": {"events": EVENTS, "batch": BATCH, "rounds": ROUNDS,
+                                           "warmup": WARMUP, "in_flight": IN_FLIGHT},
+              "forms": forms}
+    for name, figures in forms.items():
+        say(f"{name:12s} Neo4j {figures['neo4j_ms_an_event']:.3f} ms an event")
+    say(f"written to {write_results(result, 'event-cost-')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""What the measurements of alternatives on a fresh Neo4j of their own share
+(bench/create_forms.py, bench/event_cost.py): the store with the service's whole schema, and
+windows of each form in turn."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from vaultgraph.catalog import Catalog
+
+from .audit_storage import _connect
+from .environment import say
+
+
+async def with_schema(neo):
+    """A connection to `neo` once the service's whole schema is in place and online, and the
+    catalog."""
+    db = await _connect(neo)
+    catalog = Catalog.load()
+    for statement in catalog.schema_statements():
+        await db.driver.execute_query(statement, database_="neo4j")
+    await db.driver.execute_query("CALL db.awaitIndexes(300)", database_="neo4j")
+    return db, catalog
+
+
+async def alternate(names: list[str], window: Callable[[str], Awaitable[float]], *,
+                    warmup: int, rounds: int) -> dict[str, list[float]]:
+    """`window(name)` of each form in turn, the order rotating each round, for `warmup`
+    discarded rounds (the JIT settling) and `rounds` kept: each form's kept figures (ms)."""
+    kept: dict[str, list[float]] = {name: [] for name in names}
+    for n in range(warmup + rounds):
+        order = names[n % len(names):] + names[:n % len(names)]
+        got = {name: await window(name) for name in order}
+        if n >= warmup:
+            for name, value in got.items():
+                kept[name].append(round(value, 4))
+        say(f"round {n + 1}/{warmup + rounds}{' (warm-up)' if n < warmup else ''}: "
+            + ", ".join(f"{name} {value:.3f} ms" for name, value in got.items()))
+    return kept
