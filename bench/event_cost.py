@@ -10,7 +10,10 @@ alternate between the forms, the order rotating each round:
 - `write_batch`: `audit/write_batch`, as the audit writer sends it: the chain's head locked
   and moved, each event created with its indexes;
 - `node`: the same events' nodes with the same properties, created by the same FOREACH under
-  a label that no index or constraint names, and nothing else: what the node alone costs.
+  a label that no index or constraint names, and nothing else: what the node alone costs;
+- `packed`: `audit/write_batch` with each event holding as properties only what an index or
+  the chain's verification reads (`INDEXED`), every other field packed into one byte string:
+  the cheapest an event with fewer properties could be, measured before building it.
 
 Each window writes EVENT_COST_EVENTS events; Neo4j's own CPU (its process's ticks) over the
 window is divided by them. EVENT_COST_WARMUP rounds are discarded while the JIT settles, then
@@ -25,6 +28,8 @@ import os
 import statistics
 import uuid
 from datetime import UTC, datetime
+
+import orjson
 
 from vaultgraph.audit.ids import ROUTES
 from vaultgraph.repository.audit_form import created_parts
@@ -46,6 +51,9 @@ ROUNDS = _env("EVENT_COST_ROUNDS", 8)
 WARMUP = _env("EVENT_COST_WARMUP", 10)
 IN_FLIGHT = 2
 
+# What an index (cypher/schema/003_audit.cypher) or the chain's verification reads.
+INDEXED = ("tenant_key", "application_key", "operation", "outcome", "token_key", "chain", "seq",
+           "mac", "mac_end")
 NODE_ONLY = ("FOREACH (ev IN $created | CREATE (e:BenchEventCost) "
              "SET e = ev.fields, e.at = ev.at)")
 
@@ -62,6 +70,13 @@ def read_event(tenant: str, app: str, chain: str, seq: int) -> dict:
             "key_version": 1, "mac": os.urandom(32).hex()}
 
 
+def packed_fields(fields: dict) -> dict:
+    """`fields` with every one no index or verification reads packed into one byte string."""
+    rest = {k: v.hex() if isinstance(v, bytes) else v for k, v in fields.items()
+            if k not in INDEXED}
+    return {**{k: v for k, v in fields.items() if k in INDEXED}, "packed": orjson.dumps(rest)}
+
+
 async def measure(neo) -> dict:
     db, catalog = await with_schema(neo)
     tenant, app = str(uuid.uuid4()), str(uuid.uuid4())
@@ -69,12 +84,14 @@ async def measure(neo) -> dict:
     # One chain a statement in flight, as the writer's lanes each write their own.
     heads = {lane: [str(uuid.uuid4()), 0] for lane in range(IN_FLIGHT)}
 
-    async def chained(lane: int) -> None:
+    async def chained(lane: int, pack: bool = False) -> None:
         head = heads[lane]
         first = head[1]
         head[1] += BATCH
         created = [created_parts(read_event(tenant, app, head[0], first + i + 1))
                    for i in range(BATCH)]
+        if pack:
+            created = [{**c, "fields": packed_fields(c["fields"])} for c in created]
         records, _, _ = await db.driver.execute_query(
             write_batch, {"chain": head[0], "head_seq": head[1], "created": created,
                           "linked": [], "blocks": [], "placed": []}, database_="neo4j")
@@ -85,7 +102,10 @@ async def measure(neo) -> dict:
         created = [created_parts(read_event(tenant, app, "bench", 0)) for _ in range(BATCH)]
         await db.driver.execute_query(NODE_ONLY, {"created": created}, database_="neo4j")
 
-    forms = {"write_batch": chained, "node": node}
+    async def packed(lane: int) -> None:
+        await chained(lane, pack=True)
+
+    forms = {"write_batch": chained, "node": node, "packed": packed}
     pid = neo.running_pid()
 
     async def window(name: str) -> float:
