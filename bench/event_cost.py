@@ -33,6 +33,7 @@ import orjson
 
 from vaultgraph.audit.ids import ROUTES
 from vaultgraph.repository.audit_form import created_parts
+from vaultgraph.services.audit_writer import new_chain_id
 
 from . import cpu
 from .audit_storage import fresh_neo4j
@@ -81,8 +82,9 @@ async def measure(neo) -> dict:
     db, catalog = await with_schema(neo)
     tenant, app = str(uuid.uuid4()), str(uuid.uuid4())
     write_batch = catalog.text("audit/write_batch")
-    # One chain a statement in flight, as the writer's lanes each write their own.
-    heads = {lane: [str(uuid.uuid4()), 0] for lane in range(IN_FLIGHT)}
+    # One chain a statement in flight, as the writer's lanes each write their own; their ids
+    # as the writer makes them (stored as integers).
+    heads = {lane: [new_chain_id(), 0] for lane in range(IN_FLIGHT)}
 
     async def chained(lane: int, pack: bool = False) -> None:
         head = heads[lane]
@@ -98,8 +100,10 @@ async def measure(neo) -> dict:
         if not records[0]["in_order"]:
             raise RuntimeError("the chain's head moved: the measurement is not of a batch")
 
+    chain = new_chain_id()
+
     async def node(lane: int) -> None:
-        created = [created_parts(read_event(tenant, app, "bench", 0)) for _ in range(BATCH)]
+        created = [created_parts(read_event(tenant, app, chain, 0)) for _ in range(BATCH)]
         await db.driver.execute_query(NODE_ONLY, {"created": created}, database_="neo4j")
 
     async def packed(lane: int) -> None:
