@@ -50,9 +50,9 @@ from .dataset import (
 )
 
 MERGE_PATCH = "application/merge-patch+json"
-TAKE = object()  # BareDriver._run: the request's event is taken there
 JSON = "application/json"
 POOL = 20_000  # request items per workload; wrk and the bare clients cycle through them
+TAKE = object()  # BareDriver._run's default: the request's event is taken there
 
 
 @dataclass(frozen=True)
