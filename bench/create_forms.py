@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import statistics
 import uuid
 from datetime import UTC, datetime
 
@@ -42,11 +41,8 @@ from vaultgraph.services import expiry
 from vaultgraph.services.audit_writer import new_chain_id
 
 from . import cpu
-from .audit_storage import fresh_neo4j
 from .dataset import card_metadata
-from .environment import say
-from .forms import alternate, with_schema
-from .run import provenance, write_results
+from .forms import alternate, run_alone, with_schema
 
 
 def _env(name: str, default: int) -> int:
@@ -98,7 +94,7 @@ def new_row(n: int, tenant_id: str) -> dict:
             "dedup": False, "index_digests": []}
 
 
-async def measure(neo) -> dict:
+async def measure(neo) -> dict[str, list[float]]:
     db, catalog = await with_schema(neo)
     tenant, made = str(uuid.uuid4()), [0]
     shared = {"expired_actor": expiry.ACTOR, "expired_reason": expiry.REASON}
@@ -168,21 +164,13 @@ async def measure(neo) -> dict:
 
     kept = await alternate(list(forms), window, warmup=WARMUP, rounds=ROUNDS)
     await db.close()
-    return {name: {"neo4j_ms_a_token": statistics.median(values), "rounds": values}
-            for name, values in kept.items()}
+    return kept
 
 
 def main() -> None:
-    with fresh_neo4j("create-forms", heap="1g", pagecache="512m") as neo:
-        neo.start()
-        forms = asyncio.run(measure(neo))
-    result = {**provenance(), "settings": {"tokens": TOKENS, "rounds": ROUNDS, "warmup": WARMUP,
-                                           "rows": ROWS, "in_flight": IN_FLIGHT,
-                                           "forms": ONLY or "all"},
-              "forms": forms}
-    for name, figures in forms.items():
-        say(f"{name:12s} Neo4j {figures['neo4j_ms_a_token']:.3f} ms a token")
-    say(f"written to {write_results(result, 'create-forms-')}")
+    run_alone("create-forms", measure,
+              {"tokens": TOKENS, "rounds": ROUNDS, "warmup": WARMUP, "rows": ROWS,
+               "in_flight": IN_FLIGHT, "forms": ONLY or "all"}, "neo4j_ms_a_token", "a token")
 
 
 if __name__ == "__main__":

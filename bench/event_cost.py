@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import statistics
 import uuid
 from datetime import UTC, datetime
 
@@ -36,10 +35,7 @@ from vaultgraph.repository.audit_form import created_parts
 from vaultgraph.services.audit_writer import new_chain_id
 
 from . import cpu
-from .audit_storage import fresh_neo4j
-from .environment import say
-from .forms import alternate, with_schema
-from .run import provenance, write_results
+from .forms import alternate, run_alone, with_schema
 
 
 def _env(name: str, default: int) -> int:
@@ -78,7 +74,7 @@ def packed_fields(fields: dict) -> dict:
     return {**{k: v for k, v in fields.items() if k in INDEXED}, "packed": orjson.dumps(rest)}
 
 
-async def measure(neo) -> dict:
+async def measure(neo) -> dict[str, list[float]]:
     db, catalog = await with_schema(neo)
     tenant, app = str(uuid.uuid4()), str(uuid.uuid4())
     write_batch = catalog.text("audit/write_batch")
@@ -125,20 +121,13 @@ async def measure(neo) -> dict:
 
     kept = await alternate(list(forms), window, warmup=WARMUP, rounds=ROUNDS)
     await db.close()
-    return {name: {"neo4j_ms_an_event": statistics.median(values), "rounds": values}
-            for name, values in kept.items()}
+    return kept
 
 
 def main() -> None:
-    with fresh_neo4j("event-cost", heap="1g", pagecache="512m") as neo:
-        neo.start()
-        forms = asyncio.run(measure(neo))
-    result = {**provenance(), "settings": {"events": EVENTS, "batch": BATCH, "rounds": ROUNDS,
-                                           "warmup": WARMUP, "in_flight": IN_FLIGHT},
-              "forms": forms}
-    for name, figures in forms.items():
-        say(f"{name:12s} Neo4j {figures['neo4j_ms_an_event']:.3f} ms an event")
-    say(f"written to {write_results(result, 'event-cost-')}")
+    run_alone("event-cost", measure,
+              {"events": EVENTS, "batch": BATCH, "rounds": ROUNDS, "warmup": WARMUP,
+               "in_flight": IN_FLIGHT}, "neo4j_ms_an_event", "an event")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,18 @@
 """What the measurements of alternatives on a fresh Neo4j of their own share
-(bench/create_forms.py, bench/event_cost.py): the store with the service's whole schema, and
-windows of each form in turn."""
+(bench/create_forms.py, bench/event_cost.py): the store with the service's whole schema,
+windows of each form in turn, and the run itself, its figures written to bench/results."""
 
 from __future__ import annotations
 
+import asyncio
+import statistics
 from collections.abc import Awaitable, Callable
 
 from vaultgraph.catalog import Catalog
 
-from .audit_storage import _connect
+from .audit_storage import _connect, fresh_neo4j
 from .environment import say
+from .run import provenance, write_results
 
 
 async def with_schema(neo):
@@ -37,3 +40,19 @@ async def alternate(names: list[str], window: Callable[[str], Awaitable[float]],
         say(f"round {n + 1}/{warmup + rounds}{' (warm-up)' if n < warmup else ''}: "
             + ", ".join(f"{name} {value:.3f} ms" for name, value in got.items()))
     return kept
+
+
+def run_alone(name: str, measure: Callable[..., Awaitable[dict[str, list[float]]]],
+              settings: dict, key: str, unit: str) -> None:
+    """`measure(neo)` on a fresh Neo4j `name` of its own (heap 1g, page cache 512m): each
+    form's median (as `key`) and kept rounds, said (ms `unit`) and written to
+    bench/results/<name>-latest.json and a dated copy."""
+    with fresh_neo4j(name, heap="1g", pagecache="512m") as neo:
+        neo.start()
+        kept = asyncio.run(measure(neo))
+    forms = {form: {key: statistics.median(values), "rounds": values}
+             for form, values in kept.items()}
+    result = {**provenance(), "settings": settings, "forms": forms}
+    for form, figures in forms.items():
+        say(f"{form:12s} Neo4j {figures[key]:.3f} ms {unit}")
+    say(f"written to {write_results(result, name + '-')}")
