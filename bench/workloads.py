@@ -35,6 +35,7 @@ from vaultgraph.search.plan import compile
 from vaultgraph.search.query import Limits, parse, with_values
 from vaultgraph.services import expiry
 from vaultgraph.services.tokens import meta_kvs
+from vaultgraph.settings import Settings
 from vaultgraph.tokens.merge_patch import merge_patch
 from vaultgraph.tokens.stored import StoredToken
 
@@ -86,10 +87,11 @@ class Context:
     # its own (repository/database.py IdleSessions); `close` closes them.
     idle: dict = field(default_factory=kept_sessions)
     # Creates written together as the service's (repository/coalesce.py): its settings, which
-    # the harness takes from the service's environment (bench/run.py `bare_settings`).
-    create_lanes: int = 2
-    create_batch_max: int = 10
-    request_timeout: float = 10.0  # a create's deadline, as the service's requests have
+    # the harness takes from the service's environment (bench/run.py `bare_settings`); the
+    # service's defaults for a harness that does not.
+    create_lanes: int = Settings.create_lanes
+    create_batch_max: int = Settings.create_batch_max
+    request_timeout: float = Settings.request_timeout  # a create's deadline, as a request's
 
     @property
     def principal(self) -> SimpleNamespace:
