@@ -26,7 +26,6 @@ Written to bench/results/create-forms-latest.json and a dated copy.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
 from datetime import UTC, datetime
@@ -40,20 +39,14 @@ from vaultgraph.repository.coalesce import row_event
 from vaultgraph.services import expiry
 from vaultgraph.services.audit_writer import new_chain_id
 
-from . import cpu
 from .dataset import card_metadata
-from .forms import alternate, run_alone, with_schema
+from .forms import alternate, env_int, neo4j_ms, run_alone, with_schema
 
-
-def _env(name: str, default: int) -> int:
-    return int(os.environ.get(name) or default)
-
-
-TOKENS = _env("CREATE_FORMS_TOKENS", 1600)
-ROUNDS = _env("CREATE_FORMS_ROUNDS", 6)
-WARMUP = _env("CREATE_FORMS_WARMUP", 14)
-ROWS = _env("CREATE_FORMS_ROWS", 8)
-IN_FLIGHT = _env("CREATE_FORMS_IN_FLIGHT", 32)
+TOKENS = env_int("CREATE_FORMS_TOKENS", 1600)
+ROUNDS = env_int("CREATE_FORMS_ROUNDS", 6)
+WARMUP = env_int("CREATE_FORMS_WARMUP", 14)
+ROWS = env_int("CREATE_FORMS_ROWS", 8)
+IN_FLIGHT = env_int("CREATE_FORMS_IN_FLIGHT", 32)
 ONLY = [name for name in os.environ.get("CREATE_FORMS_FORMS", "").split(",") if name]
 
 # Every property a write event's stored form can hold (audit/event.py FIELDS and SOME_FIELDS,
@@ -152,15 +145,8 @@ async def measure(neo) -> dict[str, list[float]]:
 
     async def window(name: str) -> float:
         op, per, in_flight = forms[name]
-        todo = iter(range(TOKENS // per))
-
-        async def worker() -> None:
-            for _ in todo:
-                await op()
-
-        before = cpu.own_ticks(pid)
-        await asyncio.gather(*(worker() for _ in range(max(1, in_flight))))
-        return (cpu.own_ticks(pid) - before) * cpu.TICK_MS / (TOKENS // per * per)
+        return await neo4j_ms(pid, lambda _: op(), calls=TOKENS // per, in_flight=in_flight,
+                              units=per)
 
     kept = await alternate(list(forms), window, warmup=WARMUP, rounds=ROUNDS)
     await db.close()

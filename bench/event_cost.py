@@ -23,7 +23,6 @@ bench/results/event-cost-latest.json and a dated copy.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
 from datetime import UTC, datetime
@@ -34,18 +33,12 @@ from vaultgraph.audit.ids import ROUTES
 from vaultgraph.repository.audit_form import created_parts
 from vaultgraph.services.audit_writer import new_chain_id
 
-from . import cpu
-from .forms import alternate, run_alone, with_schema
+from .forms import alternate, env_int, neo4j_ms, run_alone, with_schema
 
-
-def _env(name: str, default: int) -> int:
-    return int(os.environ.get(name) or default)
-
-
-EVENTS = _env("EVENT_COST_EVENTS", 6400)
-BATCH = _env("EVENT_COST_BATCH", 32)
-ROUNDS = _env("EVENT_COST_ROUNDS", 8)
-WARMUP = _env("EVENT_COST_WARMUP", 10)
+EVENTS = env_int("EVENT_COST_EVENTS", 6400)
+BATCH = env_int("EVENT_COST_BATCH", 32)
+ROUNDS = env_int("EVENT_COST_ROUNDS", 8)
+WARMUP = env_int("EVENT_COST_WARMUP", 10)
 IN_FLIGHT = 2
 
 # What an index (cypher/schema/003_audit.cypher) or the chain's verification reads.
@@ -109,15 +102,8 @@ async def measure(neo) -> dict[str, list[float]]:
     pid = neo.running_pid()
 
     async def window(name: str) -> float:
-        op, todo = forms[name], iter(range(EVENTS // BATCH))
-
-        async def lane(n: int) -> None:
-            for _ in todo:
-                await op(n)
-
-        before = cpu.own_ticks(pid)
-        await asyncio.gather(*(lane(n) for n in range(IN_FLIGHT)))
-        return (cpu.own_ticks(pid) - before) * cpu.TICK_MS / (EVENTS // BATCH * BATCH)
+        return await neo4j_ms(pid, forms[name], calls=EVENTS // BATCH, in_flight=IN_FLIGHT,
+                              units=BATCH)
 
     kept = await alternate(list(forms), window, warmup=WARMUP, rounds=ROUNDS)
     await db.close()

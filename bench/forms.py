@@ -5,14 +5,36 @@ windows of each form in turn, and the run itself, its figures written to bench/r
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 from collections.abc import Awaitable, Callable
 
 from vaultgraph.catalog import Catalog
 
+from . import cpu
 from .audit_storage import _connect, fresh_neo4j
 from .environment import say
 from .run import provenance, write_results
+
+
+def env_int(name: str, default: int) -> int:
+    """A whole-number setting from the environment (unset or empty: `default`)."""
+    return int(os.environ.get(name) or default)
+
+
+async def neo4j_ms(pid: int, op: Callable[[int], Awaitable[object]], *, calls: int,
+                   in_flight: int, units: int) -> float:
+    """Neo4j's CPU (ms, process `pid`) a unit while `calls` calls of `op(lane)` run over
+    `in_flight` lanes at once, each call `units` units (a statement's events or tokens)."""
+    todo = iter(range(calls))
+
+    async def lane(n: int) -> None:
+        for _ in todo:
+            await op(n)
+
+    before = cpu.own_ticks(pid)
+    await asyncio.gather(*(lane(n) for n in range(max(1, in_flight))))
+    return (cpu.own_ticks(pid) - before) * cpu.TICK_MS / (calls * units)
 
 
 async def with_schema(neo):
