@@ -64,14 +64,13 @@ class BenchConfig:
     def __post_init__(self) -> None:
         # wrk counts a connection silent for its 10 s timeout as timed out, even while it waits
         # for its slot: at a rate under that, every connection would.
-        if 0 < self.webhook_rate < self.concurrency / 10:
-            raise ValueError(f"BENCH_WEBHOOK_RATE must be 0 or at least BENCH_CONCURRENCY / 10 "
-                             f"({self.concurrency / 10:g}): each connection waits "
-                             "concurrency / rate seconds between requests, and wrk counts a "
-                             "wait over 10 s as a timeout")
-        if 0 < self.fixed_rate < self.concurrency / 10:
-            raise ValueError(f"BENCH_FIXED_RATE must be 0 or at least BENCH_CONCURRENCY / 10 "
-                             f"({self.concurrency / 10:g}), as BENCH_WEBHOOK_RATE")
+        for name, rate in (("BENCH_WEBHOOK_RATE", self.webhook_rate),
+                           ("BENCH_FIXED_RATE", self.fixed_rate)):
+            if 0 < rate < self.concurrency / 10:
+                raise ValueError(f"{name} must be 0 or at least BENCH_CONCURRENCY / 10 "
+                                 f"({self.concurrency / 10:g}): each connection waits "
+                                 "concurrency / rate seconds between requests, and wrk counts "
+                                 "a wait over 10 s as a timeout")
         if self.audit_rounds < 0:
             raise ValueError("BENCH_AUDIT_ROUNDS must be 0 (BENCH_ROUNDS) or more")
 
