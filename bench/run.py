@@ -251,6 +251,7 @@ class Bench:
                        destination=self.destination.url, session=self.session, idle=self.idle,
                        create_lanes=settings.create_lanes,
                        create_batch_max=settings.create_batch_max,
+                       get_lanes=settings.get_lanes, get_batch_max=settings.get_batch_max,
                        request_timeout=settings.request_timeout)
 
     # -- one workload ---------------------------------------------------------------------

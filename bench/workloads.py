@@ -91,6 +91,8 @@ class Context:
     # service's defaults for a harness that does not.
     create_lanes: int = Settings.create_lanes
     create_batch_max: int = Settings.create_batch_max
+    get_lanes: int = Settings.get_lanes  # and gets read together, as the service's
+    get_batch_max: int = Settings.get_batch_max
     request_timeout: float = Settings.request_timeout  # a create's deadline, as a request's
 
     @property
@@ -118,7 +120,8 @@ class Context:
         # the service's are (repository/coalesce.py), in the same statements.
         return TokenRepository(BareDriver(self),  # type: ignore[arg-type]
                                create_lanes=self.create_lanes,
-                               create_batch_max=self.create_batch_max)
+                               create_batch_max=self.create_batch_max,
+                               get_lanes=self.get_lanes, get_batch_max=self.get_batch_max)
 
     @property
     def graph(self) -> GraphRepository:
@@ -165,6 +168,10 @@ class BareDriver:
         """Several requests' rows, each with its own event: the statement carries no one
         request's (the bare client has no deadline: `until` is not applied)."""
         return await self._run(name, params, neo4j.WRITE_ACCESS, audited=False)
+
+    async def read_rows(self, name: str, params: dict, until: float) -> list:
+        """Several requests' reads (repository/coalesce.py; `until` is not applied)."""
+        return await self._run(name, params, neo4j.READ_ACCESS)
 
     def deadline_at(self) -> float:
         """A request's deadline, as the service's (`VAULTGRAPH_REQUEST_TIMEOUT` from now)."""

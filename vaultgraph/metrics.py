@@ -98,6 +98,9 @@ WRITES_TOGETHER = Histogram("vaultgraph_creates_written_together", "Creates per 
                             "creates written together (repository/coalesce.py): those that "
                             "waited while earlier ones were written.",
                             buckets=(1, 2, 4, 8, 16, 32, 64))
+READS_TOGETHER = Histogram("vaultgraph_gets_read_together", "Gets per statement of gets read "
+                           "together (repository/coalesce.py): those that waited while earlier "
+                           "ones were read.", buckets=(1, 2, 4, 8, 16, 32, 64))
 AUDIT_COMMIT = Histogram("vaultgraph_audit_commit_seconds", "Time one audit group commit took "
                          "(its statement and commit, the log forced to disk): every read and "
                          "refusal in the batch waits for it before its answer.",

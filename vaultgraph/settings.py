@@ -29,7 +29,7 @@ POSITIVE = frozenset({
     "render_workers", "audit_batch_max", "audit_write_chains", "request_timeout",
     "neo4j_acquire_timeout", "neo4j_connect_timeout", "bulk_max_items", "idempotency_ttl",
     "idempotency_lease", "auth_failure_window", "proxy_max_in_flight", "pkcs11_sessions",
-    "webhook_lease", "create_lanes", "create_batch_max",
+    "webhook_lease", "create_lanes", "create_batch_max", "get_lanes", "get_batch_max",
     "webhook_timeout", "webhook_disable_after", "webhook_max_in_flight",
     "webhook_endpoint_concurrency", "webhook_retention_days"})
 # Upper bounds the interface sets: an expired token is deleted within an hour of its expiry,
@@ -150,6 +150,10 @@ class Settings:
     # and the most creates one statement writes for those that waited (1: each alone).
     create_lanes: int = 2
     create_batch_max: int = 10
+    # Gets read together (repository/coalesce.py), likewise: reads of gets in flight at once,
+    # and the most gets one statement reads for those that waited (1: each alone).
+    get_lanes: int = 2
+    get_batch_max: int = 16
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0
     metrics_dir: str = ""

@@ -135,7 +135,9 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
                          if tenant_keys is not None else None)
         webhook_repo = WebhookRepository(db)
         token_repo = TokenRepository(db, create_lanes=settings.create_lanes,
-                                     create_batch_max=settings.create_batch_max)
+                                     create_batch_max=settings.create_batch_max,
+                                     get_lanes=settings.get_lanes,
+                                     get_batch_max=settings.get_batch_max)
         tokens = TokenService(token_repo, settings, renderer)
         audit_repo = AuditRepository(db)
         audit_log = AuditLog(audit_repo, keyring)

@@ -138,7 +138,8 @@ async def test_ready_is_503_until_the_statements_are_planned(serve, monkeypatch)
 # place), two creates written together, read, update, link, delete and audit batch send, run
 # for real in one transaction committed, and then removed.
 REHEARSED = ["auth/authenticate", "audit/open_write_chain", "tokens/create", "tokens/create",
-             "tokens/create_batch", "tokens/get", "tokens/lock_for_update", "tokens/update",
+             "tokens/create_batch", "tokens/get", "tokens/get_batch", "tokens/lock_for_update",
+             "tokens/update",
              "graph/link", "tokens/delete"] + ["audit/write_batch"] * 6
 
 

@@ -1,36 +1,43 @@
-"""Creates written together: a request's create sent while others are being written goes into
-one statement with the creates that wait beside it.
+"""Statements written or read together: a request's create or get sent while others of its kind
+are in flight goes into one statement with those that wait beside it.
 
 Neo4j's CPU for a create is mostly the statement's and its transaction's own, not the token's:
 a token created as one row of eight in one statement cost Neo4j about a third of what it cost
-in a statement of its own (docs/performance.md, "Creates written together"). So `Together`
-keeps at most `lanes` writes of its statement in flight. A create that finds a lane free is
-sent at once, alone, as it always was (`single`: the statement, its audit prefix, nothing
-waits). One that finds every lane busy waits; when a lane's write ends, the creates waiting for
-it (up to `max_rows`) go in one statement (`batch`), each its own row with its own tenant and
-its own audit event, signed at its own place as its single statement would store it. Each
-request still gets its own answer: its token, or a 409 for its id alone (a live holder answers
-`taken` on its row, which then stores no event: its request's 409 waits for its event, written
-at its place as the request ends, as when a create alone is refused by the constraint).
+in a statement of its own (docs/performance.md, "Creates written together"). A get's read is
+cheaper still as a row: Neo4j's CPU a token and the driver's in this process both fell to a
+fifth or less as one row of eight ("Gets read together"). So `_Lanes` keeps at most `lanes`
+statements of its kind in flight. A call that finds a lane free is sent at once, alone, as it
+always was (`single`: the statement, nothing waits). One that finds every lane busy waits;
+when a lane's statement ends, the calls waiting for it (up to `max_rows`) go in one statement
+(`batch`), each its own row, and each request still gets its own answer.
 
-What a batch keeps of a single write:
-- each row's event is created in the statement that creates its token: they commit together;
+`Together` writes creates so, each row with its own tenant and its own audit event, signed at
+its own place as its single statement would store it: a create's 409 stays its id's alone (a
+live holder answers `taken` on its row, which then stores no event: its request's 409 waits
+for its event, written at its place as the request ends, as when a create alone is refused by
+the constraint). `ReadTogether` reads gets so (tokens/get_batch): a row that finds no token
+visible to its request answers None, as the statement alone returns no record.
+
+What a batch keeps of a single statement:
+- each create's event is created in the statement that creates its token: they commit
+  together (a read's event is the audit writer's, after the read, as for a read alone);
 - the batch's transaction ends (Neo4j's timeout) by the earliest deadline of its requests, and
-  transient errors are retried until then, as a single statement's are; a create with less than
+  transient errors are retried until then, as a single statement's are; a call with less than
   `ALONE_BELOW` seconds left is never put in a batch, so one request near its deadline cannot
   cut the others' time short;
-- a failure that rolled the batch back without naming a row (Neo4j refused the statement; the
-  uniqueness constraint, raced twice) sends each row again alone, in its own request, as if it
-  had never waited; any other failure (the database unavailable, the commit unconfirmed, the
-  deadline passed) is every row's answer, as it would have been alone;
+- a failure that rolled the batch back without naming a row (Neo4j refused the statement; for
+  creates, the uniqueness constraint raced twice) sends each row again alone, in its own
+  request, as if it had never waited; any other failure (the database unavailable, the commit
+  unconfirmed, the deadline passed) is every row's answer, as it would have been alone;
 - a request that stops waiting (its deadline, its client gone) before its batch is sent is
-  never written.
+  never written or read.
 
 Only a create whose event the request can store at its place (or which has none: outside a
 request) is written together: a create under a parent, a deduplicating one, one whose event is
 stored pending, or one holding an Idempotency-Key entry is always sent alone (`single`, with
 its own prefix), as before. The token repository makes no `Together` when
-VAULTGRAPH_CREATE_BATCH_MAX is 1: every create is then sent alone.
+VAULTGRAPH_CREATE_BATCH_MAX is 1, and no `ReadTogether` when VAULTGRAPH_GET_BATCH_MAX is 1:
+every create, or every get, is then sent alone.
 """
 
 from __future__ import annotations
@@ -40,8 +47,9 @@ import collections
 import contextlib
 import contextvars
 import copy
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from neo4j.exceptions import ClientError
 
@@ -57,7 +65,9 @@ if TYPE_CHECKING:
     from .database import Database
 
 
-# A create with less time than this left is never put in a batch: it is sent alone.
+T = TypeVar("T")
+
+# A call with less time than this left is never put in a batch: it is sent alone.
 ALONE_BELOW = 0.5
 
 
@@ -73,9 +83,13 @@ class _Waiting:
     future: asyncio.Future
 
 
-class Together:
-    def __init__(self, db: Database, single: str, batch: str, *, lanes: int = 2,
-                 max_rows: int = 10):
+class _Lanes:
+    """At most `lanes` statements of one kind in flight. A call that finds a lane free is
+    sent at once, alone, in its own statement (`single`); one that finds every lane busy waits
+    (`_wait`), and when a lane's statement ends, what waits (up to `max_rows`, of one value of
+    the batch's own parameters) goes as rows of one statement (`batch`, `_send`)."""
+
+    def __init__(self, db: Database, single: str, batch: str, *, lanes: int, max_rows: int):
         self._db = db
         self.single, self.batch = single, batch
         self._lanes, self._max_rows = lanes, max_rows
@@ -83,46 +97,42 @@ class Together:
         self._waiting: collections.deque[_Waiting] = collections.deque()
         self._tasks: set[asyncio.Task] = set()
 
-    async def write(self, params: dict[str, Any], shared: dict[str, Any],
-                    row: dict[str, Any]) -> dict[str, Any] | None:
-        """The single statement's record for `params` (its only row; None when it returns
-        none), or the batch's record for `row`, sent with the batch parameters `shared`:
-        either way {token, deduplicated, taken}."""
-        db = self._db
-        event = audit_context.write_event()
-        if event is not None and (not is_placed(event)
-                                  or audit_context.claimed_key() is not None):
-            return _one(await db.write_event_with(self.single, params, event))
+    def _lane_free(self) -> bool:
+        """Whether a lane was free: if so, the caller holds it and must end it (`_alone`)."""
         if self._busy < self._lanes:
             self._busy += 1
-            try:
-                return _one(await db.write_event_with(self.single, params, event))
-            finally:
-                self._next()
-        waiting = _Waiting(tuple(shared.items()), {**row, **row_event(event)},
-                           db.deadline_at(), asyncio.get_running_loop().create_future())
+            return True
+        return False
+
+    async def _alone(self, sent: Awaitable[T]) -> T:
+        """`sent`'s result, in the lane `_lane_free` gave the caller, which ends with it."""
+        try:
+            return await sent
+        finally:
+            self._next()
+
+    async def _wait(self, shared: dict[str, Any], row: dict[str, Any]) -> Any:
+        """`row`'s answer from the batch it goes in, sent with the batch parameters `shared`;
+        raises `_RunAlone` when the caller should send it alone."""
+        waiting = _Waiting(tuple(shared.items()), row, self._db.deadline_at(),
+                           asyncio.get_running_loop().create_future())
         future = waiting.future
         self._waiting.append(waiting)
         try:
             with spending():
                 async with asyncio.timeout_at(waiting.until):
-                    record = await future
+                    return await future
         except TimeoutError:
             if not _answered(future):
                 raise timed_out() from None
-            record = future.result()  # answered as the deadline passed: the answer stands
-        except _RunAlone:
-            return _one(await db.write_event_with(self.single, params, event))
+            return future.result()  # answered as the deadline passed: the answer stands
         finally:
             if future.cancelled():  # stopped waiting before its batch: never sent
                 with contextlib.suppress(ValueError):
                     self._waiting.remove(waiting)
-        if not record["taken"]:  # a taken id stored nothing: its 409 waits for its event
-            db.written(self.single, params, audited=event is not None)
-        return record
 
     def _next(self) -> None:
-        """A lane's write ended: it takes what waits, or is free."""
+        """A lane's statement ended: it takes what waits, or is free."""
         if any(not w.future.done() for w in self._waiting):
             # A context of its own: the batch belongs to no one request.
             task = asyncio.get_running_loop().create_task(self._drain(),
@@ -158,6 +168,41 @@ class Together:
         return batch
 
     async def _send(self, batch: list[_Waiting]) -> None:
+        """Send `batch` as rows of one statement and answer each row's future."""
+        raise NotImplementedError
+
+
+def _rows(sent: list[_Waiting]) -> dict[str, Any]:
+    """A batch's parameters: its own, and each row with its place in the batch."""
+    return {**dict(sent[0].shared), "rows": [{**w.row, "index": i} for i, w in enumerate(sent)]}
+
+
+class Together(_Lanes):
+    def __init__(self, db: Database, single: str, batch: str, *, lanes: int = 2,
+                 max_rows: int = 10):
+        super().__init__(db, single, batch, lanes=lanes, max_rows=max_rows)
+
+    async def write(self, params: dict[str, Any], shared: dict[str, Any],
+                    row: dict[str, Any]) -> dict[str, Any] | None:
+        """The single statement's record for `params` (its only row; None when it returns
+        none), or the batch's record for `row`, sent with the batch parameters `shared`:
+        either way {token, deduplicated, taken}."""
+        db = self._db
+        event = audit_context.write_event()
+        if event is not None and (not is_placed(event)
+                                  or audit_context.claimed_key() is not None):
+            return _one(await db.write_event_with(self.single, params, event))
+        if self._lane_free():
+            return _one(await self._alone(db.write_event_with(self.single, params, event)))
+        try:
+            record = await self._wait(shared, {**row, **row_event(event)})
+        except _RunAlone:
+            return _one(await db.write_event_with(self.single, params, event))
+        if not record["taken"]:  # a taken id stored nothing: its 409 waits for its event
+            db.written(self.single, params, audited=event is not None)
+        return record
+
+    async def _send(self, batch: list[_Waiting]) -> None:
         metrics.WRITES_TOGETHER.observe(len(batch))
         outcome: BaseException = _RunAlone()
         for _ in range(2):
@@ -165,10 +210,8 @@ class Together:
             sent = [w for w in batch if not w.future.done()]
             if not sent:
                 return
-            params = {**dict(sent[0].shared),
-                      "rows": [{**w.row, "index": i} for i, w in enumerate(sent)]}
             try:
-                records = await self._db.write_rows(self.batch, params,
+                records = await self._db.write_rows(self.batch, _rows(sent),
                                                     min(w.until for w in sent))
             except UniquenessViolation:
                 # Raced by another create for one of the ids: once more reads it as taken;
@@ -189,6 +232,48 @@ class Together:
             _fail(sent, RuntimeError("the batch of creates returned no row for this one"))
             return
         _fail(batch, outcome)
+
+
+class ReadTogether(_Lanes):
+    """Reads of one token each, read together: the statement `single` returns the token's
+    record for its parameters, or none; `batch` takes `rows` ({index, ...} each) beside the
+    batch's own parameters and returns a record with `index` for each row that found its
+    token. A read changes nothing, so whatever refuses a batch (Neo4j refused the statement)
+    sends each row again alone, and any other failure is every row's answer."""
+
+    async def read(self, params: dict[str, Any], shared: dict[str, Any],
+                   row: dict[str, Any]) -> Any | None:
+        """The record `single` returns for `params` (None: none), or the batch's record for
+        `row`, sent with the batch parameters `shared` (a subset of `params`)."""
+        db = self._db
+        if self._lane_free():
+            return _first(await self._alone(db.read(self.single, **params)))
+        try:
+            return await self._wait(shared, row)
+        except _RunAlone:
+            return _first(await db.read(self.single, **params))
+
+    async def _send(self, batch: list[_Waiting]) -> None:
+        metrics.READS_TOGETHER.observe(len(batch))
+        sent = [w for w in batch if not w.future.done()]  # one that stopped is never read
+        if not sent:
+            return
+        try:
+            records = await self._db.read_rows(self.batch, _rows(sent),
+                                               min(w.until for w in sent))
+        except ClientError:
+            _fail(sent, _RunAlone())  # refused: each row alone gets its own answer
+            return
+        except asyncio.CancelledError:
+            _fail(sent, timed_out())
+            raise
+        except Exception as exc:  # unavailable, past the deadline: every row's answer
+            _fail(sent, exc)
+            return
+        found = {record["index"]: record for record in records}
+        for i, w in enumerate(sent):
+            if not w.future.done():
+                w.future.set_result(found.get(i))
 
 
 def _fail(batch: list[_Waiting], outcome: BaseException) -> None:
@@ -216,6 +301,10 @@ def row_event(event: dict[str, Any] | None) -> dict[str, Any]:
 
 def _one(records: list) -> dict[str, Any] | None:
     return _answer(records[0]) if records else None
+
+
+def _first(records: list) -> Any | None:
+    return records[0] if records else None
 
 
 def _answer(record: Any) -> dict[str, Any]:

@@ -194,6 +194,12 @@ class Database:
         with its own event: repository/coalesce.py), bounded by `until` on the loop's clock."""
         return await self._statement(name, params, neo4j.WRITE_ACCESS, until=until)
 
+    async def read_rows(self, name: str, params: dict[str, Any],
+                        until: float) -> list[neo4j.Record]:
+        """One read statement that belongs to no one request (several requests' rows:
+        repository/coalesce.py), bounded by `until` on the loop's clock."""
+        return await self._statement(name, params, self.read_access, until=until)
+
     def deadline_at(self) -> float:
         """When the current request's database time runs out, on the loop's clock."""
         return self._deadline()

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from ..errors import UniquenessViolation
 from ..tokens.stored import StoredToken
-from .coalesce import Together
+from .coalesce import ReadTogether, Together
 from .database import Database, Transaction
 from .records import datetime_text, one_list
 
@@ -62,12 +62,17 @@ def _token(record: Any, key: str = "token") -> StoredToken:
 
 
 class TokenRepository:
-    def __init__(self, db: Database, *, create_lanes: int = 2, create_batch_max: int = 10):
-        """`create_lanes`, `create_batch_max`: creates written together (`Together`)."""
+    def __init__(self, db: Database, *, create_lanes: int = 2, create_batch_max: int = 10,
+                 get_lanes: int = 2, get_batch_max: int = 16):
+        """`create_lanes`, `create_batch_max`: creates written together (`Together`);
+        `get_lanes`, `get_batch_max`: gets read together (`ReadTogether`)."""
         self._db = db
         self._creates = (Together(db, "tokens/create", "tokens/create_batch",
                                   lanes=create_lanes, max_rows=create_batch_max)
                          if create_batch_max > 1 else None)
+        self._gets = (ReadTogether(db, "tokens/get", "tokens/get_batch", lanes=get_lanes,
+                                   max_rows=get_batch_max)
+                      if get_batch_max > 1 else None)
 
     async def create(self, *, tenant_id: str, id: str, props: dict, expires_at: datetime | None,
                      meta_kvs: list[str], index_digests: list[str], dedup: bool,
@@ -121,8 +126,16 @@ class TokenRepository:
 
     async def get(self, *, tenant_id: str, id: str, prefixes: list[str]) -> StoredToken | None:
         """A live token whose containers lie under one of `prefixes`."""
-        records = await self._db.read("tokens/get", tenant_id=tenant_id, id=id, prefixes=prefixes)
-        return _token(records[0]) if records else None
+        if self._gets is None:
+            records = await self._db.read("tokens/get", tenant_id=tenant_id, id=id,
+                                          prefixes=prefixes)
+            return _token(records[0]) if records else None
+        # It may be read together with others (repository/coalesce.py): gets of the same
+        # readable prefixes share a statement, each its own row and tenant.
+        record = await self._gets.read(
+            {"tenant_id": tenant_id, "id": id, "prefixes": prefixes}, {"prefixes": prefixes},
+            {"tenant_id": tenant_id, "id": id})
+        return None if record is None else _token(record)
 
     async def page(self, *, tenant_id: str, prefixes: list[str], after: str, limit: int,
                    where: TokenFilter) -> list[StoredToken]:

@@ -20,16 +20,16 @@ A plan is not all a first request pays for: on a freshly started Neo4j the code 
 write (its operators, transaction state, locks, the commit's log append and index updates, the
 audit trail's statement) had never run, and the first create after `/ready` still took seconds.
 So start-up then rehearses the write path (`rehearse`): an API key's look-up, a token's create
-(alone, and two written together), read, update, link and delete, and the audit writer's
-batches, each in a form the warm-up planned (audit prefix included; Neo4j makes a plan runnable
-on its first run, not when it plans it: a create in a form only planned took 0.8 s, in the
-rehearsed one 3 ms), for real, in one transaction that is committed (a rolled-back one never
-reaches the commit's work: the first create after it still took 2-3 s) — and then removed by
-`health/forget_rehearsal`. It all runs under a tenant id no tenant has (`warm-up:` and a random
-UUID; tenant ids are UUIDs) with an audit chain of the same prefix: no tenant, key or
-application is created, no tenant's list, search or trail can reach it while it exists, and
-webhooks, which belong to a tenant, never see it. Its locks are taken on its own new nodes
-only, so it is harmless on a database in use. The removal goes by the prefix, so what a
+(alone, and two written together), read (alone, and two together), update, link and delete, and
+the audit writer's batches, each in a form the warm-up planned (audit prefix included; Neo4j
+makes a plan runnable on its first run, not when it plans it: a create in a form only planned
+took 0.8 s, in the rehearsed one 3 ms), for real, in one transaction that is committed (a
+rolled-back one never reaches the commit's work: the first create after it still took 2-3 s) —
+and then removed by `health/forget_rehearsal`. It all runs under a tenant id no tenant has
+(`warm-up:` and a random UUID; tenant ids are UUIDs) with an audit chain of the same prefix: no
+tenant, key or application is created, no tenant's list, search or trail can reach it while it
+exists, and webhooks, which belong to a tenant, never see it. Its locks are taken on its own new
+nodes only, so it is harmless on a database in use. The removal goes by the prefix, so what a
 start-up stopped between the commit and the removal left is removed by the next one.
 """
 
@@ -108,6 +108,8 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     # Creates written together (repository/coalesce.py): the creates that waited while a lane
     # was busy, two to VAULTGRAPH_CREATE_BATCH_MAX (or one alone: MORE_FORMS).
     "tokens/create_batch": {"rows": [{}, {}]},
+    # Gets read together, likewise: two to VAULTGRAPH_GET_BATCH_MAX (or one: MORE_FORMS).
+    "tokens/get_batch": {"rows": [{}, {}]},
     "tokens/update": {"meta_kvs": [_ID]},  # a merge patch of metadata: an entry at least
     "tokens/list_by_type": {"types": []},
     "tokens/list_by_ids": {"ids": []},
@@ -129,6 +131,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {
 # Statements planned in more forms than one: each entry is planned too, over the samples.
 MORE_FORMS: dict[str, list[dict[str, Any]]] = {
     "tokens/create_batch": [{"rows": [{}]}],
+    "tokens/get_batch": [{"rows": [{}]}],
     "audit/write_batch": [{"created": [], "linked": [{}]},
                           # a block settling creates' events, alone or beside reads' events,
                           # and with a create's event written again at its place; and one
@@ -433,6 +436,10 @@ async def _write_path(db: Database, tx: neo4j.AsyncTransaction, r: _Rehearsal,
                      **row_event(r.placed("token:create", token_id, seq=2 + i))}
                     for i, token_id in enumerate(together)])
     await run("tokens/get", tenant_id=tenant, id=parent, prefixes=_PREFIXES)
+    # Gets read together (repository/coalesce.py): two rows.
+    await run("tokens/get_batch", prefixes=_PREFIXES,
+              rows=[{"index": i, "tenant_id": tenant, "id": token_id}
+                    for i, token_id in enumerate(together)])
     # An update's event goes with its change, not with the read under its lock.
     await run("tokens/lock_for_update", tenant_id=tenant, id=child, prefixes=_PREFIXES)
     await run("tokens/update", r.write("token:update", child), tenant_id=tenant, id=child,

@@ -9,14 +9,13 @@ database cannot answer is every row's 503."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import uuid
 
 import pytest
 from factories import database, new_tenant
 from neo4j.exceptions import ClientError
-from prometheus_client import REGISTRY
+from support import lanes
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit.chain import placed_holds
@@ -44,26 +43,11 @@ def together(client):
 
 def batches() -> tuple[float, float]:
     """Statements of creates written together so far, and the creates they held."""
-    return (REGISTRY.get_sample_value("vaultgraph_creates_written_together_count") or 0.0,
-            REGISTRY.get_sample_value("vaultgraph_creates_written_together_sum") or 0.0)
+    return lanes.batches("vaultgraph_creates_written_together")
 
 
-@contextlib.asynccontextmanager
-async def lane_held(client, waiting: int):
-    """The lane is busy while the block runs; on leaving, once `waiting` creates wait, it is
-    handed on as a write ending hands it on."""
-    creates = together(client)
-    assert creates._busy == 0
-    creates._busy = 1
-    try:
-        yield
-        for _ in range(200):
-            if len(creates._waiting) >= waiting:
-                break
-            await asyncio.sleep(0.01)
-        assert len(creates._waiting) == waiting
-    finally:
-        creates._next()
+def lane_held(client, count: int):
+    return lanes.lane_held(together(client), count)
 
 
 def post(client, headers, number: str, **extra):
@@ -142,11 +126,7 @@ async def test_creates_sent_at_once_are_each_stored_once_with_their_own_events(
 
 
 async def waiting(client, count: int) -> None:
-    for _ in range(200):
-        if len(together(client)._waiting) >= count:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{count} creates never waited")
+    await lanes.waiting(together(client), count)
 
 
 async def test_an_id_taken_in_a_batch_is_a_409_for_its_request_alone(client, admin_headers):
