@@ -165,6 +165,18 @@ VARIANTS = {v.name: v for v in (
     dataclasses.replace(DEFAULTS, name="audit-lanes-4",
                         change="VAULTGRAPH_AUDIT_LANES=4: four audit chains",
                         settings=(("VAULTGRAPH_AUDIT_LANES", "4"),)),
+    dataclasses.replace(DEFAULTS, name="gets-alone",
+                        change="VAULTGRAPH_GET_BATCH_MAX=1: every get read alone, as before "
+                               "gets were read together",
+                        settings=(("VAULTGRAPH_GET_BATCH_MAX", "1"),)),
+    dataclasses.replace(DEFAULTS, name="get-lanes-1",
+                        change="VAULTGRAPH_GET_LANES=1: one read of gets in flight, what waits "
+                               "read together",
+                        settings=(("VAULTGRAPH_GET_LANES", "1"),)),
+    dataclasses.replace(DEFAULTS, name="create-lanes-1",
+                        change="VAULTGRAPH_CREATE_LANES=1: one write of creates in flight, what "
+                               "waits written together",
+                        settings=(("VAULTGRAPH_CREATE_LANES", "1"),)),
     dataclasses.replace(DEFAULTS, name="audit-off",
                         change="the audit trail off (bench/unaudited, a benchmark-only hook)",
                         settings=(("PYTHONPATH", str(UNAUDITED)),)),
