@@ -138,6 +138,14 @@ class Variant:
 
 
 DEFAULTS = Variant("defaults", "none: make run, wrk -t2 -c32 with a script making each request")
+
+
+def _setting(name: str, key: str, value: str, why: str) -> Variant:
+    """The defaults with one VAULTGRAPH_* setting changed: `key`=`value`, for `why`."""
+    return dataclasses.replace(DEFAULTS, name=name, change=f"{key}={value}: {why}",
+                               settings=((key, value),))
+
+
 VARIANTS = {v.name: v for v in (
     DEFAULTS,
     dataclasses.replace(DEFAULTS, name="neo4j-1g-1g", change="Neo4j heap 1g, page cache 1g",
@@ -147,36 +155,22 @@ VARIANTS = {v.name: v for v in (
                         workers=available_cpus()),
     dataclasses.replace(DEFAULTS, name="output-file", change="service output to a file",
                         output="file"),
-    dataclasses.replace(DEFAULTS, name="log-warning",
-                        change="VAULTGRAPH_LOG_LEVEL=WARNING: no log line a request",
-                        settings=(("VAULTGRAPH_LOG_LEVEL", "WARNING"),)),
-    dataclasses.replace(DEFAULTS, name="audit-wait-2ms",
-                        change="VAULTGRAPH_AUDIT_BATCH_WAIT=0.002: an audit batch waits 2 ms at "
-                               "most for requests in flight",
-                        settings=(("VAULTGRAPH_AUDIT_BATCH_WAIT", "0.002"),)),
-    dataclasses.replace(DEFAULTS, name="audit-no-wait",
-                        change="VAULTGRAPH_AUDIT_BATCH_WAIT=0: an audit batch is written as soon "
-                               "as a lane is free",
-                        settings=(("VAULTGRAPH_AUDIT_BATCH_WAIT", "0"),)),
-    dataclasses.replace(DEFAULTS, name="audit-lanes-3",
-                        change="VAULTGRAPH_AUDIT_LANES=3: three audit chains, so up to three "
-                               "group commits in flight",
-                        settings=(("VAULTGRAPH_AUDIT_LANES", "3"),)),
-    dataclasses.replace(DEFAULTS, name="audit-lanes-4",
-                        change="VAULTGRAPH_AUDIT_LANES=4: four audit chains",
-                        settings=(("VAULTGRAPH_AUDIT_LANES", "4"),)),
-    dataclasses.replace(DEFAULTS, name="gets-alone",
-                        change="VAULTGRAPH_GET_BATCH_MAX=1: every get read alone, as before "
-                               "gets were read together",
-                        settings=(("VAULTGRAPH_GET_BATCH_MAX", "1"),)),
-    dataclasses.replace(DEFAULTS, name="get-lanes-1",
-                        change="VAULTGRAPH_GET_LANES=1: one read of gets in flight, what waits "
-                               "read together",
-                        settings=(("VAULTGRAPH_GET_LANES", "1"),)),
-    dataclasses.replace(DEFAULTS, name="create-lanes-1",
-                        change="VAULTGRAPH_CREATE_LANES=1: one write of creates in flight, what "
-                               "waits written together",
-                        settings=(("VAULTGRAPH_CREATE_LANES", "1"),)),
+    _setting("log-warning", "VAULTGRAPH_LOG_LEVEL", "WARNING",
+             "no log line a request"),
+    _setting("audit-wait-2ms", "VAULTGRAPH_AUDIT_BATCH_WAIT", "0.002",
+             "an audit batch waits 2 ms at most for requests in flight"),
+    _setting("audit-no-wait", "VAULTGRAPH_AUDIT_BATCH_WAIT", "0",
+             "an audit batch is written as soon as a lane is free"),
+    _setting("audit-lanes-3", "VAULTGRAPH_AUDIT_LANES", "3",
+             "three audit chains, so up to three group commits in flight"),
+    _setting("audit-lanes-4", "VAULTGRAPH_AUDIT_LANES", "4",
+             "four audit chains"),
+    _setting("gets-alone", "VAULTGRAPH_GET_BATCH_MAX", "1",
+             "every get read alone, as before gets were read together"),
+    _setting("get-lanes-1", "VAULTGRAPH_GET_LANES", "1",
+             "one read of gets in flight, what waits read together"),
+    _setting("create-lanes-1", "VAULTGRAPH_CREATE_LANES", "1",
+             "one write of creates in flight, what waits written together"),
     dataclasses.replace(DEFAULTS, name="audit-off",
                         change="the audit trail off (bench/unaudited, a benchmark-only hook)",
                         settings=(("PYTHONPATH", str(UNAUDITED)),)),
