@@ -239,17 +239,25 @@ class ReadTogether(_Lanes):
     record for its parameters, or none; `batch` takes `rows` ({index, ...} each) beside the
     batch's own parameters and returns a record with `index` for each row that found its
     token. A read changes nothing, so whatever refuses a batch (Neo4j refused the statement)
-    sends each row again alone, and any other failure is every row's answer."""
+    sends each row again alone, and any other failure is every row's answer.
 
-    async def read(self, params: dict[str, Any], shared: dict[str, Any],
-                   row: dict[str, Any]) -> Any | None:
-        """The record `single` returns for `params` (None: none), or the batch's record for
-        `row`, sent with the batch parameters `shared` (a subset of `params`)."""
+    `shared` names the parameters of `single` that a batch takes once, for all its rows (only
+    reads with the same values of them share a batch); the others go in each row."""
+
+    def __init__(self, db: Database, single: str, batch: str, *, shared: tuple[str, ...],
+                 lanes: int, max_rows: int):
+        super().__init__(db, single, batch, lanes=lanes, max_rows=max_rows)
+        self._shared = shared
+
+    async def read(self, params: dict[str, Any]) -> Any | None:
+        """The record `single` returns for `params` (None: none), alone or as a batch's row."""
         db = self._db
         if self._lane_free():
             return _first(await self._alone(db.read(self.single, **params)))
+        names = self._shared
         try:
-            return await self._wait(shared, row)
+            return await self._wait({name: params[name] for name in names},
+                                    {k: v for k, v in params.items() if k not in names})
         except _RunAlone:
             return _first(await db.read(self.single, **params))
 

@@ -70,8 +70,9 @@ class TokenRepository:
         self._creates = (Together(db, "tokens/create", "tokens/create_batch",
                                   lanes=create_lanes, max_rows=create_batch_max)
                          if create_batch_max > 1 else None)
-        self._gets = (ReadTogether(db, "tokens/get", "tokens/get_batch", lanes=get_lanes,
-                                   max_rows=get_batch_max)
+        # Gets of the same readable prefixes share a statement, each its own row and tenant.
+        self._gets = (ReadTogether(db, "tokens/get", "tokens/get_batch", shared=("prefixes",),
+                                   lanes=get_lanes, max_rows=get_batch_max)
                       if get_batch_max > 1 else None)
 
     async def create(self, *, tenant_id: str, id: str, props: dict, expires_at: datetime | None,
@@ -126,15 +127,12 @@ class TokenRepository:
 
     async def get(self, *, tenant_id: str, id: str, prefixes: list[str]) -> StoredToken | None:
         """A live token whose containers lie under one of `prefixes`."""
+        params = {"tenant_id": tenant_id, "id": id, "prefixes": prefixes}
         if self._gets is None:
-            records = await self._db.read("tokens/get", tenant_id=tenant_id, id=id,
-                                          prefixes=prefixes)
+            records = await self._db.read("tokens/get", **params)
             return _token(records[0]) if records else None
-        # It may be read together with others (repository/coalesce.py): gets of the same
-        # readable prefixes share a statement, each its own row and tenant.
-        record = await self._gets.read(
-            {"tenant_id": tenant_id, "id": id, "prefixes": prefixes}, {"prefixes": prefixes},
-            {"tenant_id": tenant_id, "id": id})
+        # It may be read together with others (repository/coalesce.py).
+        record = await self._gets.read(params)
         return None if record is None else _token(record)
 
     async def page(self, *, tenant_id: str, prefixes: list[str], after: str, limit: int,
