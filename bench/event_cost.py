@@ -13,7 +13,15 @@ alternate between the forms, the order rotating each round:
   a label that no index or constraint names, and nothing else: what the node alone costs;
 - `packed`: `audit/write_batch` with each event holding as properties only what an index or
   the chain's verification reads (`INDEXED`), every other field packed into one byte string:
-  the cheapest an event with fewer properties could be, measured before building it.
+  the cheapest an event with fewer properties could be, measured before building it;
+- `blob`: a node under that label holding the whole event as one byte string and nothing else:
+  an event's fields at their cheapest, with nothing any index or check could read;
+- `empty`: a node under that label with no property, the same parameters sent as `node`'s: what
+  the node itself costs, and the statement and its parameters around it;
+- `bare`: as `empty`, with no parameters (the nodes counted by `range`): whether sending and
+  decoding an event's parameters costs anything beside.
+
+The last three bound what any form that keeps one node an event could cost.
 
 Each window writes EVENT_COST_EVENTS events; Neo4j's own CPU (its process's ticks) over the
 window is divided by them. EVENT_COST_WARMUP rounds are discarded while the JIT settles, then
@@ -46,6 +54,9 @@ INDEXED = ("tenant_key", "application_key", "operation", "outcome", "token_key",
            "mac", "mac_end")
 NODE_ONLY = ("FOREACH (ev IN $created | CREATE (e:BenchEventCost) "
              "SET e = ev.fields, e.at = ev.at)")
+BLOB_ONLY = "FOREACH (b IN $blobs | CREATE (e:BenchEventCost {b: b}))"
+EMPTY = "FOREACH (ev IN $created | CREATE (e:BenchEventCost))"
+BARE = "UNWIND range(1, $n) AS i CREATE (e:BenchEventCost)"
 
 
 def read_event(tenant: str, app: str, chain: str, seq: int) -> dict:
@@ -60,11 +71,16 @@ def read_event(tenant: str, app: str, chain: str, seq: int) -> dict:
             "key_version": 1, "mac": os.urandom(32).hex()}
 
 
+def packed(fields: dict, names=None) -> bytes:
+    """`fields` (those of `names`, or all) as one byte string."""
+    return orjson.dumps({k: v.hex() if isinstance(v, bytes) else v for k, v in fields.items()
+                         if names is None or k in names})
+
+
 def packed_fields(fields: dict) -> dict:
     """`fields` with every one no index or verification reads packed into one byte string."""
-    rest = {k: v.hex() if isinstance(v, bytes) else v for k, v in fields.items()
-            if k not in INDEXED}
-    return {**{k: v for k, v in fields.items() if k in INDEXED}, "packed": orjson.dumps(rest)}
+    return {**{k: v for k, v in fields.items() if k in INDEXED},
+            "packed": packed(fields, [k for k in fields if k not in INDEXED])}
 
 
 async def measure(neo) -> dict[str, list[float]]:
@@ -91,14 +107,29 @@ async def measure(neo) -> dict[str, list[float]]:
 
     chain = new_chain_id()
 
-    async def node(lane: int) -> None:
-        created = [created_parts(read_event(tenant, app, chain, 0)) for _ in range(BATCH)]
-        await db.driver.execute_query(NODE_ONLY, {"created": created}, database_="neo4j")
+    def unchained() -> list[dict]:
+        return [created_parts(read_event(tenant, app, chain, 0)) for _ in range(BATCH)]
 
-    async def packed(lane: int) -> None:
+    async def statement(text: str, **params) -> None:
+        await db.driver.execute_query(text, params, database_="neo4j")
+
+    async def node(lane: int) -> None:
+        await statement(NODE_ONLY, created=unchained())
+
+    async def packed_form(lane: int) -> None:
         await chained(lane, pack=True)
 
-    forms = {"write_batch": chained, "node": node, "packed": packed}
+    async def blob(lane: int) -> None:
+        await statement(BLOB_ONLY, blobs=[packed(c["fields"]) for c in unchained()])
+
+    async def empty(lane: int) -> None:
+        await statement(EMPTY, created=unchained())
+
+    async def bare(lane: int) -> None:
+        await statement(BARE, n=BATCH)
+
+    forms = {"write_batch": chained, "node": node, "packed": packed_form, "blob": blob,
+             "empty": empty, "bare": bare}
     pid = neo.running_pid()
 
     async def window(name: str) -> float:
