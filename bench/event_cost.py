@@ -19,9 +19,11 @@ alternate between the forms, the order rotating each round:
 - `empty`: a node under that label with no property, the same parameters sent as `node`'s: what
   the node itself costs, and the statement and its parameters around it;
 - `bare`: as `empty`, with no parameters (the nodes counted by `range`): whether sending and
-  decoding an event's parameters costs anything beside.
+  decoding an event's parameters costs anything beside;
+- `one_node`: the statement's events together in one node under that label, as one byte
+  string: what an event costs when a group commit's events share a node, with no index.
 
-The last three bound what any form that keeps one node an event could cost.
+`blob`, `empty` and `bare` bound what any form that keeps one node an event could cost.
 
 Each window writes EVENT_COST_EVENTS events; Neo4j's own CPU (its process's ticks) over the
 window is divided by them. EVENT_COST_WARMUP rounds are discarded while the JIT settles, then
@@ -57,6 +59,7 @@ NODE_ONLY = ("FOREACH (ev IN $created | CREATE (e:BenchEventCost) "
 BLOB_ONLY = "FOREACH (b IN $blobs | CREATE (e:BenchEventCost {b: b}))"
 EMPTY = "FOREACH (ev IN $created | CREATE (e:BenchEventCost))"
 BARE = "UNWIND range(1, $n) AS i CREATE (e:BenchEventCost)"
+ONE_NODE = "CREATE (e:BenchEventCost {b: $blob})"
 
 
 def read_event(tenant: str, app: str, chain: str, seq: int) -> dict:
@@ -71,10 +74,15 @@ def read_event(tenant: str, app: str, chain: str, seq: int) -> dict:
             "key_version": 1, "mac": os.urandom(32).hex()}
 
 
+def plain(fields: dict, names=None) -> dict:
+    """`fields` (those of `names`, or all) as JSON takes them: bytes as hex."""
+    return {k: v.hex() if isinstance(v, bytes) else v for k, v in fields.items()
+            if names is None or k in names}
+
+
 def packed(fields: dict, names=None) -> bytes:
     """`fields` (those of `names`, or all) as one byte string."""
-    return orjson.dumps({k: v.hex() if isinstance(v, bytes) else v for k, v in fields.items()
-                         if names is None or k in names})
+    return orjson.dumps(plain(fields, names))
 
 
 def packed_fields(fields: dict) -> dict:
@@ -128,8 +136,11 @@ async def measure(neo) -> dict[str, list[float]]:
     async def bare(lane: int) -> None:
         await statement(BARE, n=BATCH)
 
+    async def one_node(lane: int) -> None:
+        await statement(ONE_NODE, blob=orjson.dumps([plain(c["fields"]) for c in unchained()]))
+
     forms = {"write_batch": chained, "node": node, "packed": packed_form, "blob": blob,
-             "empty": empty, "bare": bare}
+             "empty": empty, "bare": bare, "one_node": one_node}
     pid = neo.running_pid()
 
     async def window(name: str) -> float:
