@@ -56,6 +56,7 @@ def table(result: dict) -> str:
             r += " (with drain)"  # creates a second over the load and the drain: see the notes
         lines.append("| " + " | ".join([name, *_side(w["service"]), *_side(w["bare"]), r]) + " |")
     lines += cpu_table(result)
+    lines += floor_lines(result)
     lines += audit_table(result)
     lines += memory_lines(result)
     lines += plans_table(result)
@@ -193,6 +194,25 @@ def cpu_table(result: dict) -> list[str]:
             "| audit events per batch, service / bare "
             "| Neo4j transactions per request, service / bare |",
             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|", *rows]
+
+
+def floor_lines(result: dict) -> list[str]:
+    """The HTTP floor (bench/run.py `Bench.floor`), when the run measured it, and what each
+    workload adds above it."""
+    floor = result.get("http_floor")
+    if not floor:
+        return []
+    service = floor.get("service") or {}
+    if floor.get("ms") is None:
+        return ["", f"The HTTP floor ({floor['title']}): not measured "
+                    f"({service.get('errors', '?')} requests failed)."]
+    rounds = ", ".join(_cpu(ms) for ms in floor.get("rounds_ms") or [])
+    above = ", ".join(f"{name} {w['added_above_floor_ms']:.2f}"
+                      for name, w in result["workloads"].items()
+                      if w.get("added_above_floor_ms") is not None)
+    return ["", f"The HTTP floor ({floor['title']}): {floor['ms']:.2f} ms of the service's "
+                f"CPU a request at {service.get('rps', 0):,.0f} req/s (its rounds {rounds})."
+            + (f" Added by the service above it: {above}." if above else "")]
 
 
 def audit_table(result: dict) -> list[str]:

@@ -45,6 +45,7 @@ from .receiver import ReceiverProcess
 from .stats import (
     AUDIT_TARGETS,
     Result,
+    above_floor,
     added_cpu,
     audit_rounds,
     combined,
@@ -52,7 +53,7 @@ from .stats import (
     ratio,
     settled,
 )
-from .workloads import WORKLOADS, Context, Request, Workload, audited
+from .workloads import FLOOR, WORKLOADS, Context, Request, Workload, audited
 
 JVM_ROUND = 3.0     # seconds per workload and side in a JVM warm-up round
 JIT_SETTLED = 0.05  # of one core: the JIT compiler has compiled what the workloads run
@@ -520,6 +521,26 @@ class Bench:
             summary[side] = jfr.summarize(copied)
         return summary
 
+    async def floor(self) -> dict:
+        """The HTTP floor: the service's CPU a request on FLOOR's public route (`GET /health`,
+        no database work, the whole middleware chain), loaded as the workloads' service side
+        is, in BENCH_ROUNDS windows. It measures the machine: what the same code adds over the
+        bare client rises and falls with it, so each workload's added CPU is also given above
+        it (`added_above_floor_ms`)."""
+        ctx = self.context()
+        rng = random.Random(FLOOR.name)  # noqa: S311 - the workloads' seeding
+        windows = []
+        for _ in range(max(1, self.cfg.rounds)):
+            one = await self.service_side(FLOOR, ctx, rng)
+            windows.append(one)
+            say(f"{FLOOR.name}: service {one.rps:,.0f} req/s, "
+                f"{(one.cpu_ms or {}).get('service')} ms of the service's CPU a request")
+        both = combined(windows)
+        service_ms = (both.cpu_ms or {}).get("service")
+        return {"title": FLOOR.title, "service": both.to_dict(),
+                "rounds_ms": [(one.cpu_ms or {}).get("service") for one in windows],
+                "ms": service_ms if both.errors == 0 else None}
+
     async def workload(self, w: Workload) -> dict:
         ctx = self.context()
         rng = random.Random(w.name)  # noqa: S311 - request variety
@@ -831,6 +852,8 @@ async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
             await b.start_jfr()
         result["jvm_warmup"] = await b.warm_jvm(
             [w for w in WORKLOADS if cfg.selected(w.name) and w.bare])
+        if cfg.selected(FLOOR.name):  # before the workloads: it writes nothing
+            result["http_floor"] = await b.floor()
         # Outbox workloads last, whatever the order: after their phase the service's sender
         # knows the bench tenant and wakes on its writes, which no other window may pay.
         for w in sorted(WORKLOADS, key=lambda w: w.outbox):
@@ -844,6 +867,7 @@ async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
                 result["workloads"][w.name] = await b.workload(w)
                 if cfg.profile:
                     result.setdefault("profile", {})[w.name] = await b.profile_workload(w)
+        above_floor(result["workloads"], (result.get("http_floor") or {}).get("ms"))
         if names := cfg.audit_off_workloads():
             result["audit_off"] = await b.audit_on_off(names)
         done = result["workloads"]

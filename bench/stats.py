@@ -117,6 +117,18 @@ def added_cpu(service: Result | None, bare: Result | None, target_ms: float) -> 
     return out
 
 
+def above_floor(workloads: dict[str, dict], floor_ms: float | None) -> None:
+    """Each workload's added CPU less the HTTP floor (`added_above_floor_ms`): the part of what
+    the service adds that is not the serving every route pays. The floor is the service's CPU
+    a request on a public route that does no database work; it measures the machine as much as
+    the service, so the same code adds more on a slower machine, floor and all."""
+    if floor_ms is None:
+        return
+    for entry in workloads.values():
+        if entry.get("added_cpu_ms") is not None:
+            entry["added_above_floor_ms"] = round(entry["added_cpu_ms"] - floor_ms, 3)
+
+
 def held_checkpoint(background: dict | None) -> bool:
     """Whether a checkpoint of Neo4j's ran in a window, by its `neo4j_background`
     (bench/neo4j_log.py): one that ended in it, or one still running at its end. One that

@@ -25,7 +25,16 @@ from bench.dataset import (
     customer,
 )
 from bench.run import bare_settings, on_service_loop
-from bench.stats import Result, added_cpu, audit_cost, audit_rounds, percentile, ratio, settled
+from bench.stats import (
+    Result,
+    above_floor,
+    added_cpu,
+    audit_cost,
+    audit_rounds,
+    percentile,
+    ratio,
+    settled,
+)
 from vaultgraph.expressions import luhn_valid
 from vaultgraph.tokens.types import get_type
 
@@ -83,6 +92,44 @@ def test_added_cpu_is_the_service_less_the_bare_client_and_judged_against_its_ta
         "neo4j_added_cpu_ms": 0.3}
     assert added_cpu(service, bare, 0.60)["added_cpu_met"] is True
     assert added_cpu(service, side(None), 0.30) is None
+
+
+def test_added_cpu_above_the_floor_is_given_for_each_workload_that_has_it():
+    workloads = {"get": {"added_cpu_ms": 0.23}, "list": {"added_cpu_ms": 0.82},
+                 "webhook_create": {"added_cpu_ms": None}, "proxy": {"available": False}}
+    above_floor(workloads, 0.15)
+    assert workloads["get"]["added_above_floor_ms"] == 0.08
+    assert workloads["list"]["added_above_floor_ms"] == 0.67
+    assert "added_above_floor_ms" not in workloads["webhook_create"]
+    assert "added_above_floor_ms" not in workloads["proxy"]
+    unmeasured = {"get": {"added_cpu_ms": 0.23}}
+    above_floor(unmeasured, None)
+    assert unmeasured == {"get": {"added_cpu_ms": 0.23}}
+
+
+def test_the_floor_is_a_public_route_with_no_bare_side_and_not_a_table_workload():
+    from bench.workloads import FLOOR, WORKLOADS, Request
+
+    assert FLOOR.bare is None and FLOOR not in WORKLOADS
+    assert FLOOR.name not in {w.name for w in WORKLOADS}
+    assert [FLOOR.http(item) for item in FLOOR.items(None, None)] == [Request("GET", "/health")]
+
+
+def test_the_report_prints_the_floor_and_what_each_workload_adds_above_it():
+    from bench import report
+
+    floor = {"title": "public route", "ms": 0.151, "rounds_ms": [0.149, 0.153],
+             "service": {"rps": 9876.5, "errors": 0}}
+    workloads = {"get": {"added_above_floor_ms": 0.079}, "list": {"added_above_floor_ms": 0.67},
+                 "webhook_create": {}}
+    lines = report.floor_lines({"http_floor": floor, "workloads": workloads})
+    assert lines[1] == ("The HTTP floor (public route): 0.15 ms of the service's CPU a request at "
+                        "9,876 req/s (its rounds 0.15, 0.15). Added by the service above it: "
+                        "get 0.08, list 0.67.")
+    failed = {**floor, "ms": None, "service": {"rps": 0.0, "errors": 12}}
+    assert report.floor_lines({"http_floor": failed, "workloads": {}})[1] == (
+        "The HTTP floor (public route): not measured (12 requests failed).")
+    assert report.floor_lines({"workloads": workloads}) == []
 
 
 def test_rounds_of_one_side_combine_weighted_by_their_requests():
