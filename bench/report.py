@@ -206,11 +206,12 @@ def floor_lines(result: dict) -> list[str]:
     if floor.get("ms") is None:
         return ["", f"The HTTP floor ({floor['title']}): not measured "
                     f"({service.get('errors', '?')} requests failed)."]
-    rounds = ", ".join(_cpu(ms) for ms in floor.get("rounds_ms") or [])
+    # Three places: a floor of a tenth of a millisecond moves in its third.
+    rounds = ", ".join("-" if ms is None else f"{ms:.3f}" for ms in floor.get("rounds_ms") or [])
     above = ", ".join(f"{name} {w['added_above_floor_ms']:.2f}"
                       for name, w in result["workloads"].items()
                       if w.get("added_above_floor_ms") is not None)
-    return ["", f"The HTTP floor ({floor['title']}): {floor['ms']:.2f} ms of the service's "
+    return ["", f"The HTTP floor ({floor['title']}): {floor['ms']:.3f} ms of the service's "
                 f"CPU a request at {service.get('rps', 0):,.0f} req/s (its rounds {rounds})."
             + (f" Added by the service above it: {above}." if above else "")]
 

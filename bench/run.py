@@ -752,7 +752,8 @@ class Bench:
         service_split = profile.cpu_per_request(recorded, service_ms or 0.0)
         kept = profile.compress(recorded)
         say(f"profile of {w.name}: {kept}")
-        if w.outbox:  # profiled in the service's phase, where the bare side has no webhook
+        if w.outbox or w.bare is None:  # the outbox's: profiled in the service's phase,
+            # where the bare side has no webhook; the HTTP floor's: it has no bare side
             return {**summary, "collapsed": str(kept.relative_to(ROOT))}
         # The bare client is this process: its own CPU, not its children's (py-spy, Neo4j).
         bare_raw = self.cfg.profile_dir / f"{w.name}.bare.collapsed.txt"
@@ -854,6 +855,8 @@ async def bench_main(cfg: BenchConfig, neo: LocalNeo4j) -> dict:
             [w for w in WORKLOADS if cfg.selected(w.name) and w.bare])
         if cfg.selected(FLOOR.name):  # before the workloads: it writes nothing
             result["http_floor"] = await b.floor()
+            if cfg.profile:
+                result.setdefault("profile", {})[FLOOR.name] = await b.profile_workload(FLOOR)
         # Outbox workloads last, whatever the order: after their phase the service's sender
         # knows the bench tenant and wakes on its writes, which no other window may pay.
         for w in sorted(WORKLOADS, key=lambda w: w.outbox):

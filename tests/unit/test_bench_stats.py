@@ -123,9 +123,9 @@ def test_the_report_prints_the_floor_and_what_each_workload_adds_above_it():
     workloads = {"get": {"added_above_floor_ms": 0.079}, "list": {"added_above_floor_ms": 0.67},
                  "webhook_create": {}}
     lines = report.floor_lines({"http_floor": floor, "workloads": workloads})
-    assert lines[1] == ("The HTTP floor (public route): 0.15 ms of the service's CPU a request at "
-                        "9,876 req/s (its rounds 0.15, 0.15). Added by the service above it: "
-                        "get 0.08, list 0.67.")
+    assert lines[1] == ("The HTTP floor (public route): 0.151 ms of the service's CPU a request "
+                        "at 9,876 req/s (its rounds 0.149, 0.153). Added by the service above "
+                        "it: get 0.08, list 0.67.")
     failed = {**floor, "ms": None, "service": {"rps": 0.0, "errors": 12}}
     assert report.floor_lines({"http_floor": failed, "workloads": {}})[1] == (
         "The HTTP floor (public route): not measured (12 requests failed).")
