@@ -529,17 +529,16 @@ class Bench:
         it (`added_above_floor_ms`)."""
         ctx = self.context()
         rng = random.Random(FLOOR.name)  # noqa: S311 - the workloads' seeding
-        windows = []
+        windows, rounds_ms = [], []
         for _ in range(max(1, self.cfg.rounds)):
             one = await self.service_side(FLOOR, ctx, rng)
             windows.append(one)
-            say(f"{FLOOR.name}: service {one.rps:,.0f} req/s, "
-                f"{(one.cpu_ms or {}).get('service')} ms of the service's CPU a request")
+            rounds_ms.append((one.cpu_ms or {}).get("service"))
+            say(f"{FLOOR.name}: service {one.rps:,.0f} req/s, {rounds_ms[-1]} ms of the "
+                "service's CPU a request")
         both = combined(windows)
-        service_ms = (both.cpu_ms or {}).get("service")
-        return {"title": FLOOR.title, "service": both.to_dict(),
-                "rounds_ms": [(one.cpu_ms or {}).get("service") for one in windows],
-                "ms": service_ms if both.errors == 0 else None}
+        return {"title": FLOOR.title, "service": both.to_dict(), "rounds_ms": rounds_ms,
+                "ms": (both.cpu_ms or {}).get("service") if both.errors == 0 else None}
 
     async def workload(self, w: Workload) -> dict:
         ctx = self.context()
