@@ -7,13 +7,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import subprocess
+import sys
 
 import pytest
 
 from vaultgraph.crypto import CryptoError, KeyRing, TenantKeys, new_tenant_key_material
 from vaultgraph.keys.custody import open_custody
 
-from .conftest import key_label
+from .conftest import MODULE, USER_PIN, key_label
 
 
 @pytest.fixture
@@ -145,3 +147,27 @@ def test_a_second_pool_with_a_wrong_pin_is_refused(hsm_settings, custody, tmp_pa
     assert raised.value.cause == (f"the PIN for the PKCS#11 token "
                                   f"{hsm_settings.pkcs11_token_label!r} is refused "
                                   "(VAULTGRAPH_PKCS11_PIN_FILE)")
+
+
+CONNECT = """
+import logging, sys
+from vaultgraph.keys.pkcs11 import Pkcs11Token
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+token = Pkcs11Token(*sys.argv[1:4], sessions=2)
+token.connect()
+print("connected", flush=True)
+token.close()
+"""
+
+
+def test_a_token_missing_at_the_first_attempt_is_found_at_a_later_one(softhsm):
+    """SoftHSM2's file store skips a token, or fails a login, while another process (a second
+    worker logging in) writes the token's file: connecting at start-up lists the tokens again
+    after a pause, rather than refusing to start."""
+    with softhsm.away():
+        child = subprocess.Popen([sys.executable, "-c", CONNECT, MODULE, softhsm.label, USER_PIN],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = child.stderr.readline()  # the first attempt, with no token in the store
+    out, err = child.communicate(timeout=60)
+    assert first == "INFO PKCS#11 token not ready; trying again\n", first + err
+    assert (child.returncode, out) == (0, "connected\n"), err

@@ -46,6 +46,10 @@ _UNWRAP_FAILED = "tenant key material could not be unwrapped"
 _NOT_IN_TOKEN = "tenant key is wrapped by a key-encryption key not in the key ring"
 RECONNECT_PAUSE = 1.0  # seconds between two reconnection attempts while the token is away
 DRAIN_WAIT = 10.0  # seconds a reconnection waits for the calls inside the module to return
+# Seconds before each further attempt when the token is not found, or does not answer, at
+# start-up: SoftHSM2's file store skips a token, or fails a login, while another process (a
+# second worker) writes the token's file at that instant; a real HSM may be coming up.
+CONNECT_PAUSES = (0.1, 0.2, 0.4, 0.8)
 
 # PKCS#11 return values and the flag this module uses (pkcs11t.h).
 CKR_OK = 0x0
@@ -63,6 +67,11 @@ class TokenError(ConfigError):
                             "VAULTGRAPH_PKCS11_PIN_FILE and VAULTGRAPH_PKCS11_KEY_LABEL "
                             "(docs/key-custody.md)"):
         super().__init__(cause, fix)
+
+
+class TokenAway(TokenError):
+    """The token is not found, or does not answer, now: connecting at start-up tries again
+    (`CONNECT_PAUSES`). A refused PIN is never tried again (it counts toward the lock-out)."""
 
 
 class _InitArgs(ctypes.Structure):
@@ -220,8 +229,8 @@ class _Library:
                 raise TokenError(f"the PKCS#11 token {token_label!r} is locked (too many "
                                  "wrong PINs)") from None
             except e.PKCS11Error as exc:
-                raise TokenError(f"cannot log in to the PKCS#11 token {token_label!r} "
-                                 f"({type(exc).__name__})") from None
+                raise TokenAway(f"cannot log in to the PKCS#11 token {token_label!r} "
+                                f"({type(exc).__name__})") from None
             self._logins[token_label] = (session, digest)
 
 
@@ -270,9 +279,20 @@ class Pkcs11Token:
 
     def connect(self) -> None:
         """Load the module, find the token, log in, open the pool. `TokenError` (one line)
-        when the module, token or PIN is wrong."""
+        when the module, token or PIN is wrong. A token not found or not answering is tried
+        again after each of `CONNECT_PAUSES`, the module re-initialised (which lists the
+        tokens afresh), before its `TokenAway` is raised."""
         with self._state:
-            self._connect()
+            for pause in (*CONNECT_PAUSES, None):
+                try:
+                    self._connect()
+                    return
+                except TokenAway as exc:
+                    if pause is None:
+                        raise
+                    log.info("PKCS#11 token not ready; trying again", extra={
+                        "token": self.token_label, "error": exc.cause, "pause_s": pause})
+                time.sleep(pause)
 
     def _connect(self) -> None:
         self._close_sessions()
@@ -291,19 +311,24 @@ class Pkcs11Token:
         try:
             token = library.lib.get_token(token_label=self.token_label)
         except e.NoSuchToken:
-            raise TokenError(f"no PKCS#11 token labelled {self.token_label!r} in "
-                             f"{self.module}") from None
+            raise TokenAway(f"no PKCS#11 token labelled {self.token_label!r} in "
+                            f"{self.module}") from None
         except e.MultipleTokensReturned:
             raise TokenError(f"more than one PKCS#11 token labelled {self.token_label!r}") \
                 from None
         except e.PKCS11Error as exc:
-            raise TokenError(f"the PKCS#11 token {self.token_label!r} does not answer "
-                             f"({type(exc).__name__})") from None
+            raise TokenAway(f"the PKCS#11 token {self.token_label!r} does not answer "
+                            f"({type(exc).__name__})") from None
         library.login(token, self.token_label, self._pin)
         # Login is per application: the pool's sessions share it, and closing them never logs
         # the process out (the login session stays with the library).
-        self._sessions = [_Pooled(self._generation, token.open(rw=True))
-                          for _ in range(self._size)]
+        try:
+            for _ in range(self._size):
+                self._sessions.append(_Pooled(self._generation, token.open(rw=True)))
+        except e.PKCS11Error as exc:
+            self._close_sessions(inside=True)
+            raise TokenAway(f"the PKCS#11 token {self.token_label!r} opens no session "
+                            f"({type(exc).__name__})") from None
         for label in list(self._known):  # the keys found before are there again
             try:
                 self._find(self._sessions[0], label)
