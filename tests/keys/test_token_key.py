@@ -150,24 +150,46 @@ def test_a_second_pool_with_a_wrong_pin_is_refused(hsm_settings, custody, tmp_pa
 
 
 CONNECT = """
-import logging, sys
-from vaultgraph.keys.pkcs11 import Pkcs11Token
+import faulthandler, logging, sys
+from vaultgraph.keys import pkcs11
+faulthandler.dump_traceback_later(60, exit=True)  # never hangs the suite
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-token = Pkcs11Token(*sys.argv[1:4], sessions=2)
-token.connect()
-print("connected", flush=True)
+pkcs11.CONNECT_PAUSES = (0.5,) * 4  # the parent has half a second to put the token back
+token = pkcs11.Pkcs11Token(*sys.argv[1:4], sessions=2)
+try:
+    token.connect()
+    print("connected", flush=True)
+except pkcs11.TokenError as exc:
+    print(exc.cause, flush=True)
 token.close()
 """
+
+
+def _connecting(softhsm, pin: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", CONNECT, MODULE, softhsm.label, pin],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_a_token_missing_at_the_first_attempt_is_found_at_a_later_one(softhsm):
     """SoftHSM2's file store skips a token, or fails a login, while another process (a second
     worker logging in) writes the token's file: connecting at start-up lists the tokens again
     after a pause, rather than refusing to start."""
-    with softhsm.away():
-        child = subprocess.Popen([sys.executable, "-c", CONNECT, MODULE, softhsm.label, USER_PIN],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        first = child.stderr.readline()  # the first attempt, with no token in the store
-    out, err = child.communicate(timeout=60)
+    child = None
+    try:
+        with softhsm.away():
+            child = _connecting(softhsm, USER_PIN)
+            first = child.stderr.readline()  # the first attempt, with no token in the store
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child is not None and child.poll() is None:
+            child.kill()
     assert first == "INFO PKCS#11 token not ready; trying again\n", first + err
     assert (child.returncode, out) == (0, "connected\n"), err
+
+
+def test_a_refused_pin_is_never_tried_again(softhsm):
+    """Each refusal counts toward the token's lock-out: one attempt, no retry."""
+    out, err = _connecting(softhsm, "00000000").communicate(timeout=60)
+    assert out == f"the PIN for the PKCS#11 token {softhsm.label!r} is refused " \
+                  "(VAULTGRAPH_PKCS11_PIN_FILE)\n", err
+    assert "trying again" not in err

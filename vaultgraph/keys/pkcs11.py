@@ -71,7 +71,13 @@ class TokenError(ConfigError):
 
 class TokenAway(TokenError):
     """The token is not found, or does not answer, now: connecting at start-up tries again
-    (`CONNECT_PAUSES`). A refused PIN is never tried again (it counts toward the lock-out)."""
+    (`CONNECT_PAUSES`), listing the tokens afresh first when `rescan`. A login is tried again
+    only after a device error (`_LOGIN_AGAIN`): a refused PIN counts toward the lock-out, and
+    so may an answer this module does not know."""
+
+    def __init__(self, cause: str, *, rescan: bool = False) -> None:
+        super().__init__(cause)
+        self.rescan = rescan
 
 
 class _InitArgs(ctypes.Structure):
@@ -92,6 +98,16 @@ class _FunctionListHead(ctypes.Structure):
 
     _fields_ = [("major", ctypes.c_ubyte), ("minor", ctypes.c_ubyte),
                 ("C_Initialize", _CK_ENTRY), ("C_Finalize", _CK_ENTRY)]
+
+
+def _login_again() -> tuple[type, ...]:
+    """The login failures tried again at start-up: the device's, never an answer about the
+    PIN or one this module does not know (SoftHSM2 fails a login with CKR_GENERAL_ERROR while
+    another process rewrites the token's file)."""
+    from pkcs11 import exceptions as e
+
+    return (e.GeneralError, e.DeviceError, e.DeviceMemory, e.FunctionFailed, e.TokenNotPresent,
+            e.DeviceRemoved, e.TokenNotRecognised, e.SessionHandleInvalid, e.SessionClosed)
 
 
 def _pkcs11():
@@ -202,7 +218,10 @@ class _Library:
             if not self._calls.wait_for(lambda: self._inside == 0, timeout=DRAIN_WAIT):
                 raise TokenError(f"the PKCS#11 module {self.module} is still busy")
             self._logins.clear()  # C_Finalize ends every session and the login
-            self._initialise()  # still away: the next attempt initialises
+            try:
+                self._initialise()
+            except TokenError as exc:  # an HSM coming up: the next attempt initialises
+                raise TokenAway(exc.cause, rescan=True) from None
             self.epoch += 1
 
     def login(self, token: Any, token_label: str, pin: str) -> None:
@@ -229,8 +248,11 @@ class _Library:
                 raise TokenError(f"the PKCS#11 token {token_label!r} is locked (too many "
                                  "wrong PINs)") from None
             except e.PKCS11Error as exc:
-                raise TokenAway(f"cannot log in to the PKCS#11 token {token_label!r} "
-                                f"({type(exc).__name__})") from None
+                cause = f"cannot log in to the PKCS#11 token {token_label!r} " \
+                        f"({type(exc).__name__})"
+                if isinstance(exc, _login_again()):
+                    raise TokenAway(cause) from None
+                raise TokenError(cause) from None
             self._logins[token_label] = (session, digest)
 
 
@@ -279,25 +301,29 @@ class Pkcs11Token:
 
     def connect(self) -> None:
         """Load the module, find the token, log in, open the pool. `TokenError` (one line)
-        when the module, token or PIN is wrong. A token not found or not answering is tried
-        again after each of `CONNECT_PAUSES`, the module re-initialised (which lists the
-        tokens afresh), before its `TokenAway` is raised."""
+        when the module, token or PIN is wrong. A token away for the moment (`TokenAway`) is
+        tried again after each of `CONNECT_PAUSES`, before its error is raised. Only a token
+        not found or not answering re-initialises the module (which lists the tokens afresh):
+        that ends every session of the module, other pools' too, and they reopen."""
+        rescan = False
         with self._state:
             for pause in (*CONNECT_PAUSES, None):
                 try:
-                    self._connect()
+                    self._connect(restart=rescan)
                     return
                 except TokenAway as exc:
                     if pause is None:
                         raise
+                    rescan = exc.rescan
                     log.info("PKCS#11 token not ready; trying again", extra={
                         "token": self.token_label, "error": exc.cause, "pause_s": pause})
                 time.sleep(pause)
 
-    def _connect(self) -> None:
+    def _connect(self, *, restart: bool = True) -> None:
         self._close_sessions()
         library = self._library = _Library.get(self.module)
-        if self._epoch is not None:  # reconnecting: a token that came back needs a new slot list
+        if restart and self._epoch is not None:
+            # Reconnecting: a token that came back needs a new slot list.
             library.restart(self._epoch)
         self._epoch = library.epoch
         self._generation += 1
@@ -312,13 +338,13 @@ class Pkcs11Token:
             token = library.lib.get_token(token_label=self.token_label)
         except e.NoSuchToken:
             raise TokenAway(f"no PKCS#11 token labelled {self.token_label!r} in "
-                            f"{self.module}") from None
+                            f"{self.module}", rescan=True) from None
         except e.MultipleTokensReturned:
             raise TokenError(f"more than one PKCS#11 token labelled {self.token_label!r}") \
                 from None
         except e.PKCS11Error as exc:
             raise TokenAway(f"the PKCS#11 token {self.token_label!r} does not answer "
-                            f"({type(exc).__name__})") from None
+                            f"({type(exc).__name__})", rescan=True) from None
         library.login(token, self.token_label, self._pin)
         # Login is per application: the pool's sessions share it, and closing them never logs
         # the process out (the login session stays with the library).
