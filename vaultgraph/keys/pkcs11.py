@@ -46,9 +46,9 @@ _UNWRAP_FAILED = "tenant key material could not be unwrapped"
 _NOT_IN_TOKEN = "tenant key is wrapped by a key-encryption key not in the key ring"
 RECONNECT_PAUSE = 1.0  # seconds between two reconnection attempts while the token is away
 DRAIN_WAIT = 10.0  # seconds a reconnection waits for the calls inside the module to return
-# Seconds before each further attempt when the token is not found, or does not answer, at
-# start-up: SoftHSM2's file store skips a token, or fails a login, while another process (a
-# second worker) writes the token's file at that instant; a real HSM may be coming up.
+# Seconds before each further attempt when the token is away at start-up (`TokenAway`):
+# SoftHSM2's file store skips a token, or fails a login, while another process (a second
+# worker) writes the token's file at that instant; a real HSM may be coming up.
 CONNECT_PAUSES = (0.1, 0.2, 0.4, 0.8)
 
 # PKCS#11 return values and the flag this module uses (pkcs11t.h).
@@ -70,10 +70,11 @@ class TokenError(ConfigError):
 
 
 class TokenAway(TokenError):
-    """The token is not found, or does not answer, now: connecting at start-up tries again
-    (`CONNECT_PAUSES`), listing the tokens afresh first when `rescan`. A login is tried again
-    only after a device error (`_LOGIN_AGAIN`): a refused PIN counts toward the lock-out, and
-    so may an answer this module does not know."""
+    """The token is not found, does not answer, opens no session or fails a login with a
+    device error, now: connecting at start-up tries again (`CONNECT_PAUSES`), listing the
+    tokens afresh first when `rescan`. A login is tried again only after a device error
+    (`_login_again`): a refused PIN counts toward the lock-out, and so may an answer this
+    module does not know."""
 
     def __init__(self, cause: str, *, rescan: bool = False) -> None:
         super().__init__(cause)
