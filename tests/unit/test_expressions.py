@@ -121,6 +121,51 @@ def test_a_render_has_a_time_budget():
     assert r("{{ data | upcase }}", "x") == "X"  # the same render within its budget
 
 
+# Work that calls no filter: `contains` and comparisons over a large value, loops of them.
+# Before every variable read and loop iteration checked the budget, only filter calls did, and
+# a short expression like these rendered for seconds (a 4 kB one, minutes).
+BIG_LIST = '{% assign s = (1..100000) | join: "," | split: "," %}'
+
+
+@pytest.mark.parametrize("source", [
+    '{% if data contains "x" %}y{% endif %}',  # a variable read
+    "{% for i in (1..3) %}x{% endfor %}",  # loop iterations, no variable read
+    "{% tablerow i in (1..3) %}x{% endtablerow %}",
+    "{% liquid\nfor i in (1..3)\necho 'x'\nendfor %}",
+])
+def test_a_render_that_calls_no_filter_is_on_the_clock(source):
+    with time_budget(-1), pytest.raises(ExpressionLimitError):
+        r(source, "abc")
+    r(source, "abc")  # within its budget the same render passes
+
+
+@pytest.mark.parametrize("source", [
+    BIG_LIST + '{% for i in (1..999) %}{% if s contains "x" %}{% endif %}{% endfor %}x',
+    BIG_LIST + "{% tablerow i in (1..999) %}{% if s contains 'x' %}{% endif %}{% endtablerow %}",
+])
+def test_work_without_filters_stops_at_the_budget(source):
+    with pytest.raises(ExpressionLimitError):
+        r(source)
+
+
+@pytest.mark.parametrize("loop", [
+    "(1..1000000000000) reversed",  # made into a list before the iteration limit applied
+    "(1..3000000) reversed limit: 3",
+    "(1..1000000000000) offset: 999999999990",  # skipped item by item
+    "(1..3000000) offset: 2999990",
+])
+def test_a_loops_source_is_bounded_before_it_is_sliced(loop):
+    with pytest.raises(ExpressionLimitError):
+        r("{% for i in " + loop + " %}{{ i }}{% endfor %}")
+
+
+def test_loops_within_the_bounds_still_render():
+    assert r("{% for i in (1..600) %}{% endfor %}{% for i in (1..600) %}{% endfor %}x") == "x"
+    assert r("{% for i in (1..1000) reversed limit: 3 %}{{ i }}{% endfor %}") == "321"
+    assert r("{% for i in (1..1000) offset: 997 %}{{ i }}{% endfor %}") == "998999" "1000"
+    assert r("{% for c in data %}{{ c.n }}{% endfor %}", [{"n": 1}, {"n": 2}]) == "12"
+
+
 def test_a_render_that_only_waited_is_within_its_budget():
     # Past the budget on the clock but not in CPU (the machine was busy, the thread waited):
     # a cheap expression is not refused as too expensive (it was, under a loaded test run).

@@ -8,21 +8,25 @@ failure surfaces as an `ExpressionError` whose message never carries token data.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, cast
 
-from liquid import BoundTemplate, DictLoader, Environment, Mode, Undefined
+from liquid import BoundTemplate, DictLoader, Environment, Mode, RenderContext, Undefined
+from liquid.builtin.expressions import LoopExpression
+from liquid.builtin.tags.for_tag import ForNode, ForTag
+from liquid.builtin.tags.tablerow_tag import TablerowNode, TablerowTag
 from liquid.exceptions import LiquidError, LiquidSyntaxError, ResourceLimitError
 
-from .bounds import bounded_filter, time_budget
+from .bounds import bounded_filter, check_time, time_budget
 from .errors import (
     DEFAULT_FINGERPRINT_EXPRESSION,
     MAX_EXPRESSION_LENGTH,
     MAX_MASK_DEPTH,
     MAX_OUTPUT_BYTES,
     MAX_RENDER_SECONDS,
+    MAX_VALUE_SIZE,
     ExpressionError,
     ExpressionLimitError,
 )
@@ -38,7 +42,73 @@ __all__ = [
 _DISABLED_TAGS = ("include", "render")
 
 
+# --- time: every step of a render is on the clock ----------------------------------------
+# A filter call checks the render's budget (bounds.py), but a template can spend without one:
+# `contains` and comparisons over a large value, or a loop over them, call no filter. Every
+# variable a template reads and every loop iteration checks it too, so a render is stopped
+# within one operation of its budget; a loop's source is bounded in size as a filter's
+# values are, before Liquid slices or reverses it (`(1..1000000000000) reversed` would
+# otherwise be made into a list first).
+
+
+class _TimedContext(RenderContext):
+    __slots__ = ()
+
+    def get(self, *args: Any, **kwargs: Any) -> object:
+        check_time()
+        return super().get(*args, **kwargs)
+
+
+class _TimedTemplate(BoundTemplate):
+    context_class = _TimedContext
+
+
+def _timed(items: Iterator[Any]) -> Iterator[Any]:
+    for item in items:
+        check_time()
+        yield item
+
+
+class _TimedLoop(LoopExpression):
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, loop: LoopExpression) -> _TimedLoop:
+        return cls(loop.token, loop.identifier, loop.iterable, limit=loop.limit,
+                   offset=loop.offset, reversed_=loop.reversed, cols=loop.cols)
+
+    def _to_iter(self, obj: object, context: RenderContext) -> tuple[Iterator[Any], int]:
+        items, length = super()._to_iter(obj, context)
+        if length > MAX_VALUE_SIZE:
+            raise ExpressionLimitError()
+        return _timed(items), length
+
+
+class _TimedForNode(ForNode):
+    __slots__ = ()
+
+    def __init__(self, token: Any, expression: LoopExpression, block: Any,
+                 default: Any = None):
+        super().__init__(token, _TimedLoop.of(expression), block, default)
+
+
+class _TimedForTag(ForTag):
+    node_class = _TimedForNode
+
+
+class _TimedTablerowNode(TablerowNode):
+    __slots__ = ()
+
+    def __init__(self, token: Any, expression: LoopExpression, block: Any):
+        super().__init__(token, _TimedLoop.of(expression), block)
+
+
+class _TimedTablerowTag(TablerowTag):
+    node_class = _TimedTablerowNode
+
+
 class _SandboxedEnvironment(Environment):
+    template_class = _TimedTemplate
     loop_iteration_limit = 1_000
     output_stream_limit = MAX_OUTPUT_BYTES
     local_namespace_limit = MAX_OUTPUT_BYTES
@@ -58,6 +128,8 @@ def _build_environment() -> Environment:
     # syntax error, so a bad mask is refused when the token is written, not when it is read.
     for tag in _DISABLED_TAGS:
         env.tags.pop(tag, None)
+    env.add_tag(_TimedForTag)
+    env.add_tag(_TimedTablerowTag)
     for name, func in FILTERS.items():
         env.add_filter(name, func)
     # Liquid's own filters too: every filter call is bounded in size and time.

@@ -1,4 +1,5 @@
-"""Resource bounds: every filter call is limited in the size it takes and makes and in time."""
+"""Resource bounds: every filter call is limited in the size it takes and makes, and a render
+in time (`check_time`)."""
 
 from __future__ import annotations
 
@@ -107,6 +108,16 @@ def _past(deadline: tuple[float, float, int]) -> bool:
     return threading.get_ident() != thread or own_cpu() > cpu
 
 
+def check_time() -> None:
+    """`ExpressionLimitError` when the render in force is past its budget (`_past`). Called
+    by every filter call, every variable a template reads and every loop iteration
+    (expressions/__init__.py): an expression's costly work needs one of them, so a render
+    is stopped within one step of its budget, with or without filters."""
+    deadline = _deadline.get()
+    if deadline is not None and _past(deadline):
+        raise ExpressionLimitError()
+
+
 def _measure(value: Any, budget: int = MAX_VALUE_SIZE) -> tuple[int, int]:
     """(size, leaf items) of a value; size is past `budget` as soon as the walk knows it is."""
     size = items = 0
@@ -173,9 +184,7 @@ def bounded_filter(name: str, func: Callable) -> Callable:
 
     @functools.wraps(func)  # keeps Liquid's with_context / with_environment marks
     def bounded(value: Any, *args: Any, **kwargs: Any) -> Any:
-        deadline = _deadline.get()
-        if deadline is not None and _past(deadline):
-            raise ExpressionLimitError()
+        check_time()
         # Text, what most filters take and make, is measured inline: a mask renders this for
         # every token of a page.
         if (len(value) > MAX_VALUE_SIZE if type(value) is str else _too_big(value)) or (

@@ -20,7 +20,7 @@ from ..expressions import ExpressionError, compile_expression, render
 from ..repository.tokens import NewToken, TokenFilter, TokenRepository
 from . import expiry
 from .rendering import Renderer
-from .tokens import Prepared, TokenService, meta_kvs
+from .tokens import Prepared, TokenService, meta_kvs, renders_caller_expressions
 
 ID_TAKEN = "A token with that id exists."
 DUPLICATE_ID = "Another item of this request has the same id."
@@ -33,18 +33,6 @@ BAD_FILTERS = "has filters that are unknown or invalid"
 UNREADABLE = "names no token the application may read"
 UNRENDERED = "could not be rendered"
 MAX_DEPTH = 64  # JSON nesting of a detokenize payload
-
-
-def _renders_caller_expressions(item: dict | VaultError) -> bool:
-    """Whether preparing a loaded create request renders an expression its caller wrote: an id
-    expression, a fingerprint or search index expression, a mask (rendered on write against
-    its bounds). Without them only the type's defaults render (`TokenService.prepare`)."""
-    if isinstance(item, VaultError):
-        return False
-    raw_id = item.get("id")
-    return (item.get("fingerprint_expression") is not None or bool(item.get("search_indexes"))
-            or item.get("mask") is not None
-            or (raw_id is not None and ("{{" in raw_id or "{%" in raw_id)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +81,9 @@ class BulkService:
         # (past it, the remaining items fail alone with a 400 on the expression). Items that
         # render only their types' own expressions are prepared inline, as a single create is,
         # under the same budget.
-        if any(_renders_caller_expressions(item) for item in items):
-            await self.renderer.run(prepare_all)
-        else:
-            self.renderer.run_inline(prepare_all)
+        await self.renderer.run_where(any(
+            renders_caller_expressions(item) for item in items
+            if not isinstance(item, VaultError)), prepare_all)
         if ready:
             note_tokens(tuple(p.id for p in ready.values()))  # in the write's own audit event
             if not any(p.draft.deduplicate for p in ready.values()):

@@ -4,8 +4,11 @@ A caller-written mask can take its whole per-render budget on every read; a page
 rendered on the event loop would stall every other request of every tenant. Pages whose masks
 are caller-written render in a small thread pool instead, and all renders of one request share
 one deadline (`render_budget` seconds): past it, each remaining masked field is withheld (as
-for a mask that cannot be rendered), so one request costs at most its budget of CPU.
-Type-default masks are the service's own, cheap and bounded: they render inline.
+for a mask that cannot be rendered), so one request costs at most its budget of CPU. Writes do
+the same with the expressions they render (an id, a fingerprint, search indexes, a mask
+checked against its bounds): past the budget the expression is refused.
+Type-default masks and expressions are the service's own, cheap and bounded: they render
+inline.
 """
 
 from __future__ import annotations
@@ -38,6 +41,12 @@ class Renderer:
         expressions are the service's own (a type's defaults), cheap and bounded, which a
         single request renders inline too; the hop to the pool would cost more than it."""
         return self._budgeted(work)
+
+    async def run_where(self, caller_written: bool, work: Callable[[], T]) -> T:
+        """`run` for work that renders an expression a caller wrote, else `run_inline`."""
+        if caller_written:
+            return await self.run(work)
+        return self.run_inline(work)
 
     def _budgeted(self, work: Callable[[], T]) -> T:
         with time_budget(self._budget):

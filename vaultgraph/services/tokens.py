@@ -47,6 +47,16 @@ NOT_FOUND = "No token with that id."
 META_SEPARATOR = "\u001f"
 
 
+def renders_caller_expressions(body: dict) -> bool:
+    """Whether preparing a loaded create request renders an expression its caller wrote: an id
+    expression, a fingerprint or search index expression, a mask (rendered on write against
+    its bounds). Without them only the type's defaults render (`TokenService.prepare`)."""
+    raw_id = body.get("id")
+    return (body.get("fingerprint_expression") is not None or bool(body.get("search_indexes"))
+            or body.get("mask") is not None
+            or (raw_id is not None and ("{{" in raw_id or "{%" in raw_id)))
+
+
 @dataclass
 class Draft:
     """A token's fields after validation, before encryption."""
@@ -61,6 +71,13 @@ class Draft:
     deduplicate: bool
     expires_at: datetime | None
     errors: dict[str, list[str]] = field(default_factory=dict)
+
+    def renders_caller_expressions(self) -> bool:
+        """Whether storing it renders an expression a caller wrote (its mask, checked against
+        its bounds; its search indexes; a fingerprint expression not its type's own)."""
+        return (self.mask is not None or bool(self.search_indexes)
+                or self.fingerprint_expression not in (
+                    self.type.default_fingerprint_expression, DEFAULT_FINGERPRINT_EXPRESSION))
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,7 +332,10 @@ class TokenService:
                      shows_data: bool = True) -> tuple[dict, bool]:
         """The response body and whether it is an existing token (dedup); without
         `shows_data`, a body without data and mask (render)."""
-        prepared = self.prepare(principal, body)
+        # Caller-written expressions render off the event loop, under the request's one render
+        # budget, as a tokenize's do.
+        prepared = await self.renderer.run_where(
+            renders_caller_expressions(body), functools.partial(self.prepare, principal, body))
         token_id, draft, props = prepared.id, prepared.draft, prepared.props
         if not draft.deduplicate:  # a create that may find its twin cannot say how it ends
             expect(201, principal.decide(draft.containers, TOKEN_READ).transform)
@@ -425,7 +445,11 @@ class TokenService:
             changed=[name for name in VIEW_FIELDS if getattr(draft, name) != current[name]])
         if refusal is not None:
             raise Forbidden(refusal)
-        props, digests = self._props(principal, node.id, draft)
+        # The token's own expressions render again over the new data: off the event loop when
+        # a caller wrote them, under the request's one render budget.
+        props, digests = await self.renderer.run_where(
+            draft.renders_caller_expressions(),
+            functools.partial(self._props, principal, node.id, draft))
         props["modified_by"] = principal.application_id
         match = None
         # Only an update that makes the token a duplicate merges it: one that

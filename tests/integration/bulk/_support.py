@@ -9,9 +9,9 @@ from typing import Any
 from factories import database, key_headers, make_application
 
 # The token tests' test cards and access-rule builder.
-from tokens._support import ALL_TOKEN, AMEX, ROUTING, VISA, rule
+from tokens._support import ALL_TOKEN, AMEX, CALLER_WRITTEN, ROUTING, VISA, rule
 
-__all__ = ["AMEX", "ROUTING", "VISA", "card", "rule"]
+__all__ = ["AMEX", "CALLER_WRITTEN", "ROUTING", "VISA", "card", "rule"]
 PROBLEM_JSON = "application/problem+json"
 MASTERCARD = "5555555555554444"
 

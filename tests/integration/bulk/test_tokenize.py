@@ -16,6 +16,7 @@ from vaultgraph.errors import MAX_FIELD_NAME, MAX_LISTED_ERRORS
 
 from ._support import (
     AMEX,
+    CALLER_WRITTEN,
     MASTERCARD,
     ROUTING,
     VISA,
@@ -189,12 +190,7 @@ async def test_an_error_list_is_bounded_however_many_fields_fail(client, admin_h
     assert await token_count(client, tenant.tenant_id) == 0
 
 
-@pytest.mark.parametrize("caller_written", [
-    {"fingerprint_expression": "{{ data.number | last4 }}"},
-    {"search_indexes": ["{{ data.number | last4 }}"]},
-    {"mask": {"number": "{{ data.number | last4 }}"}},
-    {"id": "card-{{ data.number | last4 }}"},
-])
+@pytest.mark.parametrize("caller_written", CALLER_WRITTEN)
 async def test_items_with_caller_written_expressions_are_prepared_off_the_event_loop(
         client, admin_headers, tenant, monkeypatch, caller_written):
     """A batch with an expression its caller wrote prepares every item on the renderer's

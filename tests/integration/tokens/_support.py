@@ -26,6 +26,14 @@ SSN = "512-63-0947"
 
 ALL_TOKEN = ["token:create", "token:read", "token:update", "token:delete"]
 
+# A create request's fields that render an expression its caller wrote, one at a time.
+CALLER_WRITTEN = [
+    {"fingerprint_expression": "{{ data.number | last4 }}"},
+    {"search_indexes": ["{{ data.number | last4 }}"]},
+    {"mask": {"number": "{{ data.number | last4 }}"}},
+    {"id": "card-{{ data.number | last4 }}"},
+]
+
 
 def rule(container: str, transform: str, permissions=ALL_TOKEN, priority: int = 0) -> dict:
     """An access rule (docs/security.md) as POST /applications takes it."""

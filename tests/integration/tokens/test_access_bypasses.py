@@ -18,7 +18,7 @@ from vaultgraph.api.typedefs import services_key
 from vaultgraph.repository.auth import AuthRepository
 from vaultgraph.services.authentication import Authenticator
 
-from ._support import VISA, card, cypher, rule
+from ._support import CALLER_WRITTEN, MASTERCARD, VISA, card, cypher, rule
 
 NARROW = ["token:read", "token:create", "token:update"]
 
@@ -182,6 +182,72 @@ async def test_heavy_masks_cannot_stall_other_requests(api, client, tenant, mask
     assert all(t.name.startswith("vaultgraph-render") for t in render_threads)
     withheld = [t for t in page["data"] if "data" not in t]
     assert len(withheld) >= 6  # the budget (0.5 s) covers at most two 0.25 s renders
+
+
+# --- 3b. a write's expressions render off the event loop, and stop at their budget ------------
+
+# Calls no filter: before every variable read and loop iteration checked the render's budget,
+# this rendered for about two seconds on the event loop, and twenty of its loops (4 kB) for
+# half a minute, while every other request of every tenant waited.
+NO_FILTER_LOOP = ('{% assign s = (1..100000) | join: "," | split: "," %}'
+                  '{% for i in (1..999) %}{% if s contains "x" %}{% endif %}{% endfor %}x')
+
+
+@pytest.mark.parametrize("field, value", [
+    ("fingerprint_expression", NO_FILTER_LOOP),
+    ("search_indexes", [NO_FILTER_LOOP]),
+    ("mask", NO_FILTER_LOOP),
+    ("id", "t-" + NO_FILTER_LOOP),
+])
+async def test_an_expression_that_calls_no_filter_still_stops_at_its_budget(api, field, value):
+    problem = await api.create({"type": "token", "data": "abc", field: value}, expect=400)
+    name = "search_indexes.0" if field == "search_indexes" else field
+    assert problem["errors"] == {name: ["expression exceeded a resource limit"]}, problem
+
+
+@pytest.fixture
+def prepared_on(client, monkeypatch) -> list[str]:
+    """The names of the threads on which each write made its stored properties (rendering its
+    expressions): a create's as it is prepared, an update's on its own."""
+    tokens = client.server.app[services_key].tokens
+    names: list[str] = []
+    props = tokens._props
+
+    def recording_props(*args):
+        names.append(threading.current_thread().name)
+        return props(*args)
+
+    monkeypatch.setattr(tokens, "_props", recording_props)
+    return names
+
+
+@pytest.mark.parametrize("caller_written", CALLER_WRITTEN)
+async def test_a_create_renders_its_callers_expressions_off_the_event_loop(
+        api, prepared_on, caller_written):
+    """A single create with an expression its caller wrote is prepared on the renderer's
+    threads, as a tokenize's items are; one that renders only its type's own expressions is
+    prepared inline (the hop would cost more than the render)."""
+    loop_thread = threading.current_thread().name
+    await api.create(card())
+    assert prepared_on == [loop_thread]
+    prepared_on.clear()
+    await api.create(card() | caller_written)
+    assert len(prepared_on) == 1 and prepared_on[0].startswith("vaultgraph-render"), prepared_on
+
+
+async def test_an_update_renders_the_tokens_own_expressions_off_the_event_loop(
+        api, prepared_on):
+    """An update renders the token's expressions again over its new data: off the event loop
+    when a caller wrote them, inline when they are its type's own."""
+    plain = await api.create(card())
+    indexed = await api.create(card(MASTERCARD) | {"search_indexes": ["{{ data.number }}"]})
+    prepared_on.clear()
+    loop_thread = threading.current_thread().name
+    await api.patch(plain["id"], {"metadata": {"k": "v"}})
+    assert prepared_on == [loop_thread]
+    prepared_on.clear()
+    await api.patch(indexed["id"], {"metadata": {"k": "v"}})
+    assert len(prepared_on) == 1 and prepared_on[0].startswith("vaultgraph-render"), prepared_on
 
 
 # --- 5. a racing look-up never brings a revoked key back ----------------------------------------
