@@ -72,12 +72,16 @@ class Draft:
     expires_at: datetime | None
     errors: dict[str, list[str]] = field(default_factory=dict)
 
+    def fingerprints_by_its_type(self) -> bool:
+        """Whether its fingerprint expression is its type's own, not one a caller wrote."""
+        return self.fingerprint_expression in (self.type.default_fingerprint_expression,
+                                               DEFAULT_FINGERPRINT_EXPRESSION)
+
     def renders_caller_expressions(self) -> bool:
         """Whether storing it renders an expression a caller wrote (its mask, checked against
         its bounds; its search indexes; a fingerprint expression not its type's own)."""
         return (self.mask is not None or bool(self.search_indexes)
-                or self.fingerprint_expression not in (
-                    self.type.default_fingerprint_expression, DEFAULT_FINGERPRINT_EXPRESSION))
+                or not self.fingerprints_by_its_type())
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,9 +255,13 @@ class TokenService:
                 raise invalid("mask", str(exc)) from None
         try:
             rendered = render(draft.fingerprint_expression, data=draft.data,
-                              metadata=draft.metadata, allow_empty=False)
+                              metadata=draft.metadata)
         except ExpressionError as exc:
             raise invalid("fingerprint_expression", str(exc)) from None
+        if not rendered.strip():
+            if draft.fingerprints_by_its_type():  # the caller wrote no expression: its data
+                raise invalid("data", "must not be empty: its fingerprint would be")
+            raise invalid("fingerprint_expression", "expression rendered an empty value")
         values: list[str] = []
         digests: list[str] = []
         for i, expression in enumerate(draft.search_indexes):

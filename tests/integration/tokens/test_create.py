@@ -310,6 +310,14 @@ async def test_fingerprint_expression_rendering_empty_is_400(api):
                                   expect=400), "fingerprint_expression")
 
 
+@pytest.mark.parametrize("data", ["", "  "])
+async def test_data_that_its_types_fingerprint_renders_empty_is_400_naming_data(api, data):
+    """The caller wrote no expression: what is empty is its data (the default fingerprint,
+    `{{ data | stringify }}`, renders a string as itself)."""
+    problem = await api.create({"type": "token", "data": data}, expect=400)
+    assert problem["errors"] == {"data": ["must not be empty: its fingerprint would be"]}
+
+
 # --- docs/security.md: who may create, and the create response's transform -----------------
 
 async def test_create_without_token_create_is_403(api, app_headers):
