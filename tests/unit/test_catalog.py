@@ -91,7 +91,8 @@ def test_the_visibility_predicate_is_spelled_only_in_its_fragments():
 def test_every_statement_that_finds_tokens_for_a_caller_uses_the_fragment():
     statements = {n: code_lines(t) for n, t in RAW.items()
                   if not n.startswith(("fragments/", "schema/"))}
-    marked = [n for n, text in statements.items() if re.search(r"@(visible|in_prefixes)\(", text)]
+    marked = [n for n, text in statements.items()
+              if re.search(r"@(visible|in_prefixes|all_in_prefixes)\(", text)]
     assert len(marked) >= 13
     # A statement that names the caller's prefixes any other way would bypass the fragment.
     assert [n for n, text in statements.items()

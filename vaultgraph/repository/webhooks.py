@@ -3,6 +3,10 @@
 Events are written by the changes themselves (cypher/fragments/outbox.cypher, in the token
 statements); this repository manages webhooks and hands deliveries to the sender: claims
 (leases), outcomes, the attempts listed, and pruning.
+
+Every management statement but the create finds only a webhook within `prefixes`, the caller's
+`token:read` containers (each of its containers under one of them): one the caller could have
+created. Any other is as absent as an unknown id (None, False, or left out of a page).
 """
 
 from __future__ import annotations
@@ -40,43 +44,46 @@ class WebhookRepository:
             containers=containers, description=description, secret_ct=secret_ct, actor=actor)
         return records[0]["webhook"] if records else None
 
-    async def get(self, *, tenant_id: str, id: str) -> dict | None:
-        records = await self._db.read("webhooks/get", tenant_id=tenant_id, id=id)
+    async def get(self, *, tenant_id: str, id: str, prefixes: list[str]) -> dict | None:
+        records = await self._db.read("webhooks/get", tenant_id=tenant_id, id=id,
+                                      prefixes=prefixes)
         return records[0]["webhook"] if records else None
 
-    async def page(self, *, tenant_id: str, after: str, limit: int) -> list[dict]:
+    async def page(self, *, tenant_id: str, after: str, limit: int,
+                   prefixes: list[str]) -> list[dict]:
         records = await self._db.read("webhooks/list", tenant_id=tenant_id, after=after,
-                                      limit=limit)
+                                      limit=limit, prefixes=prefixes)
         return one_list(records, "webhooks")
 
-    async def update(self, *, tenant_id: str, id: str, changes: dict[str, Any],
-                     actor: str | None) -> dict | None:
+    async def update(self, *, tenant_id: str, id: str, prefixes: list[str],
+                     changes: dict[str, Any], actor: str | None) -> dict | None:
         records = await self._db.write("webhooks/update", tenant_id=tenant_id, id=id,
-                                       changes=changes, actor=actor)
+                                       prefixes=prefixes, changes=changes, actor=actor)
         return records[0]["webhook"] if records else None
 
-    async def delete(self, *, tenant_id: str, id: str) -> bool:
-        return bool(await self._db.write("webhooks/delete", tenant_id=tenant_id, id=id))
+    async def delete(self, *, tenant_id: str, id: str, prefixes: list[str]) -> bool:
+        return bool(await self._db.write("webhooks/delete", tenant_id=tenant_id, id=id,
+                                         prefixes=prefixes))
 
-    async def rotate_secret(self, *, tenant_id: str, id: str, secret_ct: str, overlap: float,
-                            actor: str | None) -> dict | None:
+    async def rotate_secret(self, *, tenant_id: str, id: str, prefixes: list[str],
+                            secret_ct: str, overlap: float, actor: str | None) -> dict | None:
         records = await self._db.write(
-            "webhooks/rotate_secret", tenant_id=tenant_id, id=id, secret_ct=secret_ct,
-            overlap_ms=int(overlap * 1000), actor=actor)
+            "webhooks/rotate_secret", tenant_id=tenant_id, id=id, prefixes=prefixes,
+            secret_ct=secret_ct, overlap_ms=int(overlap * 1000), actor=actor)
         return records[0]["webhook"] if records else None
 
-    async def send_test(self, *, tenant_id: str, id: str, event_id: str,
+    async def send_test(self, *, tenant_id: str, id: str, prefixes: list[str], event_id: str,
                         actor: str | None) -> bool:
         return bool(await self._db.write("webhooks/send_test", tenant_id=tenant_id, id=id,
-                                         event_id=event_id, actor=actor))
+                                         prefixes=prefixes, event_id=event_id, actor=actor))
 
-    async def attempts(self, *, tenant_id: str, id: str, before: tuple[str, str] | None,
-                       limit: int) -> list[dict] | None:
+    async def attempts(self, *, tenant_id: str, id: str, prefixes: list[str],
+                       before: tuple[str, str] | None, limit: int) -> list[dict] | None:
         """A page of attempts newest first; None when the tenant has no such webhook."""
         before_at, before_id = before or ("9999-12-31T23:59:59Z", "~")
         records = await self._db.read(
-            "webhooks/deliveries", tenant_id=tenant_id, id=id, before_at=before_at,
-            before_id=before_id, limit=limit)
+            "webhooks/deliveries", tenant_id=tenant_id, id=id, prefixes=prefixes,
+            before_at=before_at, before_id=before_id, limit=limit)
         return records[0]["attempts"] if records else None
 
     # -- the sender ---------------------------------------------------------------------------

@@ -1,11 +1,16 @@
 """Webhook management: create, read, change, delete, rotate secrets, list attempts, send tests.
 
 A webhook belongs to its tenant: another tenant's reads as absent (404, one text). Its
-containers must lie within the caller's `token:read` containers: a webhook never carries news
-of tokens its creator could not read. Its secret is shown once, in the answer that made it, and
-stored encrypted under the tenant's key (bound to the webhook's id). The URL is checked by the
-outbound address policy when it is written (an IP literal in a refused range is a 400) and
-again, after resolving its host, on every delivery.
+containers must lie within the caller's `token:read` containers (403 on a create, or on a
+patch's new containers): a webhook never carries news of tokens its creator could not read.
+Likewise an application reads, lists, changes, tests, rotates the secret of, lists the
+deliveries of or deletes only a webhook it could have created, every container of it within
+its `token:read` containers: the statement itself finds no other (on the webhook as stored,
+before a patch), so one outside them reads as absent like another tenant's (404, one text; left
+out of a page) and a narrower application learns nothing of it. Its secret is shown once, in the
+answer that made it, and stored encrypted under the tenant's key (bound to the webhook's id).
+The URL is checked by the outbound address policy when it is written (an IP literal in a
+refused range is a 400) and again, after resolving its host, on every delivery.
 """
 
 from __future__ import annotations
@@ -38,6 +43,17 @@ def parse_id(value: str) -> str:
         raise NotFound(NO_SUCH_WEBHOOK) from None
 
 
+def readable(principal: Principal) -> list[str]:
+    """The caller's `token:read` containers: the reach of the webhooks it may create or act on."""
+    return principal.prefixes(TOKEN_READ)
+
+
+def within(prefixes: list[str], containers: list[str]) -> bool:
+    """Every one of `containers` lies under one of `prefixes`. The statements acting on a stored
+    webhook say the same in Cypher (cypher/fragments/all_in_prefixes.cypher)."""
+    return all(any(c.startswith(p) for p in prefixes) for c in containers)
+
+
 def encrypt_secret(principal: Principal, webhook_id: str, secret: str) -> str:
     return principal.keys.encrypt(secret.encode(), token_id=webhook_id, field=SECRET_FIELD)
 
@@ -55,8 +71,7 @@ class WebhookService:
             if message is not None:
                 raise invalid("url", message)
         if "containers" in body:
-            readable = principal.prefixes(TOKEN_READ)
-            if not all(any(c.startswith(p) for p in readable) for c in body["containers"]):
+            if not within(readable(principal), body["containers"]):
                 raise Forbidden(OUTSIDE)
             body["containers"] = sorted(set(body["containers"]))
         if "events" in body:
@@ -78,14 +93,15 @@ class WebhookService:
         return {**created, "secret": secret}
 
     async def get(self, principal: Principal, webhook_id: str) -> dict:
-        found = await self._repo.get(tenant_id=principal.tenant_id, id=parse_id(webhook_id))
+        found = await self._repo.get(tenant_id=principal.tenant_id, id=parse_id(webhook_id),
+                                     prefixes=readable(principal))
         if found is None:
             raise NotFound(NO_SUCH_WEBHOOK)
         return found
 
     async def page(self, principal: Principal, page: Page) -> tuple[list[dict], str | None]:
         rows = await self._repo.page(tenant_id=principal.tenant_id, after=page.after or "",
-                                     limit=page.size + 1)
+                                     limit=page.size + 1, prefixes=readable(principal))
         shown = rows[:page.size]
         return shown, (shown[-1]["id"] if len(rows) > page.size else None)
 
@@ -98,22 +114,24 @@ class WebhookService:
         for name in ("url", "events", "containers", "status"):
             if name in patch and patch[name] is None:
                 raise invalid(name, "may not be removed")
-        self._checked(principal, changes)
+        self._checked(principal, changes)  # the new containers; the statement checks the old
         updated = await self._repo.update(tenant_id=principal.tenant_id, id=webhook_id,
-                                          changes=changes, actor=principal.application_id)
+                                          prefixes=readable(principal), changes=changes,
+                                          actor=principal.application_id)
         if updated is None:
             raise NotFound(NO_SUCH_WEBHOOK)
         return updated
 
     async def delete(self, principal: Principal, webhook_id: str) -> None:
-        if not await self._repo.delete(tenant_id=principal.tenant_id, id=parse_id(webhook_id)):
+        if not await self._repo.delete(tenant_id=principal.tenant_id, id=parse_id(webhook_id),
+                                       prefixes=readable(principal)):
             raise NotFound(NO_SUCH_WEBHOOK)
 
     async def rotate_secret(self, principal: Principal, webhook_id: str) -> dict:
         webhook_id = parse_id(webhook_id)
         secret = new_secret()
         rotated = await self._repo.rotate_secret(
-            tenant_id=principal.tenant_id, id=webhook_id,
+            tenant_id=principal.tenant_id, id=webhook_id, prefixes=readable(principal),
             secret_ct=encrypt_secret(principal, webhook_id, secret), overlap=ROTATION_OVERLAP,
             actor=principal.application_id)
         if rotated is None:
@@ -125,8 +143,8 @@ class WebhookService:
     async def send_test(self, principal: Principal, webhook_id: str) -> dict:
         event_id = str(uuid.uuid4())
         if not await self._repo.send_test(tenant_id=principal.tenant_id,
-                                          id=parse_id(webhook_id), event_id=event_id,
-                                          actor=principal.application_id):
+                                          id=parse_id(webhook_id), prefixes=readable(principal),
+                                          event_id=event_id, actor=principal.application_id):
             raise NotFound(NO_SUCH_WEBHOOK)
         return {"event_id": event_id}
 
@@ -134,8 +152,8 @@ class WebhookService:
                        page: Page) -> tuple[list[dict], list[str] | None]:
         before = _position(page.after) if page.after is not None else None
         rows = await self._repo.attempts(tenant_id=principal.tenant_id,
-                                         id=parse_id(webhook_id), before=before,
-                                         limit=page.size + 1)
+                                         id=parse_id(webhook_id), prefixes=readable(principal),
+                                         before=before, limit=page.size + 1)
         if rows is None:
             raise NotFound(NO_SUCH_WEBHOOK)
         shown = rows[:page.size]

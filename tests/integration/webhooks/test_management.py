@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import uuid
 
+import pytest
 from factories import database, key_headers, make_application, new_tenant
 
 from .conftest import make_webhook, outbox
@@ -128,3 +129,109 @@ async def test_rotation_and_test_events(client, tenant, admin_headers):
     listed = await (await client.get(f"/webhooks/{hook['id']}/deliveries",
                                      headers=admin_headers)).json()
     assert listed["data"] == []  # nothing attempted yet (no sender in these tests)
+
+
+# -- a webhook outside the caller's reach ----------------------------------------------------
+# An application acts on (reads, changes, rotates, tests, deletes, lists the deliveries of) only
+# a webhook it could have created: every container of it within its `token:read` containers.
+# Any other answers exactly like an unknown id (404, same body) and is left as it was.
+
+NARROW = {"permissions": ["webhook:create", "webhook:read", "webhook:update", "webhook:delete"],
+          "rules": [{"container": "/pci/", "transform": "mask", "permissions": ["token:read"]}]}
+ACTIONS = [  # (method, path under /webhooks/{id}, body, success status)
+    ("GET", "", None, 200),
+    ("PATCH", "", {"url": "https://attacker.example/stolen"}, 200),
+    ("POST", "/secret", None, 201),
+    ("POST", "/test", None, 201),
+    ("GET", "/deliveries", None, 200),
+    ("DELETE", "", None, 204),
+]
+
+
+async def _act(client, headers, webhook_id, method, path, body):
+    if method == "PATCH":
+        headers = {**headers, "Content-Type": PATCH}
+    resp = await client.request(method, f"/webhooks/{webhook_id}{path}", headers=headers,
+                                json=body)
+    return resp.status, (await resp.json() if resp.status != 204 else None)
+
+
+async def _stored(client, webhook_id) -> dict | None:
+    """The webhook as stored, secrets included, and how many deliveries it has."""
+    db = database(client.server.app)
+    records, _, _ = await db.driver.execute_query(
+        "OPTIONAL MATCH (w:Webhook {id: $id}) "
+        "OPTIONAL MATCH (d:WebhookDelivery {webhook_id: $id}) "
+        "RETURN properties(w) AS w, count(d) AS deliveries", {"id": webhook_id},
+        database_=db.database)
+    return {"webhook": records[0]["w"], "deliveries": records[0]["deliveries"]}
+
+
+@pytest.mark.parametrize(("method", "path", "body", "ok"), ACTIONS,
+                         ids=[f"{m} {p or '/'}" for m, p, _, _ in ACTIONS])
+async def test_a_webhook_outside_the_callers_readable_containers_reads_as_unknown(
+        client, tenant, admin_headers, method, path, body, ok):
+    narrow = key_headers(await make_application(client, admin_headers, **NARROW))
+    everywhere = await make_webhook(client, admin_headers, containers=["/"])
+    partly = await make_webhook(client, admin_headers, containers=["/pci/", "/pii/high/"])
+    within = await make_webhook(client, admin_headers, containers=["/pci/cards/"])
+
+    status, unknown = await _act(client, narrow, uuid.uuid4(), method, path, body)
+    assert status == 404
+    for hook in (everywhere, partly):
+        before = await _stored(client, hook["id"])
+        status, answer = await _act(client, narrow, hook["id"], method, path, body)
+        assert (status, answer["detail"]) == (404, unknown["detail"]), (hook["containers"],
+                                                                         answer)
+        assert await _stored(client, hook["id"]) == before
+
+    # Within its containers it may, and the administrator may everywhere.
+    assert (await _act(client, narrow, within["id"], method, path, body))[0] == ok
+    for hook in (everywhere, partly):
+        assert (await _act(client, admin_headers, hook["id"], method, path, body))[0] == ok
+
+
+async def test_the_list_omits_webhooks_outside_the_callers_readable_containers(
+        client, tenant, admin_headers):
+    narrow = key_headers(await make_application(client, admin_headers, **NARROW))
+    containers = [["/"], ["/pci/"], ["/pci/", "/pii/"], ["/pii/high/"], ["/pci/cards/"]]
+    hooks = [await make_webhook(client, admin_headers, containers=c) for c in containers]
+    mine = sorted(h["id"] for h in hooks if all(c.startswith("/pci/") for c in h["containers"]))
+    seen, start = [], None
+    while True:  # pages of one: the omitted ones never leave a page short or a cursor behind
+        query = "?size=1" + (f"&start={start}" if start else "")
+        page = await (await client.get(f"/webhooks{query}", headers=narrow)).json()
+        seen += [w["id"] for w in page["data"]]
+        start = page["pagination"]["next"]
+        if start is None:
+            break
+    assert seen == mine
+    everyone = await (await client.get("/webhooks", headers=admin_headers)).json()
+    assert [w["id"] for w in everyone["data"]] == sorted(h["id"] for h in hooks)
+    # Without `token:read` anywhere it could create none, and sees none.
+    blind = await make_application(client, admin_headers, permissions=["webhook:read"])
+    page = await (await client.get("/webhooks", headers=key_headers(blind))).json()
+    assert page["data"] == []
+
+
+async def test_a_patch_of_containers_is_checked_on_the_old_and_the_new(client, tenant,
+                                                                        admin_headers):
+    narrow = key_headers(await make_application(client, admin_headers, **NARROW))
+    headers = {**narrow, "Content-Type": PATCH}
+    # Old containers outside: narrowing them into the caller's reach is no way in.
+    partly = await make_webhook(client, admin_headers, containers=["/pci/", "/pii/high/"])
+    resp = await client.patch(f"/webhooks/{partly['id']}", headers=headers,
+                              json={"containers": ["/pci/"]})
+    assert resp.status == 404
+    got = await (await client.get(f"/webhooks/{partly['id']}", headers=admin_headers)).json()
+    assert got["containers"] == ["/pci/", "/pii/high/"]
+    # New containers outside: refused as at creation.
+    mine = await make_webhook(client, narrow, containers=["/pci/cards/"])
+    resp = await client.patch(f"/webhooks/{mine['id']}", headers=headers,
+                              json={"containers": ["/pci/", "/pii/"]})
+    assert resp.status == 403
+    assert (await resp.json())["detail"].startswith("The application may only subscribe")
+    # Both within: changed.
+    resp = await client.patch(f"/webhooks/{mine['id']}", headers=headers,
+                              json={"containers": ["/pci/"]})
+    assert resp.status == 200 and (await resp.json())["containers"] == ["/pci/"]
