@@ -31,6 +31,8 @@ WEBHOOK_PATH = path(id=fields.String(required=True, metadata={**UUID,
 CREATE = CreateWebhookSchema()
 UPDATE = UpdateWebhookSchema()
 _NOT_SHOWN = "Its secret is never shown again (rotate it to get a new one)."
+_REACH = ("A webhook with a container outside the caller's `token:read` containers answers "
+          "404, like an unknown id.")
 
 
 WebhookPageSchema = page_of(WebhookSchema, "WebhookPageSchema")
@@ -61,7 +63,10 @@ async def create_webhook(request: web.Request):
 @endpoints.get(
     "/webhooks", operation_id="listWebhooks", summary="List webhooks", tag=TAG,
     access=(WEBHOOK_READ,), query=(PageQuery,),
-    replies=(Reply(200, "A page of the tenant's webhooks, in id order.", WebhookPageSchema),))
+    description="Only webhooks whose containers all lie within the caller's `token:read` "
+                "containers are listed.",
+    replies=(Reply(200, "A page of the tenant's webhooks the caller may act on, in id order.",
+                   WebhookPageSchema),))
 async def list_webhooks(request: web.Request):
     page = page_from_query(request.query, request.app[settings_key], cursor_type=str)
     items, next_after = await service(request).page(principal(request), page)
@@ -70,7 +75,7 @@ async def list_webhooks(request: web.Request):
 
 @endpoints.get(
     "/webhooks/{id}", operation_id="getWebhook", summary="Get a webhook", tag=TAG,
-    access=(WEBHOOK_READ,), path_params=WEBHOOK_PATH, description=_NOT_SHOWN,
+    access=(WEBHOOK_READ,), path_params=WEBHOOK_PATH, description=f"{_NOT_SHOWN} {_REACH}",
     replies=(Reply(200, "The webhook.", WebhookSchema),), errors=(404,))
 async def get_webhook(request: web.Request):
     return await service(request).get(principal(request), request.match_info["id"])
@@ -80,7 +85,8 @@ async def get_webhook(request: web.Request):
     "/webhooks/{id}", operation_id="updateWebhook", summary="Update a webhook", tag=TAG,
     access=(WEBHOOK_UPDATE,), path_params=WEBHOOK_PATH,
     description="Only the fields given change. `status: disabled` pauses its deliveries; "
-                "`enabled` resumes them (and re-enables a webhook the service disabled).",
+                "`enabled` resumes them (and re-enables a webhook the service disabled). "
+                f"{_REACH} New `containers` must lie within them too (403).",
     body=Body(UpdateWebhookSchema, "A JSON merge patch (RFC 7386).", MERGE_PATCH_JSON),
     replies=(Reply(200, "The webhook.", WebhookSchema),), errors=(403, 404))
 async def update_webhook(request: web.Request):
@@ -91,7 +97,7 @@ async def update_webhook(request: web.Request):
 @endpoints.delete(
     "/webhooks/{id}", operation_id="deleteWebhook", summary="Delete a webhook", tag=TAG,
     access=(WEBHOOK_DELETE,), path_params=WEBHOOK_PATH,
-    description="Its pending deliveries are dropped.",
+    description=f"Its pending deliveries are dropped. {_REACH}",
     replies=(Reply(204, "Deleted."),), errors=(404,))
 async def delete_webhook(request: web.Request):
     await service(request).delete(principal(request), request.match_info["id"])
@@ -102,7 +108,7 @@ async def delete_webhook(request: web.Request):
     summary="Rotate a webhook's secret", tag=TAG, access=(WEBHOOK_UPDATE,),
     path_params=WEBHOOK_PATH,
     description="Deliveries carry a signature under each secret (two `v1,` signatures) until "
-                "the previous one expires, 24 hours from now.",
+                f"the previous one expires, 24 hours from now. {_REACH}",
     replies=(Reply(201, "The new secret, shown in this answer only.", SecretSchema),),
     errors=(404,), shown_once=("secret",))
 async def rotate_secret(request: web.Request):
@@ -112,7 +118,7 @@ async def rotate_secret(request: web.Request):
 @endpoints.get(
     "/webhooks/{id}/deliveries", operation_id="listWebhookDeliveries",
     summary="List a webhook's delivery attempts", tag=TAG, access=(WEBHOOK_READ,),
-    path_params=WEBHOOK_PATH, query=(PageQuery,),
+    path_params=WEBHOOK_PATH, query=(PageQuery,), description=_REACH,
     replies=(Reply(200, "Attempts, newest first.", AttemptPageSchema),), errors=(404,))
 async def list_deliveries(request: web.Request):
     page = page_from_query(request.query, request.app[settings_key], cursor_type=list)
@@ -125,7 +131,7 @@ async def list_deliveries(request: web.Request):
     "/webhooks/{id}/test", operation_id="testWebhook", summary="Send a test event", tag=TAG,
     access=(WEBHOOK_UPDATE,), path_params=WEBHOOK_PATH,
     description="A `webhook.test` event, delivered like any other (held while the webhook is "
-                "disabled).",
+                f"disabled). {_REACH}",
     replies=(Reply(201, "Queued; its attempts are listed under `/deliveries`.",
                    TestEventSchema),), errors=(404,))
 async def test_webhook(request: web.Request):
