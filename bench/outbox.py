@@ -381,8 +381,8 @@ async def subscribe(repo: WebhookRepository, tenant_id: str, keys: Any, url: str
 
 async def unsubscribe(repo: WebhookRepository, tenant_id: str, webhook_id: str) -> None:
     """The webhook disabled: later creates write no delivery for it."""
-    await repo.update(tenant_id=tenant_id, id=webhook_id, changes={"status": "disabled"},
-                      actor=None)
+    await repo.update(tenant_id=tenant_id, id=webhook_id, prefixes=["/"],  # the operator's
+                      changes={"status": "disabled"}, actor=None)
 
 
 async def states(driver, database: str, webhook_id: str) -> dict[str, int]:
