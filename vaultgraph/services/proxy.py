@@ -17,6 +17,7 @@ Nothing here keeps or logs a body, a header value or the destination's answer.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 import unicodedata
@@ -81,6 +82,7 @@ PATH_ESCAPES = ("must stay under the proxy's destination: no `.` or `..` segment
 NOT_TEXT = ("holds token expressions, which are replaced only in JSON, form-encoded, XML and "
             "text/plain bodies")
 NOT_ENCODED = "is not valid in its declared character set"
+REPEATED_KEY = "must not repeat a key in an object"
 NOT_ALLOWED_FILTER = ("may use one filter only, among last4, card_bin, card_mask, "
                       "reveal_last: <0-99>, card_exp[: \"<format>\"] and json[: \"<$.path>\"]")
 TOO_MANY_IN_FLIGHT = ("Too many of this tenant's proxy calls were waiting on their destinations "
@@ -534,7 +536,8 @@ def _body_expressions(call: Call) -> tuple[str, list[_Expression], dict[str, lis
             payload = orjson.loads(call.body)
         except orjson.JSONDecodeError:
             raise invalid("body", "is not valid JSON") from None
-        _walk_json(payload, (), found, errors)
+        _walk_json(payload, (), found, errors)  # also refuses more than 64 levels
+        _refuse_repeated_keys(call.body)
         return "json", found, errors
     if media == FORM or media == _TEXT_TYPE or _XML_TYPE.match(media):
         text = _decode(call)
@@ -554,6 +557,30 @@ def _decode(call: Call) -> str:
         return call.body.decode(call.charset or "utf-8")
     except (LookupError, UnicodeDecodeError):
         raise invalid("body", NOT_ENCODED) from None
+
+
+class _RepeatedKey(Exception):
+    pass
+
+
+def _no_repeat(pairs: list[tuple[str, Any]]) -> None:
+    if len({key for key, _ in pairs}) != len(pairs):
+        raise _RepeatedKey
+    # None: nothing of the document is kept (only its keys are judged)
+
+
+def _refuse_repeated_keys(raw: bytes) -> None:
+    """A 400 naming the body when one of its objects repeats a key. The expressions are found
+    in the parsed document, which keeps one of the repeated values, and replaced in the raw
+    bytes, which keep both: a value the parse dropped would be forwarded with its expressions
+    unchecked and unreplaced (and which one a destination reads is its own parser's choice).
+    `raw` is valid JSON at most 65 levels deep (parsed and walked before)."""
+    try:  # numbers are not converted: only the keys matter
+        json.loads(raw, object_pairs_hook=_no_repeat, parse_int=len, parse_float=len)
+    except _RepeatedKey:
+        raise invalid("body", REPEATED_KEY) from None
+    except ValueError:  # never seen on what orjson parsed: refused rather than forwarded
+        raise invalid("body", "is not valid JSON") from None
 
 
 def _walk_json(value: Any, path: tuple, found: list[_Expression],

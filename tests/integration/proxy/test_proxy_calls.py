@@ -350,3 +350,28 @@ async def test_a_json_body_keeps_every_byte_but_the_expressions(
             f' "memo": ["pan {CANARY[-4:]} \\"quoted\\"", "plain"],\n'
             ' "{{ NUMBER }}": "a key stays" }').replace("NUMBER", number)
     assert seen["body"].decode() == sent
+
+
+@pytest.mark.parametrize("raw", [
+    '{"a": "{{ ID }}", "a": "x"}', '{"a": "x", "a": "{{ ID }}"}',
+    '{"ok": "{{ USABLE }}", "b": {"a": "\\u007b{ ID }}", "a": 1}}', '[{"a": 1, "a": 1}]'])
+async def test_a_json_body_that_repeats_a_key_is_refused_and_nothing_is_sent(
+        client, admin_headers, destination, proxy, tenant, raw):
+    # A parser keeps one of the repeated values: the vault would check the expressions of the
+    # one it kept and forward the other as it was, unchecked. So the body is refused whole.
+    usable = await create_token(client, admin_headers, CANARY, type="card_number")
+    outside = await create_token(client, admin_headers, "general-secret")  # /general/high/
+    caller = await app_headers(client, admin_headers, {
+        "container": "/pci/", "transform": "redact", "permissions": ["token:use"]},
+        permissions=["token:use"])
+    for token_id in ("no-such-token", outside):
+        body = raw.replace("USABLE", usable).replace("ID", token_id)
+        resp = await client.post(proxied(proxy, "dup"), data=body.encode(),
+                                 headers={**caller, "Content-Type": "application/json"})
+        assert resp.status == 400, await resp.text()
+        assert (await resp.json())["errors"] == {"body": ["must not repeat a key in an object"]}
+    assert destination.requests == []
+    resp = await client.post(proxied(proxy, "dup"), headers=caller,
+                             json={"a": f"{{{{ {usable} }}}}", "b": {"a": 1}})  # no repeat
+    assert resp.status == 201 and json_of(destination.requests[-1]) == {
+        "a": CANARY, "b": {"a": 1}}
