@@ -63,6 +63,32 @@ def test_tenants_create_list_show(cli):
                "vaultgraph applications list --tenant ID)\n")
 
 
+@pytest.mark.parametrize(("name", "message"), [
+    ("", ["Length must be between 1 and 186.", "must not be blank"]),
+    ("   ", ["must not be blank"]),
+    ("a\x01b", ["must hold printable characters only"]),
+    ("line\nbreak", ["must hold printable characters only"]),
+    ("x" * 187, ["Length must be between 1 and 186."]),
+    ("x" * 5000, ["Length must be between 1 and 186."])])
+def test_a_tenant_name_its_administrators_name_cannot_follow_is_a_usage_error(
+        cli, tmp_path, name, message):
+    # The administrator application is named "<name> administrator", under the rule of every
+    # application's name (1 to 200 characters, not blank).
+    before = cli("tenants", "list").lines()
+    key_file = tmp_path / "admin.key"
+    result = cli("tenants", "create", "--name", name, "--key-file", str(key_file))
+    assert (result.status, result.stdout) == (2, "")
+    assert result.stderr == (f"vaultgraph: invalid input {orjson.dumps({'name': message}).decode()}"
+                             ": see --help for the expected values\n")
+    assert cli("tenants", "list").lines() == before and not key_file.exists()
+
+
+def test_the_longest_tenant_name_gives_a_200_character_administrator_name(cli):
+    tenant = new_tenant(cli, "é" * 186)
+    [admin] = cli("applications", "list", "--tenant", tenant["tenant_id"]).lines()
+    assert admin["name"] == "é" * 186 + " administrator" and len(admin["name"]) == 200
+
+
 def test_key_file_is_0600_and_key_not_on_stdout(cli, tmp_path):
     path = tmp_path / "acme.key"
     name = f"filed-{uuid.uuid4().hex[:8]}"

@@ -20,6 +20,13 @@ MAX_DESCRIPTION = 200
 MAX_PRIORITY = 2**31 - 1
 
 
+def name_rules(max_length: int = MAX_NAME) -> list[validate.Validator]:
+    """An application's name: 1 to `max_length` (MAX_NAME) characters, not only white space.
+    A tenant's name follows it too, with room for its administrator application's name."""
+    return [validate.Length(min=1, max=max_length),
+            validate.Regexp(r"\S", error="must not be blank")]
+
+
 class _Container(fields.String):
     def _deserialize(self, value, attr, data, **kwargs):
         try:
@@ -64,9 +71,7 @@ class ApplicationSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    name = fields.String(required=True, validate=[
-        validate.Length(min=1, max=MAX_NAME),
-        validate.Regexp(r"\S", error="must not be blank")])
+    name = fields.String(required=True, validate=name_rules())
     permissions = fields.List(fields.String(validate=validate.OneOf(ALL_PERMISSIONS)),
                               load_default=list, metadata={"default": []})
     rules = fields.List(fields.Nested(RuleSchema), load_default=list,

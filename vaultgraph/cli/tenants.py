@@ -13,7 +13,10 @@ def add_parser(sub) -> None:
     ten = p_ten.add_subparsers(dest="action", required=True)
     p = ten.add_parser("create", help="create a tenant and its management application; prints "
                        "tenant_id, application_id and key (once)")
-    p.add_argument("--name", required=True)
+    p.add_argument("--name", required=True,
+                   help="printable, not only spaces, and short enough for its administrator "
+                        "application's name, '<name> administrator', to be a valid application "
+                        "name (docs/operations.md)")
     p.add_argument("--key-file", metavar="PATH",
                    help="write the key to this new 0600 file instead of stdout")
     ten.add_parser("list", help="every tenant, one JSON object per line")
@@ -23,6 +26,9 @@ def add_parser(sub) -> None:
 
 def command(settings: Settings, args: argparse.Namespace) -> int:
     if args.action == "create":
+        from ..services.tenants import check_tenant_name
+
+        check_tenant_name(args.name)  # before a key file is made or Neo4j is reached
         with KeyOutput.open(args.key_file) as out:
             emit(out.deliver(create_tenant(settings, args.name)))
         return 0

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from marshmallow import Schema, fields, validate
 
+from ..applications.schemas import MAX_NAME, name_rules
 from ..auth import apikeys
 from ..auth.permissions import ALL_PERMISSIONS, TOKEN_PERMISSIONS
 from ..auth.rules import REVEAL, Rule
@@ -26,6 +28,29 @@ from ..repository.tenants import TenantRepository
 from ..tokens.fields import format_datetime
 
 NO_SUCH_TENANT = "No tenant with this id."
+# A tenant's administrator application is named after it, under the rule of every application's
+# name (1 to 200 characters, not blank): the tenant's name leaves room for the suffix.
+ADMINISTRATOR_SUFFIX = " administrator"
+MAX_TENANT_NAME = MAX_NAME - len(ADMINISTRATOR_SUFFIX)
+
+
+class _NameSchema(Schema):
+    """A new tenant's name: an application's name with room for ADMINISTRATOR_SUFFIX, and only
+    printable characters (the command line prints it, and a control character would end or
+    rewrite the line a terminal or a log shows)."""
+
+    name = fields.String(required=True, validate=[
+        *name_rules(MAX_TENANT_NAME),
+        validate.Predicate("isprintable", error="must hold printable characters only")])
+
+
+_NAME = _NameSchema()
+
+
+def check_tenant_name(name: str) -> str:
+    """`name` when a tenant may have it; marshmallow's ValidationError naming `name` (an
+    invalid-input error, exit status 2 on the command line) otherwise."""
+    return _NAME.load({"name": name})["name"]
 
 
 @dataclass(frozen=True)
@@ -88,13 +113,14 @@ class TenantService:
 
     async def create(self, name: str) -> NewTenant:
         """A tenant with fresh wrapped keys and its administrator application (all at once)."""
+        name = check_tenant_name(name)
         tenant_id = str(uuid.uuid4())
         application_id = str(uuid.uuid4())
         key = apikeys.generate()
         await self._repo.create(
             tenant_id=tenant_id, name=name,
             key_material=await self._ring.run(new_tenant_key_material, self._ring, tenant_id),
-            application_id=application_id, application_name=f"{name} administrator",
+            application_id=application_id, application_name=name + ADMINISTRATOR_SUFFIX,
             permissions=list(ALL_PERMISSIONS),
             rules=orjson.dumps([r.to_dict() for r in ROOT_RULES]).decode(),
             key_id=str(uuid.uuid4()), key_hash=apikeys.digest(key),
