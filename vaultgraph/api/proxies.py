@@ -101,8 +101,9 @@ CALL_PATH = path(
     proxy_id=fields.String(required=True, metadata={**UUID, "description": "Proxy id."}),
     path=fields.String(required=True, metadata={
         "description": "The path under the destination URL (may be empty; may hold `/`). No "
-                       "`.`/`..` segments, encoded dots or slashes, empty segments or absolute "
-                       "URLs (400)."}))
+                       "`.`/`..` segments, encoded dots or slashes, empty segments, absolute "
+                       "URLs, unencoded characters a URL path cannot hold, or `{{` (expressions "
+                       "are not replaced in the path) (400)."}))
 _NEW = ProxySchema()
 _PATCH = ProxyPatchSchema()
 

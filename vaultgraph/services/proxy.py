@@ -79,6 +79,11 @@ DROPPED_HEADER = "must not name a header the proxy drops or sets itself"
 PATH_ESCAPES = ("must stay under the proxy's destination: no `.` or `..` segments (nor `..;`, "
                 "segments of dots and spaces, trailing dots or spaces, dot look-alikes), control "
                 "characters, encoded slashes or dots, empty segments or absolute URLs")
+PATH_EXPRESSION = ("must not hold `{{`: token expressions are replaced in the body and in the "
+                   "headers the proxy allows, never in the path")
+PATH_CHARACTERS = ("may hold only the characters a URL path allows as they are (letters, digits "
+                   "and -._~!$&'()*+,;=:@), any other percent-encoded (`{` as `%7B`)")
+PATH_PERCENT = "may use `%` only to start a percent-escape: `%` and two hexadecimal digits"
 NOT_TEXT = ("holds token expressions, which are replaced only in JSON, form-encoded, XML and "
             "text/plain bodies")
 NOT_ENCODED = "is not valid in its declared character set"
@@ -102,6 +107,7 @@ _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
 # A path segment's characters (RFC 3986 pchar); `%` only as the start of an escape.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SEGMENT = re.compile(r"^(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})+$")
+_PCHAR = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=:@%-]*$")  # a segment's characters, `%` any way
 _JSON_TYPE = re.compile(r"^(?:application/(?:[\w.+-]+\+)?json|text/json)$")
 _XML_TYPE = re.compile(r"^(?:application|text)/(?:[\w.+-]+\+)?xml$")
 # Values go into a text/plain body as they are; no other text type (HTML, CSV…) takes them,
@@ -160,15 +166,21 @@ def check_tail(path: str) -> str:
     before `;`, after percent-decoding (as often as anyone downstream might) and again after
     compatibility folding (NFKC): empty, only dots and spaces, ending in a dot or a space, or
     holding a control character, a slash, a backslash or `%` is refused. One empty final segment
-    (a trailing slash) is allowed."""
+    (a trailing slash) is allowed. A path holding `{{`, as it is or percent-encoded, is refused
+    with its own message (expressions are never replaced there), and so is one holding a
+    character a URL path cannot hold unencoded, or a `%` that starts no escape."""
     if path == "":
         return path
+    if "{{" in unquote(unquote(unquote(path))):
+        raise invalid("path", PATH_EXPRESSION)
     segments = path.split("/")
     if len(segments) > 1 and segments[-1] == "":
         segments.pop()  # `a/`: one trailing slash is the destination's business
     for segment in segments:
-        if not segment or not _SEGMENT.match(segment):
-            raise invalid("path", PATH_ESCAPES)
+        if not segment or "\\" in segment or _CONTROL.search(segment):
+            raise invalid("path", PATH_ESCAPES)  # refused encoded too: no encoding would help
+        if not _SEGMENT.match(segment):
+            raise invalid("path", PATH_CHARACTERS if not _PCHAR.match(segment) else PATH_PERCENT)
         decoded = segment
         for _ in range(3):  # %252e%252e: decoded as often as anyone downstream might
             decoded = unquote(decoded)

@@ -375,3 +375,24 @@ async def test_a_json_body_that_repeats_a_key_is_refused_and_nothing_is_sent(
                              json={"a": f"{{{{ {usable} }}}}", "b": {"a": 1}})  # no repeat
     assert resp.status == 201 and json_of(destination.requests[-1]) == {
         "a": CANARY, "b": {"a": 1}}
+
+
+@pytest.mark.parametrize(("tail", "message"), [
+    ("charges/{{%20tok%20}}", "must not hold `{{`: token expressions are replaced in the body "
+                              "and in the headers the proxy allows, never in the path"),
+    ("charges/%7B%7B%20tok%20%7D%7D", "must not hold `{{`: token expressions are replaced in "
+                                      "the body and in the headers the proxy allows, never in "
+                                      "the path"),
+    ("charges/{id}", "may hold only the characters a URL path allows as they are (letters, "
+                     "digits and -._~!$&'()*+,;=:@), any other percent-encoded (`{` as `%7B`)"),
+    ("a|b", "may hold only the characters a URL path allows as they are (letters, digits and "
+            "-._~!$&'()*+,;=:@), any other percent-encoded (`{` as `%7B`)"),
+    ("a%zz", "may use `%` only to start a percent-escape: `%` and two hexadecimal digits"),
+])
+async def test_a_path_refused_for_its_characters_is_told_why(
+        client, admin_headers, destination, proxy, tail, message):
+    status, errors = await get_tail_as_sent(client, admin_headers, proxy["id"], tail)
+    assert (status, errors) == (400, {"path": [message]})
+    assert destination.requests == []
+    status, _ = await get_tail_as_sent(client, admin_headers, proxy["id"], "charges/%7Bid%7D")
+    assert status == 201 and destination.requests[-1]["path"] == "/v1/charges/%7Bid%7D"
