@@ -18,7 +18,10 @@ from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()
 TAG = "Bulk"
-NOT_A_REQUEST = "must be a create request (a JSON object)"
+# An item that is not an object is refused as POST /tokens refuses such a body: by the detail
+# alone (no field of the item to name), so `errors` of an answer naming every item names it by
+# its place ("1"), like an item's 403 or 409.
+NOT_A_REQUEST = "The item must be a create request (a JSON object)."
 SHAPE = "must be an array or an object whose values are create requests"
 NONE_CREATED = "No item was created; `errors` names each item's problems."
 
@@ -45,7 +48,7 @@ def service(request: web.Request) -> BulkService:
 
 def _load(item) -> dict | VaultError:
     if not isinstance(item, dict):
-        return Invalid("The token is invalid.", errors={"body": [NOT_A_REQUEST]})
+        return Invalid(NOT_A_REQUEST)
     try:
         return load_create(item)
     except ValidationError as exc:

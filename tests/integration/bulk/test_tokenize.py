@@ -96,7 +96,9 @@ async def test_items_fail_alone_and_nothing_of_them_is_written(client, admin_hea
     assert good["data"] == {"number": VISA}
     assert bad_luhn["status"] == 400 and "data.number" in bad_luhn["errors"]
     assert "4242424242424241" not in orjson.dumps(bad_luhn).decode()
-    assert not_object["status"] == 400 and "body" in not_object["errors"]
+    assert (not_object["status"], not_object["detail"]) == (
+        400, "The item must be a create request (a JSON object).")
+    assert "errors" not in not_object  # as POST /tokens answers a body that is not an object
     assert bad_type["status"] == 400 and "type" in bad_type["errors"]
     assert no_data["status"] == 400 and "data" in no_data["errors"]
     assert await token_count(client, tenant.tenant_id) == 1
@@ -108,6 +110,13 @@ async def test_when_no_item_is_created_the_answer_is_one_problem_naming_each(
         "a": card("4242424242424241"), "b": {"type": "token"}})
     assert problem["errors"] == {"a.data.number": problem["errors"]["a.data.number"],
                                  "b.data": ["Missing data for required field."]}
+    # an item that is not an object is named by its place alone, like a 403 or a 409
+    _, problem = await call(client, "POST", "/tokenize", admin_headers, expect=400, json=[
+        {"type": "token"}, "not an object", 42])
+    assert problem["errors"] == {
+        "0.data": ["Missing data for required field."],
+        "1": ["The item must be a create request (a JSON object)."],
+        "2": ["The item must be a create request (a JSON object)."]}
     assert await token_count(client, tenant.tenant_id) == 0
 
 
