@@ -705,7 +705,7 @@ _DIRECT_DATA = [
 
 def _liquid(leaf, data):
     try:
-        return ("ok", expressions.render(leaf, data=data))
+        return ("ok", expressions._render_liquid(leaf, data, None))
     except ExpressionLimitError:
         return ("limit", None)
     except ExpressionError:
@@ -727,6 +727,39 @@ def test_a_directly_rendered_leaf_renders_as_liquid_does(leaf):
     assert isinstance(expressions._leaf_plan(leaf), expressions._Filtered)
     for data in _DIRECT_DATA:
         assert _direct(leaf, data) == _liquid(leaf, data), (leaf, data)
+
+
+_PLAIN_REFERENCES = ["{{ data }}", "{{ data.number }}", "{{data.a.b}}", "{{ data.items[1] }}",
+                     "{{- data.number -}}", "{{ data.missing }}", "{{ data.size }}"]
+
+
+@pytest.mark.parametrize("source", _DIRECT_LEAVES + _PLAIN_REFERENCES)
+def test_an_expression_rendered_directly_renders_as_liquid_does(source):
+    """`render` takes the same shapes without Liquid (a card's fingerprint is one): the same
+    text, error or limit, empty values refused alike."""
+    def rendered(data, **kwargs):
+        try:
+            return ("ok", render(source, data=data, **kwargs))
+        except ExpressionLimitError:
+            return ("limit", None)
+        except ExpressionError:
+            return ("error", None)
+
+    for data in _DIRECT_DATA:
+        assert rendered(data) == _liquid(source, data), (source, data)
+        liquid = _liquid(source, data)
+        if liquid[0] == "ok" and not liquid[1].strip():
+            liquid = ("error", None)
+        assert rendered(data, allow_empty=False) == liquid, (source, data)
+
+
+def test_a_fingerprint_of_text_renders_without_liquid(monkeypatch):
+    def no_liquid(*args):
+        raise AssertionError("rendered through Liquid")
+
+    monkeypatch.setattr(expressions, "_render_liquid", no_liquid)
+    assert render("{{ data.number }}", data=CARD) == CARD["number"]
+    assert render("{{ data | stringify }}", data="abc") == "abc"
 
 
 def test_only_plain_filter_shapes_are_rendered_directly():

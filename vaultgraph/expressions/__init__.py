@@ -186,7 +186,33 @@ def render(
 
     With `allow_empty=False` a blank result is an error, for expressions that must produce a
     value (ids, fingerprints).
+
+    The shapes a mask leaf renders without Liquid (`_leaf_plan`: a plain reference, or one of
+    the vault's own filters over one) render so here too when the value is text, to the text
+    Liquid renders (tests/unit/test_expressions.py compares them): a card's fingerprint,
+    `{{ data.number }}`, is rendered on every create and every tokenized card.
     """
+    output = _render_direct(source, data) if type(source) is str else None
+    if output is None:
+        output = _render_liquid(source, data, metadata)
+    if not allow_empty and not output.strip():
+        raise ExpressionError("expression rendered an empty value")
+    return output
+
+
+def _render_direct(source: str, data: Any) -> str | None:
+    """`source` rendered without Liquid, or None when its shape or its value needs Liquid."""
+    plan = _leaf_plan(source)
+    if plan is None:
+        return None
+    value = _lookup(data, plan.steps)
+    if type(value) is not str or len(value) > _DIRECT_TEXT_AT_MOST:
+        return None
+    return value if type(plan) is _Reference else _render_filtered(plan, value)
+
+
+def _render_liquid(source: str, data: Any, metadata: Mapping[str, str] | None) -> str:
+    """`source` rendered through Liquid."""
     template = compile_expression(source)
     namespace: dict[str, Any] = {"data": data}
     if metadata is not None:
@@ -201,8 +227,6 @@ def render(
     except Exception:
         # Liquid and built-in filter messages may quote values; none may reach the caller.
         raise ExpressionError("expression could not be rendered") from None
-    if not allow_empty and not output.strip():
-        raise ExpressionError("expression rendered an empty value")
     return output
 
 
@@ -254,6 +278,9 @@ _DIRECT_FILTERS = frozenset({"reveal_last", "reveal", "last4", "pad_left", "pad_
                              "card_mask", "card_bin", "stringify", "json_stringify",
                              "to_string", "to_base64", "to_base16"})
 _MISSING = object()
+# The longest text a plain reference hands back as it is (`render`): far below the output limit
+# in UTF-8 bytes, so that limit needs no check.
+_DIRECT_TEXT_AT_MOST = MAX_OUTPUT_BYTES // 4
 # What a reference shows as it is, by exact type (the common case; subclasses by isinstance).
 _SCALARS = frozenset({str, int, float, bool})
 
