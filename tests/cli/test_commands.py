@@ -333,8 +333,15 @@ async def test_audit_export_and_verify(cli, client, tmp_path):
 
     bad_date = cli("audit", "export", "--since", "yesterday")
     assert (bad_date.status, bad_date.stderr) == (
-        2, "vaultgraph: --since is not an ISO 8601 date or time: use e.g. 2026-01-31 or "
-           "2026-01-31T12:00:00Z\n")
+        2, "vaultgraph: --since is not an ISO 8601 date or time from year 1 to 9999: use e.g. "
+           "2026-01-31 or 2026-01-31T12:00:00Z\n")
+    # A time whose offset puts it in year 10000 (or 0) in UTC: the same line, not "unexpected".
+    for option, value in (("--until", "9999-12-31T23:59:59-05:00"),
+                          ("--since", "0001-01-01T00:00:00+05:00")):
+        beyond = cli("audit", "export", option, value)
+        assert (beyond.status, beyond.stderr) == (
+            2, f"vaultgraph: {option} is not an ISO 8601 date or time from year 1 to 9999: use "
+               "e.g. 2026-01-31 or 2026-01-31T12:00:00Z\n")
 
 
 def test_bootstrap_key_never_reaches_a_redirected_stderr(settings, tmp_path):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 
 from aiohttp import web
 from marshmallow import Schema, fields, validate
@@ -12,7 +12,7 @@ from ..audit.event import OUTCOMES, SYSTEM
 from ..audit.query import LogFilter
 from ..auth.permissions import ALL_PERMISSIONS, LOG_READ
 from ..errors import invalid
-from ..tokens.fields import validate_token_id
+from ..tokens.fields import INSTANT_YEARS, utc_instant, validate_token_id
 from .endpoints import Endpoints, Reply
 from .paging import page_body, page_from_query
 from .request_io import principal
@@ -67,14 +67,14 @@ class LogQuery(Schema):
 
 
 def _date(query, name: str) -> datetime | None:
+    """The query's time `name` in UTC (no offset: UTC); one UTC cannot hold is refused too."""
     raw = query.get(name)
     if raw is None:
         return None
     try:
-        parsed = datetime.fromisoformat(raw)
+        return utc_instant(datetime.fromisoformat(raw))
     except ValueError:
-        raise invalid(name, "must be an ISO 8601 date-time") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        raise invalid(name, f"must be an ISO 8601 date-time {INSTANT_YEARS}") from None
 
 
 def _cursor(after) -> tuple[datetime, str] | None:
@@ -85,7 +85,7 @@ def _cursor(after) -> tuple[datetime, str] | None:
         when = datetime.fromisoformat(at)
         if when.tzinfo is None:  # the service's cursors always carry the offset
             raise ValueError(at)
-        return when, str(uuid.UUID(event_id))
+        return utc_instant(when), str(uuid.UUID(event_id))
     except (TypeError, ValueError):
         raise invalid("start", "is not a cursor this service issued") from None
 

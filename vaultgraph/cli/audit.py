@@ -31,12 +31,14 @@ def add_parser(sub) -> None:
 
 
 def _moment(value: str, name: str) -> datetime:
+    """The option's time in UTC (no offset: UTC); one UTC cannot hold is refused too."""
+    from ..tokens.fields import INSTANT_YEARS, utc_instant  # here: it loads dateutil
+
     try:
-        moment = datetime.fromisoformat(value)
+        return utc_instant(datetime.fromisoformat(value))
     except ValueError:
-        raise Failure(f"{name} is not an ISO 8601 date or time",
+        raise Failure(f"{name} is not an ISO 8601 date or time {INSTANT_YEARS}",
                       "use e.g. 2026-01-31 or 2026-01-31T12:00:00Z", status=2) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def command(settings: Settings, args: argparse.Namespace) -> int:

@@ -30,7 +30,7 @@ from lark.exceptions import (
 )
 
 from ..errors import invalid
-from ..tokens.fields import metadata_filter_key
+from ..tokens.fields import INSTANT_YEARS, metadata_filter_key, utc_instant
 
 QUERY_FIELD = "query"
 # Fields that match one exact value (metadata: case-insensitively; container: a path prefix).
@@ -177,10 +177,10 @@ def _instant(raw: str, position: int, name: str) -> tuple[datetime, bool]:
         value = datetime.fromisoformat(raw.replace("Z", "+00:00") if raw.endswith("Z") else raw)
         # In UTC here: an instant that UTC cannot hold (year 0 or 10000) is refused now, not
         # by the driver.
-        return (value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)), False
-    except (ValueError, OverflowError):
+        return utc_instant(value), False
+    except ValueError:
         raise _fail(position, f"`{name}` takes an ISO 8601 date (2026-11-23) or date-time "
-                              "(2026-11-23T10:00:00Z) from year 1 to 9999") from None
+                              f"(2026-11-23T10:00:00Z) {INSTANT_YEARS}") from None
 
 
 @dataclass(frozen=True, slots=True)

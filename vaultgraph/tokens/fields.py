@@ -174,6 +174,21 @@ def _as_utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
+# The years a time given as input may fall in, in UTC: those a datetime holds. A time at either
+# end of the calendar with an offset may leave them in UTC (0001-01-01T00:00:00+05:00 is in year
+# 0 there), and the database driver, which converts every time to UTC, fails on it.
+INSTANT_YEARS = "from year 1 to 9999"
+
+
+def utc_instant(moment: datetime) -> datetime:
+    """An input's time in UTC (a naive one taken as UTC); ValueError when UTC cannot hold it
+    (outside INSTANT_YEARS there), so a caller refuses it as input, not the driver later."""
+    try:
+        return _as_utc(moment)
+    except OverflowError:
+        raise ValueError(f"must be {INSTANT_YEARS} in UTC") from None
+
+
 def format_datetime(moment: datetime) -> str:
     """ISO 8601 with an explicit offset; a naive datetime is taken as UTC."""
     if moment.tzinfo is None:

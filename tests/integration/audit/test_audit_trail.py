@@ -20,6 +20,7 @@ from vaultgraph.audit.event import OUTCOMES
 from vaultgraph.audit.ids import ROUTES, chain_forms, id_parts, query_ids, route_number
 from vaultgraph.audit.query import LogFilter
 from vaultgraph.errors import Unavailable
+from vaultgraph.pagination import encode_cursor
 from vaultgraph.repository.audit import (
     BEGINNING,
     END,
@@ -1083,6 +1084,33 @@ async def test_bad_log_filters_are_400_naming_the_field(client, auditor, name, v
     resp = await client.get("/logs", params={name: value}, headers=auditor)
     body = await resp.json()
     assert resp.status == 400 and name in body["errors"], body
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    # ISO 8601 times whose offset puts them in year 0 or 10000 in UTC (the driver, converting
+    # them to UTC, failed: a 500).
+    ("start_date", "0001-01-01T00:00:00+05:00",
+     "must be an ISO 8601 date-time from year 1 to 9999"),
+    ("end_date", "9999-12-31T23:59:59-05:00",
+     "must be an ISO 8601 date-time from year 1 to 9999"),
+    ("start", encode_cursor(["0001-01-01T00:00:00+05:00", "00000000-0000-0000-0000-000000000000"]),
+     "is not a cursor this service issued"),
+    ("start", encode_cursor(["9999-12-31T23:59:59-05:00", "00000000-0000-0000-0000-000000000000"]),
+     "is not a cursor this service issued")])
+async def test_log_times_utc_cannot_hold_are_400_naming_the_field(client, auditor, name, value,
+                                                                  message):
+    resp = await client.get("/logs", params={name: value}, headers=auditor)
+    body = await resp.json()
+    assert resp.status == 400, body
+    assert resp.content_type == "application/problem+json"
+    assert body["errors"] == {name: [message]}
+
+
+async def test_log_times_at_the_calendar_ends_within_utc_are_taken(client, auditor):
+    resp = await client.get("/logs", params={"start_date": "0001-01-01T00:00:00-05:00",
+                                             "end_date": "9999-12-31T23:59:59+05:00"},
+                            headers=auditor)
+    assert resp.status == 200, await resp.text()
 
 
 @pytest.mark.parametrize("statement", ["audit/list", "audit/list_by_application",
