@@ -42,7 +42,7 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_protocol import RequestHandler, RequestPayloadError
 
 from . import access_generation
 from .access_generation import AccessGeneration
@@ -115,6 +115,17 @@ class _Protocol(RequestHandler):
         self.transport.write(head + body)
         self.force_close()
         self.transport.close()
+
+    def log_exception(self, *args, **kwargs) -> None:
+        # A body the parser failed on (a `Content-Encoding` its bytes are not in) fails again
+        # when aiohttp reads what a handler left of it after the answer: that ends the
+        # connection, as it should, and is the client's error, not an unhandled one.
+        exc = kwargs.get("exc_info")
+        if isinstance(exc, RequestPayloadError):
+            log.warning("malformed request body", extra={
+                "error": type(exc.__cause__ or exc).__name__})
+            return
+        super().log_exception(*args, **kwargs)
 
     def handle_error(self, request, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:

@@ -130,3 +130,57 @@ async def test_a_client_hanging_up_mid_body_is_not_an_unhandled_error(serve, ten
             await asyncio.sleep(0.05)
     assert any(r.msg == "client disconnected" for r in caplog.records)
     assert [(r.name, r.msg) for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def _send_mislabelled_body(port: int, line: bytes, key: bytes, extra: bytes = b"",
+                                 encoding: bytes = b"gzip") -> bytes:
+    """A body that says it is `encoding` and is not (a card number, not compressed): the
+    answer, then whatever else the server sends until it closes the connection."""
+    body = b'{"type": "card", "data": {"number": "' + CARD_NUMBER + b'"}}'
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(line + b" HTTP/1.1\r\nHost: x\r\n" + extra + b"SVC-API-KEY: " + key +
+                 b"\r\nContent-Type: application/json\r\nContent-Encoding: " + encoding +
+                 b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    await writer.drain()
+    try:
+        raw = await read_response(reader)
+        assert await asyncio.wait_for(reader.read(), 10) == b""  # and the server closes it
+    finally:
+        writer.close()
+    return raw
+
+
+def _no_error_logged(caplog) -> None:
+    """Nothing at error level, no stack trace at any level (aiohttp's "Unhandled exception"
+    once read what the handler left of the body)."""
+    assert [(r.name, r.msg) for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert [(r.name, r.msg) for r in caplog.records if r.exc_info] == []
+
+
+@IDEMPOTENT
+@pytest.mark.parametrize("route", [b"POST /tokens", b"POST /tokens/search"])
+async def test_a_body_not_in_its_content_encoding_is_a_400(serve, tenant, caplog, extra, route):
+    served = await serve()
+    await wait_ready(served)
+    with caplog.at_level(logging.INFO):
+        raw = await _send_mislabelled_body(served.port, route, tenant.key.encode(), extra)
+    problem = assert_problem(raw, 400)
+    assert problem["detail"] == "The request body is not valid HTTP."
+    assert parse(raw)[1]["connection"] == "close"
+    _no_error_logged(caplog)
+
+
+@pytest.mark.parametrize(("line", "status"), [
+    # Refused before its body is read: a bad key, and the proxy, which takes no encoded body.
+    (b"POST /tokens", 401),
+    (b"POST /proxy/00000000-0000-0000-0000-000000000000/x", 415)])
+async def test_a_body_not_in_its_content_encoding_left_unread_logs_no_error(
+        serve, tenant, caplog, line, status):
+    served = await serve()
+    await wait_ready(served)
+    key = b"bogus" if status == 401 else tenant.key.encode()
+    with caplog.at_level(logging.INFO):
+        raw = await _send_mislabelled_body(served.port, line, key)
+    assert_problem(raw, status)
+    _no_error_logged(caplog)
+    assert any(r.msg == "malformed request body" for r in caplog.records)

@@ -44,7 +44,8 @@ def _cut_short(problem: problems.Problem) -> problems.Problem:
 async def read_body(request: web.Request) -> bytes:
     """The body's bytes. A body must arrive in time (a client promising bytes it never sends
     holds a connection otherwise): 408 past `VAULTGRAPH_BODY_READ_TIMEOUT`; one the parser
-    refuses (a malformed chunk) is a 400 that quotes none of it. Either closes the connection."""
+    refuses (a malformed chunk) or cannot decode (a `Content-Encoding` the bytes are not in) is
+    a 400 that quotes none of it. Either closes the connection."""
     try:
         if request.content.is_eof():
             # The parser has the whole body (a small one comes with its headers): reading it
@@ -55,7 +56,8 @@ async def read_body(request: web.Request) -> bytes:
     except TimeoutError:
         raise _cut_short(problems.RequestTimeout(
             "The request body was not received in time.")) from None
-    except HttpProcessingError:
+    except (HttpProcessingError, web.RequestPayloadError):
+        # (aiohttp reports a body it cannot decode as a RequestPayloadError.)
         raise _cut_short(problems.BadRequest("The request body is not valid HTTP.")) from None
 
 
