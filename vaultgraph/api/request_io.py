@@ -11,7 +11,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from ..logging_setup import trace_id_var
-from . import problems
+from . import problems, wide_integers
 from .endpoints import PROBLEM_JSON, compile_dumper
 from .typedefs import PRINCIPAL, settings_key
 
@@ -62,14 +62,20 @@ async def read_body(request: web.Request) -> bytes:
 
 
 async def read_json(request: web.Request, content_type: str = "application/json") -> Any:
-    """The body as JSON of the given media type: 415 for another type, 400 for bad JSON."""
+    """The body as JSON of the given media type: 415 for another type, 400 for bad JSON or
+    for an integer beyond 64 bits (naming its place)."""
     if request.content_type != content_type:
         raise problems.UnsupportedMediaType(f"Content-Type must be {content_type}.")
     raw = await read_body(request)
     try:
-        return orjson.loads(raw)
+        body = orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise problems.BadRequest("The request body is not valid JSON.") from None
+    if wide_integers.may_hold_one(raw, body):
+        place = wide_integers.place_of_first(raw)
+        if place is not None:
+            raise problems.invalid(place, wide_integers.MESSAGE)
+    return body
 
 
 async def read_object(request: web.Request, content_type: str = "application/json") -> dict:

@@ -95,6 +95,18 @@ async def test_limits_are_400s(client, admin_headers):
                          expect=400)
 
 
+async def test_an_integer_beyond_64_bits_is_400_not_sent_back_changed(client, admin_headers):
+    # orjson reads it as a float: the payload came back with 9.876543210987654e+19 in it.
+    for body, place in ((b'{"amount": [98765432109876543210]}', "amount.0"),
+                        (b"-9223372036854775809", "body")):
+        _, problem = await call(client, "POST", "/detokenize", admin_headers, expect=400,
+                                data=body)
+        assert list(problem["errors"]) == [place]
+    assert await detokenize(client, admin_headers, [18446744073709551615, "12345678901234567890",
+                                                    1.5e19]) == [18446744073709551615,
+                                                                 "12345678901234567890", 1.5e19]
+
+
 async def test_the_audit_event_names_each_token_asked_for(client, admin_headers, tenant):
     visa = await create(client, admin_headers, card(VISA))
     await detokenize(client, admin_headers, [f"{{{{ {visa} }}}}", f"{{{{ {visa} | last4 }}}}"])

@@ -159,6 +159,15 @@ async def test_bad_shapes_are_400s_naming_the_body(client, admin_headers, tenant
     assert await token_count(client, tenant.tenant_id) == 0
 
 
+async def test_an_integer_beyond_64_bits_is_400_naming_its_place(client, admin_headers,
+                                                                 tenant):
+    body = orjson.dumps([card(VISA), {"type": "token", "data": {"n": 1}}])
+    body = body.replace(b'"n":1', b'"n":98765432109876543210')
+    _, problem = await call(client, "POST", "/tokenize", admin_headers, expect=400, data=body)
+    assert list(problem["errors"]) == ["1.data.n"]
+    assert await token_count(client, tenant.tenant_id) == 0
+
+
 async def test_a_10_mb_payload_is_413(client, admin_headers, tenant):
     body = orjson.dumps([{"type": "token", "data": "x" * (10 * 1024 * 1024)}])
     await call(client, "POST", "/tokenize", admin_headers, data=body, expect=413)
