@@ -184,3 +184,19 @@ async def test_a_body_not_in_its_content_encoding_left_unread_logs_no_error(
     assert_problem(raw, status)
     _no_error_logged(caplog)
     assert any(r.msg == "malformed request body" for r in caplog.records)
+
+
+@pytest.mark.parametrize("names", [(b"SVC-API-KEY", b"SVC-API-KEY"),
+                                   (b"svc-api-key", b"Svc-Api-Key")])
+async def test_a_key_sent_twice_is_refused_whichever_is_good(serve, tenant, names):
+    # As a client or a proxy in front may send it, in any case: the one 401 of a bad key.
+    served = await serve()
+    await wait_ready(served)
+    good, bogus = tenant.key.encode(), b"vg_" + b"A" * 43
+    for first, second in ((good, bogus), (bogus, good), (good, good)):
+        raw = await raw_exchange(served.port, (
+            b"GET /applications/self HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" +
+            names[0] + b": " + first + b"\r\n" + names[1] + b": " + second + b"\r\n\r\n"))
+        problem = assert_problem(raw, 401)
+        assert problem["detail"] == "A valid API key is required in the SVC-API-KEY header."
+        assert good not in raw

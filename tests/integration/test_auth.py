@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pytest
 from aiohttp import web
 from factories import key_headers, make_application, new_tenant
+from multidict import CIMultiDict
 
 from vaultgraph.app import create_app
 from vaultgraph.auth.permissions import (
@@ -141,6 +142,12 @@ async def test_every_bad_key_gets_the_same_401(client, admin_headers):
         "other header": {"Authorization": key},
         "revoked": key_headers(revoked),
         "deleted application": key_headers(deleted),
+        # Sent twice, the key is ambiguous: refused whichever comes first (the first was taken).
+        "twice, the good one first": CIMultiDict([("SVC-API-KEY", key),
+                                                  ("SVC-API-KEY", "vg_" + "A" * 43)]),
+        "twice, the good one last": CIMultiDict([("SVC-API-KEY", "vg_" + "A" * 43),
+                                                 ("SVC-API-KEY", key)]),
+        "the good one twice": CIMultiDict([("SVC-API-KEY", key), ("SVC-API-KEY", key)]),
     }
     for name, headers in variants.items():
         resp = await client.get("/applications/self", headers=headers)

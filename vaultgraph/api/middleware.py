@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 from marshmallow import ValidationError
+from multidict import istr
 
 from .. import metrics
 from ..audit import context as audit_context
@@ -32,6 +33,7 @@ from .request_io import problem_response
 from .typedefs import PRINCIPAL, TRACE_ID, services_key, settings_key
 
 log = logging.getLogger("vaultgraph.http")
+_KEY_HEADER = istr(HEADER)  # looked up as it is stored: no case folding per request
 TRACE_HEADER = "SVC-TRACE-ID"
 TRACEPARENT = "traceparent"
 # W3C Trace Context: version-traceid-parentid-flags, lower-case hex; all-zero ids are invalid.
@@ -290,7 +292,8 @@ async def access(request: web.Request, handler) -> web.StreamResponse:
     1. the failed-authentication throttle (api/ratelimit.py): an address over its failure
        budget gets 429 before its key is looked up; the request holds one unit of that budget
        until its key is known good;
-    2. authentication: the `SVC-API-KEY` becomes the request's principal (401 otherwise);
+    2. authentication: the `SVC-API-KEY`, sent once, becomes the request's principal (401
+       otherwise);
     3. the rate limit (api/ratelimit.py `charge`): one unit of the application's bucket, spent
        before anything is decided about the request, so a refusal is paid for like an answer;
     4. authorisation: the route's declared permission (403 without it; a route that declares
@@ -306,15 +309,18 @@ async def access(request: web.Request, handler) -> web.StreamResponse:
     if needed == PUBLIC:
         return await handler(request)
     services = request.app[services_key]
+    # The key sent once; sent twice or more it is no key (which one would be meant?): the 401 a
+    # missing key gets, whatever the keys are.
+    keys = request.headers.getall(_KEY_HEADER, ())
+    key = keys[0] if len(keys) == 1 else ""
     failures = services.rate_limits.auth_failures
     reservation = None
     if failures.enabled:
-        verdict, reservation = failures.reserve(request.remote or "",
-                                                request.headers.get(HEADER) or "")
+        verdict, reservation = failures.reserve(request.remote or "", key)
         if reservation is None:
             ratelimit.refuse_failed_auth(verdict)
     try:
-        principal = await services.authenticator.authenticate(request.headers.get(HEADER))
+        principal = await services.authenticator.authenticate(key)
         if reservation is not None:
             # The key is good: the failure budget it reserved goes back at once (not when the
             # request ends, so requests in flight hold none of it).
