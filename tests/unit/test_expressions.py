@@ -124,7 +124,7 @@ def test_a_render_has_a_time_budget():
 # Work that calls no filter: `contains` and comparisons over a large value, loops of them.
 # Before every variable read and loop iteration checked the budget, only filter calls did, and
 # a short expression like these rendered for seconds (a 4 kB one, minutes).
-BIG_LIST = '{% assign s = (1..100000) | join: "," | split: "," %}'
+BIG_LIST = [str(i) for i in range(100_000)]
 
 
 @pytest.mark.parametrize("source", [
@@ -140,29 +140,49 @@ def test_a_render_that_calls_no_filter_is_on_the_clock(source):
 
 
 @pytest.mark.parametrize("source", [
-    BIG_LIST + '{% for i in (1..999) %}{% if s contains "x" %}{% endif %}{% endfor %}x',
-    BIG_LIST + "{% tablerow i in (1..999) %}{% if s contains 'x' %}{% endif %}{% endtablerow %}",
+    '{% for i in (1..999) %}{% if data contains "x" %}{% endif %}{% endfor %}x',
+    "{% tablerow i in (1..999) %}{% if data contains 'x' %}{% endif %}{% endtablerow %}",
 ])
 def test_work_without_filters_stops_at_the_budget(source):
     with pytest.raises(ExpressionLimitError):
-        r(source)
+        r(source, BIG_LIST)
 
 
 @pytest.mark.parametrize("loop", [
     "(1..1000000000000) reversed",  # made into a list before the iteration limit applied
-    "(1..3000000) reversed limit: 3",
     "(1..1000000000000) offset: 999999999990",  # skipped item by item
-    "(1..3000000) offset: 2999990",
+    "data reversed limit: 3",
+    "data offset: 1999990",
 ])
 def test_a_loops_source_is_bounded_before_it_is_sliced(loop):
     with pytest.raises(ExpressionLimitError):
-        r("{% for i in " + loop + " %}{{ i }}{% endfor %}")
+        r("{% for i in " + loop + " %}{{ i }}{% endfor %}", [0] * 2_000_000)
+
+
+@pytest.mark.parametrize("source", [
+    '{% if (1..100000000000) contains "a" %}{% endif %}',  # scanned in C: no check can run
+    "{% if (1..100000000000) == (1..2) %}{% endif %}{{ (1..100000000000) }}",
+    '{% assign r = (1..100000000000) %}',
+])
+def test_a_range_literal_is_bounded_where_it_is_made(source):
+    with pytest.raises(ExpressionLimitError):
+        r(source)
+    assert r('{% if (1..10000) contains "a" %}{% endif %}x') == "x"
+
+
+def test_uniq_is_bounded_in_its_input():
+    """Liquid's `uniq` compares each item with those before it: one call's work grows as the
+    square of its input (3 s at 20,000 items), and the budget is checked only before a call."""
+    with pytest.raises(ExpressionLimitError):
+        r("{{ data | uniq | size }}", [str(i) for i in range(expressions.MAX_UNIQ_ITEMS + 1)])
+    assert r("{{ data | uniq | join: ',' }}", ["a", "b", "a"]) == "a,b"
 
 
 def test_loops_within_the_bounds_still_render():
     assert r("{% for i in (1..600) %}{% endfor %}{% for i in (1..600) %}{% endfor %}x") == "x"
     assert r("{% for i in (1..1000) reversed limit: 3 %}{{ i }}{% endfor %}") == "321"
     assert r("{% for i in (1..1000) offset: 997 %}{{ i }}{% endfor %}") == "998999" "1000"
+    assert r("{% for i in data limit: 2 %}{{ i }}{% endfor %}", list(range(1_000_000))) == "01"
     assert r("{% for c in data %}{{ c.n }}{% endfor %}", [{"n": 1}, {"n": 2}]) == "12"
 
 
@@ -696,6 +716,7 @@ _DIRECT_LEAVES = [
 ]
 _DIRECT_DATA = [
     "4242424242424242", "", "12", "ab\u00e9\u4e2d\U0001F600 x", "x" * 70_000,
+    {"a": "x", "a-": "DASH", "b-": "v"},
     {"number": "5555555555554444", "a": {"b": "secret-value"}, "items": ["p", "qrstuv"],
      "size": "77", "tin": "123456789"},
     {"number": 4242424242424242, "a": {"b": None}, "items": [1], "size": 3},
@@ -730,7 +751,9 @@ def test_a_directly_rendered_leaf_renders_as_liquid_does(leaf):
 
 
 _PLAIN_REFERENCES = ["{{ data }}", "{{ data.number }}", "{{data.a.b}}", "{{ data.items[1] }}",
-                     "{{- data.number -}}", "{{ data.missing }}", "{{ data.size }}"]
+                     "{{- data.number -}}", "{{ data.missing }}", "{{ data.size }}",
+                     "{{ data.a-}}", "{{-data.a-}}", "{{ data.a--}}", "{{ data.b-}}",
+                     "{{ data.a- }}"]
 
 
 @pytest.mark.parametrize("source", _DIRECT_LEAVES + _PLAIN_REFERENCES)
@@ -760,6 +783,16 @@ def test_a_fingerprint_of_text_renders_without_liquid(monkeypatch):
     monkeypatch.setattr(expressions, "_render_liquid", no_liquid)
     assert render("{{ data.number }}", data=CARD) == CARD["number"]
     assert render("{{ data | stringify }}", data="abc") == "abc"
+
+
+def test_what_renders_without_liquid_is_told_apart():
+    assert expressions.renders_without_liquid("{{ data.number | last4 }}")
+    assert expressions.renders_without_liquid("card-{{ data.number | last4 }}")
+    assert expressions.renders_without_liquid(
+        {"n": "{{ data.number | card_mask }}", "m": ["{{ data.expiration_month }}", "x", 3]})
+    assert not expressions.renders_without_liquid("{{ data.number | last4 | upcase }}")
+    assert not expressions.renders_without_liquid({"n": "{% if data %}x{% endif %}"})
+    assert not expressions.renders_without_liquid(["{{ data }}"] * 17)  # past 16 leaves
 
 
 def test_only_plain_filter_shapes_are_rendered_directly():

@@ -7,6 +7,7 @@ failure surfaces as an `ExpressionError` whose message never carries token data.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any, cast
 
 from liquid import BoundTemplate, DictLoader, Environment, Mode, RenderContext, Undefined
 from liquid.builtin.expressions import LoopExpression
+from liquid.builtin.expressions.primitive import RangeLiteral
 from liquid.builtin.tags.for_tag import ForNode, ForTag
 from liquid.builtin.tags.tablerow_tag import TablerowNode, TablerowTag
 from liquid.exceptions import LiquidError, LiquidSyntaxError, ResourceLimitError
@@ -36,6 +38,7 @@ __all__ = [
     "DEFAULT_FINGERPRINT_EXPRESSION", "MAX_EXPRESSION_LENGTH", "MAX_MASK_DEPTH", "MAX_OUTPUT_BYTES",
     "MAX_RENDER_SECONDS", "ExpressionError", "ExpressionLimitError", "check_mask_bounds",
     "compile_expression", "compile_mask", "luhn_valid", "render", "render_mask",
+    "renders_without_liquid",
     "validate_expression", "validate_mask",
 ]
 
@@ -107,6 +110,45 @@ class _TimedTablerowTag(TablerowTag):
     node_class = _TimedTablerowNode
 
 
+# A range literal is a Python range, which Liquid compares item by item, in C, where nothing can
+# check the budget: `(1..100000000000) contains "a"` would hold the process (and the GIL) for
+# hours. A range holds at most this many items (a loop runs at most 1,000 iterations anyway):
+# a scan of it takes under a millisecond, and an expression's length bounds how many it makes.
+MAX_RANGE_ITEMS = 10_000
+_make_range = RangeLiteral._make_range
+
+
+def _bounded_range(self: RangeLiteral, start: Any, stop: Any) -> range:
+    made = _make_range(self, start, stop)
+    try:
+        items = len(made)
+    except OverflowError:
+        raise ExpressionLimitError() from None
+    if items > MAX_RANGE_ITEMS:
+        raise ExpressionLimitError()
+    return made
+
+
+# Liquid makes range literals in its parser, with no way to give it another class: the one
+# method that makes them is bounded here, for every template of the process (vaultgraph's
+# environment is the only one).
+RangeLiteral._make_range = _bounded_range  # type: ignore[method-assign]
+
+# Liquid's `uniq` compares every item with those before it: its work grows as the square of its
+# input, within one filter call (where the budget is checked only before it starts).
+MAX_UNIQ_ITEMS = 2_000
+
+
+def _bounded_uniq(uniq: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(uniq)
+    def bounded(sequence: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(sequence, list | tuple | range) and len(sequence) > MAX_UNIQ_ITEMS:
+            raise ExpressionLimitError()
+        return uniq(sequence, *args, **kwargs)
+
+    return bounded
+
+
 class _SandboxedEnvironment(Environment):
     template_class = _TimedTemplate
     loop_iteration_limit = 1_000
@@ -132,6 +174,7 @@ def _build_environment() -> Environment:
     env.add_tag(_TimedTablerowTag)
     for name, func in FILTERS.items():
         env.add_filter(name, func)
+    env.filters["uniq"] = _bounded_uniq(env.filters["uniq"])
     # Liquid's own filters too: every filter call is bounded in size and time.
     for name, func in list(env.filters.items()):
         env.filters[name] = bounded_filter(name, func)
@@ -244,6 +287,29 @@ def render_mask(mask: Any, *, data: Any) -> Any:
     return "" if shown is _MISSING else shown
 
 
+def renders_without_liquid(expression: Any) -> bool:
+    """Whether `expression` (an expression, or a mask: text, or an object or array whose text
+    leaves are expressions) holds only literal text and the shapes rendered without Liquid
+    (`_leaf_plan`: a look-up, or one of the vault's own filters over one), at most
+    `_DIRECT_LEAVES_AT_MOST` leaves: each a bounded step over bounded data, cheap enough for the
+    event loop whatever the caller wrote."""
+    leaves = 0
+    stack = [(expression, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            leaves += 1
+            if leaves > _DIRECT_LEAVES_AT_MOST or (
+                    "{" in value and _leaf_plan(value) is None):  # else literal text
+                return False
+        elif isinstance(value, Mapping | list | tuple):
+            if depth >= MAX_MASK_DEPTH:
+                return False
+            items = value.values() if isinstance(value, Mapping) else value
+            stack.extend((item, depth + 1) for item in items)
+    return True
+
+
 def check_mask_bounds(mask: Any, *, data: Any) -> None:
     """Render `mask` over the data it is written with: `ExpressionLimitError` over a bound.
 
@@ -261,6 +327,8 @@ def check_mask_bounds(mask: Any, *, data: Any) -> None:
 
 # `{{ data }}`, `{{ data.a.b }}`, `{{ data.items[0] }}`: a plain reference, no filters.
 _PLAIN_REFERENCE = re.compile(r"\{\{-?\s*data((?:\.[A-Za-z_][\w-]*|\[[0-9]{1,6}\])*)\s*-?\}\}")
+# `{{ data.a-}}`: Liquid reads `-}}` as whitespace control, where a key may end in `-`.
+_KEY_THEN_TRIM = re.compile(r"[\w-]-\}\}")
 _REFERENCE_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[([0-9]{1,6})\]")
 # `**** {{ data.number | reveal_last: 4, "*" }}`: literal text (no braces) around one of the
 # vault's own string filters over a plain reference, with literal arguments (small integers,
@@ -309,7 +377,7 @@ def _leaf_plan(leaf: str) -> _Reference | _Filtered | None:
     directly (the same filter functions, bounds and output limit) saves a template render per
     leaf. tests/unit/test_expressions.py checks the direct render against Liquid's.
     """
-    if len(leaf) > MAX_EXPRESSION_LENGTH:
+    if len(leaf) > MAX_EXPRESSION_LENGTH or _KEY_THEN_TRIM.search(leaf):
         return None
     match = _PLAIN_REFERENCE.fullmatch(leaf)
     if match is not None:

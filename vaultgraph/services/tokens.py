@@ -25,6 +25,7 @@ from ..expressions import (
     ExpressionError,
     check_mask_bounds,
     render,
+    renders_without_liquid,
 )
 from ..pagination import Page
 from ..repository.tokens import TokenFilter, TokenRepository, TokenUnitOfWork
@@ -48,13 +49,17 @@ META_SEPARATOR = "\u001f"
 
 
 def renders_caller_expressions(body: dict) -> bool:
-    """Whether preparing a loaded create request renders an expression its caller wrote: an id
-    expression, a fingerprint or search index expression, a mask (rendered on write against
-    its bounds). Without them only the type's defaults render (`TokenService.prepare`)."""
+    """Whether preparing a loaded create request renders an expression its caller wrote that
+    needs Liquid: an id expression, a fingerprint or search index expression, a mask (rendered
+    on write against its bounds). The shapes rendered without Liquid (a look-up, or one of the
+    vault's own filters over one: `renders_without_liquid`) are cheap and bounded, and render
+    inline as the type's own expressions do (`TokenService.prepare`)."""
     raw_id = body.get("id")
-    return (body.get("fingerprint_expression") is not None or bool(body.get("search_indexes"))
-            or body.get("mask") is not None
-            or (raw_id is not None and ("{{" in raw_id or "{%" in raw_id)))
+    written = [body.get("fingerprint_expression"), body.get("mask"),
+               *(body.get("search_indexes") or ())]
+    if raw_id is not None and ("{{" in raw_id or "{%" in raw_id):
+        written.append(raw_id)
+    return not all(w is None or renders_without_liquid(w) for w in written)
 
 
 @dataclass
@@ -78,10 +83,13 @@ class Draft:
                                                DEFAULT_FINGERPRINT_EXPRESSION)
 
     def renders_caller_expressions(self) -> bool:
-        """Whether storing it renders an expression a caller wrote (its mask, checked against
-        its bounds; its search indexes; a fingerprint expression not its type's own)."""
-        return (self.mask is not None or bool(self.search_indexes)
-                or not self.fingerprints_by_its_type())
+        """Whether storing it renders an expression a caller wrote that needs Liquid (its mask,
+        checked against its bounds; its search indexes; a fingerprint expression not its
+        type's own), as `renders_caller_expressions` of a create request."""
+        written = [self.mask, *self.search_indexes]
+        if not self.fingerprints_by_its_type():
+            written.append(self.fingerprint_expression)
+        return not all(w is None or renders_without_liquid(w) for w in written)
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,8 +416,10 @@ class TokenService:
                 raise NotFound(NOT_FOUND)
             return await self._apply_update(uow, principal, node, patch)
 
-        # The transaction decides what to show; rendering happens after it commits, so no lock
-        # is held while a mask renders.
+        # The transaction decides what to show; the answer's mask renders after it commits, so
+        # no lock is held while it renders. (The token's own expressions render inside it, over
+        # the new data: in the renderer's threads when a caller wrote them for Liquid, so such
+        # an update holds the token's lock while it waits for a thread.)
         [body] = await self.render(principal, [await self.repo.unit_of_work(work)])
         return body
 

@@ -26,11 +26,19 @@ SSN = "512-63-0947"
 
 ALL_TOKEN = ["token:create", "token:read", "token:update", "token:delete"]
 
-# A create request's fields that render an expression its caller wrote, one at a time.
+# A create request's fields that render an expression its caller wrote through Liquid, one at
+# a time (two filters: no shape rendered without Liquid).
 CALLER_WRITTEN = [
+    {"fingerprint_expression": "{{ data.number | last4 | upcase }}"},
+    {"search_indexes": ["{{ data.number | last4 | upcase }}"]},
+    {"mask": {"number": "{{ data.number | last4 | upcase }}"}},
+    {"id": "card-{{ data.number | last4 | upcase }}"},
+]
+# The same fields in shapes rendered without Liquid (a look-up, or one of the vault's filters).
+CALLER_WRITTEN_DIRECT = [
     {"fingerprint_expression": "{{ data.number | last4 }}"},
-    {"search_indexes": ["{{ data.number | last4 }}"]},
-    {"mask": {"number": "{{ data.number | last4 }}"}},
+    {"search_indexes": ["{{ data.number }}"]},
+    {"mask": {"number": "{{ data.number | card_mask }}", "month": "{{ data.expiration_month }}"}},
     {"id": "card-{{ data.number | last4 }}"},
 ]
 
