@@ -354,7 +354,8 @@ async def test_a_json_body_keeps_every_byte_but_the_expressions(
 
 @pytest.mark.parametrize("raw", [
     '{"a": "{{ ID }}", "a": "x"}', '{"a": "x", "a": "{{ ID }}"}',
-    '{"ok": "{{ USABLE }}", "b": {"a": "\\u007b{ ID }}", "a": 1}}', '[{"a": 1, "a": 1}]'])
+    '{"ok": "{{ USABLE }}", "b": {"a": "\\u007b{ ID }}", "a": 1}}',
+    '[{"a": 1, "a": 1}, "{{ USABLE }}"]'])
 async def test_a_json_body_that_repeats_a_key_is_refused_and_nothing_is_sent(
         client, admin_headers, destination, proxy, tenant, raw):
     # A parser keeps one of the repeated values: the vault would check the expressions of the
@@ -375,6 +376,10 @@ async def test_a_json_body_that_repeats_a_key_is_refused_and_nothing_is_sent(
                              json={"a": f"{{{{ {usable} }}}}", "b": {"a": 1}})  # no repeat
     assert resp.status == 201 and json_of(destination.requests[-1]) == {
         "a": CANARY, "b": {"a": 1}}
+    # Without `{{` nothing in a body is replaced: it goes as sent, repeats and all.
+    resp = await client.post(proxied(proxy, "dup"), data=b'{"a": 1, "a": 2}',
+                             headers={**caller, "Content-Type": "application/json"})
+    assert resp.status == 201 and destination.requests[-1]["body"] == b'{"a": 1, "a": 2}'
 
 
 @pytest.mark.parametrize(("tail", "message"), [
