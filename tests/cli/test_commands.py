@@ -83,6 +83,13 @@ def test_a_tenant_name_its_administrators_name_cannot_follow_is_a_usage_error(
     assert cli("tenants", "list").lines() == before and not key_file.exists()
 
 
+def test_a_tenant_name_may_hold_the_spaces_of_any_script(cli):
+    for name in ("ACME\u00a0GmbH", "株式会社\u3000テスト"):
+        tenant = new_tenant(cli, name)
+        [admin] = cli("applications", "list", "--tenant", tenant["tenant_id"]).lines()
+        assert admin["name"] == f"{name} administrator"
+
+
 def test_the_longest_tenant_name_gives_a_200_character_administrator_name(cli):
     tenant = new_tenant(cli, "é" * 186)
     [admin] = cli("applications", "list", "--tenant", tenant["tenant_id"]).lines()

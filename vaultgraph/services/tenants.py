@@ -3,13 +3,14 @@ shown, and their wrapped keys re-wrapped under a new key-encryption key (KEK rot
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema, ValidationError, fields
 
 from ..applications.schemas import MAX_NAME, name_rules
 from ..auth import apikeys
@@ -34,14 +35,19 @@ ADMINISTRATOR_SUFFIX = " administrator"
 MAX_TENANT_NAME = MAX_NAME - len(ADMINISTRATOR_SUFFIX)
 
 
+def _printable(name: str) -> None:
+    # str.isprintable refuses every space but the ASCII one (a no-break space, an ideographic
+    # space), which names hold: those are kept, every other character it refuses is not.
+    if not all(c.isprintable() or unicodedata.category(c) == "Zs" for c in name):
+        raise ValidationError("must hold printable characters only")
+
+
 class _NameSchema(Schema):
     """A new tenant's name: an application's name with room for ADMINISTRATOR_SUFFIX, and only
     printable characters (the command line prints it, and a control character would end or
-    rewrite the line a terminal or a log shows)."""
+    rewrite the line a terminal or a log shows); a space of any script is printable here."""
 
-    name = fields.String(required=True, validate=[
-        *name_rules(MAX_TENANT_NAME),
-        validate.Predicate("isprintable", error="must hold printable characters only")])
+    name = fields.String(required=True, validate=[*name_rules(MAX_TENANT_NAME), _printable])
 
 
 _NAME = _NameSchema()
