@@ -216,6 +216,8 @@ def test_ids_are_3_to_400_characters_in_paths_and_bodies(full):
             if param["in"] == "path" and path.startswith("/applications"):
                 assert param["schema"]["format"] == "uuid"
     assert token_paths == 11
+    log_filter = _params(full, full["paths"]["/logs"]["get"])["token_id"]["schema"]
+    assert (log_filter["minLength"], log_filter["maxLength"]) == bounds  # as GET /logs enforces
     literal = full["components"]["schemas"]["CreateToken"]["properties"]["id"]["anyOf"][0]
     assert (literal["minLength"], literal["maxLength"]) == bounds
     pattern = re.compile(literal["pattern"])

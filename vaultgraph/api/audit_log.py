@@ -13,6 +13,7 @@ from ..audit.query import LogFilter
 from ..auth.permissions import ALL_PERMISSIONS, LOG_READ
 from ..errors import invalid
 from ..tokens.fields import INSTANT_YEARS, utc_instant, validate_token_id
+from ..tokens.schemas import TOKEN_ID_SCHEMA
 from .endpoints import Endpoints, Reply
 from .paging import page_body, page_from_query
 from .request_io import principal
@@ -54,7 +55,8 @@ AuditEventPageSchema = page_of(AuditEventSchema, "AuditEventPageSchema")
 
 
 class LogQuery(Schema):
-    token_id = fields.String(metadata={"description": "Events that name this token."})
+    token_id = fields.String(metadata={**TOKEN_ID_SCHEMA,
+                                       "description": "Events that name this token."})
     application_id = fields.String(metadata={
         "description": "An application id (a UUID), or `system` for the service's own work "
                        "(expiry sweeps).",
