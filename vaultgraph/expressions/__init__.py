@@ -249,7 +249,7 @@ def _render_direct(source: str, data: Any) -> str | None:
     if plan is None:
         return None
     value = _lookup(data, plan.steps)
-    if type(value) is not str or len(value) > _DIRECT_TEXT_AT_MOST:
+    if type(value) is not str or len(value) > _WITHIN_OUTPUT_LIMIT:
         return None
     return value if type(plan) is _Reference else _render_filtered(plan, value)
 
@@ -346,9 +346,10 @@ _DIRECT_FILTERS = frozenset({"reveal_last", "reveal", "last4", "pad_left", "pad_
                              "card_mask", "card_bin", "stringify", "json_stringify",
                              "to_string", "to_base64", "to_base16"})
 _MISSING = object()
-# The longest text a plain reference hands back as it is (`render`): far below the output limit
-# in UTF-8 bytes, so that limit needs no check.
-_DIRECT_TEXT_AT_MOST = MAX_OUTPUT_BYTES // 4
+# Text of at most this many characters is within the output limit in UTF-8 bytes (4 at most a
+# character), so only longer text needs encoding to be checked; `render` hands back a plain
+# reference's text as it is only up to this length.
+_WITHIN_OUTPUT_LIMIT = MAX_OUTPUT_BYTES // 4
 # What a reference shows as it is, by exact type (the common case; subclasses by isinstance).
 _SCALARS = frozenset({str, int, float, bool})
 
@@ -434,7 +435,7 @@ def _filtered_text(apply: Callable[..., Any], value: str, arguments: tuple[str |
     if not isinstance(shown, str):
         raise ExpressionError("expression could not be rendered")
     output = f"{prefix}{shown}{suffix}" if prefix or suffix else shown
-    if len(output) > MAX_OUTPUT_BYTES // 4:
+    if len(output) > _WITHIN_OUTPUT_LIMIT:
         try:
             size = len(output.encode())
         except UnicodeEncodeError:

@@ -59,6 +59,11 @@ def renders_caller_expressions(body: dict) -> bool:
                *(body.get("search_indexes") or ())]
     if raw_id is not None and ("{{" in raw_id or "{%" in raw_id):
         written.append(raw_id)
+    return _needs_liquid(written)
+
+
+def _needs_liquid(written: list[Any]) -> bool:
+    """Whether one of the caller's expressions (None: not given) needs Liquid."""
     return not all(w is None or renders_without_liquid(w) for w in written)
 
 
@@ -89,7 +94,7 @@ class Draft:
         written = [self.mask, *self.search_indexes]
         if not self.fingerprints_by_its_type():
             written.append(self.fingerprint_expression)
-        return not all(w is None or renders_without_liquid(w) for w in written)
+        return _needs_liquid(written)
 
 
 @dataclass(frozen=True, slots=True)
