@@ -308,20 +308,27 @@ async def run_ops(op, items: list, start: int, n: int, concurrency: int,
     errors."""
     concurrency = max(1, concurrency)
 
-    async def lane(first: int) -> int:
+    async def lane(first: int, one_at_a_time: bool) -> int:
         errors = 0
         for i in range(first, start + n, concurrency):
             try:
-                await op(items[i % len(items)])
+                linked_later = await op(items[i % len(items)])
             except Exception:  # counted, as the service side counts answers >= 400
                 errors += 1
+                continue
+            if one_at_a_time and linked_later:
+                # An event linked with no one waiting (an association's) is batched at once:
+                # the service's, one request at a time, is put in a batch of its own before
+                # the next request arrives, and so is the bare client's.
+                await audit.settle()
         return errors
 
-    # As the service's requests come, one at a time or several in flight: the audit writer
-    # batches what is pending. A write's event is settled by a block once the settle wait has
-    # passed (services/audit_writer.py `pin`), which no request waits for; the service's
-    # one-at-a-time requests are batched so too, and so are the bare client's operations.
-    errors = sum(await asyncio.gather(*(lane(start + k) for k in range(concurrency))))
+    # A write event settled by a block (a create's, an update's, a tokenize's) is held for the
+    # settle wait (services/audit_writer.py `pin`), which no request waits for: the service's
+    # requests one at a time are batched so, and so are the bare client's operations, which
+    # settle them once at the end.
+    errors = sum(await asyncio.gather(*(lane(start + k, concurrency == 1)
+                                        for k in range(concurrency))))
     await audit.settle()
     return errors
 

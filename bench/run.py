@@ -67,8 +67,8 @@ def http_pool(w: Workload, ctx: Context, rng: random.Random) -> list[Request]:
 def bare_op(w: Workload, ctx: Context):
     """One bare request of `w`: the workload's driver work inside its share of the audit
     trail."""
-    async def op(item) -> None:
-        await audited(ctx, w.http(item), w.bare(ctx, item))
+    async def op(item) -> bool:  # whether its event waits to be linked (`audited`)
+        return await audited(ctx, w.http(item), w.bare(ctx, item))
     return op
 
 

@@ -236,11 +236,13 @@ class BareDriver:
         return result
 
 
-async def audited(ctx: Context, request: Request, work: Awaitable[None]) -> None:
+async def audited(ctx: Context, request: Request, work: Awaitable[None]) -> bool:
     """The bare side's share of the audit trail, the database work the service's audit
     middleware causes: a create's event stored complete by its own statement and settled by a
     block, another write's created by its own statement and linked into the chain afterwards;
-    any other event group-committed before the answer."""
+    any other event group-committed before the answer. Whether the event was handed over to
+    be linked with no one waiting (`record_later`): the writer batches it at once, not a settle
+    wait later as it does a settled write event."""
     note = audit_context.AuditNote(id=str(uuid.uuid4()), at=datetime.now(UTC),
                                    operation="token:read", route=f"{request.method} /tokens",
                                    trace_id=uuid.uuid4().hex, client_ip="127.0.0.1",
@@ -259,13 +261,15 @@ async def audited(ctx: Context, request: Request, work: Awaitable[None]) -> None
         event = {**note.skeleton(), "status": 200,
                  "transform": "mask" if note.transforms else None}
         if note.persisted and ctx.write_form is not None and not ctx.write_form.linked_after:
-            return  # handed over before the write (bench/audit_forms.py `intent`)
+            return False  # handed over before the write (bench/audit_forms.py `intent`)
         if note.placed is not None and note.persisted:  # ended as it declared: settled
             ctx.audit.pin(note.placed, arrival)
         elif note.persisted:
             ctx.audit.record_later(event, arrival, stored=note.stored)
+            return True
         else:
             await ctx.audit.record(event, arrival, stored=note.stored)
+        return False
 
 
 @dataclass(frozen=True)
