@@ -238,11 +238,12 @@ class BareDriver:
 
 async def audited(ctx: Context, request: Request, work: Awaitable[None]) -> bool:
     """The bare side's share of the audit trail, the database work the service's audit
-    middleware causes: a create's event stored complete by its own statement and settled by a
-    block, another write's created by its own statement and linked into the chain afterwards;
-    any other event group-committed before the answer. Whether the event was handed over to
-    be linked with no one waiting (`record_later`): the writer batches it at once, not a settle
-    wait later as it does a settled write event."""
+    middleware causes: a write's event that ends as its write declared (a create's, an
+    update's) stored complete at its place by its own statement and settled by a block,
+    another write's (an association's) created by its own statement and linked into the chain
+    afterwards; any other event group-committed before the answer. Whether the event was
+    handed over to be linked with no one waiting (`record_later`): the writer batches it at
+    once, not a settle wait later as it does a settled write event."""
     note = audit_context.AuditNote(id=str(uuid.uuid4()), at=datetime.now(UTC),
                                    operation="token:read", route=f"{request.method} /tokens",
                                    trace_id=uuid.uuid4().hex, client_ip="127.0.0.1",
