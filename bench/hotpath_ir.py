@@ -308,7 +308,7 @@ async def run_ops(op, items: list, start: int, n: int, concurrency: int,
     errors."""
     concurrency = max(1, concurrency)
 
-    async def lane(first: int, one_at_a_time: bool) -> int:
+    async def lane(first: int) -> int:
         errors = 0
         for i in range(first, start + n, concurrency):
             try:
@@ -316,7 +316,7 @@ async def run_ops(op, items: list, start: int, n: int, concurrency: int,
             except Exception:  # counted, as the service side counts answers >= 400
                 errors += 1
                 continue
-            if one_at_a_time and linked_later:
+            if concurrency == 1 and linked_later:
                 # An event linked with no one waiting (an association's) is batched at once:
                 # the service's, one request at a time, is put in a batch of its own before
                 # the next request arrives, and so is the bare client's.
@@ -327,8 +327,7 @@ async def run_ops(op, items: list, start: int, n: int, concurrency: int,
     # settle wait (services/audit_writer.py `pin`), which no request waits for: the service's
     # requests one at a time are batched so, and so are the bare client's operations, which
     # settle them once at the end.
-    errors = sum(await asyncio.gather(*(lane(start + k, concurrency == 1)
-                                        for k in range(concurrency))))
+    errors = sum(await asyncio.gather(*(lane(start + k) for k in range(concurrency))))
     await audit.settle()
     return errors
 
