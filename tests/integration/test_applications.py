@@ -107,6 +107,8 @@ INVALID_BODIES = [
     ({}, "name"),
     ({"name": ""}, "name"),
     ({"name": "   "}, "name"),
+    ({"name": "support\nadmin"}, "name"),
+    ({"name": "support\x1b[2K"}, "name"),
     ({"name": "x" * 201}, "name"),
     ({"name": 7}, "name"),
     ({"name": "a", "permissions": ["token:fly"]}, "permissions.0"),
@@ -138,6 +140,17 @@ async def test_invalid_application_is_a_400_naming_the_field(client, admin_heade
     assert resp.content_type == "application/problem+json"
     problem = await resp.json()
     assert field in problem["errors"], problem
+
+
+async def test_a_name_may_hold_spaces_of_any_script_and_no_control_character(client,
+                                                                             admin_headers):
+    name = "caf\u00e9\u00a0ops\u3000\u652f\u6255"
+    created = await make_application(client, admin_headers, name=name)
+    assert created["name"] == name
+    resp = await client.put(f"/applications/{created['id']}", json={"name": "ops\tteam"},
+                            headers=admin_headers)
+    assert resp.status == 400
+    assert list((await resp.json())["errors"]) == ["name"]
 
 
 async def test_fifty_rules_are_accepted(client, admin_headers):

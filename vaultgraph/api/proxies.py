@@ -13,6 +13,7 @@ import uuid
 from aiohttp import web
 from marshmallow import RAISE, Schema, fields, validate
 
+from ..applications.schemas import name_rules
 from ..audit import context as audit_context
 from ..auth.permissions import PROXY_CREATE, PROXY_DELETE, PROXY_READ, PROXY_UPDATE, TOKEN_USE
 from ..services.proxy import (
@@ -52,7 +53,7 @@ class ProxySchema(Schema):
     class Meta:
         unknown = RAISE
 
-    name = fields.String(required=True, validate=validate.Length(min=1, max=MAX_NAME))
+    name = fields.String(required=True, validate=name_rules(MAX_NAME))
     destination_url = fields.String(required=True, metadata={
         "format": "uri", "description": "`https` (unless the vault allows http); no query, "
         "fragment or credentials; not a loopback, private, link-local or reserved address, "
@@ -71,7 +72,7 @@ class ProxyPatchSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    name = fields.String(validate=validate.Length(min=1, max=MAX_NAME))
+    name = fields.String(validate=name_rules(MAX_NAME))
     destination_url = fields.String(metadata={"format": "uri"})
     description = fields.String(allow_none=True, validate=validate.Length(max=MAX_DESCRIPTION))
     header_allowlist = fields.List(fields.String(validate=validate.Length(min=1, max=100)),

@@ -6,6 +6,8 @@ Messages name the rule, never the submitted value.
 
 from __future__ import annotations
 
+import unicodedata
+
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
 
 from ..auth.permissions import ALL_PERMISSIONS, TOKEN_PERMISSIONS
@@ -21,10 +23,21 @@ MAX_PRIORITY = 2**31 - 1
 
 
 def name_rules(max_length: int = MAX_NAME) -> list[validate.Validator]:
-    """An application's name: 1 to `max_length` (MAX_NAME) characters, not only white space.
-    A tenant's name follows it too, with room for its administrator application's name."""
+    """A name (an application's, a tenant's, a proxy's): 1 to `max_length` (MAX_NAME)
+    characters, not only white space, printable characters only (`printable`). A tenant's name
+    leaves room for its administrator application's name."""
     return [validate.Length(min=1, max=max_length),
-            validate.Regexp(r"\S", error="must not be blank")]
+            validate.Regexp(r"\S", error="must not be blank"), printable]
+
+
+def printable(name: str) -> None:
+    """Only printable characters: a name is printed by the command line, listed, and logged,
+    and a control character would end or rewrite the line a terminal or a log shows.
+    `str.isprintable` refuses every space but the ASCII one (a no-break space, an ideographic
+    space), which names hold: those are kept, every other character it refuses is not."""
+    if not name.isprintable() and not all(
+            c.isprintable() or unicodedata.category(c) == "Zs" for c in name):
+        raise ValidationError("must hold printable characters only")
 
 
 class _Container(fields.String):

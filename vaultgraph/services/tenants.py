@@ -3,14 +3,13 @@ shown, and their wrapped keys re-wrapped under a new key-encryption key (KEK rot
 
 from __future__ import annotations
 
-import unicodedata
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from marshmallow import Schema, ValidationError, fields
+from marshmallow import Schema, fields
 
 from ..applications.schemas import MAX_NAME, name_rules
 from ..auth import apikeys
@@ -30,24 +29,16 @@ from ..tokens.fields import format_datetime
 
 NO_SUCH_TENANT = "No tenant with this id."
 # A tenant's administrator application is named after it, under the rule of every application's
-# name (1 to 200 characters, not blank): the tenant's name leaves room for the suffix.
+# name (1 to 200 printable characters, not blank): the tenant's name leaves room for the suffix.
 ADMINISTRATOR_SUFFIX = " administrator"
 MAX_TENANT_NAME = MAX_NAME - len(ADMINISTRATOR_SUFFIX)
 
 
-def _printable(name: str) -> None:
-    # str.isprintable refuses every space but the ASCII one (a no-break space, an ideographic
-    # space), which names hold: those are kept, every other character it refuses is not.
-    if not all(c.isprintable() or unicodedata.category(c) == "Zs" for c in name):
-        raise ValidationError("must hold printable characters only")
-
-
 class _NameSchema(Schema):
-    """A new tenant's name: an application's name with room for ADMINISTRATOR_SUFFIX, and only
-    printable characters (the command line prints it, and a control character would end or
-    rewrite the line a terminal or a log shows); a space of any script is printable here."""
+    """A new tenant's name: an application's name (`name_rules`) with room for
+    ADMINISTRATOR_SUFFIX."""
 
-    name = fields.String(required=True, validate=[*name_rules(MAX_TENANT_NAME), _printable])
+    name = fields.String(required=True, validate=name_rules(MAX_TENANT_NAME))
 
 
 _NAME = _NameSchema()

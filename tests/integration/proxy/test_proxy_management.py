@@ -104,6 +104,8 @@ async def test_a_refused_destination_is_a_400_naming_the_field(client, admin_hea
 @pytest.mark.parametrize(("body", "field"), [
     ({"destination_url": "https://a.example"}, "name"),
     ({"name": "", "destination_url": "https://a.example"}, "name"),
+    ({"name": "  ", "destination_url": "https://a.example"}, "name"),
+    ({"name": "p\r\nq", "destination_url": "https://a.example"}, "name"),
     ({"name": "p", "destination_url": "https://a.example", "extra": 1}, "extra"),
     ({"name": "p", "destination_url": "https://a.example", "header_allowlist": ["Cookie"]},
      "header_allowlist"),
