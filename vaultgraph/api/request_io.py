@@ -69,8 +69,10 @@ async def read_json(request: web.Request, content_type: str = "application/json"
     raw = await read_body(request)
     try:
         body = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise problems.BadRequest("The request body is not valid JSON.") from None
+    except orjson.JSONDecodeError as exc:
+        raise problems.BadRequest(
+            TOO_DEEP if nested_too_deeply(exc) else "The request body is not valid JSON."
+        ) from None
     if wide_integers.may_hold_one(raw, body):
         place = wide_integers.place_of_first(raw)
         if place is not None:
@@ -87,6 +89,16 @@ async def read_object(request: web.Request, content_type: str = "application/jso
 
 
 NOT_AN_OBJECT = "The request body must be a JSON object."
+# orjson reads JSON nested at most this deep; every field's own limit is far below it.
+JSON_DEPTH_READ = 1024
+TOO_DEEP = (f"The request body nests arrays or objects more than {JSON_DEPTH_READ:,} levels "
+            "deep, which no field allows.")
+
+
+def nested_too_deeply(exc: orjson.JSONDecodeError) -> bool:
+    """Whether orjson refused valid JSON for its depth alone (it says so in its message),
+    rather than for its syntax."""
+    return str(exc).startswith(("depth limit exceeded", "recursion limit"))
 
 
 def principal(request: web.Request):

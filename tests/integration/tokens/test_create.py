@@ -88,6 +88,18 @@ async def test_body_must_be_a_json_object(client, admin_headers):
     assert resp.status == 400
 
 
+@pytest.mark.parametrize("path", ["/tokens", "/tokenize", "/detokenize"])
+async def test_json_too_deep_to_read_is_told_apart_from_invalid_json(client, admin_headers,
+                                                                      path):
+    deep = b'{"type": "token", "data": ' + b"[" * 1100 + b"1" + b"]" * 1100 + b"}"
+    resp = await client.post(path, data=deep, headers={
+        **admin_headers, "Content-Type": "application/json"})
+    assert resp.status == 400
+    problem = await resp.json()
+    assert "more than 1,024 levels deep" in problem["detail"], problem
+    assert "not valid JSON" not in problem["detail"]
+
+
 async def test_create_needs_a_json_content_type(client, admin_headers):
     resp = await client.post("/tokens", data=b'{"type": "token", "data": 1}',
                              headers={**admin_headers, "Content-Type": "text/plain"})
