@@ -17,8 +17,10 @@ from typing import Any
 import orjson
 from aiohttp import web
 from marshmallow import Schema, fields
+from multidict import MultiMapping
 
 from ..auth import permissions
+from . import problems
 
 JSON = "application/json"
 PROBLEM_JSON = "application/problem+json"
@@ -223,6 +225,38 @@ def _value_dumper(field: fields.Field) -> tuple[Dumper | None, AsIs | None]:
     return lambda value: field.serialize("value", {"value": value}), None
 
 
+def _query_check(schemas: tuple[type[Schema], ...]) -> Callable[[MultiMapping[str]], None] | None:
+    """How a route that declares query parameters checks a query string: a parameter it does
+    not declare (a misspelt filter would otherwise widen the answer unseen) and one given twice
+    that takes one value are 400s naming the parameter. A schema's `QUERY_PREFIXES` declare
+    parameters by their start (`metadata.<key>`), each read as the route documents it. Routes
+    that declare none take no parameters and read none, so nothing is checked there."""
+    if not schemas:
+        return None
+    names: set[str] = set()
+    repeatable: set[str] = set()
+    prefixes: tuple[str, ...] = ()
+    for schema in schemas:
+        for name, declared in schema._declared_fields.items():
+            key = declared.data_key or name
+            names.add(key)
+            if isinstance(declared, fields.List):
+                repeatable.add(key)
+        prefixes += getattr(schema, "QUERY_PREFIXES", ())
+
+    def check(query: MultiMapping[str]) -> None:
+        seen: set[str] = set()
+        for name, _ in query.items():  # every pair: `keys()` lists a repeated name once
+            if name in names:
+                if name in seen and name not in repeatable:
+                    raise problems.invalid(name, "must be given once")
+                seen.add(name)
+            elif not (prefixes and name.startswith(prefixes)):
+                raise problems.invalid(name, "is not a query parameter of this route")
+
+    return check
+
+
 def _is_list(value: Any) -> bool:
     return type(value) is list
 
@@ -237,8 +271,12 @@ def _serve(endpoint: Endpoint, handler: Handler) -> Handler:
                for r in endpoint.replies}
     default = endpoint.replies[0].status
 
+    check_query = _query_check(endpoint.query)
+
     @functools.wraps(handler)
     async def serve(request: web.Request) -> web.StreamResponse:
+        if check_query is not None and request.query_string:
+            check_query(request.query)
         result = await handler(request)
         if endpoint.raw:
             return result

@@ -8,6 +8,8 @@ messages the suite fixes; a test holds the two together.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from marshmallow import Schema, fields
 
 from ..applications.schemas import ApplicationBodySchema
@@ -108,6 +110,11 @@ class PageQuery(Schema):
 class TokenFilterQuery(Schema):
     id = fields.List(fields.String(), metadata={"description": "Only these token ids."})
     type = fields.List(fields.String(), metadata={"description": "Only these token types."})
+
+
+class TokenListQuery(TokenFilterQuery):
+    """`GET /tokens`'s filters: its ids and types, and `metadata.<key>=<value>`."""
+    QUERY_PREFIXES: ClassVar[tuple[str, ...]] = ("metadata.",)
 
 
 class GraphQuery(Schema):

@@ -18,7 +18,7 @@ from .endpoints import MERGE_PATCH_JSON, Body, Endpoints, Reply
 from .loading import compile_loader
 from .paging import page_body, page_from_query
 from .request_io import principal, read_object
-from .schemas import TOKEN_PATH, PageQuery, TokenFilterQuery, TokenPageSchema
+from .schemas import TOKEN_PATH, PageQuery, TokenListQuery, TokenPageSchema
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()
@@ -57,7 +57,7 @@ async def create_token(request: web.Request):
     description="Filters are ANDed. `metadata.<key>=<value>` (repeatable with distinct keys) "
                 "matches metadata exactly and case-insensitively; a repeated key is ignored. "
                 "Data is returned per the caller's access rules.",
-    query=(TokenFilterQuery, PageQuery),
+    query=(TokenListQuery, PageQuery),
     replies=(Reply(200, "A page of tokens.", TokenPageSchema),))
 async def list_tokens(request: web.Request):
     query = request.query

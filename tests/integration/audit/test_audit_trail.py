@@ -1086,6 +1086,17 @@ async def test_bad_log_filters_are_400_naming_the_field(client, auditor, name, v
     assert resp.status == 400 and name in body["errors"], body
 
 
+@pytest.mark.parametrize(("params", "name", "message"), [
+    ([("operations", "token:read")], "operations", "is not a query parameter of this route"),
+    ([("outcome", "success"), ("outcome", "denied")], "outcome", "must be given once")])
+async def test_an_undeclared_or_repeated_log_filter_is_a_400_naming_it(client, auditor, params,
+                                                                       name, message):
+    resp = await client.get("/logs", params=params, headers=auditor)
+    body = await resp.json()
+    assert resp.status == 400, body
+    assert body["errors"] == {name: [message]}
+
+
 @pytest.mark.parametrize(("name", "value", "message"), [
     # ISO 8601 times whose offset puts them in year 0 or 10000 in UTC (the driver, converting
     # them to UTC, failed: a 500).
