@@ -109,6 +109,17 @@ class WrongKey(Misconfigured):
         "keys stored in Neo4j: configure the key ring the data was written with")
 
 
+class KeyInFlight(Conflict):
+    """An idempotency key whose first request is still running; the caller may retry after
+    `retry_after` seconds."""
+
+    default_detail = "The first request with this idempotency key is still running."
+
+    def __init__(self, detail: str | None = None, *, retry_after: int = 1):
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
 class KeyReused(VaultError):
     """An idempotency key sent again with another request."""
 

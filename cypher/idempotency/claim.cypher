@@ -9,6 +9,8 @@
 // transaction (repository/audit_prefix.py AUDIT_PREFIX), so a marked entry means the first request
 // was carried out and its answer lost; it becomes `unanswered` and the request is not run again.
 // The response ciphertext is returned only to a request with the same hash (a replay).
+// For an entry still pending: how long ago its request claimed it and how long its lease has
+// left, in milliseconds by the database's clock (a retry's Retry-After).
 MERGE (k:IdempotencyKey {application_id: $application_id, key: $key})
   ON CREATE SET k.new = true
   ON MATCH SET k._lock = true
@@ -30,4 +32,8 @@ REMOVE k.new
 RETURN claimed, k.state AS state, k.request_hash = $request_hash AS same_request,
        k.status AS status, k.content_type AS content_type,
        CASE WHEN k.request_hash = $request_hash THEN k.response_ct END AS response_ct,
-       k.token_ids AS token_ids, k.transforms AS transforms, k.rules AS rules
+       k.token_ids AS token_ids, k.transforms AS transforms, k.rules AS rules,
+       CASE WHEN k.state = 'pending'
+            THEN datetime().epochMillis - k.created_at.epochMillis END AS age_ms,
+       CASE WHEN k.state = 'pending'
+            THEN k.lease_until.epochMillis - datetime().epochMillis END AS lease_ms

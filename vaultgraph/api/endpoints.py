@@ -72,7 +72,10 @@ class Endpoint:
     # runs again, so no answer holding revealed data is kept to be shown after the token is
     # deleted or the caller's rule narrowed, and each retry leaves its own full audit event.
     reads_only: bool = False
-    # Answer fields never kept for an `Idempotency-Key` replay: a new API key is shown once.
+    # Answer fields never kept for an `Idempotency-Key` replay: a secret the service stores
+    # only as a digest (a new API key), which a kept answer, even encrypted, would store a
+    # second time. A secret already stored encrypted under the tenant's key (a webhook's) is
+    # kept with the rest of the answer, encrypted the same way, and replayed.
     shown_once: tuple[str, ...] = ()
 
     def reply(self, status: int) -> Reply | None:

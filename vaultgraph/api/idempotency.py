@@ -3,8 +3,10 @@ the header, after authentication (entries are per application) and rate limiting
 
 The first request under a key runs and its response is kept; a retry with the same request is
 answered with that response and `Idempotent-Replayed: true`; the rules themselves are in
-`services/idempotency.py`. A route that only reads (`Endpoint.reads_only`) ignores the header,
-and fields shown once (`Endpoint.shown_once`: a new API key) are not kept for a replay."""
+`services/idempotency.py`. A route that only reads (`Endpoint.reads_only`) ignores the header.
+The kept answer is encrypted under the tenant's key; a field the service stores only as a
+digest (`Endpoint.shown_once`: a new API key) is left out of it, so a replay answers without
+it. A webhook's secret, stored encrypted under the same key anyway, is kept and replayed."""
 
 from __future__ import annotations
 

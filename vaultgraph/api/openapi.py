@@ -121,7 +121,10 @@ PROBLEM_RESPONSES = {
                        "reveal rule an update needs, an application holding access the caller "
                        "lacks)."),
     404: ("NotFound", "No such resource, or one the caller may not see (the same answer)."),
-    409: ("Conflict", "The id is taken."),
+    409: ("Conflict", "The id is taken; or, under an `Idempotency-Key`, its first request is "
+                      "still running (type `…/idempotency-key-in-flight`, with `Retry-After` "
+                      "seconds), or was carried out and its answer is not shown (type "
+                      "`…/conflict`; retrying does not change it)."),
     413: ("PayloadTooLarge", "The request body is too large."),
     415: ("UnsupportedMediaType", "The request body has the wrong Content-Type."),
     422: ("IdempotencyKeyReused", "The `Idempotency-Key` was first sent with another request "
@@ -168,7 +171,7 @@ def document(settings: Settings, endpoints: Iterable[Endpoint]) -> dict:
     for status, (name, description) in PROBLEM_RESPONSES.items():
         response = {"description": f"{HTTPStatus(status).phrase}: {description}",
                     "content": {PROBLEM_JSON: {"schema": "Problem"}}}
-        if status in (429, 503):
+        if status in (409, 429, 503):  # a 409 only when an Idempotency-Key is in flight
             response["headers"] = {"Retry-After": {"schema": {"type": "integer"}}}
         spec.components.response(name, response)
     for name, schema in SCHEMAS.items():

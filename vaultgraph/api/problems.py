@@ -68,6 +68,9 @@ Forbidden = _problem(403, "forbidden")
 NotFound = _problem(404, "not-found")
 MethodNotAllowed = _problem(405, "method-not-allowed")
 Conflict = _problem(409, "conflict")
+# The first request under an `Idempotency-Key` still running: a type of its own, so a client
+# tells "retry after Retry-After" apart from a 409 that retrying does not change.
+KeyInFlight = _problem(409, "idempotency-key-in-flight")
 RequestTimeout = _problem(408, "request-timeout")
 PayloadTooLarge = _problem(413, "payload-too-large")
 UnsupportedMediaType = _problem(415, "unsupported-media-type")
@@ -84,6 +87,7 @@ _BY_ERROR: dict[type[errors.VaultError], type[Problem]] = {
     errors.Unauthenticated: Unauthorized,
     errors.Forbidden: Forbidden,
     errors.NotFound: NotFound,
+    errors.KeyInFlight: KeyInFlight,
     errors.Conflict: Conflict,
     errors.UniquenessViolation: Conflict,
     errors.TooLarge: PayloadTooLarge,
@@ -101,7 +105,7 @@ def from_error(exc: errors.VaultError) -> Problem:
     problem = cls(exc.detail)
     if isinstance(exc, errors.Invalid) and exc.errors:
         problem.errors = exc.errors
-    if isinstance(exc, errors.Unavailable | errors.RateLimited):
+    if isinstance(exc, errors.Unavailable | errors.RateLimited | errors.KeyInFlight):
         problem.headers["Retry-After"] = str(exc.retry_after)
     return problem
 

@@ -1,5 +1,7 @@
-"""Webhook management API (services/webhooks.py): the secret is in a response body twice only,
-when a webhook is created and when its secret is rotated."""
+"""Webhook management API (services/webhooks.py): the secret is in a response body only when a
+webhook is created and when its secret is rotated, and in a replay of either under its
+`Idempotency-Key` (the kept answer is encrypted under the tenant's key, as the secret itself
+is stored: api/idempotency.py)."""
 
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ WEBHOOK_PATH = path(id=fields.String(required=True, metadata={**UUID,
 CREATE = CreateWebhookSchema()
 UPDATE = UpdateWebhookSchema()
 _NOT_SHOWN = "Its secret is never shown again (rotate it to get a new one)."
+_REPLAYED = ("A replay of this answer under the request's `Idempotency-Key` holds the same "
+             "`secret`; no read shows it.")
 _REACH = ("A webhook with a container outside the caller's `token:read` containers answers "
           "404, like an unknown id.")
 
@@ -51,10 +55,9 @@ def service(request: web.Request) -> WebhookService:
                 "`containers` must lie within the caller's `token:read` containers (403). An "
                 "unknown event type, or a URL that is not allowed, is a 400.",
     body=Body(CreateWebhookSchema, "The webhook."),
-    replies=(Reply(201, "Created, with its signing secret: shown in this answer only (a "
-                        "replay under the request's `Idempotency-Key` answers without "
-                        "`secret`).", NewWebhookSchema),),
-    errors=(403,), shown_once=("secret",))
+    replies=(Reply(201, f"Created, with its signing secret. {_REPLAYED}",
+                   NewWebhookSchema),),
+    errors=(403,))
 async def create_webhook(request: web.Request):
     body = CREATE.load(await read_object(request))
     return await service(request).create(principal(request), body)
@@ -109,8 +112,9 @@ async def delete_webhook(request: web.Request):
     path_params=WEBHOOK_PATH,
     description="Deliveries carry a signature under each secret (two `v1,` signatures) until "
                 f"the previous one expires, 24 hours from now. {_REACH}",
-    replies=(Reply(201, "The new secret, shown in this answer only.", SecretSchema),),
-    errors=(404,), shown_once=("secret",))
+    replies=(Reply(201, f"The new secret. {_REPLAYED}",
+                   SecretSchema),),
+    errors=(404,))
 async def rotate_secret(request: web.Request):
     return await service(request).rotate_secret(principal(request), request.match_info["id"])
 

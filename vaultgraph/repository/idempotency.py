@@ -26,6 +26,9 @@ class Claim:
     token_ids: list[str] | None = None
     transforms: str | None = None  # JSON {transform: count}
     rules: str | None = None  # digest of the caller's access rules when the answer was kept
+    # A pending entry's: seconds since its request claimed it, and seconds its lease has left.
+    age: float | None = None
+    lease_left: float | None = None
 
 
 class IdempotencyRepository:
@@ -44,7 +47,7 @@ class IdempotencyRepository:
         r = records[0]
         return Claim(r["claimed"], r["state"], r["same_request"], r["status"],
                      r["content_type"], r["response_ct"], r["token_ids"], r["transforms"],
-                     r["rules"])
+                     r["rules"], _seconds(r["age_ms"]), _seconds(r["lease_ms"]))
 
     async def complete(self, *, application_id: str, key: str, claim: str, status: int,
                        content_type: str | None, response_ct: str,
@@ -69,3 +72,7 @@ class IdempotencyRepository:
     async def release(self, *, application_id: str, key: str, claim: str) -> None:
         await self._db.write_unaudited("idempotency/release", application_id=application_id,
                                        key=key, claim=claim)
+
+
+def _seconds(milliseconds: int | None) -> float | None:
+    return None if milliseconds is None else milliseconds / 1000

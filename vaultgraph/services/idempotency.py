@@ -2,7 +2,8 @@
 is kept per (application, key) for `ttl` seconds, with a keyed hash of the request, encrypted
 under the tenant's key (responses can hold revealed data). A retry with the same request gets
 the kept response again; another request under the key is refused (422); a retry while the
-first is still running is refused (409). The entries live in Neo4j under a uniqueness
+first is still running is refused (409, `KeyInFlight`, with the seconds after which a retry
+may find it done). The entries live in Neo4j under a uniqueness
 constraint, so this holds across replicas.
 
 Two things a kept answer must not outlive, each answered 409 instead of a replay:
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import re
 import uuid
 from dataclasses import dataclass
@@ -25,8 +27,8 @@ import orjson
 from ..audit import context as audit_context
 from ..auth.principal import Principal
 from ..crypto import CryptoError
-from ..errors import Conflict, IntegrityFailure, Invalid, KeyReused
-from ..repository.idempotency import IdempotencyRepository
+from ..errors import Conflict, IntegrityFailure, Invalid, KeyInFlight, KeyReused
+from ..repository.idempotency import Claim, IdempotencyRepository
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +37,8 @@ MAX_KEY_LENGTH = 255
 # Visible ASCII: what a UUID, a ULID or any client's random string is made of.
 KEY_SHAPE = re.compile(rf"[\x21-\x7e]{{1,{MAX_KEY_LENGTH}}}")
 KEY_RULE = f"must be 1 to {MAX_KEY_LENGTH} visible ASCII characters"
-IN_FLIGHT = "A request with this Idempotency-Key is still being processed; retry later."
+IN_FLIGHT = ("A request with this Idempotency-Key is still being processed; retry after the "
+             "time in Retry-After.")
 REUSED = "This Idempotency-Key was used with another request."
 UNANSWERED = ("The first request with this Idempotency-Key was carried out, but its answer was "
               "lost; it is not run again. Look up its result instead.")
@@ -67,10 +70,12 @@ def check_key(values: list[str]) -> str:
 
 
 class IdempotencyService:
-    def __init__(self, repo: IdempotencyRepository, *, ttl: float, lease: float):
+    def __init__(self, repo: IdempotencyRepository, *, ttl: float, lease: float,
+                 request_timeout: float):
         self._repo = repo
         self._ttl = ttl
         self._lease = lease
+        self._request_timeout = request_timeout
 
     @staticmethod
     def _aad_id(principal: Principal, key: str) -> str:
@@ -98,7 +103,7 @@ class IdempotencyService:
             audit_context.note_tokens(held.token_ids or [])
             raise Conflict(UNANSWERED)
         if held.state != "done" or held.response_ct is None:
-            raise Conflict(IN_FLIGHT)
+            raise KeyInFlight(IN_FLIGHT, retry_after=self._retry_after(held))
         if held.rules != rules_digest(principal) or not await self._repo.unchanged(
                 tenant_id=principal.tenant_id, application_id=principal.application_id,
                 key=key):
@@ -115,6 +120,16 @@ class IdempotencyService:
         if held.transforms:
             audit_context.note_transforms(orjson.loads(held.transforms))
         return Replay(held.status, held.content_type, kept)
+
+    def _retry_after(self, held: Claim) -> int:
+        """Seconds until a retry may find the key's first request done: what is left of its
+        database time (`VAULTGRAPH_REQUEST_TIMEOUT`, from its claim); past that (its process
+        gone, or its commit's answer lost), until its claim's lease runs out, when a retry
+        learns what it did. At least 1, at most the request timeout: a retry is cheap."""
+        left = self._request_timeout - (held.age or 0.0)
+        if left <= 0:
+            left = held.lease_left or 0.0
+        return max(1, min(math.ceil(left), math.ceil(self._request_timeout)))
 
     async def finish(self, principal: Principal, started: Started, *, status: int | None,
                      content_type: str | None, body: bytes | None,

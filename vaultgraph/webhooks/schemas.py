@@ -87,13 +87,15 @@ class WebhookSchema(Schema):
 
 class NewWebhookSchema(WebhookSchema):
     secret = fields.String(required=True, metadata={
-        "description": "`whsec_` and the base64 of 32 random bytes: shown in this answer only."})
+        "description": "`whsec_` and the base64 of 32 random bytes: shown in this answer only "
+                       "(and in its replay under the request's `Idempotency-Key`)."})
 
 
 class SecretSchema(Schema):
     secret = fields.String(required=True, metadata={
-        "description": "The new secret, shown in this answer only; the previous one also signs "
-                       "(a second `v1,` signature) for 24 hours."})
+        "description": "The new secret, shown in this answer only (and in its replay under the "
+                       "request's `Idempotency-Key`); the previous one also signs (a second "
+                       "`v1,` signature) for 24 hours."})
     previous_secret_expires_at = fields.String(required=True, metadata=DATE_TIME)
 
 

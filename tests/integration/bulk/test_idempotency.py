@@ -5,12 +5,13 @@ held by a uniqueness constraint and swept when expired."""
 from __future__ import annotations
 
 import asyncio
+import math
 
 import orjson
 from factories import audit_tenant, audit_tokens, key_headers, make_application, wait_blocked
 from tokens._support import ALL_TOKEN, rule
 
-from vaultgraph.api.typedefs import services_key
+from vaultgraph.api.typedefs import services_key, settings_key
 
 from ._support import MASTERCARD, VISA, application, call, card, cypher, token_count
 
@@ -89,6 +90,41 @@ async def test_a_key_in_flight_is_409(client, admin_headers, tenant):
     await pend(client, tenant, "in-flight", lapsed=True, unwritten=True)
     await call(client, "POST", "/tokens", headers, json=card(MASTERCARD), expect=201)
     assert await token_count(client, tenant.tenant_id) == 2
+
+
+async def test_a_key_in_flight_says_when_to_retry(client, admin_headers, tenant):
+    """The in-flight 409 has a type of its own (a client tells it from the 409s that retrying
+    does not change) and `Retry-After`: what is left of the first request's database time, or
+    past that, of its claim's lease; at least 1 s, at most the request timeout."""
+    budget = client.server.app[settings_key].request_timeout
+    timeout = math.ceil(budget)
+    headers = keyed(admin_headers, "in-flight-wait")
+    await call(client, "POST", "/tokens", headers, json=card(VISA), expect=201)
+
+    async def retry_after(*, age: float, lease: float) -> int:
+        await cypher(client, "MATCH (k:IdempotencyKey {tenant_id: $t, key: $k}) "
+                             "SET k.state = 'pending', "
+                             "k.created_at = datetime() - duration({milliseconds: $age}), "
+                             "k.lease_until = datetime() + duration({milliseconds: $lease})",
+                     t=tenant.tenant_id, k="in-flight-wait", age=int(age * 1000),
+                     lease=int(lease * 1000))
+        resp, problem = await call(client, "POST", "/tokens", headers, json=card(VISA),
+                                   expect=409)
+        assert problem["type"] == "https://vaultgraph.dev/problems/idempotency-key-in-flight"
+        assert "still being processed" in problem["detail"]
+        return int(resp.headers["Retry-After"])
+
+    assert await retry_after(age=0.0, lease=3600) == timeout  # just claimed: all of it left
+    assert await retry_after(age=budget - 2.6, lease=3600) == 3  # 2.6 s left: 3
+    # Past its database time: the lease's time left, within 1 and the request timeout.
+    assert await retry_after(age=budget + 60, lease=2.6) == 3
+    assert await retry_after(age=budget + 60, lease=3600) == timeout
+    assert await retry_after(age=budget + 60, lease=0.2) == 1
+    # The other 409s keep the plain type and no Retry-After: retrying them changes nothing.
+    await pend(client, tenant, "in-flight-wait", lapsed=True)
+    resp, problem = await call(client, "POST", "/tokens", headers, json=card(VISA), expect=409)
+    assert problem["type"] == "https://vaultgraph.dev/problems/conflict"
+    assert "Retry-After" not in resp.headers
 
 
 async def test_fifty_concurrent_retries_create_one_token(client, admin_headers, tenant):
