@@ -181,12 +181,22 @@ class _Routes:
             "params": _core.page_params(size=size, start=start)}
 
 
+PROXY_STATUS = "SVC-PROXY-STATUS"   # `forwarded` on the destination's answer (docs/proxy.md)
+# The client's own headers a proxied call keeps: the API key is the vault's (never forwarded),
+# and Accept-Encoding and Connection concern the connection to the vault (never forwarded
+# either). Its other defaults (Accept, User-Agent) are the client's, not the caller's: the vault
+# would forward them to the destination, so a call carries them only when the caller gives them.
+_PROXY_KEEPS = frozenset({_core.API_KEY_HEADER.lower(), "accept-encoding", "connection"})
+
+
 def _proxy_request(http: httpx.Client | httpx.AsyncClient, proxy_id: str, method: str,
                    path: str, json: Any, content: bytes | str | None,
                    headers: dict[str, str] | None, params: Any) -> httpx.Request:
-    """A call through a proxy: no Idempotency-Key of the client's own (the caller's, if any,
-    goes to the destination) and a body sent as given, JSON or not."""
-    kwargs: dict[str, Any] = {"params": params, "headers": dict(headers or {})}
+    """A call through a proxy: the caller's headers and none of the client's defaults (no
+    Idempotency-Key of its own either: the caller's, if any, goes to the destination) and a
+    body sent as given, JSON or not."""
+    given = httpx.Headers(headers or {})
+    kwargs: dict[str, Any] = {"params": params, "headers": given.copy()}
     if json is not None:
         import orjson
         kwargs["content"] = orjson.dumps(json)
@@ -194,7 +204,19 @@ def _proxy_request(http: httpx.Client | httpx.AsyncClient, proxy_id: str, method
     elif content is not None:
         kwargs["content"] = content
     target = f"/proxy/{_p(proxy_id)}/{quote(path.lstrip('/'), safe='/')}"
-    return http.build_request(method.upper(), target, **kwargs)
+    request = http.build_request(method.upper(), target, **kwargs)
+    for name in http.headers:
+        if name.lower() not in _PROXY_KEEPS and name not in given:
+            del request.headers[name]
+    return request
+
+
+def _vault_refused(response: httpx.Response) -> bool:
+    """The vault's own 429 (its rate limit, or no place among the tenant's calls in flight):
+    nothing was sent to the destination. A forwarded answer is never this, whatever its
+    status: the destination got the call."""
+    return (response.status_code == 429
+            and response.headers.get(PROXY_STATUS) != "forwarded")
 
 
 def _proxy_answer(response: httpx.Response) -> ProxyResponse:
@@ -202,9 +224,6 @@ def _proxy_answer(response: httpx.Response) -> ProxyResponse:
         _core.raise_for(response)   # the vault's own answer: a refusal or a 502
     return ProxyResponse(response.status_code, response.headers.get("Content-Type"),
                          response.content)
-
-
-PROXY_STATUS = "SVC-PROXY-STATUS"
 
 
 def _headers(api_key: str) -> dict[str, str]:
@@ -392,7 +411,9 @@ class Client:
         """Call the proxy's destination: `method` on destination_url + `/path`, the body's
         `{{ token_id }}` expressions replaced by the vault (never seen here). The destination's
         answer whatever its status; the vault's refusals raise. Sent once: a call may have
-        reached the destination, so it is retried only when the vault refused it (429)."""
+        reached the destination, so it is retried only when the vault itself refused it (a 429
+        without `SVC-PROXY-STATUS: forwarded`); the destination's own 429 is its answer. It
+        carries the caller's `headers`, none of the client's defaults (Accept, User-Agent)."""
         request = _proxy_request(self._http, proxy_id, method, path, json, content, headers,
                                  params)
         for attempt in range(self.retry.attempts):
@@ -400,7 +421,7 @@ class Client:
                 response = self._http.send(request)
             except httpx.TransportError as exc:
                 raise TransportError(f"{method} proxy {proxy_id}: {type(exc).__name__}") from exc
-            if response.status_code == 429 and attempt < self.retry.attempts - 1:
+            if _vault_refused(response) and attempt < self.retry.attempts - 1:
                 self._sleep(self.retry.wait(
                     attempt, _core.parse_retry_after(response.headers.get("Retry-After"))))
                 continue
@@ -612,7 +633,7 @@ class AsyncClient:
                 response = await self._http.send(request)
             except httpx.TransportError as exc:
                 raise TransportError(f"{method} proxy {proxy_id}: {type(exc).__name__}") from exc
-            if response.status_code == 429 and attempt < self.retry.attempts - 1:
+            if _vault_refused(response) and attempt < self.retry.attempts - 1:
                 await self._sleep(self.retry.wait(
                     attempt, _core.parse_retry_after(response.headers.get("Retry-After"))))
                 continue
