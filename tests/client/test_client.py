@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
+import neo4j
 import pytest
 from aiohttp import web
 
@@ -17,13 +19,16 @@ from vaultgraph.client import (
     AsyncClient,
     BadRequest,
     Client,
+    Conflict,
     NotFound,
     RateLimited,
     RetryPolicy,
     TransportError,
     Unauthorized,
     UnsupportedMediaType,
+    _core,
 )
+from vaultgraph.services.idempotency import IN_FLIGHT
 from vaultgraph.testing.service import free_port
 
 CARD = {"number": "4242424242424242", "expiration_month": 12, "expiration_year": 2030}
@@ -398,3 +403,136 @@ async def test_async_webhook_management(service, service_tenant):
         await vg.delete_webhook(hook["id"])
         with pytest.raises(NotFound):
             await vg.get_webhook(hook["id"])
+
+
+# -- a retry that finds this call's own first attempt still running ----------------------------
+
+class _Recording(httpx.HTTPTransport):
+    """The real transport, noting what each attempt got: its status, or the error raised."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.got: list[int | str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            response = super().handle_request(request)
+        except httpx.TransportError as exc:
+            self.got.append(type(exc).__name__)
+            raise
+        self.got.append(response.status_code)
+        return response
+
+
+def test_a_retry_that_finds_its_first_attempt_still_running_waits_for_its_answer(
+        vg, service, service_tenant, settings):
+    """The first attempt times out while the service still runs it: its link waits on a lock
+    this test holds on the parent token (and holds the Idempotency-Key's entry meanwhile). The
+    retry, under the same key, waits for that entry; the lock is let go while it waits, the
+    link is made, and the retry is told 409 "still being processed" (the first request is
+    not answered yet). That is this call's own request: the client waits and tries again, and
+    gets the first attempt's answer (a replay) instead of raising Conflict for a link that was
+    made."""
+    parent, child = uid("cust"), uid("card")
+    vg.create_token("token", "customer", id=parent)
+    vg.create_token("token", "card", id=child)
+    transport = _Recording()
+    slept: list[float] = []
+    with neo4j.GraphDatabase.driver(settings.neo4j_uri, auth=(
+            settings.neo4j_user, settings.resolved_neo4j_password())) as driver, \
+            driver.session(database=settings.neo4j_database) as session:
+        held = session.begin_transaction()
+        held.run("MATCH (t:Token {tenant_id: $tenant, id: $id}) SET t._lock = true",
+                 tenant=service_tenant.tenant_id, id=parent).consume()
+        release = threading.Timer(0.5, held.rollback)
+
+        def sleep(seconds: float) -> None:
+            slept.append(seconds)
+            if len(slept) == 1:   # the lock goes while the retry waits for the entry
+                release.start()
+            else:
+                time.sleep(0.5)
+
+        with Client(service.url, service_tenant.key, timeout=2.0, sleep=sleep,
+                    transport=transport) as impatient:
+            try:
+                link = impatient.link(parent, child)
+            finally:
+                if release.is_alive():
+                    release.join()
+                if not held.closed():
+                    held.rollback()
+    assert transport.got[:2] == ["ReadTimeout", 409] and transport.got[-1] == 201
+    assert (link["parent_id"], link["child_id"]) == (parent, child)
+    assert [t["id"] for t in vg.children(parent)["data"]] == [child]
+
+
+def _in_flight(retry_after: str | None = None) -> httpx.Response:
+    return httpx.Response(409, json={"type": "https://vaultgraph.dev/problems/conflict",
+                                     "title": "Conflict", "status": 409,
+                                     "detail": _core.IN_FLIGHT_DETAIL},
+                          headers={"Content-Type": "application/problem+json",
+                                   **({"Retry-After": retry_after} if retry_after else {})})
+
+
+def test_the_in_flight_409_is_the_services():
+    assert _core.IN_FLIGHT_DETAIL == IN_FLIGHT
+
+
+def test_an_in_flight_409_is_waited_for_only_after_an_attempt_that_may_have_run():
+    """Retry-After is honoured; a first attempt's in-flight 409 is another request's key (the
+    caller's own concurrent call), and every other 409 (an answer lost, a stale replay) is
+    final: both raise Conflict."""
+    def scripted(answers: list):
+        seen: list[str | None] = []
+
+        def handle(request: httpx.Request) -> httpx.Response:
+            seen.append(request.headers.get("Idempotency-Key"))
+            answer = answers.pop(0)
+            if isinstance(answer, type):
+                raise answer("lost", request=request)
+            return answer
+
+        return httpx.MockTransport(handle), seen
+
+    slept: list[float] = []
+    transport, seen = scripted([httpx.ReadTimeout, _in_flight("3"),
+                                httpx.Response(201, json={"id": "x"})])
+    with Client("http://vault.test", "k", sleep=slept.append, transport=transport) as vg:
+        assert vg.tokenize([{"type": "token", "data": 1}], idempotency_key="k1") == {"id": "x"}
+    assert slept[1:] == [3.0] and seen == ["k1"] * 3
+
+    transport, seen = scripted([_in_flight("3"), httpx.Response(201, json={})])
+    with Client("http://vault.test", "k", sleep=slept.append, transport=transport) as vg:
+        with pytest.raises(Conflict):
+            vg.tokenize([], idempotency_key="k2")
+    assert len(seen) == 1
+
+    lost = httpx.Response(409, json={"title": "Conflict", "status": 409,
+                                     "detail": "The first request … answer was lost; …"})
+    transport, seen = scripted([httpx.ReadTimeout, lost, httpx.Response(201, json={})])
+    with Client("http://vault.test", "k", sleep=slept.append, transport=transport) as vg:
+        with pytest.raises(Conflict):
+            vg.tokenize([], idempotency_key="k3")
+    assert len(seen) == 2
+
+
+async def test_the_async_client_waits_for_its_own_running_request():
+    answers: list = [httpx.ConnectTimeout, _in_flight(), _in_flight("1"),
+                     httpx.Response(200, json=[{"id": "x"}])]
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        answer = answers.pop(0)
+        if isinstance(answer, type):
+            raise answer("lost", request=request)
+        return answer
+
+    slept: list[float] = []
+
+    async def nap(seconds: float) -> None:
+        slept.append(seconds)
+
+    async with AsyncClient("http://vault.test", "k", sleep=nap,
+                           transport=httpx.MockTransport(handle)) as vg:
+        assert await vg.tokenize([{"type": "token", "data": 1}]) == [{"id": "x"}]
+    assert len(slept) == 3 and slept[2] == 1.0 and answers == []

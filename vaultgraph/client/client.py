@@ -269,7 +269,7 @@ class Client:
                 continue
             if _core.delete_done(method, retried_uncertain, response):
                 return None
-            if not last and _core.retryable(method, response):
+            if not last and _core.retryable(method, response, retried_uncertain):
                 retried_uncertain = retried_uncertain or _core.uncertain(response)
                 self._sleep(self.retry.wait(
                     attempt, _core.parse_retry_after(response.headers.get("Retry-After"))))
@@ -509,7 +509,7 @@ class AsyncClient:
                 continue
             if _core.delete_done(method, retried_uncertain, response):
                 return None
-            if not last and _core.retryable(method, response):
+            if not last and _core.retryable(method, response, retried_uncertain):
                 retried_uncertain = retried_uncertain or _core.uncertain(response)
                 await self._sleep(self.retry.wait(
                     attempt, _core.parse_retry_after(response.headers.get("Retry-After"))))
