@@ -7,17 +7,22 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
+import httpx
 import pytest
 from aiohttp import web
 from factories import service_env
 
 from vaultgraph.client import AsyncClient, Client, RetryPolicy
+from vaultgraph.client.client import DEFAULT_TIMEOUT, PROXY_CALL_LIMIT, PROXY_TIMEOUT
 from vaultgraph.client.errors import BadRequest, NotFound, RateLimited, ServerError
+from vaultgraph.services.proxy import CALL_TIME_LIMIT
 from vaultgraph.testing.service import ServiceProcess
 
 NUMBER = "4242424242424242"
+SLOW = DEFAULT_TIMEOUT + 1   # a destination slower than the client's timeout of other calls
 
 
 class _Processor(BaseHTTPRequestHandler):
@@ -31,6 +36,8 @@ class _Processor(BaseHTTPRequestHandler):
                           "headers": {k.lower(): v for k, v in self.headers.items()}})
         status = 402 if self.path.endswith("/declined") else (
             429 if self.path.endswith("/busy") else 200)
+        if self.path.endswith("/slow"):
+            time.sleep(SLOW)
         out = json.dumps({"received": len(body)}).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -205,3 +212,50 @@ def test_a_call_carries_the_callers_headers_not_the_clients_defaults(
     assert (given["accept"], given["content-type"], given["user-agent"],
             given["x-request-id"]) == ("application/xml", "application/xml", "shop/1.0", "r-1")
     assert not any(name.startswith("svc-") for name in {**plain, **given})
+
+
+# -- how long a call is waited for ------------------------------------------------------------
+
+class _Timeouts(httpx.HTTPTransport):
+    """The real transport, noting each request's read timeout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[float | None] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.read.append(request.extensions["timeout"]["read"])
+        return super().handle_request(request)
+
+
+def test_a_call_is_waited_for_as_long_as_the_vault_waits_for_it(service, admin_key, processor):
+    """The vault gives a destination 30 s; a client giving up sooner could not tell whether the
+    destination got the call. By default a call through a proxy is waited for that long and a
+    margin, and the destination's answer after the client's usual 10 s still arrives; a timeout
+    the caller gives (to the call, or to the client) is kept."""
+    assert PROXY_CALL_LIMIT == CALL_TIME_LIMIT and PROXY_TIMEOUT > CALL_TIME_LIMIT
+    base, seen = processor
+    transport = _Timeouts()
+    with Client(service.url, api_key=admin_key, transport=transport) as vg:
+        proxy = vg.create_proxy("slow", base)
+        assert vg.proxy(proxy["id"], "POST", "slow", json={"amount": 100}).status == 200
+        vg.proxy(proxy["id"], "GET", "x", timeout=3)
+    assert seen[-2]["path"] == "/slow"
+    assert transport.read == [DEFAULT_TIMEOUT, PROXY_TIMEOUT, 3]
+    transport.read.clear()
+    with Client(service.url, api_key=admin_key, timeout=4, transport=transport) as vg:
+        vg.proxy(proxy["id"], "GET", "x")
+    assert transport.read == [4]
+
+
+async def test_the_async_client_waits_as_long():
+    read: list[float | None] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        read.append(request.extensions["timeout"]["read"])
+        return httpx.Response(200, headers={"SVC-PROXY-STATUS": "forwarded"})
+
+    async with AsyncClient("http://vault.test", "k", transport=httpx.MockTransport(handle)) as vg:
+        await vg.proxy("p1", "GET")
+        await vg.proxy("p1", "GET", timeout=None)   # no timeout: the caller's choice
+    assert read == [PROXY_TIMEOUT, None]

@@ -36,6 +36,31 @@ from .types import (
 )
 
 DEFAULT_TIMEOUT = 10.0
+# The vault's limit on a call through a proxy, from its start to the answer's last byte
+# (docs/proxy.md; CALL_TIME_LIMIT in vaultgraph/services/proxy.py). By default `proxy()` waits
+# that long and a margin for the vault's own work around it, so that the answer comes — the
+# destination's, or the vault's 502 saying it did not come in time — before the client gives
+# up: a call the client gave up on may still have reached the destination.
+PROXY_CALL_LIMIT = 30.0
+PROXY_TIMEOUT = PROXY_CALL_LIMIT + 5.0
+
+
+class _Unset:
+    """A timeout the caller did not give (None is one: no timeout)."""
+
+    def __repr__(self) -> str:
+        return "unset"
+
+
+UNSET: Any = _Unset()
+
+
+def _timeouts(timeout: Any) -> tuple[Any, Any]:
+    """The timeout of the API's calls and of calls through a proxy: what the caller gave, for
+    both; else the defaults."""
+    if timeout is UNSET:
+        return DEFAULT_TIMEOUT, PROXY_TIMEOUT
+    return timeout, timeout
 
 
 def _p(token_id: str) -> str:
@@ -191,7 +216,7 @@ _PROXY_KEEPS = frozenset({_core.API_KEY_HEADER.lower(), "accept-encoding", "conn
 
 def _proxy_request(http: httpx.Client | httpx.AsyncClient, proxy_id: str, method: str,
                    path: str, json: Any, content: bytes | str | None,
-                   headers: dict[str, str] | None, params: Any) -> httpx.Request:
+                   headers: dict[str, str] | None, params: Any, timeout: Any) -> httpx.Request:
     """A call through a proxy: the caller's headers and none of the client's defaults (no
     Idempotency-Key of its own either: the caller's, if any, goes to the destination) and a
     body sent as given, JSON or not."""
@@ -204,7 +229,7 @@ def _proxy_request(http: httpx.Client | httpx.AsyncClient, proxy_id: str, method
     elif content is not None:
         kwargs["content"] = content
     target = f"/proxy/{_p(proxy_id)}/{quote(path.lstrip('/'), safe='/')}"
-    request = http.build_request(method.upper(), target, **kwargs)
+    request = http.build_request(method.upper(), target, timeout=timeout, **kwargs)
     for name in http.headers:
         if name.lower() not in _PROXY_KEEPS and name not in given:
             del request.headers[name]
@@ -233,9 +258,11 @@ def _headers(api_key: str) -> dict[str, str]:
 class Client:
     """The synchronous client (httpx.Client underneath; pass `transport=` to reuse one)."""
 
-    def __init__(self, base_url: str, api_key: str, *, timeout: float = DEFAULT_TIMEOUT,
+    def __init__(self, base_url: str, api_key: str, *,
+                 timeout: float | httpx.Timeout | None = UNSET,
                  retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep,
                  transport: httpx.BaseTransport | None = None):
+        timeout, self._proxy_timeout = _timeouts(timeout)
         self._http = httpx.Client(base_url=base_url, headers=_headers(api_key),
                                   timeout=timeout, transport=transport)
         self.retry = retry or RetryPolicy()
@@ -407,15 +434,18 @@ class Client:
 
     def proxy(self, proxy_id: str, method: str, path: str = "", *, json: Any = None,
               content: bytes | str | None = None, headers: dict[str, str] | None = None,
-              params: Any = None) -> ProxyResponse:
+              params: Any = None, timeout: float | httpx.Timeout | None = UNSET
+              ) -> ProxyResponse:
         """Call the proxy's destination: `method` on destination_url + `/path`, the body's
         `{{ token_id }}` expressions replaced by the vault (never seen here). The destination's
         answer whatever its status; the vault's refusals raise. Sent once: a call may have
         reached the destination, so it is retried only when the vault itself refused it (a 429
         without `SVC-PROXY-STATUS: forwarded`); the destination's own 429 is its answer. It
-        carries the caller's `headers`, none of the client's defaults (Accept, User-Agent)."""
+        carries the caller's `headers`, none of the client's defaults (Accept, User-Agent).
+        `timeout`: this call's, else the client's if one was given to it, else
+        `PROXY_TIMEOUT` (the vault's own 30 s limit on a call and a margin)."""
         request = _proxy_request(self._http, proxy_id, method, path, json, content, headers,
-                                 params)
+                                 params, self._proxy_timeout if timeout is UNSET else timeout)
         for attempt in range(self.retry.attempts):
             try:
                 response = self._http.send(request)
@@ -473,9 +503,11 @@ class Client:
 class AsyncClient:
     """The asynchronous client (httpx.AsyncClient underneath); the same methods, awaited."""
 
-    def __init__(self, base_url: str, api_key: str, *, timeout: float = DEFAULT_TIMEOUT,
+    def __init__(self, base_url: str, api_key: str, *,
+                 timeout: float | httpx.Timeout | None = UNSET,
                  retry: RetryPolicy | None = None, sleep: Callable[[float], Any] = asyncio.sleep,
                  transport: httpx.AsyncBaseTransport | None = None):
+        timeout, self._proxy_timeout = _timeouts(timeout)
         self._http = httpx.AsyncClient(base_url=base_url, headers=_headers(api_key),
                                        timeout=timeout, transport=transport)
         self.retry = retry or RetryPolicy()
@@ -623,11 +655,14 @@ class AsyncClient:
         m, p, o = _Routes.delete_proxy(proxy_id)
         return await self._send(m, p, **o)
 
-    async def proxy(self, proxy_id: str, method: str, path: str = "", *, json: Any = None,
-                    content: bytes | str | None = None, headers: dict[str, str] | None = None,
-                    params: Any = None) -> ProxyResponse:
+    async def proxy(
+            self, proxy_id: str, method: str, path: str = "", *, json: Any = None,
+            content: bytes | str | None = None, headers: dict[str, str] | None = None,
+            params: Any = None,
+            timeout: float | httpx.Timeout | None = UNSET,  # noqa: ASYNC109 - httpx's, per request
+            ) -> ProxyResponse:
         request = _proxy_request(self._http, proxy_id, method, path, json, content, headers,
-                                 params)
+                                 params, self._proxy_timeout if timeout is UNSET else timeout)
         for attempt in range(self.retry.attempts):
             try:
                 response = await self._http.send(request)
