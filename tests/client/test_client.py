@@ -16,6 +16,7 @@ from aiohttp import web
 
 from vaultgraph.client import (
     NO_RETRIES,
+    ApiError,
     AsyncClient,
     BadRequest,
     Client,
@@ -25,6 +26,7 @@ from vaultgraph.client import (
     RetryPolicy,
     TransportError,
     Unauthorized,
+    UnprocessableContent,
     UnsupportedMediaType,
     _core,
 )
@@ -536,3 +538,64 @@ async def test_the_async_client_waits_for_its_own_running_request():
                            transport=httpx.MockTransport(handle)) as vg:
         assert await vg.tokenize([{"type": "token", "data": 1}]) == [{"id": "x"}]
     assert len(slept) == 3 and slept[2] == 1.0 and answers == []
+
+
+# -- Idempotency-Key: every POST takes the caller's; a key reused is its own error -------------
+
+def test_every_post_that_writes_takes_the_callers_idempotency_key(vg):
+    """Sent twice under one key, each is done once: the second answer is the first's replay."""
+    url = f"https://hooks.example.com/{uid('in')}"
+    key = uid("idem")
+    hook = vg.create_webhook(url, events=["token.created"], idempotency_key=key)
+    again = vg.create_webhook(url, events=["token.created"], idempotency_key=key)
+    assert again["id"] == hook["id"]
+    assert [w["id"] for w in vg.list_webhooks(size=100)["data"] if w["url"] == url] == [
+        hook["id"]]
+    key = uid("idem")
+    rotated = vg.rotate_webhook_secret(hook["id"], idempotency_key=key)
+    replayed = vg.rotate_webhook_secret(hook["id"], idempotency_key=key)
+    assert replayed.get("secret") in (None, rotated["secret"])   # not rotated a second time
+    key = uid("idem")
+    event = vg.test_webhook(hook["id"], idempotency_key=key)["event_id"]
+    assert vg.test_webhook(hook["id"], idempotency_key=key)["event_id"] == event
+    vg.delete_webhook(hook["id"])
+
+    parent, child = uid("cust"), uid("card")
+    vg.create_token("token", "customer", id=parent)
+    vg.create_token("token", "card", id=child)
+    key = uid("idem")
+    link = vg.link(parent, child, idempotency_key=key)
+    assert link is not None and vg.link(parent, child, idempotency_key=key) == link
+    assert vg.link(parent, child) is None          # another key: already linked
+
+
+async def test_the_async_client_takes_the_callers_idempotency_key_too(service, service_tenant):
+    async with AsyncClient(service.url, service_tenant.key) as vg:
+        url = f"https://hooks.example.com/{uid('in')}"
+        key = uid("idem")
+        hook = await vg.create_webhook(url, events=["*"], idempotency_key=key)
+        assert (await vg.create_webhook(url, events=["*"], idempotency_key=key))["id"] == hook[
+            "id"]
+        key = uid("idem")
+        rotated = await vg.rotate_webhook_secret(hook["id"], idempotency_key=key)
+        replayed = await vg.rotate_webhook_secret(hook["id"], idempotency_key=key)
+        assert replayed.get("secret") in (None, rotated["secret"])
+        key = uid("idem")
+        event = (await vg.test_webhook(hook["id"], idempotency_key=key))["event_id"]
+        assert (await vg.test_webhook(hook["id"], idempotency_key=key))["event_id"] == event
+        await vg.delete_webhook(hook["id"])
+        parent, child = uid("cust"), uid("card")
+        await vg.create_token("token", "customer", id=parent)
+        await vg.create_token("token", "card", id=child)
+        key = uid("idem")
+        link = await vg.link(parent, child, idempotency_key=key)
+        assert link is not None and await vg.link(parent, child, idempotency_key=key) == link
+
+
+def test_a_key_reused_with_another_request_raises_its_own_error(vg):
+    key = uid("idem")
+    vg.create_token("token", {"v": 1}, idempotency_key=key)
+    with pytest.raises(UnprocessableContent) as err:
+        vg.create_token("token", {"v": 2}, idempotency_key=key)
+    assert isinstance(err.value, ApiError) and err.value.status == 422
+    assert err.value.type == "https://vaultgraph.dev/problems/idempotency-key-reused"

@@ -362,10 +362,11 @@ class Client:
         m, p, o = _Routes.parents(token_id, size, start, ids, types)
         return self._send(m, p, **o)
 
-    def link(self, parent_id: str, child_id: str) -> Link | None:
+    def link(self, parent_id: str, child_id: str, *,
+             idempotency_key: str | None = None) -> Link | None:
         """POST /tokens/{parent}/children/{child}: the link, or None when it already existed."""
         m, p, o = _Routes.link(parent_id, child_id)
-        return self._send(m, p, **o)
+        return self._send(m, p, idempotency_key=idempotency_key, **o)
 
     def unlink(self, parent_id: str, child_id: str) -> None:
         """DELETE /tokens/{parent}/children/{child}; a 404 on a retry is done, as for
@@ -461,10 +462,11 @@ class Client:
     # -- webhooks (docs/webhooks.md) ------------------------------------------------------------
 
     def create_webhook(self, url: str, *, events: list[str], containers: list[str] | None = None,
-                       description: str | None = None) -> dict:
+                       description: str | None = None,
+                       idempotency_key: str | None = None) -> dict:
         """POST /webhooks: the webhook with its `secret` (shown in this answer only)."""
         m, p, o = _Routes.create_webhook(url, events, containers, description)
-        return self._send(m, p, **o)
+        return self._send(m, p, idempotency_key=idempotency_key, **o)
 
     def list_webhooks(self, *, size: int | None = None, start: str | None = None) -> dict:
         m, p, o = _Routes.list_webhooks(size, start)
@@ -483,15 +485,15 @@ class Client:
         m, p, o = _Routes.delete_webhook(webhook_id)
         return self._send(m, p, **o)
 
-    def rotate_webhook_secret(self, webhook_id: str) -> dict:
+    def rotate_webhook_secret(self, webhook_id: str, *, idempotency_key: str | None = None) -> dict:
         """POST /webhooks/{id}/secret: the new secret; the old one signs for 24 h more."""
         m, p, o = _Routes.rotate_webhook_secret(webhook_id)
-        return self._send(m, p, **o)
+        return self._send(m, p, idempotency_key=idempotency_key, **o)
 
-    def test_webhook(self, webhook_id: str) -> dict:
+    def test_webhook(self, webhook_id: str, *, idempotency_key: str | None = None) -> dict:
         """POST /webhooks/{id}/test: queues a `webhook.test` event; its `event_id`."""
         m, p, o = _Routes.test_webhook(webhook_id)
-        return self._send(m, p, **o)
+        return self._send(m, p, idempotency_key=idempotency_key, **o)
 
     def webhook_deliveries(self, webhook_id: str, *, size: int | None = None,
                            start: str | None = None) -> dict:
@@ -599,9 +601,10 @@ class AsyncClient:
         m, p, o = _Routes.parents(token_id, size, start, ids, types)
         return await self._send(m, p, **o)
 
-    async def link(self, parent_id: str, child_id: str) -> Link | None:
+    async def link(self, parent_id: str, child_id: str, *,
+                   idempotency_key: str | None = None) -> Link | None:
         m, p, o = _Routes.link(parent_id, child_id)
-        return await self._send(m, p, **o)
+        return await self._send(m, p, idempotency_key=idempotency_key, **o)
 
     async def unlink(self, parent_id: str, child_id: str) -> None:
         m, p, o = _Routes.unlink(parent_id, child_id)
@@ -679,10 +682,11 @@ class AsyncClient:
 
     async def create_webhook(self, url: str, *, events: list[str],
                              containers: list[str] | None = None,
-                             description: str | None = None) -> dict:
+                             description: str | None = None,
+                             idempotency_key: str | None = None) -> dict:
         """POST /webhooks: the webhook with its `secret` (shown in this answer only)."""
         m, p, o = _Routes.create_webhook(url, events, containers, description)
-        return await self._send(m, p, **o)
+        return await self._send(m, p, idempotency_key=idempotency_key, **o)
 
     async def list_webhooks(self, *, size: int | None = None,
                             start: str | None = None) -> dict:
@@ -702,15 +706,17 @@ class AsyncClient:
         m, p, o = _Routes.delete_webhook(webhook_id)
         return await self._send(m, p, **o)
 
-    async def rotate_webhook_secret(self, webhook_id: str) -> dict:
+    async def rotate_webhook_secret(self, webhook_id: str, *,
+                                    idempotency_key: str | None = None) -> dict:
         """POST /webhooks/{id}/secret: the new secret; the old one signs for 24 h more."""
         m, p, o = _Routes.rotate_webhook_secret(webhook_id)
-        return await self._send(m, p, **o)
+        return await self._send(m, p, idempotency_key=idempotency_key, **o)
 
-    async def test_webhook(self, webhook_id: str) -> dict:
+    async def test_webhook(self, webhook_id: str, *,
+                           idempotency_key: str | None = None) -> dict:
         """POST /webhooks/{id}/test: queues a `webhook.test` event; its `event_id`."""
         m, p, o = _Routes.test_webhook(webhook_id)
-        return await self._send(m, p, **o)
+        return await self._send(m, p, idempotency_key=idempotency_key, **o)
 
     async def webhook_deliveries(self, webhook_id: str, *, size: int | None = None,
                                  start: str | None = None) -> dict:
