@@ -30,7 +30,6 @@ from vaultgraph.client import (
     UnsupportedMediaType,
     _core,
 )
-from vaultgraph.services.idempotency import IN_FLIGHT
 from vaultgraph.testing.service import free_port
 
 CARD = {"number": "4242424242424242", "expiration_month": 12, "expiration_year": 2030}
@@ -469,16 +468,16 @@ def test_a_retry_that_finds_its_first_attempt_still_running_waits_for_its_answer
     assert [t["id"] for t in vg.children(parent)["data"]] == [child]
 
 
-def _in_flight(retry_after: str | None = None) -> httpx.Response:
-    return httpx.Response(409, json={"type": "https://vaultgraph.dev/problems/conflict",
-                                     "title": "Conflict", "status": 409,
-                                     "detail": _core.IN_FLIGHT_DETAIL},
+def _in_flight(retry_after: str | None = None, *, typed: bool = False) -> httpx.Response:
+    """The service's in-flight 409: under a type of its own (`typed`), or under every 409's
+    type with the detail saying so."""
+    problem = ({"type": _core.IN_FLIGHT_TYPE, "detail": "The first request with this "
+                "Idempotency-Key is still running; retry after the time in Retry-After."}
+               if typed else {"type": "https://vaultgraph.dev/problems/conflict",
+                              "detail": _core.IN_FLIGHT_DETAIL})
+    return httpx.Response(409, json={**problem, "title": "Conflict", "status": 409},
                           headers={"Content-Type": "application/problem+json",
                                    **({"Retry-After": retry_after} if retry_after else {})})
-
-
-def test_the_in_flight_409_is_the_services():
-    assert _core.IN_FLIGHT_DETAIL == IN_FLIGHT
 
 
 def test_an_in_flight_409_is_waited_for_only_after_an_attempt_that_may_have_run():
@@ -498,13 +497,13 @@ def test_an_in_flight_409_is_waited_for_only_after_an_attempt_that_may_have_run(
         return httpx.MockTransport(handle), seen
 
     slept: list[float] = []
-    transport, seen = scripted([httpx.ReadTimeout, _in_flight("3"),
+    transport, seen = scripted([httpx.ReadTimeout, _in_flight("3", typed=True),
                                 httpx.Response(201, json={"id": "x"})])
     with Client("http://vault.test", "k", sleep=slept.append, transport=transport) as vg:
         assert vg.tokenize([{"type": "token", "data": 1}], idempotency_key="k1") == {"id": "x"}
     assert slept[1:] == [3.0] and seen == ["k1"] * 3
 
-    transport, seen = scripted([_in_flight("3"), httpx.Response(201, json={})])
+    transport, seen = scripted([_in_flight("3", typed=True), httpx.Response(201, json={})])
     with Client("http://vault.test", "k", sleep=slept.append, transport=transport) as vg:
         with pytest.raises(Conflict):
             vg.tokenize([], idempotency_key="k2")

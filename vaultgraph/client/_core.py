@@ -26,8 +26,9 @@ RETRY_STATUSES = frozenset({429, 502, 503, 504})
 # An attempt that got one of these (or no answer) may have done its work.
 UNCERTAIN_STATUSES = frozenset({502, 503, 504})
 # The service's 409 to a request whose Idempotency-Key is held by a request still running
-# (vaultgraph/services/idempotency.py IN_FLIGHT): its problem's `detail`, since its type and
-# title are every 409's (`…/conflict`, "Conflict").
+# (vaultgraph/services/idempotency.py): told apart from other 409s by its problem type, or, from
+# a service that gives it the type every 409 has (`…/conflict`), by its `detail`.
+IN_FLIGHT_TYPE = "https://vaultgraph.dev/problems/idempotency-key-in-flight"
 IN_FLIGHT_DETAIL = "A request with this Idempotency-Key is still being processed; retry later."
 
 
@@ -114,8 +115,11 @@ def delete_done(method: str, retried_uncertain: bool, response: httpx.Response) 
 
 def in_flight(response: httpx.Response) -> bool:
     """A 409 saying a request under the same Idempotency-Key is still being processed."""
-    return (response.status_code == 409
-            and problem_of(response).get("detail") == IN_FLIGHT_DETAIL)
+    if response.status_code != 409:
+        return False
+    problem = problem_of(response)
+    return (problem.get("type") == IN_FLIGHT_TYPE
+            or problem.get("detail") == IN_FLIGHT_DETAIL)
 
 
 def problem_of(response: httpx.Response) -> dict[str, Any]:
