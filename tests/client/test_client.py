@@ -5,24 +5,30 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
+import neo4j
 import pytest
 from aiohttp import web
 
 from vaultgraph.client import (
     NO_RETRIES,
+    ApiError,
     AsyncClient,
     BadRequest,
     Client,
+    Conflict,
     NotFound,
     RateLimited,
     RetryPolicy,
     TransportError,
     Unauthorized,
+    UnprocessableContent,
     UnsupportedMediaType,
+    _core,
 )
 from vaultgraph.testing.service import free_port
 
@@ -398,3 +404,197 @@ async def test_async_webhook_management(service, service_tenant):
         await vg.delete_webhook(hook["id"])
         with pytest.raises(NotFound):
             await vg.get_webhook(hook["id"])
+
+
+# -- a retry that finds this call's own first attempt still running ----------------------------
+
+class _Recording(httpx.HTTPTransport):
+    """The real transport, noting what each attempt got: its status, or the error raised."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.got: list[int | str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            response = super().handle_request(request)
+        except httpx.TransportError as exc:
+            self.got.append(type(exc).__name__)
+            raise
+        self.got.append(response.status_code)
+        return response
+
+
+def test_a_retry_that_finds_its_first_attempt_still_running_waits_for_its_answer(
+        vg, service, service_tenant, settings):
+    """The first attempt times out while the service still runs it: its link waits on a lock
+    this test holds on the parent token (and holds the Idempotency-Key's entry meanwhile). The
+    retry, under the same key, waits for that entry; the lock is let go while it waits, the
+    link is made, and the retry is told 409 "still being processed" (the first request is
+    not answered yet). That is this call's own request: the client waits and tries again, and
+    gets the first attempt's answer (a replay) instead of raising Conflict for a link that was
+    made."""
+    parent, child = uid("cust"), uid("card")
+    vg.create_token("token", "customer", id=parent)
+    vg.create_token("token", "card", id=child)
+    transport = _Recording()
+    slept: list[float] = []
+    with neo4j.GraphDatabase.driver(settings.neo4j_uri, auth=(
+            settings.neo4j_user, settings.resolved_neo4j_password())) as driver, \
+            driver.session(database=settings.neo4j_database) as session:
+        held = session.begin_transaction()
+        held.run("MATCH (t:Token {tenant_id: $tenant, id: $id}) SET t._lock = true",
+                 tenant=service_tenant.tenant_id, id=parent).consume()
+        release = threading.Timer(0.5, held.rollback)
+
+        def sleep(seconds: float) -> None:
+            slept.append(seconds)
+            if len(slept) == 1:   # the lock goes while the retry waits for the entry
+                release.start()
+            else:
+                time.sleep(0.5)
+
+        with Client(service.url, service_tenant.key, timeout=2.0, sleep=sleep,
+                    transport=transport) as impatient:
+            try:
+                link = impatient.link(parent, child)
+            finally:
+                if release.is_alive():
+                    release.join()
+                if not held.closed():
+                    held.rollback()
+    assert transport.got[:2] == ["ReadTimeout", 409] and transport.got[-1] == 201
+    assert (link["parent_id"], link["child_id"]) == (parent, child)
+    assert [t["id"] for t in vg.children(parent)["data"]] == [child]
+
+
+def _in_flight(retry_after: str | None = None, *, typed: bool = False) -> httpx.Response:
+    """The service's in-flight 409: under a type of its own (`typed`), or under every 409's
+    type with the detail saying so."""
+    problem = ({"type": _core.IN_FLIGHT_TYPE, "detail": "The first request with this "
+                "Idempotency-Key is still running; retry after the time in Retry-After."}
+               if typed else {"type": "https://vaultgraph.dev/problems/conflict",
+                              "detail": _core.IN_FLIGHT_DETAIL})
+    return httpx.Response(409, json={**problem, "title": "Conflict", "status": 409},
+                          headers={"Content-Type": "application/problem+json",
+                                   **({"Retry-After": retry_after} if retry_after else {})})
+
+
+def test_an_in_flight_409_is_waited_for_only_after_an_attempt_that_may_have_run():
+    """Retry-After is honoured; a first attempt's in-flight 409 is another request's key (the
+    caller's own concurrent call), and every other 409 (an answer lost, a stale replay) is
+    final: both raise Conflict."""
+    def scripted(answers: list):
+        seen: list[str | None] = []
+
+        def handle(request: httpx.Request) -> httpx.Response:
+            seen.append(request.headers.get("Idempotency-Key"))
+            answer = answers.pop(0)
+            if isinstance(answer, type):
+                raise answer("lost", request=request)
+            return answer
+
+        return httpx.MockTransport(handle), seen
+
+    slept: list[float] = []
+    transport, seen = scripted([httpx.ReadTimeout, _in_flight("3", typed=True),
+                                httpx.Response(201, json={"id": "x"})])
+    with Client("http://vault.test", "k", sleep=slept.append, transport=transport) as vg:
+        assert vg.tokenize([{"type": "token", "data": 1}], idempotency_key="k1") == {"id": "x"}
+    assert slept[1:] == [3.0] and seen == ["k1"] * 3
+
+    transport, seen = scripted([_in_flight("3", typed=True), httpx.Response(201, json={})])
+    with Client("http://vault.test", "k", sleep=slept.append, transport=transport) as vg:
+        with pytest.raises(Conflict):
+            vg.tokenize([], idempotency_key="k2")
+    assert len(seen) == 1
+
+    lost = httpx.Response(409, json={"title": "Conflict", "status": 409,
+                                     "detail": "The first request … answer was lost; …"})
+    transport, seen = scripted([httpx.ReadTimeout, lost, httpx.Response(201, json={})])
+    with Client("http://vault.test", "k", sleep=slept.append, transport=transport) as vg:
+        with pytest.raises(Conflict):
+            vg.tokenize([], idempotency_key="k3")
+    assert len(seen) == 2
+
+
+async def test_the_async_client_waits_for_its_own_running_request():
+    answers: list = [httpx.ConnectTimeout, _in_flight(), _in_flight("1"),
+                     httpx.Response(200, json=[{"id": "x"}])]
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        answer = answers.pop(0)
+        if isinstance(answer, type):
+            raise answer("lost", request=request)
+        return answer
+
+    slept: list[float] = []
+
+    async def nap(seconds: float) -> None:
+        slept.append(seconds)
+
+    async with AsyncClient("http://vault.test", "k", sleep=nap,
+                           transport=httpx.MockTransport(handle)) as vg:
+        assert await vg.tokenize([{"type": "token", "data": 1}]) == [{"id": "x"}]
+    assert len(slept) == 3 and slept[2] == 1.0 and answers == []
+
+
+# -- Idempotency-Key: every POST takes the caller's; a key reused is its own error -------------
+
+def test_every_post_that_writes_takes_the_callers_idempotency_key(vg):
+    """Sent twice under one key, each is done once: the second answer is the first's replay."""
+    url = f"https://hooks.example.com/{uid('in')}"
+    key = uid("idem")
+    hook = vg.create_webhook(url, events=["token.created"], idempotency_key=key)
+    again = vg.create_webhook(url, events=["token.created"], idempotency_key=key)
+    assert again["id"] == hook["id"]
+    assert [w["id"] for w in vg.list_webhooks(size=100)["data"] if w["url"] == url] == [
+        hook["id"]]
+    key = uid("idem")
+    rotated = vg.rotate_webhook_secret(hook["id"], idempotency_key=key)
+    replayed = vg.rotate_webhook_secret(hook["id"], idempotency_key=key)
+    assert replayed.get("secret") in (None, rotated["secret"])   # not rotated a second time
+    key = uid("idem")
+    event = vg.test_webhook(hook["id"], idempotency_key=key)["event_id"]
+    assert vg.test_webhook(hook["id"], idempotency_key=key)["event_id"] == event
+    vg.delete_webhook(hook["id"])
+
+    parent, child = uid("cust"), uid("card")
+    vg.create_token("token", "customer", id=parent)
+    vg.create_token("token", "card", id=child)
+    key = uid("idem")
+    link = vg.link(parent, child, idempotency_key=key)
+    assert link is not None and vg.link(parent, child, idempotency_key=key) == link
+    assert vg.link(parent, child) is None          # another key: already linked
+
+
+async def test_the_async_client_takes_the_callers_idempotency_key_too(service, service_tenant):
+    async with AsyncClient(service.url, service_tenant.key) as vg:
+        url = f"https://hooks.example.com/{uid('in')}"
+        key = uid("idem")
+        hook = await vg.create_webhook(url, events=["*"], idempotency_key=key)
+        assert (await vg.create_webhook(url, events=["*"], idempotency_key=key))["id"] == hook[
+            "id"]
+        key = uid("idem")
+        rotated = await vg.rotate_webhook_secret(hook["id"], idempotency_key=key)
+        replayed = await vg.rotate_webhook_secret(hook["id"], idempotency_key=key)
+        assert replayed.get("secret") in (None, rotated["secret"])
+        key = uid("idem")
+        event = (await vg.test_webhook(hook["id"], idempotency_key=key))["event_id"]
+        assert (await vg.test_webhook(hook["id"], idempotency_key=key))["event_id"] == event
+        await vg.delete_webhook(hook["id"])
+        parent, child = uid("cust"), uid("card")
+        await vg.create_token("token", "customer", id=parent)
+        await vg.create_token("token", "card", id=child)
+        key = uid("idem")
+        link = await vg.link(parent, child, idempotency_key=key)
+        assert link is not None and await vg.link(parent, child, idempotency_key=key) == link
+
+
+def test_a_key_reused_with_another_request_raises_its_own_error(vg):
+    key = uid("idem")
+    vg.create_token("token", {"v": 1}, idempotency_key=key)
+    with pytest.raises(UnprocessableContent) as err:
+        vg.create_token("token", {"v": 2}, idempotency_key=key)
+    assert isinstance(err.value, ApiError) and err.value.status == 422
+    assert err.value.type == "https://vaultgraph.dev/problems/idempotency-key-reused"

@@ -31,6 +31,7 @@ from .errors import (
     ServerError,
     TransportError,
     Unauthorized,
+    UnprocessableContent,
     UnsupportedMediaType,
     VaultgraphError,
 )
@@ -51,6 +52,6 @@ __all__ = [
     "Conflict", "Forbidden",
     "Graph", "Link", "NotFound", "PayloadTooLarge", "Proxy", "ProxyPage", "ProxyResponse",
     "RateLimited", "RetryPolicy", "ServerError",
-    "Token", "TokenPage", "TransportError", "Unauthorized", "UnsupportedMediaType",
-    "VaultgraphError",
+    "Token", "TokenPage", "TransportError", "Unauthorized", "UnprocessableContent",
+    "UnsupportedMediaType", "VaultgraphError",
 ]

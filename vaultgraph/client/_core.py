@@ -25,6 +25,11 @@ MERGE_PATCH = "application/merge-patch+json"
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 # An attempt that got one of these (or no answer) may have done its work.
 UNCERTAIN_STATUSES = frozenset({502, 503, 504})
+# The service's 409 to a request whose Idempotency-Key is held by a request still running
+# (vaultgraph/services/idempotency.py): told apart from other 409s by its problem type, or, from
+# a service that gives it the type every 409 has (`…/conflict`), by its `detail`.
+IN_FLIGHT_TYPE = "https://vaultgraph.dev/problems/idempotency-key-in-flight"
+IN_FLIGHT_DETAIL = "A request with this Idempotency-Key is still being processed; retry later."
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,10 @@ def build_request(client: httpx.Client | httpx.AsyncClient, method: str, path: s
     return client.build_request(method, path, **kwargs)
 
 
-def retryable(method: str, response: httpx.Response | None) -> bool:
+def retryable(method: str, response: httpx.Response | None,
+              retried_uncertain: bool = False) -> bool:
+    """Whether an attempt that got `response` (None: no answer) is tried again;
+    `retried_uncertain`: an earlier attempt of this call may have reached the service."""
     if response is None:
         # Transport error: the request may have been applied. POSTs carry their key, GETs and
         # DELETEs are idempotent; a PATCH is not retried (no key; a replay could undo a
@@ -84,6 +92,10 @@ def retryable(method: str, response: httpx.Response | None) -> bool:
         return method != "PATCH"
     if response.status_code == 429:
         return True   # refused before any work: retried for every method
+    if retried_uncertain and in_flight(response):
+        # This call's own earlier attempt, under the same key, is still running on the
+        # service: a later attempt gets its answer (a replay), so it is waited for.
+        return True
     # A 503 may be a write Neo4j committed whose answer was lost (docs/audit.md): a PATCH
     # (no key) is not run again, as after a transport error.
     return response.status_code in RETRY_STATUSES and method != "PATCH"
@@ -101,15 +113,28 @@ def delete_done(method: str, retried_uncertain: bool, response: httpx.Response) 
     return method == "DELETE" and retried_uncertain and response.status_code == 404
 
 
+def in_flight(response: httpx.Response) -> bool:
+    """A 409 saying a request under the same Idempotency-Key is still being processed."""
+    if response.status_code != 409:
+        return False
+    problem = problem_of(response)
+    return (problem.get("type") == IN_FLIGHT_TYPE
+            or problem.get("detail") == IN_FLIGHT_DETAIL)
+
+
+def problem_of(response: httpx.Response) -> dict[str, Any]:
+    """The answer's problem body, or {} when it has none."""
+    try:
+        problem = response.json()
+    except ValueError:
+        return {}
+    return problem if isinstance(problem, dict) else {}
+
+
 def raise_for(response: httpx.Response) -> None:
     if response.is_success:
         return
-    try:
-        problem = response.json()
-        if not isinstance(problem, dict):
-            problem = {}
-    except ValueError:
-        problem = {}
+    problem = problem_of(response)
     problem.setdefault("status", response.status_code)
     cls = error_for(response.status_code)
     raise cls(response.status_code, problem, response.headers.get(TRACE_HEADER),

@@ -36,6 +36,31 @@ from .types import (
 )
 
 DEFAULT_TIMEOUT = 10.0
+# The vault's limit on a call through a proxy, from its start to the answer's last byte
+# (docs/proxy.md; CALL_TIME_LIMIT in vaultgraph/services/proxy.py). By default `proxy()` waits
+# that long and a margin for the vault's own work around it, so that the answer comes — the
+# destination's, or the vault's 502 saying it did not come in time — before the client gives
+# up: a call the client gave up on may still have reached the destination.
+PROXY_CALL_LIMIT = 30.0
+PROXY_TIMEOUT = PROXY_CALL_LIMIT + 5.0
+
+
+class _Unset:
+    """A timeout the caller did not give (None is one: no timeout)."""
+
+    def __repr__(self) -> str:
+        return "unset"
+
+
+UNSET: Any = _Unset()
+
+
+def _timeouts(timeout: Any) -> tuple[Any, Any]:
+    """The timeout of the API's calls and of calls through a proxy: what the caller gave, for
+    both; else the defaults."""
+    if timeout is UNSET:
+        return DEFAULT_TIMEOUT, PROXY_TIMEOUT
+    return timeout, timeout
 
 
 def _p(token_id: str) -> str:
@@ -181,12 +206,22 @@ class _Routes:
             "params": _core.page_params(size=size, start=start)}
 
 
+PROXY_STATUS = "SVC-PROXY-STATUS"   # `forwarded` on the destination's answer (docs/proxy.md)
+# The client's own headers a proxied call keeps: the API key is the vault's (never forwarded),
+# and Accept-Encoding and Connection concern the connection to the vault (never forwarded
+# either). Its other defaults (Accept, User-Agent) are the client's, not the caller's: the vault
+# would forward them to the destination, so a call carries them only when the caller gives them.
+_PROXY_KEEPS = frozenset({_core.API_KEY_HEADER.lower(), "accept-encoding", "connection"})
+
+
 def _proxy_request(http: httpx.Client | httpx.AsyncClient, proxy_id: str, method: str,
                    path: str, json: Any, content: bytes | str | None,
-                   headers: dict[str, str] | None, params: Any) -> httpx.Request:
-    """A call through a proxy: no Idempotency-Key of the client's own (the caller's, if any,
-    goes to the destination) and a body sent as given, JSON or not."""
-    kwargs: dict[str, Any] = {"params": params, "headers": dict(headers or {})}
+                   headers: dict[str, str] | None, params: Any, timeout: Any) -> httpx.Request:
+    """A call through a proxy: the caller's headers and none of the client's defaults (no
+    Idempotency-Key of its own either: the caller's, if any, goes to the destination) and a
+    body sent as given, JSON or not."""
+    given = httpx.Headers(headers or {})
+    kwargs: dict[str, Any] = {"params": params, "headers": given.copy()}
     if json is not None:
         import orjson
         kwargs["content"] = orjson.dumps(json)
@@ -194,7 +229,19 @@ def _proxy_request(http: httpx.Client | httpx.AsyncClient, proxy_id: str, method
     elif content is not None:
         kwargs["content"] = content
     target = f"/proxy/{_p(proxy_id)}/{quote(path.lstrip('/'), safe='/')}"
-    return http.build_request(method.upper(), target, **kwargs)
+    request = http.build_request(method.upper(), target, timeout=timeout, **kwargs)
+    for name in http.headers:
+        if name.lower() not in _PROXY_KEEPS and name not in given:
+            del request.headers[name]
+    return request
+
+
+def _vault_refused(response: httpx.Response) -> bool:
+    """The vault's own 429 (its rate limit, or no place among the tenant's calls in flight):
+    nothing was sent to the destination. A forwarded answer is never this, whatever its
+    status: the destination got the call."""
+    return (response.status_code == 429
+            and response.headers.get(PROXY_STATUS) != "forwarded")
 
 
 def _proxy_answer(response: httpx.Response) -> ProxyResponse:
@@ -204,9 +251,6 @@ def _proxy_answer(response: httpx.Response) -> ProxyResponse:
                          response.content)
 
 
-PROXY_STATUS = "SVC-PROXY-STATUS"
-
-
 def _headers(api_key: str) -> dict[str, str]:
     return {_core.API_KEY_HEADER: api_key, "Accept": "application/json"}
 
@@ -214,9 +258,11 @@ def _headers(api_key: str) -> dict[str, str]:
 class Client:
     """The synchronous client (httpx.Client underneath; pass `transport=` to reuse one)."""
 
-    def __init__(self, base_url: str, api_key: str, *, timeout: float = DEFAULT_TIMEOUT,
+    def __init__(self, base_url: str, api_key: str, *,
+                 timeout: float | httpx.Timeout | None = UNSET,
                  retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep,
                  transport: httpx.BaseTransport | None = None):
+        timeout, self._proxy_timeout = _timeouts(timeout)
         self._http = httpx.Client(base_url=base_url, headers=_headers(api_key),
                                   timeout=timeout, transport=transport)
         self.retry = retry or RetryPolicy()
@@ -250,7 +296,7 @@ class Client:
                 continue
             if _core.delete_done(method, retried_uncertain, response):
                 return None
-            if not last and _core.retryable(method, response):
+            if not last and _core.retryable(method, response, retried_uncertain):
                 retried_uncertain = retried_uncertain or _core.uncertain(response)
                 self._sleep(self.retry.wait(
                     attempt, _core.parse_retry_after(response.headers.get("Retry-After"))))
@@ -316,10 +362,11 @@ class Client:
         m, p, o = _Routes.parents(token_id, size, start, ids, types)
         return self._send(m, p, **o)
 
-    def link(self, parent_id: str, child_id: str) -> Link | None:
+    def link(self, parent_id: str, child_id: str, *,
+             idempotency_key: str | None = None) -> Link | None:
         """POST /tokens/{parent}/children/{child}: the link, or None when it already existed."""
         m, p, o = _Routes.link(parent_id, child_id)
-        return self._send(m, p, **o)
+        return self._send(m, p, idempotency_key=idempotency_key, **o)
 
     def unlink(self, parent_id: str, child_id: str) -> None:
         """DELETE /tokens/{parent}/children/{child}; a 404 on a retry is done, as for
@@ -388,19 +435,24 @@ class Client:
 
     def proxy(self, proxy_id: str, method: str, path: str = "", *, json: Any = None,
               content: bytes | str | None = None, headers: dict[str, str] | None = None,
-              params: Any = None) -> ProxyResponse:
+              params: Any = None, timeout: float | httpx.Timeout | None = UNSET
+              ) -> ProxyResponse:
         """Call the proxy's destination: `method` on destination_url + `/path`, the body's
         `{{ token_id }}` expressions replaced by the vault (never seen here). The destination's
         answer whatever its status; the vault's refusals raise. Sent once: a call may have
-        reached the destination, so it is retried only when the vault refused it (429)."""
+        reached the destination, so it is retried only when the vault itself refused it (a 429
+        without `SVC-PROXY-STATUS: forwarded`); the destination's own 429 is its answer. It
+        carries the caller's `headers`, none of the client's defaults (Accept, User-Agent).
+        `timeout`: this call's, else the client's if one was given to it, else
+        `PROXY_TIMEOUT` (the vault's own 30 s limit on a call and a margin)."""
         request = _proxy_request(self._http, proxy_id, method, path, json, content, headers,
-                                 params)
+                                 params, self._proxy_timeout if timeout is UNSET else timeout)
         for attempt in range(self.retry.attempts):
             try:
                 response = self._http.send(request)
             except httpx.TransportError as exc:
                 raise TransportError(f"{method} proxy {proxy_id}: {type(exc).__name__}") from exc
-            if response.status_code == 429 and attempt < self.retry.attempts - 1:
+            if _vault_refused(response) and attempt < self.retry.attempts - 1:
                 self._sleep(self.retry.wait(
                     attempt, _core.parse_retry_after(response.headers.get("Retry-After"))))
                 continue
@@ -410,10 +462,11 @@ class Client:
     # -- webhooks (docs/webhooks.md) ------------------------------------------------------------
 
     def create_webhook(self, url: str, *, events: list[str], containers: list[str] | None = None,
-                       description: str | None = None) -> dict:
+                       description: str | None = None,
+                       idempotency_key: str | None = None) -> dict:
         """POST /webhooks: the webhook with its `secret` (shown in this answer only)."""
         m, p, o = _Routes.create_webhook(url, events, containers, description)
-        return self._send(m, p, **o)
+        return self._send(m, p, idempotency_key=idempotency_key, **o)
 
     def list_webhooks(self, *, size: int | None = None, start: str | None = None) -> dict:
         m, p, o = _Routes.list_webhooks(size, start)
@@ -432,15 +485,15 @@ class Client:
         m, p, o = _Routes.delete_webhook(webhook_id)
         return self._send(m, p, **o)
 
-    def rotate_webhook_secret(self, webhook_id: str) -> dict:
+    def rotate_webhook_secret(self, webhook_id: str, *, idempotency_key: str | None = None) -> dict:
         """POST /webhooks/{id}/secret: the new secret; the old one signs for 24 h more."""
         m, p, o = _Routes.rotate_webhook_secret(webhook_id)
-        return self._send(m, p, **o)
+        return self._send(m, p, idempotency_key=idempotency_key, **o)
 
-    def test_webhook(self, webhook_id: str) -> dict:
+    def test_webhook(self, webhook_id: str, *, idempotency_key: str | None = None) -> dict:
         """POST /webhooks/{id}/test: queues a `webhook.test` event; its `event_id`."""
         m, p, o = _Routes.test_webhook(webhook_id)
-        return self._send(m, p, **o)
+        return self._send(m, p, idempotency_key=idempotency_key, **o)
 
     def webhook_deliveries(self, webhook_id: str, *, size: int | None = None,
                            start: str | None = None) -> dict:
@@ -452,9 +505,11 @@ class Client:
 class AsyncClient:
     """The asynchronous client (httpx.AsyncClient underneath); the same methods, awaited."""
 
-    def __init__(self, base_url: str, api_key: str, *, timeout: float = DEFAULT_TIMEOUT,
+    def __init__(self, base_url: str, api_key: str, *,
+                 timeout: float | httpx.Timeout | None = UNSET,
                  retry: RetryPolicy | None = None, sleep: Callable[[float], Any] = asyncio.sleep,
                  transport: httpx.AsyncBaseTransport | None = None):
+        timeout, self._proxy_timeout = _timeouts(timeout)
         self._http = httpx.AsyncClient(base_url=base_url, headers=_headers(api_key),
                                        timeout=timeout, transport=transport)
         self.retry = retry or RetryPolicy()
@@ -488,7 +543,7 @@ class AsyncClient:
                 continue
             if _core.delete_done(method, retried_uncertain, response):
                 return None
-            if not last and _core.retryable(method, response):
+            if not last and _core.retryable(method, response, retried_uncertain):
                 retried_uncertain = retried_uncertain or _core.uncertain(response)
                 await self._sleep(self.retry.wait(
                     attempt, _core.parse_retry_after(response.headers.get("Retry-After"))))
@@ -546,9 +601,10 @@ class AsyncClient:
         m, p, o = _Routes.parents(token_id, size, start, ids, types)
         return await self._send(m, p, **o)
 
-    async def link(self, parent_id: str, child_id: str) -> Link | None:
+    async def link(self, parent_id: str, child_id: str, *,
+                   idempotency_key: str | None = None) -> Link | None:
         m, p, o = _Routes.link(parent_id, child_id)
-        return await self._send(m, p, **o)
+        return await self._send(m, p, idempotency_key=idempotency_key, **o)
 
     async def unlink(self, parent_id: str, child_id: str) -> None:
         m, p, o = _Routes.unlink(parent_id, child_id)
@@ -602,17 +658,20 @@ class AsyncClient:
         m, p, o = _Routes.delete_proxy(proxy_id)
         return await self._send(m, p, **o)
 
-    async def proxy(self, proxy_id: str, method: str, path: str = "", *, json: Any = None,
-                    content: bytes | str | None = None, headers: dict[str, str] | None = None,
-                    params: Any = None) -> ProxyResponse:
+    async def proxy(
+            self, proxy_id: str, method: str, path: str = "", *, json: Any = None,
+            content: bytes | str | None = None, headers: dict[str, str] | None = None,
+            params: Any = None,
+            timeout: float | httpx.Timeout | None = UNSET,  # noqa: ASYNC109 - httpx's, per request
+            ) -> ProxyResponse:
         request = _proxy_request(self._http, proxy_id, method, path, json, content, headers,
-                                 params)
+                                 params, self._proxy_timeout if timeout is UNSET else timeout)
         for attempt in range(self.retry.attempts):
             try:
                 response = await self._http.send(request)
             except httpx.TransportError as exc:
                 raise TransportError(f"{method} proxy {proxy_id}: {type(exc).__name__}") from exc
-            if response.status_code == 429 and attempt < self.retry.attempts - 1:
+            if _vault_refused(response) and attempt < self.retry.attempts - 1:
                 await self._sleep(self.retry.wait(
                     attempt, _core.parse_retry_after(response.headers.get("Retry-After"))))
                 continue
@@ -623,10 +682,11 @@ class AsyncClient:
 
     async def create_webhook(self, url: str, *, events: list[str],
                              containers: list[str] | None = None,
-                             description: str | None = None) -> dict:
+                             description: str | None = None,
+                             idempotency_key: str | None = None) -> dict:
         """POST /webhooks: the webhook with its `secret` (shown in this answer only)."""
         m, p, o = _Routes.create_webhook(url, events, containers, description)
-        return await self._send(m, p, **o)
+        return await self._send(m, p, idempotency_key=idempotency_key, **o)
 
     async def list_webhooks(self, *, size: int | None = None,
                             start: str | None = None) -> dict:
@@ -646,15 +706,17 @@ class AsyncClient:
         m, p, o = _Routes.delete_webhook(webhook_id)
         return await self._send(m, p, **o)
 
-    async def rotate_webhook_secret(self, webhook_id: str) -> dict:
+    async def rotate_webhook_secret(self, webhook_id: str, *,
+                                    idempotency_key: str | None = None) -> dict:
         """POST /webhooks/{id}/secret: the new secret; the old one signs for 24 h more."""
         m, p, o = _Routes.rotate_webhook_secret(webhook_id)
-        return await self._send(m, p, **o)
+        return await self._send(m, p, idempotency_key=idempotency_key, **o)
 
-    async def test_webhook(self, webhook_id: str) -> dict:
+    async def test_webhook(self, webhook_id: str, *,
+                           idempotency_key: str | None = None) -> dict:
         """POST /webhooks/{id}/test: queues a `webhook.test` event; its `event_id`."""
         m, p, o = _Routes.test_webhook(webhook_id)
-        return await self._send(m, p, **o)
+        return await self._send(m, p, idempotency_key=idempotency_key, **o)
 
     async def webhook_deliveries(self, webhook_id: str, *, size: int | None = None,
                                  start: str | None = None) -> dict:

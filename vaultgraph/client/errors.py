@@ -75,6 +75,13 @@ class UnsupportedMediaType(ApiError):
     status = 415
 
 
+class UnprocessableContent(ApiError):
+    """422: the Idempotency-Key was used before with another request
+    (type `…/idempotency-key-reused`); send this request under a new key."""
+
+    status = 422
+
+
 class RateLimited(ApiError):
     status = 429
 
@@ -85,7 +92,8 @@ class ServerError(ApiError):
 
 _BY_STATUS: dict[int, type[ApiError]] = {
     cls.status: cls for cls in (BadRequest, Unauthorized, Forbidden, NotFound, Conflict,
-                                PayloadTooLarge, UnsupportedMediaType, RateLimited)
+                                PayloadTooLarge, UnsupportedMediaType, UnprocessableContent,
+                                RateLimited)
 }
 
 
