@@ -6,10 +6,10 @@ accepts). A call names a proxy and a path under its destination; every token exp
 `{{ <token id> }}` / `{{ <token id> | <filter> }}` in the body (JSON, form-encoded, XML or
 text/plain) and in the headers the proxy allows is replaced by the token's revealed data, under
 `token:use` on the token's containers (the caller's read transform does not matter: `token:use`
-reveals to the destination, never to the caller). Expressions are the detokenize ones with at
-most one filter from a short allow-list (a refused or failed render must not tell the caller
-anything about the data); an unknown, foreign or unusable token is one 400 with the same text
-for each, and then nothing is sent.
+reveals to the destination, never to the caller). Expressions are the detokenize ones with one
+filter from a short allow-list, or a `json: "<$.path>"` selection then one of them (a refused
+or failed render must not tell the caller anything about the data); an unknown, foreign or
+unusable token is one 400 with the same text for each, and then nothing is sent.
 
 Nothing here keeps or logs a body, a header value or the destination's answer.
 """
@@ -88,8 +88,9 @@ NOT_TEXT = ("holds token expressions, which are replaced only in JSON, form-enco
             "text/plain bodies")
 NOT_ENCODED = "is not valid in its declared character set"
 REPEATED_KEY = "must not repeat a key in an object"
-NOT_ALLOWED_FILTER = ("may use one filter only, among last4, card_bin, card_mask, "
-                      "reveal_last: <0-99>, card_exp[: \"<format>\"] and json[: \"<$.path>\"]")
+NOT_ALLOWED_FILTER = ("may use one filter among last4, card_bin, card_mask, reveal_last: <0-99>, "
+                      "card_exp[: \"<format>\"] and json[: \"<$.path>\"], or json: \"<$.path>\" "
+                      "then one of the others but json (json: \"$.number\" | last4)")
 TOO_MANY_IN_FLIGHT = ("Too many of this tenant's proxy calls were waiting on their destinations "
                       "for this one to start in time; nothing was sent. Retry after the time in "
                       "Retry-After.")
@@ -430,35 +431,60 @@ def _failure(proxy: Route, exc: OutboundError) -> str:
 
 # The caller writes the filters, and a render that fails is a 400 where a success is forwarded:
 # a filter that could fail, or grow its input, depending on the data would tell the caller one
-# fact about the data per call. So an expression holds at most one filter, from this list of
-# filters that never fail on data decoded from JSON and whose output length does not depend on
-# the data beyond its own length (no Liquid: no output or time budget to exceed either).
+# fact about the data per call. So an expression holds one filter from this list of filters
+# that never fail on data decoded from JSON and whose output length does not depend on the data
+# beyond its own length (no Liquid: no output or time budget to exceed either), or two: a
+# selection `json: "<$.path>"` then one of the others but `json`. A selection never fails on
+# JSON data (a missing field is nothing) and is part of the data, its text no longer than the
+# data's; the filter after it then works on that part as it would on the whole.
 _NO_ARGUMENT = re.compile(r"^\s*(last4|card_bin|card_mask|card_exp|json)\s*$")
 _REVEAL_LAST = re.compile(r"^\s*reveal_last\s*:\s*([0-9]{1,2})\s*$")
-_TEXT_ARGUMENT = re.compile(
-    r"^\s*(card_exp|json)\s*:\s*(?:\"([^\"\\\\]{0,64})\"|'([^'\\\\]{0,64})')\s*$")
+_QUOTED = r"(?:\"([^\"\\\\]{0,64})\"|'([^'\\\\]{0,64})')"
+_TEXT_ARGUMENT = re.compile(rf"^\s*(card_exp|json)\s*:\s*{_QUOTED}\s*$")
+_SELECTION_THEN = re.compile(rf"^\s*json\s*:\s*{_QUOTED}\s*\|(.*)$", re.DOTALL)
 _PLAIN = {"last4": last4, "card_bin": card_bin, "card_mask": card_mask, "card_exp": card_exp,
           "json": json_filter}
 
 
 def _allowed_filter(filters: str) -> Any:
     """The function an expression's filter text names, when it is one allowed filter with
-    valid literal arguments; else None. Depends on the text only, never on data."""
-    if (match := _NO_ARGUMENT.match(filters)) is not None:
-        return _PLAIN[match[1]]
-    if (match := _REVEAL_LAST.match(filters)) is not None:
+    valid literal arguments, or a `json: "<$.path>"` selection then one allowed filter other
+    than `json`; else None. Depends on the text only, never on data."""
+    if (match := _SELECTION_THEN.match(filters)) is not None:
+        select = _selection(match[1] if match[1] is not None else match[2])
+        then = _one_filter(match[3])
+        if select is None or then is None or then[0] == "json":
+            return None
+        apply = then[1]
+        return lambda value: apply(select(value))
+    one = _one_filter(filters)
+    return one[1] if one is not None else None
+
+
+def _one_filter(text: str) -> tuple[str, Callable[[Any], Any]] | None:
+    """The name and function of one allowed filter with valid literal arguments; else None."""
+    if (match := _NO_ARGUMENT.match(text)) is not None:
+        return match[1], _PLAIN[match[1]]
+    if (match := _REVEAL_LAST.match(text)) is not None:
         count = int(match[1])
-        return lambda value: reveal_last(value, count)
-    if (match := _TEXT_ARGUMENT.match(filters)) is not None:
+        return "reveal_last", lambda value: reveal_last(value, count)
+    if (match := _TEXT_ARGUMENT.match(text)) is not None:
         name, argument = match[1], match[2] if match[2] is not None else match[3]
         if name == "json":
-            try:
-                json_filter({}, argument)  # an invalid path fails on any data: refuse it now
-            except ExpressionError:
-                return None
-            return lambda value: json_filter(value, argument)
-        return lambda value: card_exp(value, argument)
+            select = _selection(argument)
+            return None if select is None else ("json", select)
+        return name, lambda value: card_exp(value, argument)
     return None
+
+
+def _selection(path: str) -> Callable[[Any], Any] | None:
+    """`json: "<path>"` as a function; None when the path is invalid (it would fail on any
+    data: refused before any is read)."""
+    try:
+        json_filter({}, path)
+    except ExpressionError:
+        return None
+    return lambda value: json_filter(value, path)
 
 
 def _text(value: Any) -> str:
