@@ -9,7 +9,9 @@ text/plain) and in the headers the proxy allows is replaced by the token's revea
 reveals to the destination, never to the caller). Expressions are the detokenize ones with one
 filter from a short allow-list, or a `json: "<$.path>"` selection then one of them (a refused
 or failed render must not tell the caller anything about the data); an unknown, foreign or
-unusable token is one 400 with the same text for each, and then nothing is sent.
+unusable token is one 400 with the same text for each, and then nothing is sent. A `{{` in the
+path, the query or a forwarded header the proxy does not allow is a 400: it is replaced nowhere
+else, and would reach the destination as literal text.
 
 Nothing here keeps or logs a body, a header value or the destination's answer.
 """
@@ -81,6 +83,8 @@ PATH_ESCAPES = ("must stay under the proxy's destination: no `.` or `..` segment
                 "characters, encoded slashes or dots, empty segments or absolute URLs")
 PATH_EXPRESSION = ("must not hold `{{`: token expressions are replaced in the body and in the "
                    "headers the proxy allows, never in the path")
+NOT_REPLACED_HERE = ("must not hold `{{`: token expressions are replaced only in the body and in "
+                     "the headers the proxy's header_allowlist names")
 PATH_CHARACTERS = ("may hold only the characters a URL path allows as they are (letters, digits "
                    "and -._~!$&'()*+,;=:@), any other percent-encoded (`{` as `%7B`)")
 PATH_PERCENT = "may use `%` only to start a percent-escape: `%` and two hexadecimal digits"
@@ -172,7 +176,7 @@ def check_tail(path: str) -> str:
     character a URL path cannot hold unencoded, or a `%` that starts no escape."""
     if path == "":
         return path
-    if "{{" in unquote(unquote(unquote(path))):
+    if _holds_expression(path):
         raise invalid("path", PATH_EXPRESSION)
     segments = path.split("/")
     if len(segments) > 1 and segments[-1] == "":
@@ -198,6 +202,21 @@ def check_tail(path: str) -> str:
     if ":" in first:  # `https:` then `//host`: an absolute URL, however the path is joined
         raise invalid("path", PATH_ESCAPES)
     return path
+
+
+def _holds_expression(raw: str) -> bool:
+    """Whether a raw (percent-encoded) path or query holds `{{`, as it is or percent-encoded
+    (decoded as often as anyone downstream might)."""
+    return "{{" in unquote(unquote(unquote(raw)))
+
+
+def _check_query(query: str) -> str:
+    """The call's raw query, unchanged when it holds no `{{`: expressions are not replaced in
+    it, and one forwarded as literal text would reach the destination unreplaced. The error
+    names the query, never its text."""
+    if _holds_expression(query):
+        raise invalid("query", NOT_REPLACED_HERE)
+    return query
 
 
 class ProxyService:
@@ -311,6 +330,7 @@ class ProxyService:
         if proxy is None:
             raise NotFound(NO_SUCH_PROXY)
         tail = check_tail(call.path)
+        query = _check_query(call.query)
         allowlist = set(proxy.header_allowlist)
         headers = _forwarded_headers(call.headers)
         body_kind, found, errors = _body_expressions(call)
@@ -320,6 +340,8 @@ class ProxyService:
                 matches = _scan(value, f"headers.{name}", found, errors)
                 if matches:
                     header_places.append((index, matches))
+            elif "{{" in value:  # forwarded unreplaced otherwise: refused, its value unquoted
+                _error(errors, f"headers.{name}", NOT_REPLACED_HERE)
         if len(found) > MAX_EXPRESSIONS:
             raise Invalid(errors={"body": [TOO_MANY]})
         for expression in found:  # judged by the expression alone: before any token is read
@@ -346,8 +368,8 @@ class ProxyService:
             raise TooLarge(f"The request's body is larger than {MAX_BYTES} bytes once its token "
                            "expressions are replaced; nothing was sent.")
         url = proxy.destination_url.rstrip("/") + "/" + tail if tail else proxy.destination_url
-        if call.query:
-            url += "?" + call.query
+        if query:
+            url += "?" + query
         async with self._tenant_slot(caller.tenant_id) as time_left:
             try:
                 answer = await self._outbound.request(

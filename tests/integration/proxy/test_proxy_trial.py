@@ -13,6 +13,8 @@ __all__ = ["destination", "settings"]  # the fixtures, shared with the other pro
 
 CANARY = "5105105105105100"
 CARD = {"number": CANARY, "expiration_month": 3, "expiration_year": 2031}
+NOT_REPLACED_HERE = ("must not hold `{{`: token expressions are replaced only in the body and "
+                     "in the headers the proxy's header_allowlist names")
 ONLY_ALLOWED = ('may use one filter among last4, card_bin, card_mask, reveal_last: <0-99>, '
                 'card_exp[: "<format>"] and json[: "<$.path>"], or json: "<$.path>" then one of '
                 'the others but json (json: "$.number" | last4)')
@@ -81,3 +83,45 @@ async def test_other_chains_are_400s_before_any_token_is_read(
                                   "operation: 'token:use'}) RETURN properties(e) AS p",
                           **audit_tenant(tenant.tenant_id))
     assert len(events) == 2 and all(not audit_tokens(e["p"]) for e in events)
+
+
+# -- expressions where they are never replaced -----------------------------------------------------
+
+@pytest.mark.parametrize("query", [
+    "card={{%20tok%20}}", "card={{ tok }}", "a=1&card=%7B%7B%20tok%20%7D%7D",
+    "card=%257B%257Btok", "{{tok}}"])
+async def test_an_expression_in_the_query_is_a_400_and_nothing_is_sent(
+        client, admin_headers, destination, proxy, query):
+    card = await create_token(client, admin_headers, CARD, type="card")
+    query = query.replace("tok", card)
+    resp = await client.get(f"{proxied(proxy, 'q')}?{query}", headers=admin_headers)
+    text = await resp.text()
+    assert resp.status == 400, text
+    assert orjson.loads(text)["errors"] == {"query": [NOT_REPLACED_HERE]}
+    assert card not in text
+    assert destination.requests == []
+    resp = await client.get(f"{proxied(proxy, 'q')}?card=%7Bid%7D&b={{x}}", headers=admin_headers)
+    assert resp.status == 201
+    assert destination.requests[-1]["path"].endswith("/v1/q?card=%7Bid%7D&b=%7Bx%7D")
+
+
+async def test_an_expression_in_a_header_the_proxy_does_not_allow_is_a_400_and_nothing_is_sent(
+        client, admin_headers, destination, proxy):
+    card = await create_token(client, admin_headers, CARD, type="card")
+    resp = await client.post(proxied(proxy), headers={
+        **admin_headers, "X-Other": f"Bearer {{{{ {card} }}}} secret-part",
+        "X-Card": f'{{{{ {card} | json: "$.number" | last4 }}}}'},
+        json={"a": f"{{{{ {card} | card_mask }}}}"})
+    text = await resp.text()
+    assert resp.status == 400, text
+    assert orjson.loads(text)["errors"] == {"headers.X-Other": [NOT_REPLACED_HERE]}
+    assert card not in text and "secret-part" not in text and "Bearer" not in text
+    assert destination.requests == []
+    # A header the vault drops is not judged, and one without `{{` goes as sent.
+    resp = await client.post(proxied(proxy), headers={
+        **admin_headers, "Cookie": f"a={{{{ {card} }}}}", "X-Other": "{ plain }",
+        "X-Card": f'{{{{ {card} | json: "$.number" | last4 }}}}'}, json={"a": 1})
+    assert resp.status == 201, await resp.text()
+    headers = destination.requests[-1]["headers"]
+    assert (headers["X-Other"], headers["X-Card"], "Cookie" in headers) == (
+        "{ plain }", "5100", False)
