@@ -191,7 +191,9 @@ CALL_DESCRIPTION = (
     "`Idempotency-Key` is forwarded, not interpreted. No redirect is followed; "
     f"{CALL_TIME_LIMIT:g} s and {MAX_BYTES} bytes each way. The answer is the destination's "
     f"status, body and `Content-Type`, with `{PROXY_STATUS}: forwarded`; 413 when the body "
-    "is too large once rendered; 502 when the destination cannot be reached.")
+    "is too large once rendered; 415 for a compressed body (`Content-Encoding`); 429 when the "
+    "tenant has too many calls waiting on destinations; 502 when the destination cannot be "
+    "reached or is too slow (never 504). HEAD and OPTIONS are served too, not described here.")
 CALL_REPLY = Reply(200, "The destination's answer: its status (any), body and content type.",
                    media_type="*/*", file_schema={"description": "The destination's body."},
                    headers={PROXY_STATUS: {"description": "`forwarded`: the destination "
@@ -238,5 +240,5 @@ for _method in CALL_METHODS + UNDESCRIBED_CALL_METHODS:
         _method, "/proxy/{proxy_id}/{path}", pattern=CALL_PATTERN,
         operation_id=f"proxy{_method.title()}", summary=f"Call a proxy's destination "
         f"({_method})", tag=TAG, access=(TOKEN_USE,), path_params=CALL_PATH,
-        description=CALL_DESCRIPTION, replies=(CALL_REPLY,), errors=(400, 404, 413, 502),
+        description=CALL_DESCRIPTION, replies=(CALL_REPLY,), errors=(400, 404, 413, 415, 502),
         raw=True, reads_only=True)(call_proxy)

@@ -125,3 +125,28 @@ async def test_an_expression_in_a_header_the_proxy_does_not_allow_is_a_400_and_n
     headers = destination.requests[-1]["headers"]
     assert (headers["X-Other"], headers["X-Card"], "Cookie" in headers) == (
         "{ plain }", "5100", False)
+
+
+# -- OpenAPI: the call route declares what it answers ---------------------------------------------
+
+async def test_the_call_route_declares_415_and_answers_it(
+        client, admin_headers, destination, proxy):
+    resp = await client.get("/openapi.json")
+    document = await resp.json()
+    item = document["paths"]["/proxy/{proxy_id}/{path}"]
+    assert sorted(item) == ["delete", "get", "patch", "post", "put"]  # HEAD, OPTIONS undescribed
+    for method, op in item.items():
+        assert sorted(op["responses"]) == [
+            "200", "400", "401", "403", "404", "413", "415", "429", "502", "503"], method
+    resp = await client.post(proxied(proxy), data=b"\x1f\x8b", headers={
+        **admin_headers, "Content-Type": "application/json", "Content-Encoding": "gzip"})
+    assert resp.status == 415 and resp.content_type == "application/problem+json"
+    assert destination.requests == []
+
+
+@pytest.mark.parametrize("method", ["HEAD", "OPTIONS"])
+async def test_head_and_options_are_served_though_not_described(
+        client, admin_headers, destination, proxy, method):
+    resp = await client.request(method, proxied(proxy, "h"), headers=admin_headers)
+    assert resp.status == 201 and resp.headers["SVC-PROXY-STATUS"] == "forwarded"
+    assert destination.requests[-1]["method"] == method
