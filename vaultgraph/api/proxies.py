@@ -180,16 +180,20 @@ CALL_DESCRIPTION = (
     "`{{ <token id> }}` or `{{ <token id> | <filter> }}` in a JSON, form-encoded, XML "
     "(escaped) or text/plain body, and in the headers the proxy's `header_allowlist` names, is "
     "replaced by the token's data (one filter at most, among last4, card_bin, card_mask, "
-    "reveal_last, card_exp and json), under `token:use` on the token's containers — "
+    "reveal_last, card_exp and json, or a `json: \"<$.path>\"` selection then one of the others "
+    "but json, as `json: \"$.number\" | last4`), under `token:use` on the token's containers — "
     "whatever the caller's read transform: the caller never sees the data. In JSON, a string "
     "that is one whole expression becomes the data itself (any JSON value); elsewhere the "
     "data's text (JSON for objects). Unknown, foreign and unusable tokens are one 400 with the "
-    f"same text, and nothing is sent. At most {MAX_EXPRESSIONS} expressions. `SVC-API-KEY`, "
+    "same text, and nothing is sent. A `{{` in the path, the query or a forwarded header the "
+    f"allowlist does not name is a 400. At most {MAX_EXPRESSIONS} expressions. `SVC-API-KEY`, "
     "cookies and hop-by-hop headers are not forwarded; `Host` is the destination's; "
     "`Idempotency-Key` is forwarded, not interpreted. No redirect is followed; "
     f"{CALL_TIME_LIMIT:g} s and {MAX_BYTES} bytes each way. The answer is the destination's "
     f"status, body and `Content-Type`, with `{PROXY_STATUS}: forwarded`; 413 when the body "
-    "is too large once rendered; 502 when the destination cannot be reached.")
+    "is too large once rendered; 415 for a compressed body (`Content-Encoding`); 429 when the "
+    "tenant has too many calls waiting on destinations; 502 when the destination cannot be "
+    "reached or is too slow (never 504). HEAD and OPTIONS are served too, not described here.")
 CALL_REPLY = Reply(200, "The destination's answer: its status (any), body and content type.",
                    media_type="*/*", file_schema={"description": "The destination's body."},
                    headers={PROXY_STATUS: {"description": "`forwarded`: the destination "
@@ -236,5 +240,5 @@ for _method in CALL_METHODS + UNDESCRIBED_CALL_METHODS:
         _method, "/proxy/{proxy_id}/{path}", pattern=CALL_PATTERN,
         operation_id=f"proxy{_method.title()}", summary=f"Call a proxy's destination "
         f"({_method})", tag=TAG, access=(TOKEN_USE,), path_params=CALL_PATH,
-        description=CALL_DESCRIPTION, replies=(CALL_REPLY,), errors=(400, 404, 413, 502),
+        description=CALL_DESCRIPTION, replies=(CALL_REPLY,), errors=(400, 404, 413, 415, 502),
         raw=True, reads_only=True)(call_proxy)

@@ -6,10 +6,12 @@ accepts). A call names a proxy and a path under its destination; every token exp
 `{{ <token id> }}` / `{{ <token id> | <filter> }}` in the body (JSON, form-encoded, XML or
 text/plain) and in the headers the proxy allows is replaced by the token's revealed data, under
 `token:use` on the token's containers (the caller's read transform does not matter: `token:use`
-reveals to the destination, never to the caller). Expressions are the detokenize ones with at
-most one filter from a short allow-list (a refused or failed render must not tell the caller
-anything about the data); an unknown, foreign or unusable token is one 400 with the same text
-for each, and then nothing is sent.
+reveals to the destination, never to the caller). Expressions are the detokenize ones with one
+filter from a short allow-list, or a `json: "<$.path>"` selection then one of them (a refused
+or failed render must not tell the caller anything about the data); an unknown, foreign or
+unusable token is one 400 with the same text for each, and then nothing is sent. A `{{` in the
+path, the query or a forwarded header the proxy does not allow is a 400: it is replaced nowhere
+else, and would reach the destination as literal text.
 
 Nothing here keeps or logs a body, a header value or the destination's answer.
 """
@@ -81,6 +83,8 @@ PATH_ESCAPES = ("must stay under the proxy's destination: no `.` or `..` segment
                 "characters, encoded slashes or dots, empty segments or absolute URLs")
 PATH_EXPRESSION = ("must not hold `{{`: token expressions are replaced in the body and in the "
                    "headers the proxy allows, never in the path")
+NOT_REPLACED_HERE = ("must not hold `{{`: token expressions are replaced only in the body and in "
+                     "the headers the proxy's header_allowlist names")
 PATH_CHARACTERS = ("may hold only the characters a URL path allows as they are (letters, digits "
                    "and -._~!$&'()*+,;=:@), any other percent-encoded (`{` as `%7B`)")
 PATH_PERCENT = "may use `%` only to start a percent-escape: `%` and two hexadecimal digits"
@@ -88,8 +92,9 @@ NOT_TEXT = ("holds token expressions, which are replaced only in JSON, form-enco
             "text/plain bodies")
 NOT_ENCODED = "is not valid in its declared character set"
 REPEATED_KEY = "must not repeat a key in an object"
-NOT_ALLOWED_FILTER = ("may use one filter only, among last4, card_bin, card_mask, "
-                      "reveal_last: <0-99>, card_exp[: \"<format>\"] and json[: \"<$.path>\"]")
+NOT_ALLOWED_FILTER = ("may use one filter among last4, card_bin, card_mask, reveal_last: <0-99>, "
+                      "card_exp[: \"<format>\"] and json[: \"<$.path>\"], or json: \"<$.path>\" "
+                      "then one of the others but json (json: \"$.number\" | last4)")
 TOO_MANY_IN_FLIGHT = ("Too many of this tenant's proxy calls were waiting on their destinations "
                       "for this one to start in time; nothing was sent. Retry after the time in "
                       "Retry-After.")
@@ -171,7 +176,7 @@ def check_tail(path: str) -> str:
     character a URL path cannot hold unencoded, or a `%` that starts no escape."""
     if path == "":
         return path
-    if "{{" in unquote(unquote(unquote(path))):
+    if _holds_expression(path):
         raise invalid("path", PATH_EXPRESSION)
     segments = path.split("/")
     if len(segments) > 1 and segments[-1] == "":
@@ -197,6 +202,21 @@ def check_tail(path: str) -> str:
     if ":" in first:  # `https:` then `//host`: an absolute URL, however the path is joined
         raise invalid("path", PATH_ESCAPES)
     return path
+
+
+def _holds_expression(raw: str) -> bool:
+    """Whether a raw (percent-encoded) path or query holds `{{`, as it is or percent-encoded
+    (decoded as often as anyone downstream might)."""
+    return "{{" in unquote(unquote(unquote(raw)))
+
+
+def _check_query(query: str) -> str:
+    """The call's raw query, unchanged when it holds no `{{`: expressions are not replaced in
+    it, and one forwarded as literal text would reach the destination unreplaced. The error
+    names the query, never its text."""
+    if _holds_expression(query):
+        raise invalid("query", NOT_REPLACED_HERE)
+    return query
 
 
 class ProxyService:
@@ -310,6 +330,7 @@ class ProxyService:
         if proxy is None:
             raise NotFound(NO_SUCH_PROXY)
         tail = check_tail(call.path)
+        query = _check_query(call.query)
         allowlist = set(proxy.header_allowlist)
         headers = _forwarded_headers(call.headers)
         body_kind, found, errors = _body_expressions(call)
@@ -319,6 +340,8 @@ class ProxyService:
                 matches = _scan(value, f"headers.{name}", found, errors)
                 if matches:
                     header_places.append((index, matches))
+            elif "{{" in value:  # forwarded unreplaced otherwise: refused, its value unquoted
+                _error(errors, f"headers.{name}", NOT_REPLACED_HERE)
         if len(found) > MAX_EXPRESSIONS:
             raise Invalid(errors={"body": [TOO_MANY]})
         for expression in found:  # judged by the expression alone: before any token is read
@@ -345,8 +368,8 @@ class ProxyService:
             raise TooLarge(f"The request's body is larger than {MAX_BYTES} bytes once its token "
                            "expressions are replaced; nothing was sent.")
         url = proxy.destination_url.rstrip("/") + "/" + tail if tail else proxy.destination_url
-        if call.query:
-            url += "?" + call.query
+        if query:
+            url += "?" + query
         async with self._tenant_slot(caller.tenant_id) as time_left:
             try:
                 answer = await self._outbound.request(
@@ -430,35 +453,60 @@ def _failure(proxy: Route, exc: OutboundError) -> str:
 
 # The caller writes the filters, and a render that fails is a 400 where a success is forwarded:
 # a filter that could fail, or grow its input, depending on the data would tell the caller one
-# fact about the data per call. So an expression holds at most one filter, from this list of
-# filters that never fail on data decoded from JSON and whose output length does not depend on
-# the data beyond its own length (no Liquid: no output or time budget to exceed either).
+# fact about the data per call. So an expression holds one filter from this list of filters
+# that never fail on data decoded from JSON and whose output length does not depend on the data
+# beyond its own length (no Liquid: no output or time budget to exceed either), or two: a
+# selection `json: "<$.path>"` then one of the others but `json`. A selection never fails on
+# JSON data (a missing field is nothing) and is part of the data, its text no longer than the
+# data's; the filter after it then works on that part as it would on the whole.
 _NO_ARGUMENT = re.compile(r"^\s*(last4|card_bin|card_mask|card_exp|json)\s*$")
 _REVEAL_LAST = re.compile(r"^\s*reveal_last\s*:\s*([0-9]{1,2})\s*$")
-_TEXT_ARGUMENT = re.compile(
-    r"^\s*(card_exp|json)\s*:\s*(?:\"([^\"\\\\]{0,64})\"|'([^'\\\\]{0,64})')\s*$")
+_QUOTED = r"(?:\"([^\"\\\\]{0,64})\"|'([^'\\\\]{0,64})')"
+_TEXT_ARGUMENT = re.compile(rf"^\s*(card_exp|json)\s*:\s*{_QUOTED}\s*$")
+_SELECTION_THEN = re.compile(rf"^\s*json\s*:\s*{_QUOTED}\s*\|(.*)$", re.DOTALL)
 _PLAIN = {"last4": last4, "card_bin": card_bin, "card_mask": card_mask, "card_exp": card_exp,
           "json": json_filter}
 
 
 def _allowed_filter(filters: str) -> Any:
     """The function an expression's filter text names, when it is one allowed filter with
-    valid literal arguments; else None. Depends on the text only, never on data."""
-    if (match := _NO_ARGUMENT.match(filters)) is not None:
-        return _PLAIN[match[1]]
-    if (match := _REVEAL_LAST.match(filters)) is not None:
+    valid literal arguments, or a `json: "<$.path>"` selection then one allowed filter other
+    than `json`; else None. Depends on the text only, never on data."""
+    if (match := _SELECTION_THEN.match(filters)) is not None:
+        select = _selection(match[1] if match[1] is not None else match[2])
+        then = _one_filter(match[3])
+        if select is None or then is None or then[0] == "json":
+            return None
+        apply = then[1]
+        return lambda value: apply(select(value))
+    one = _one_filter(filters)
+    return one[1] if one is not None else None
+
+
+def _one_filter(text: str) -> tuple[str, Callable[[Any], Any]] | None:
+    """The name and function of one allowed filter with valid literal arguments; else None."""
+    if (match := _NO_ARGUMENT.match(text)) is not None:
+        return match[1], _PLAIN[match[1]]
+    if (match := _REVEAL_LAST.match(text)) is not None:
         count = int(match[1])
-        return lambda value: reveal_last(value, count)
-    if (match := _TEXT_ARGUMENT.match(filters)) is not None:
+        return "reveal_last", lambda value: reveal_last(value, count)
+    if (match := _TEXT_ARGUMENT.match(text)) is not None:
         name, argument = match[1], match[2] if match[2] is not None else match[3]
         if name == "json":
-            try:
-                json_filter({}, argument)  # an invalid path fails on any data: refuse it now
-            except ExpressionError:
-                return None
-            return lambda value: json_filter(value, argument)
-        return lambda value: card_exp(value, argument)
+            select = _selection(argument)
+            return None if select is None else ("json", select)
+        return name, lambda value: card_exp(value, argument)
     return None
+
+
+def _selection(path: str) -> Callable[[Any], Any] | None:
+    """`json: "<path>"` as a function; None when the path is invalid (it would fail on any
+    data: refused before any is read)."""
+    try:
+        json_filter({}, path)
+    except ExpressionError:
+        return None
+    return lambda value: json_filter(value, path)
 
 
 def _text(value: Any) -> str:

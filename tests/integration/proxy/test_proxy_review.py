@@ -24,8 +24,9 @@ async def proxy(client, admin_headers, destination):
                               header_allowlist=["X-Card"])
 
 
-ONLY_ALLOWED = ("may use one filter only, among last4, card_bin, card_mask, reveal_last: <0-99>, "
-                'card_exp[: "<format>"] and json[: "<$.path>"]')
+ONLY_ALLOWED = ('may use one filter among last4, card_bin, card_mask, reveal_last: <0-99>, '
+                'card_exp[: "<format>"] and json[: "<$.path>"], or json: "<$.path>" then one of '
+                'the others but json (json: "$.number" | last4)')
 
 
 async def test_render_failures_cannot_tell_the_caller_anything_about_the_data(
