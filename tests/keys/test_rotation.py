@@ -13,6 +13,7 @@ import orjson
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.app import create_app
 from vaultgraph.crypto import KeyRing
+from vaultgraph.keys.custody import open_custody
 
 from .conftest import key_label, vault_env, vaultgraph
 
@@ -94,6 +95,8 @@ async def test_rotation_between_providers_under_load(aiohttp_client, hsm_setting
 
 
 async def test_status_names_the_token_key(hsm_settings, tmp_path):
+    # The key as the service's start-up creates it (`keys status` never does).
+    await asyncio.to_thread(lambda: open_custody(hsm_settings).close())
     env = vault_env(hsm_settings, tmp_path)
     done = await asyncio.to_thread(vaultgraph, env, "keys", "status", "--json")
     assert done.returncode == 0, done.stderr

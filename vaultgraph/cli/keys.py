@@ -97,7 +97,8 @@ def rotation_lock(settings: Settings) -> Iterator[None]:
 def command(settings: Settings, args: argparse.Namespace) -> int:
     if args.action == "status":
         return status(settings, as_json=args.json)
-    check_kek(settings)
+    # The configured token key is created here only by a rotation into it (no --to).
+    check_kek(settings, generate=args.to is None)
     if args.to or settings.kek_provider != "file":
         # Between providers, or to the token's configured key: no file version is added.
         return _rotate_to(settings, args.to or f"pkcs11:{settings.pkcs11_key_label}",
