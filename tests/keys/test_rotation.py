@@ -13,6 +13,7 @@ import orjson
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.app import create_app
 from vaultgraph.crypto import KeyRing
+from vaultgraph.keys.custody import open_custody
 
 from .conftest import key_label, vault_env, vaultgraph
 
@@ -94,6 +95,8 @@ async def test_rotation_between_providers_under_load(aiohttp_client, hsm_setting
 
 
 async def test_status_names_the_token_key(hsm_settings, tmp_path):
+    # The key as the service's start-up creates it (`keys status` never does).
+    await asyncio.to_thread(lambda: open_custody(hsm_settings).close())
     env = vault_env(hsm_settings, tmp_path)
     done = await asyncio.to_thread(vaultgraph, env, "keys", "status", "--json")
     assert done.returncode == 0, done.stderr
@@ -108,3 +111,58 @@ async def test_status_names_the_token_key(hsm_settings, tmp_path):
         "provider     pkcs11", f"active KEK   pkcs11:{label}",
         f"token key    {label} in {hsm_settings.pkcs11_token_label}: AES-256, sensitive, "
         "never extractable"]
+
+
+def created(env: dict[str, str], name: str) -> str:
+    done = vaultgraph(env, "tenants", "create", "--name", name)
+    assert done.returncode == 0, done.stderr
+    return orjson.loads(done.stdout)["tenant_id"]
+
+
+def kek_versions_of(env: dict[str, str], *tenant_ids: str) -> list[list[str]]:
+    done = vaultgraph(env, "keys", "status", "--json")
+    assert done.returncode == 0, done.stderr
+    found = {t["id"]: t["kek_versions"] for t in orjson.loads(done.stdout)["tenants"]}
+    return [found[tenant_id] for tenant_id in tenant_ids]
+
+
+async def test_a_rotation_of_the_key_file_leaves_tenants_in_the_token(hsm_settings, tmp_path):
+    # The file provider with the token configured beside it, one tenant moved into the token:
+    # `keys rotate` (no --to) rotates the key file's tenants and never moves that one out.
+    kek_file = tmp_path / "kek"
+    kek_file.write_text(KeyRing.generate_spec() + "\n")
+    kek_file.chmod(0o600)
+    settings = dataclasses.replace(hsm_settings, kek_provider="file", kek_file=str(kek_file))
+    env = vault_env(settings, tmp_path)
+    in_token, in_file = created(env, "in the token"), created(env, "in the key file")
+    token_key = "pkcs11:" + key_label("hsm")
+    moved = await asyncio.to_thread(vaultgraph, env, "keys", "rotate", "--to", token_key,
+                                    "--tenant", in_token)
+    assert moved.returncode == 0, moved.stderr
+    both = ["--tenant", in_token, "--tenant", in_file]
+
+    done = await asyncio.to_thread(vaultgraph, env, "keys", "rotate", *both)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith(
+        "leaving 1 tenant(s) under a PKCS#11 token key where they are (a rotation of the key "
+        "file moves none out of the token; --to file does)\n"
+        f"added key-encryption key version k2 to {kek_file}\n"), done.stderr
+    assert orjson.loads(done.stdout) == {"active_key_version": "k2", "rewrapped": 1,
+                                         "already_current": 0, "failed": []}
+    assert kek_versions_of(env, in_token, in_file) == [[token_key], ["k2"]]
+
+    # Resuming (a tenant of the file behind) moves none out of the token either.
+    behind = created(env, "behind")  # under k2, the newest: a version added meanwhile
+    kek_file.write_text(kek_file.read_text().strip() + ","
+                        + KeyRing.generate_spec().replace("k1:", "k3:", 1) + "\n")
+    resumed = await asyncio.to_thread(vaultgraph, env, "keys", "rotate", *both,
+                                      "--tenant", behind)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming: 2 tenant(s) still wrapped under an older key; re-wrapping under k3\n" \
+        in resumed.stderr
+    assert kek_versions_of(env, in_token, in_file, behind) == [[token_key], ["k3"], ["k3"]]
+
+    # Only --to file moves it out of the token.
+    out = await asyncio.to_thread(vaultgraph, env, "keys", "rotate", "--to", "file", *both)
+    assert out.returncode == 0, out.stderr
+    assert kek_versions_of(env, in_token) == [["k3"]]

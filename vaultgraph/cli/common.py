@@ -134,13 +134,13 @@ def ensure_dev_kek(settings: Settings) -> None:
           "production sets VAULTGRAPH_KEK or VAULTGRAPH_KEK_FILE", file=sys.stderr)
 
 
-def check_kek(settings: Settings):
+def check_kek(settings: Settings, *, generate: bool = True):
     """The key ring, opened now so a malformed key, an unreachable token or a refused PIN is
     named (one line) before anything starts; with the pkcs11 provider the key is generated in
-    the token here when absent."""
+    the token here when absent and `generate` (serve, keys rotate), named as missing otherwise."""
     from ..keys.custody import open_custody
 
-    custody = open_custody(settings)
+    custody = open_custody(settings, generate=generate)
     custody.close()
     # Serving, the provider's log line says it; other commands silence logs: say it here.
     for label in custody.generated if logging.root.manager.disable >= logging.ERROR else ():
@@ -160,7 +160,7 @@ def services(settings: Settings, *, with_keys: bool = True):
     from ..wiring import open_services
 
     if with_keys:
-        check_kek(settings)
+        check_kek(settings, generate=False)  # commands that create a key call it first
     settings.resolved_neo4j_password()  # a missing password is named before connecting
     return open_services(settings, with_keys=with_keys, schema_required=True)
 

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 from ..failures import Failure
@@ -19,9 +18,11 @@ from .common import Progress, check_kek, emit, run_async, services, write_secret
 def add_parser(sub) -> None:
     p_keys = sub.add_parser("keys", help="key-encryption keys")
     keys = p_keys.add_subparsers(dest="action", required=True)
-    p = keys.add_parser("rotate", help="add a new key-encryption key to the key file and "
-                        "re-wrap every tenant's keys under it, online; resumes an unfinished "
-                        "rotation instead of adding another key. --to moves them to another "
+    p = keys.add_parser("rotate", help="re-wrap tenant keys online within the configured "
+                        "provider: file adds a key version and re-wraps the tenants under the "
+                        "key file (resuming an unfinished rotation instead of adding another; "
+                        "tenants under a token key stay there), pkcs11 re-wraps every tenant "
+                        "under VAULTGRAPH_PKCS11_KEY_LABEL. Only --to moves tenants to another "
                         "provider or token key")
     p.add_argument("--tenant", action="append", metavar="ID",
                    help="only this tenant (repeat for more); default: every tenant")
@@ -36,29 +37,41 @@ def add_parser(sub) -> None:
 
 def add_kek_version(settings: Settings) -> str:
     """Append a new key version to the key file (atomically, 0600, durable before any tenant is
-    re-wrapped under it); the new one is active. The caller holds `rotation_lock`, and the
-    ring is read here, under it: two rotations never both add the same version."""
+    re-wrapped under it); the new one is active. The caller holds the rotation lock, and the
+    versions are read here, under it: two rotations never both add the same version. A key
+    file that cannot be written (a read-only secret mount) is one line saying what to do."""
     from ..crypto import KeyRing
+    from ..keys.custody import file_keks
 
     if settings.kek:
         raise Failure("the key ring comes from VAULTGRAPH_KEK, which this command cannot change",
                       "append a new '<version>:<base64url key>' entry to VAULTGRAPH_KEK on every "
                       "replica, restart them, then run vaultgraph keys rotate again")
-    ring = check_kek(settings)
-    numbers = [int(v[1:]) for v in ring.versions if v[:1] == "k" and v[1:].isdigit()]
+    versions = list(file_keks(settings))
+    numbers = [int(v[1:]) for v in versions if v[:1] == "k" and v[1:].isdigit()]
     new_version = f"k{max(numbers, default=0) + 1}"
-    while new_version in ring.versions:
+    while new_version in versions:
         new_version += "n"
     entry = KeyRing.generate_spec().replace("k1:", f"{new_version}:", 1)
     path = settings.kek_path
     spec = path.read_text().strip()
     tmp = path.with_name(path.name + ".new")
-    tmp.unlink(missing_ok=True)
-    write_secret(tmp, f"{spec},{entry}")
-    with open(tmp) as f:  # the new key on disk before it wraps anything: a crash loses no key
-        os.fsync(f.fileno())
-    tmp.replace(path)
-    _fsync_dir(path.parent)
+    try:
+        tmp.unlink(missing_ok=True)
+        write_secret(tmp, f"{spec},{entry}")
+        with open(tmp) as f:  # the new key on disk before it wraps anything: a crash loses none
+            os.fsync(f.fileno())
+        tmp.replace(path)
+        _fsync_dir(path.parent)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise Failure(f"cannot add a key-encryption key version to {path} "
+                      f"({exc.strerror or type(exc).__name__}; no key was added)",
+                      "where the key file is read-only (a mounted secret), append a new "
+                      "'<version>:<base64url key>' entry to the file it is mounted from, restart "
+                      "the replicas, then run vaultgraph keys rotate again: it re-wraps under "
+                      "the new version and writes nothing") from None
     return new_version
 
 
@@ -70,40 +83,45 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-@contextlib.contextmanager
-def rotation_lock(settings: Settings) -> Iterator[None]:
-    """One `keys rotate` at a time per key file: an exclusive lock on a file beside it, held
-    for the whole rotation (a second waits, then resumes or adds the next version)."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: no flock; one operator, one rotation at a time
-        fcntl = None
-    if settings.kek or fcntl is None:
-        yield
-        return
-    lock_path = settings.kek_path.with_name(settings.kek_path.name + ".lock")
-    fd = os.open(lock_path, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"waiting for another vaultgraph keys rotate ({lock_path})", file=sys.stderr)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
-
-
 def command(settings: Settings, args: argparse.Namespace) -> int:
+    """A rotation without --to stays within the configured provider: with `file` it rotates
+    the tenants under the key file (adding a version, or resuming) and leaves those under a
+    token key where they are; with `pkcs11` it re-wraps every tenant under the configured token
+    key. Only --to moves tenants to another provider or token key."""
+    from ..keys.pkcs11 import PREFIX
+
     if args.action == "status":
         return status(settings, as_json=args.json)
-    check_kek(settings)
-    if args.to or settings.kek_provider != "file":
-        # Between providers, or to the token's configured key: no file version is added.
-        return _rotate_to(settings, args.to or f"pkcs11:{settings.pkcs11_key_label}",
-                          set(args.tenant) if args.tenant else None)
-    with rotation_lock(settings):
-        return _rotate(settings, args)
+    only = set(args.tenant) if args.tenant else None
+    to = args.to
+    if to is None and settings.kek_provider != "file":
+        to = PREFIX + settings.pkcs11_key_label
+    # The configured token key is created here only by a rotation into it (no --to): a --to
+    # names the key it creates itself, and the configured one must then exist.
+    check_kek(settings, generate=args.to is None)
+    progress = Progress("re-wrapped tenants")
+
+    async def work():
+        from ..repository.key_rotation import rotation_lock
+
+        async with services(settings) as svc, rotation_lock(svc.database, _say_waiting):
+            await _check_ids(svc.tenants, only, to is None)
+            if to is None:
+                return await _rotate_file(settings, svc, only, progress)
+            return await _rotate_to(settings, svc, to, only, progress)
+
+    if to is None:
+        fix = ("their keys are wrapped under a key not in the ring; add it back to "
+               f"{settings.kek_source} and rerun vaultgraph keys rotate")
+    else:
+        fix = ("their keys are wrapped under a key-encryption key this process cannot reach; "
+               "configure it (key file or token) and rerun vaultgraph keys rotate")
+    return _report(run_async(work), progress, fix)
+
+
+def _say_waiting(holders: list[str]) -> None:
+    print(f"waiting for another vaultgraph keys rotate ({', '.join(holders)}) to finish: one "
+          "rotation at a time runs against this database", file=sys.stderr, flush=True)
 
 
 def status(settings: Settings, *, as_json: bool) -> int:
@@ -133,76 +151,66 @@ def status(settings: Settings, *, as_json: bool) -> int:
     return 0
 
 
-def _rotate_to(settings: Settings, to: str, only: set[str] | None) -> int:
-    """Re-wrap every tenant's keys (of `only`) under `to` ("file" or "pkcs11:<label>"),
-    online and resumable: tenants already under it are skipped."""
+async def _check_ids(tenants, only: set[str] | None, adds_key: bool) -> None:
+    """Every id of --tenant names a tenant: a typo stops the rotation before anything changes."""
     from ..errors import NotFound
 
-    progress = Progress("re-wrapped tenants")
-
-    async def work():
-        async with services(settings) as svc:
-            target = await asyncio.to_thread(svc.custody.target, to)
-            for label in svc.custody.generated:
-                print(f"generated the key-encryption key {label!r} inside the PKCS#11 token "
-                      f"{settings.pkcs11_token_label!r} (sensitive, never extractable)",
-                      file=sys.stderr)
-            tenants = svc.tenants.with_ring(target)
-            unknown = []
-            for tenant_id in sorted(only or ()):
-                try:
-                    await tenants.get(tenant_id)
-                except NotFound:
-                    unknown.append(tenant_id)
-            if unknown:
-                raise Failure(f"no tenant with the id {', '.join(unknown)}",
-                              "check the ids (vaultgraph tenants list)")
-            waiting = await tenants.pending_rewrap(only)
-            print(f"re-wrapping {waiting} tenant(s) under {target.active}", file=sys.stderr)
-            return await tenants.rewrap_all(progress, only=only)
-
-    return _report(run_async(work), progress,
-                   "their keys are wrapped under a key-encryption key this process cannot "
-                   "reach; configure it (key file or token) and rerun vaultgraph keys rotate")
+    unknown = []
+    for tenant_id in sorted(only or ()):
+        try:
+            await tenants.get(tenant_id)
+        except NotFound:
+            unknown.append(tenant_id)
+    if unknown:
+        raise Failure(f"no tenant with the id {', '.join(unknown)}",
+                      "check the ids (vaultgraph tenants list)"
+                      + ("; no key was added" if adds_key else ""))
 
 
-def _rotate(settings: Settings, args: argparse.Namespace) -> int:
-    ring = check_kek(settings)  # again, under the lock: another rotation may have added one
-    only = set(args.tenant) if args.tenant else None
+async def _rotate_to(settings: Settings, svc, to: str, only: set[str] | None,
+                     progress: Progress):
+    """Re-wrap every tenant's keys (of `only`) under `to` ("file" or "pkcs11:<label>"),
+    online and resumable: tenants already under it are skipped."""
+    target = await asyncio.to_thread(svc.custody.target, to)
+    for label in svc.custody.generated:
+        print(f"generated the key-encryption key {label!r} inside the PKCS#11 token "
+              f"{settings.pkcs11_token_label!r} (sensitive, never extractable)", file=sys.stderr)
+    tenants = svc.tenants.with_ring(target)
+    waiting = await tenants.pending_rewrap(only)
+    print(f"re-wrapping {waiting} tenant(s) under {target.active}", file=sys.stderr)
+    return await tenants.rewrap_all(progress, only=only)
 
-    async def pending():
-        from ..errors import NotFound
 
-        async with services(settings) as svc:
-            unknown = []
-            for tenant_id in sorted(only or ()):
-                try:
-                    await svc.tenants.get(tenant_id)
-                except NotFound:
-                    unknown.append(tenant_id)
-            if unknown:  # before any key is added: nothing to re-wrap for a typo
-                raise Failure(f"no tenant with the id {', '.join(unknown)}",
-                              "check the ids (vaultgraph tenants list); no key was added")
-            return await svc.tenants.pending_rewrap(only)
+async def _rotate_file(settings: Settings, svc, only: set[str] | None, progress: Progress):
+    """The key file's rotation: the tenants under its versions (of `only`) are re-wrapped
+    under its newest, after adding one when none of them is behind. Tenants under a token key
+    stay there (only --to file moves them out of the token)."""
+    from ..keys.pkcs11 import PREFIX
 
-    waiting = run_async(pending)
+    in_file: set[str] = set()
+    in_token = 0
+    async for tenant in svc.tenants.kek_census():
+        if only is not None and tenant["id"] not in only:
+            continue
+        if any(kek.startswith(PREFIX) for kek in tenant["kek_versions"]):
+            in_token += 1
+        else:
+            in_file.add(tenant["id"])
+    if in_token:
+        print(f"leaving {in_token} tenant(s) under a PKCS#11 token key where they are (a "
+              "rotation of the key file moves none out of the token; --to file does)",
+              file=sys.stderr)
+    ring = await asyncio.to_thread(svc.custody.reload)  # the key file as it is, under the lock
+    waiting = await svc.tenants.with_ring(ring).pending_rewrap(in_file)
     if waiting:
         print(f"resuming: {waiting} tenant(s) still wrapped under an older key; re-wrapping "
               f"under {ring.active}", file=sys.stderr)
     else:
-        added = add_kek_version(settings)
+        added = await asyncio.to_thread(add_kek_version, settings)
         print(f"added key-encryption key version {added} to {settings.kek_path}",
               file=sys.stderr)
-
-    progress = Progress("re-wrapped tenants")
-
-    async def work():
-        async with services(settings) as svc:
-            return await svc.tenants.rewrap_all(progress, only=only)
-
-    return _report(run_async(work), progress,
-                   "their keys are wrapped under a key not in the ring; add it back to "
-                   f"{settings.kek_source} and rerun vaultgraph keys rotate")
+        ring = await asyncio.to_thread(svc.custody.reload)
+    return await svc.tenants.with_ring(ring).rewrap_all(progress, only=in_file)
 
 
 def _report(result, progress: Progress, fix: str) -> int:

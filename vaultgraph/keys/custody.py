@@ -2,11 +2,13 @@
 
 `VAULTGRAPH_KEK_PROVIDER=file` (the default, for development): the key ring comes from the key
 file or `VAULTGRAPH_KEK`, and its last version wraps new tenant keys. `pkcs11`: the key labelled
-`VAULTGRAPH_PKCS11_KEY_LABEL` in the token wraps them; it is generated inside the token when
-absent. Either way the ring unwraps whatever the other provider wrapped while both are
-configured, so a rotation between providers runs online with nothing unreadable at any moment:
-a file ring still configured beside a token unwraps the tenants not yet moved, and a token
-configured beside the file provider (module, token label and PIN set) unwraps those moved.
+`VAULTGRAPH_PKCS11_KEY_LABEL` in the token wraps them; when absent it is generated inside the
+token by the service's start-up or a rotation into it, and named as missing by every other
+command (`open_custody(generate=False)`). Either way the ring unwraps whatever the other
+provider wrapped while both are configured, so a rotation between providers runs online with
+nothing unreadable at any moment: a file ring still configured beside a token unwraps the
+tenants not yet moved, and a token configured beside the file provider (module, token label and
+PIN set) unwraps those moved.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from ..crypto import CryptoError, Kek, KeyRing, parse_spec
 from ..settings import ConfigError, Settings
-from .pkcs11 import PREFIX, Pkcs11Token, TokenError, TokenKek, read_pin
+from .pkcs11 import PREFIX, Pkcs11Token, TokenError, TokenKek, read_pin, require_library
 
 log = logging.getLogger("vaultgraph.keys")
 
@@ -54,6 +56,9 @@ def open_token(settings: Settings) -> Pkcs11Token:
     if missing:
         raise TokenError(f"{' and '.join(missing)} not set (the PKCS#11 provider needs the "
                          "token's library and label)")
+    require_library("VAULTGRAPH_KEK_PROVIDER=pkcs11" if settings.kek_provider == "pkcs11" else
+                    "VAULTGRAPH_PKCS11_MODULE (a token configured beside the key file, to "
+                    "unwrap the tenants moved into it)")
     token = Pkcs11Token(settings.pkcs11_module, settings.pkcs11_token_label,
                         read_pin(settings.pkcs11_pin_file), sessions=settings.pkcs11_sessions)
     try:
@@ -105,10 +110,11 @@ class Custody:
             self.token.close()
 
 
-def ensure_key(token: Pkcs11Token, label: str) -> bool:
+def ensure_key(token: Pkcs11Token, label: str, *, generate: bool = True) -> bool:
     """Find the key `label`, or generate it in the token and say so (once: the next start
-    finds it). True when generated."""
-    if not token.ensure_key(label):
+    finds it) when `generate`; absent and not `generate`: `TokenError` naming the label and
+    the token. True when generated."""
+    if not token.ensure_key(label, generate=generate):
         return False
     log.warning("generated the key-encryption key inside the PKCS#11 token (sensitive, never "
                 "extractable)", extra={"token": token.token_label, "key": label})
@@ -133,13 +139,16 @@ def build_ring(settings: Settings, token: Pkcs11Token | None) -> KeyRing:
                    executor=token.executor if token is not None else None)
 
 
-def open_custody(settings: Settings) -> Custody:
+def open_custody(settings: Settings, *, generate: bool = True) -> Custody:
     """Open the configured provider (blocking: the token is reached, logged in and its key
-    found or generated). Raises `ConfigError`/`TokenError` with one line when it cannot."""
+    found, or generated when `generate`: the service's start-up and a rotation into the token
+    create it, a command that only reads or writes tenant data never does). Raises
+    `ConfigError`/`TokenError` with one line when it cannot."""
     token = open_token(settings) if token_configured(settings) else None
     generated = []
     try:
-        if settings.kek_provider == "pkcs11" and ensure_key(token, settings.pkcs11_key_label):
+        if settings.kek_provider == "pkcs11" and ensure_key(token, settings.pkcs11_key_label,
+                                                            generate=generate):
             generated.append(settings.pkcs11_key_label)
         ring = build_ring(settings, token)
         try:

@@ -111,13 +111,20 @@ def _login_again() -> tuple[type, ...]:
             e.DeviceRemoved, e.TokenNotRecognised, e.SessionHandleInvalid, e.SessionClosed)
 
 
-def _pkcs11():
+def _pkcs11(needed_by: str = "the PKCS#11 token"):
+    """The python-pkcs11 package; `TokenError` naming what needs it (the setting that made
+    this process reach a token) when it is not installed."""
     try:
         import pkcs11
     except ImportError:
-        raise TokenError("VAULTGRAPH_KEK_PROVIDER=pkcs11 needs python-pkcs11: install "
-                         "vaultgraph[pkcs11]") from None
+        raise TokenError(f"{needed_by} needs python-pkcs11",
+                         "install vaultgraph[pkcs11]") from None
     return pkcs11
+
+
+def require_library(needed_by: str) -> None:
+    """Fail now, naming `needed_by`, when python-pkcs11 is not installed."""
+    _pkcs11(needed_by)
 
 
 class _Library:
@@ -496,10 +503,11 @@ class Pkcs11Token:
             return False
         return True
 
-    def ensure_key(self, label: str) -> bool:
+    def ensure_key(self, label: str, *, generate: bool = True) -> bool:
         """Find the AES-256 key `label`, or generate it inside the token (sensitive, never
-        extractable). True if generated now. `TokenError` if the key found is not fit to be a
-        KEK (extractable, not sensitive, not AES-256)."""
+        extractable) when `generate`. True if generated now. `TokenError` if the key found is
+        not fit to be a KEK (extractable, not sensitive, not AES-256), or is absent and not to
+        be generated."""
         from pkcs11 import Attribute, KeyType, ObjectClass
         from pkcs11 import exceptions as e
 
@@ -511,6 +519,12 @@ class Pkcs11Token:
                 raise TokenError(f"more than one AES key labelled {label!r} in the PKCS#11 "
                                  f"token {self.token_label!r}") from None
             except e.NoSuchKey:
+                if not generate:
+                    raise TokenError(
+                        f"no key labelled {label!r} in the PKCS#11 token {self.token_label!r}",
+                        "check VAULTGRAPH_PKCS11_KEY_LABEL; only vaultgraph serve (at start-up) "
+                        "and vaultgraph keys rotate create a key in the token "
+                        "(docs/key-custody.md)") from None
                 session.generate_key(KeyType.AES, 256, label=label, store=True, template={
                     Attribute.TOKEN: True, Attribute.PRIVATE: True,
                     Attribute.SENSITIVE: True, Attribute.EXTRACTABLE: False,

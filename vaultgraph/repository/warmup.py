@@ -66,7 +66,8 @@ FORGET = "health/forget_rehearsal"
 # told not to. Most strings are ids, hashes or times (11-100 characters): a UUID's length.
 SAMPLES: dict[str, Any] = {
     "actor": _ID, "after": "", "after_at": _ID, "after_id": "", "application_id": _ID,
-    "application_name": _ID, "batch": 1, "before_at": _WHEN, "before_id": "~", "chain": _ID,
+    "application_name": _ID, "batch": 1, "before_at": _WHEN, "before_id": "~", "by": _ID,
+    "chain": _ID,
     "chains": [_ID, 1],  # a chain's id as text and as an integer (audit/ids.py chain_forms)
     # The log statements' bounds on time, as integers and as DateTimes (audit.py time_forms).
     "times": time_forms(since=_WHEN, until=_WHEN, before=_WHEN),
