@@ -57,6 +57,28 @@ def test_the_old_key_file_after_a_rotation_refuses_to_start(cli, kek_file):
     assert old.partition(":")[2] not in done.stderr
 
 
+def test_a_command_with_a_wrong_ring_writes_nothing(cli, kek_file, tmp_path):
+    tenant = new_tenant(cli)
+    wrong = f"k1:{random_key()},k2:{random_key()}"
+    refused = (f"vaultgraph: the key-encryption key k1 does not open the tenant keys stored in "
+               f"Neo4j under it (tenant {tenant['tenant_id']}; 1 of 1 sampled): {FILE_FIX}\n")
+
+    created = cli("tenants", "create", "--name", "wrongkek",
+                  env={**STRICT, "VAULTGRAPH_KEK": wrong})
+    assert (created.status, created.stdout, created.stderr) == (1, "", refused)
+
+    wrong_file = tmp_path / "wrong-kek"
+    wrong_file.write_text(f"k1:{random_key()}\n")
+    wrong_file.chmod(0o600)
+    rotated = cli("keys", "rotate", env={**STRICT, "VAULTGRAPH_KEK_FILE": str(wrong_file)})
+    assert (rotated.status, rotated.stdout, rotated.stderr) == (1, "", refused)
+    assert wrong_file.read_text().count(",") == 0  # no version added
+
+    listed = cli("tenants", "list", env=STRICT)
+    assert [t["id"] for t in listed.lines()] == [tenant["tenant_id"]]
+    assert cli("tenants", "show", tenant["tenant_id"]).json()["kek_versions"] == ["k1"]
+
+
 async def test_a_tenant_a_wrong_key_wrote_is_named_at_start(cli, kek_file, settings):
     """A tenant written (before this check) under a `k2` that is not the ring's: the restart
     names the version and the tenant."""

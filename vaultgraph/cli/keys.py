@@ -141,7 +141,7 @@ def _rotate_to(settings: Settings, to: str, only: set[str] | None) -> int:
     progress = Progress("re-wrapped tenants")
 
     async def work():
-        async with services(settings) as svc:
+        async with services(settings, wraps_keys=True) as svc:
             target = await asyncio.to_thread(svc.custody.target, to)
             for label in svc.custody.generated:
                 print(f"generated the key-encryption key {label!r} inside the PKCS#11 token "
@@ -173,7 +173,7 @@ def _rotate(settings: Settings, args: argparse.Namespace) -> int:
     async def pending():
         from ..errors import NotFound
 
-        async with services(settings) as svc:
+        async with services(settings, wraps_keys=True) as svc:
             unknown = []
             for tenant_id in sorted(only or ()):
                 try:
