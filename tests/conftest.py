@@ -52,8 +52,32 @@ def settings() -> Settings:
         prepare_database(base)
     # No webhook sender unless a test asks for one (tests/integration/webhooks): a sender
     # claims any tenant's due deliveries, so one left running would take other tests' events.
+    # The database is shared on purpose (each test's key ring of its own, another run's with
+    # VAULTGRAPH_TESTS_KEEP_DATA): the key check passes over tenants under KEKs a ring lacks.
+    # Commands and services in subprocesses inherit it; the tests of that refusal turn it off.
+    os.environ["VAULTGRAPH_SHARED_DATABASE"] = "true"
     return dataclasses.replace(base, kek=f"run{secrets.token_hex(6)}:{key}", log_level="WARNING",
-                               webhook_poll_interval=0.0)
+                               webhook_poll_interval=0.0, shared_database=True)
+
+
+def run_cypher(settings: Settings, statement: str) -> None:
+    with neo4j.GraphDatabase.driver(settings.neo4j_uri, auth=(
+            settings.neo4j_user, settings.resolved_neo4j_password())) as driver:
+        driver.execute_query(statement, database_=settings.neo4j_database)
+
+
+@pytest.fixture
+def own_tenants_only(settings):
+    """While the test runs the database shows no other test's tenants (set aside under another
+    label), and the tenants it made are deleted after it: for a test whose key ring reuses a
+    version name other tests use (`k1`), or that checks the refusal of a ring lacking a KEK a
+    stored tenant is wrapped under (which every other test's tenant would trigger)."""
+    run_cypher(settings, "MATCH (t:Tenant) SET t:TenantAside REMOVE t:Tenant")
+    try:
+        yield
+    finally:
+        run_cypher(settings, "MATCH (t:Tenant) DETACH DELETE t")
+        run_cypher(settings, "MATCH (t:TenantAside) SET t:Tenant REMOVE t:TenantAside")
 
 
 @pytest.fixture

@@ -167,6 +167,7 @@ def service_env(settings) -> dict[str, str]:
         "VAULTGRAPH_NEO4J_PASSWORD": settings.resolved_neo4j_password(),
         "VAULTGRAPH_NEO4J_DATABASE": settings.neo4j_database,
         "VAULTGRAPH_KEK": settings.kek,
+        "VAULTGRAPH_SHARED_DATABASE": "true",  # other tests' tenants, under their own keys
         "VAULTGRAPH_CYPHER_DIR": settings.cypher_dir,
         "VAULTGRAPH_LOG_LEVEL": "WARNING",
         "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "0",

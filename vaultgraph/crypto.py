@@ -211,6 +211,14 @@ class KeyRing:
             raise CryptoError("tenant key is wrapped by a key-encryption key not in the key ring")
         return found
 
+    def holds(self, kek_id: str) -> bool:
+        """Whether the ring has (or its `resolve` finds) the KEK with this id."""
+        try:
+            self.kek(kek_id)
+        except CryptoError:
+            return False
+        return True
+
     def with_active(self, kek_id: str) -> KeyRing:
         """The same keys, with `kek_id` wrapping new material (a rotation's target)."""
         self.kek(kek_id)

@@ -102,11 +102,14 @@ class Misconfigured(Unavailable):
 
 
 class WrongKey(Misconfigured):
-    """The configured key-encryption key opens none of the tenant keys the database holds."""
+    """The key ring does not open the tenant keys the database holds: a tenant is wrapped under
+    a key-encryption key the ring lacks, or a KEK of the ring does not open a tenant stored
+    under it. `cause` and `fix` make the one line the command prints (`detail`: both)."""
 
-    default_detail = (
-        "the key-encryption key (VAULTGRAPH_KEK / VAULTGRAPH_KEK_FILE) does not open the tenant "
-        "keys stored in Neo4j: configure the key ring the data was written with")
+    def __init__(self, cause: str, fix: str):
+        super().__init__(f"{cause}: {fix}")
+        self.cause = cause
+        self.fix = fix
 
 
 class KeyInFlight(Conflict):

@@ -45,7 +45,7 @@ def explain(exc: BaseException, settings: Settings | None) -> tuple[str, str, in
     if isinstance(exc, Misconfigured) and isinstance(exc.__cause__, AuthError):
         exc = exc.__cause__
     if isinstance(exc, WrongKey):
-        exc = CryptoError("the key ring opens none of the stored tenant keys")
+        return exc.cause, exc.fix, 1
     if isinstance(exc, AuthError):
         where = settings.local_password_file() if settings else None
         unset = (f"unset, the local server's password file {where} is used" if where

@@ -117,6 +117,9 @@ class Settings:
     # Key custody (docs/key-custody.md): "file" (the KEK above; development) or "pkcs11" (a
     # non-extractable key in a token; the file KEK, if still configured, only unwraps).
     kek_provider: str = "file"
+    # A test database other vaults (throwaway key rings) write to as well: the key check skips
+    # tenants under key-encryption keys this ring lacks instead of refusing to start.
+    shared_database: bool = False
     pkcs11_module: str = ""  # the token's PKCS#11 library (.so)
     pkcs11_token_label: str = ""
     pkcs11_pin_file: str = ""  # the user PIN, first line of a 0600 file

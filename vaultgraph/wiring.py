@@ -145,7 +145,9 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
                   if keyring else None)
         readiness = Readiness(db)
         readiness.started = not background_start
-        tenants = TenantService(TenantRepository(db), keyring) if keyring else None
+        tenants = (TenantService(TenantRepository(db), keyring, reload=reload,
+                                 shared=settings.shared_database)
+                   if keyring else None)
         search_repo = SearchRepository(db)
         yield Services(
             settings=settings,

@@ -53,7 +53,10 @@ class Cli:
 
 
 @pytest.fixture
-def kek_file(tmp_path) -> Path:
+def kek_file(tmp_path, own_tenants_only) -> Path:
+    """A key file of this test's own, version `k1` as `make run` makes it: other tests' `k1`
+    tenants are set aside meanwhile (`own_tenants_only`), so the key check of a command that
+    wraps keys meets only this test's."""
     path = tmp_path / "kek"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
@@ -78,7 +81,10 @@ def cli(settings, kek_file, tmp_path) -> Cli:
         "VAULTGRAPH_NEO4J_BOLT_PORT": str(settings.neo4j_bolt_port),
         "VAULTGRAPH_NEO4J_HTTP_PORT": str(settings.neo4j_http_port),
         "VAULTGRAPH_KEK_FILE": str(kek_file),
+        "VAULTGRAPH_SHARED_DATABASE": "true",
     })
+    if settings.cypher_dir:  # the catalog the run reads (a checkout's, not the installed one)
+        env["VAULTGRAPH_CYPHER_DIR"] = settings.cypher_dir
     work = tmp_path / "elsewhere"
     work.mkdir()
     return Cli(env, work)

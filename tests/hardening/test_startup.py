@@ -87,7 +87,7 @@ async def test_a_valid_but_wrong_key_encryption_key_refuses_to_start(settings, t
     right = f"{version}:{KeyRing.generate_spec().partition(':')[2]}"
     wrong = f"{version}:{KeyRing.generate_spec().partition(':')[2]}"
     async with open_services(dataclasses.replace(settings, kek=right)) as services:
-        await services.tenants.create("written under the right key")
+        tenant_id = (await services.tenants.create("written under the right key")).tenant_id
     env = {**os.environ, "VAULTGRAPH_NEO4J_URI": settings.neo4j_uri,
            "VAULTGRAPH_NEO4J_PASSWORD": settings.resolved_neo4j_password(),
            "VAULTGRAPH_KEK": wrong, "VAULTGRAPH_PORT": "0", "VAULTGRAPH_HOME": str(tmp_path),
@@ -99,9 +99,9 @@ async def test_a_valid_but_wrong_key_encryption_key_refuses_to_start(settings, t
             subprocess.run, [sys.executable, "-m", "vaultgraph", "serve", "--workers", workers],
             env=env, capture_output=True, text=True, timeout=120, check=False)
         assert (done.returncode, done.stderr) == (1, (
-            "vaultgraph: the key-encryption key (VAULTGRAPH_KEK / VAULTGRAPH_KEK_FILE) does not "
-            "open the tenant keys stored in Neo4j: configure the key ring the data was written "
-            "with\n")), workers
+            f"vaultgraph: the key-encryption key {version} does not open the tenant keys stored "
+            f"in Neo4j under it (tenant {tenant_id}; 1 of 1 sampled): configure the key ring the "
+            "data was written with (VAULTGRAPH_KEK / VAULTGRAPH_KEK_FILE)\n")), workers
 
 
 async def test_a_worker_start_up_failure_is_the_one_line_the_command_prints(settings, tmp_path):

@@ -89,9 +89,10 @@ def key_label(prefix: str = "kek") -> str:
 
 
 @pytest.fixture
-def hsm_settings(settings, softhsm) -> Settings:
+def hsm_settings(settings, softhsm, own_tenants_only) -> Settings:
     """The suite's settings with the pkcs11 provider and a key label of this test's own (no
-    file KEK: the token alone holds the key-encryption key)."""
+    file KEK: the token alone holds the key-encryption key); other tests' tenants set aside
+    (some tests here add a file ring `k1` of their own)."""
     return dataclasses.replace(
         settings, kek="", kek_file=str(Path(softhsm.tokens).parent / "no-such-kek"),
         kek_provider="pkcs11", pkcs11_module=MODULE, pkcs11_token_label=softhsm.label,
@@ -107,12 +108,14 @@ def vault_env(settings: Settings, home: Path) -> dict[str, str]:
         "VAULTGRAPH_HOME": str(home), "VAULTGRAPH_NEO4J_URI": settings.neo4j_uri,
         "VAULTGRAPH_NEO4J_PASSWORD": settings.resolved_neo4j_password(),
         "VAULTGRAPH_KEK_PROVIDER": settings.kek_provider, "VAULTGRAPH_LOG_LEVEL": "WARNING",
-        "VAULTGRAPH_PORT": "0",
+        "VAULTGRAPH_PORT": "0", "VAULTGRAPH_SHARED_DATABASE": str(settings.shared_database).lower(),
     })
     if settings.kek:
         env["VAULTGRAPH_KEK"] = settings.kek
     if settings.kek_file:
         env["VAULTGRAPH_KEK_FILE"] = settings.kek_file
+    if settings.cypher_dir:  # the catalog the run reads (a checkout's, not the installed one)
+        env["VAULTGRAPH_CYPHER_DIR"] = settings.cypher_dir
     for name in ("pkcs11_module", "pkcs11_token_label", "pkcs11_pin_file", "pkcs11_key_label"):
         if getattr(settings, name):
             env["VAULTGRAPH_" + name.upper()] = str(getattr(settings, name))

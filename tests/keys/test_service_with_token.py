@@ -80,7 +80,7 @@ async def test_a_wrong_key_under_the_label_refuses_to_start(hsm_settings, tmp_pa
     from vaultgraph.wiring import open_services
 
     async with open_services(hsm_settings) as services:
-        await services.tenants.create("written under the right key")
+        tenant_id = (await services.tenants.create("written under the right key")).tenant_id
     custody = open_custody(hsm_settings)  # the label now names another key
     try:
         with custody.token.session() as session:
@@ -93,8 +93,10 @@ async def test_a_wrong_key_under_the_label_refuses_to_start(hsm_settings, tmp_pa
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
         f"vaultgraph: the key-encryption key pkcs11:{hsm_settings.pkcs11_key_label} in the "
-        "PKCS#11 token does not open the tenant keys stored in Neo4j under it: configure the "
-        "token (VAULTGRAPH_PKCS11_TOKEN_LABEL) and key the data was written with")
+        f"PKCS#11 token does not open the tenant keys stored in Neo4j under it (tenant "
+        f"{tenant_id}; 1 of 1 sampled): configure the token (VAULTGRAPH_PKCS11_MODULE, "
+        "VAULTGRAPH_PKCS11_TOKEN_LABEL, VAULTGRAPH_PKCS11_PIN_FILE) and key the data was "
+        "written with")
 
 
 FIX = ("check VAULTGRAPH_PKCS11_MODULE, VAULTGRAPH_PKCS11_TOKEN_LABEL, "

@@ -156,13 +156,25 @@ def local_settings(settings: Settings, neo) -> Settings:
     return dataclasses.replace(settings, neo4j_password=neo.resolve_password())
 
 
-def services(settings: Settings, *, with_keys: bool = True):
+def services(settings: Settings, *, with_keys: bool = True, wraps_keys: bool = False):
+    """The services over one driver. `wraps_keys`: the command writes wrapped tenant keys, so
+    the key ring is checked against the stored tenant keys first, as `serve` checks it before
+    serving (`TenantService.verify_key_ring`): a wrong ring refuses with one line and nothing
+    is written."""
     from ..wiring import open_services
 
     if with_keys:
         check_kek(settings, generate=False)  # commands that create a key call it first
     settings.resolved_neo4j_password()  # a missing password is named before connecting
-    return open_services(settings, with_keys=with_keys, schema_required=True)
+    opened = open_services(settings, with_keys=with_keys, schema_required=True)
+    return _key_checked(opened) if wraps_keys else opened
+
+
+@contextlib.asynccontextmanager
+async def _key_checked(opened):
+    async with opened as svc:
+        await svc.tenants.verify_key_ring()
+        yield svc
 
 
 def run_async(work):
@@ -171,7 +183,7 @@ def run_async(work):
 
 def create_tenant(settings: Settings, name: str) -> dict:
     async def work():
-        async with services(settings) as svc:
+        async with services(settings, wraps_keys=True) as svc:
             return (await svc.tenants.create(name)).to_dict()
 
     return run_async(work)

@@ -104,7 +104,8 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
     async def work():
         from ..repository.key_rotation import rotation_lock
 
-        async with services(settings) as svc, rotation_lock(svc.database, _say_waiting):
+        async with (services(settings, wraps_keys=True) as svc,
+                    rotation_lock(svc.database, _say_waiting)):
             await _check_ids(svc.tenants, only, to is None)
             if to is None:
                 return await _rotate_file(settings, svc, only, progress)

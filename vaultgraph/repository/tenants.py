@@ -53,3 +53,8 @@ class TenantRepository:
         """Up to 20 tenants' stored key material wrapped under one of `versions`."""
         records = await self._db.read("tenants/key_sample", versions=versions)
         return [record.data() for record in records]
+
+    async def key_census(self) -> dict[str, int]:
+        """How many tenants have a key wrapped under each key-encryption key, by KEK id."""
+        records = await self._db.read("tenants/key_census")
+        return {record["kek"]: record["tenants"] for record in records}

@@ -96,9 +96,12 @@ def tenant_body(tenant: dict[str, Any]) -> dict:
 
 
 class TenantService:
-    def __init__(self, repo: TenantRepository, ring: KeyRing):
+    def __init__(self, repo: TenantRepository, ring: KeyRing,
+                 reload: Callable[[], KeyRing] | None = None, *, shared: bool = False):
         self._repo = repo
         self._ring = ring
+        self._reload = reload  # the ring with the key file read again (`verify_key_ring`)
+        self._shared = shared  # VAULTGRAPH_SHARED_DATABASE (`verify_key_ring`)
 
     @property
     def ring(self) -> KeyRing:
@@ -185,24 +188,40 @@ class TenantService:
         return result
 
     async def verify_key_ring(self) -> None:
-        """Start-up check: each KEK of the ring opens the tenant keys stored under it (a valid
-        but wrong KEK, or another token's key under the same label, would otherwise start, say
-        ready, and fail every read). Raises `WrongKey` naming the KEK when none of a sample
-        opens; a KEK nothing is stored under passes."""
-        for version in self._ring.versions:
-            sample = await self._repo.key_sample([version])
-            if sample and not await self._ring.run(self._opens_any, sample):
-                raise WrongKey(wrong_key_detail(version) if version.startswith("pkcs11:")
-                               else None)
+        """The key check run before serving and before a command wraps keys: the ring opens
+        the tenant keys the database holds. Raises `WrongKey` (one line, KEK ids and tenant ids
+        only) when any tenant is wrapped under a KEK the ring lacks (its requests would be 500s:
+        a wrong or old key file, a token not configured), or when a KEK of the ring does not
+        open a sample of the tenants stored under it (a valid but wrong key under the same
+        version, another token's key under the same label). A database without tenants
+        passes. In a database shared on purpose (`shared`: other vaults' tenants, under their
+        own throwaway KEKs) only the tenants under this ring's KEKs are checked."""
+        census = await self._repo.key_census()
+        ring = self._ring
+        missing = {kek: n for kek, n in census.items() if not ring.holds(kek)}
+        if missing and self._reload is not None and not all(
+                kek.startswith(PKCS11) for kek in missing):
+            # A file version added by `keys rotate` after this ring was read: read it again.
+            ring = self._reload()
+            missing = {kek: n for kek, n in census.items() if not ring.holds(kek)}
+        if missing and not self._shared:
+            raise WrongKey(*missing_keys_message(missing, ring))
+        for kek in (kek for kek in census if kek not in missing):
+            sample = await self._repo.key_sample([kek])
+            failed = await ring.run(self._not_opening, ring, sample)
+            if failed:
+                raise WrongKey(*wrong_key_message(kek, failed, len(sample)))
 
-    def _opens_any(self, sample: list[dict]) -> bool:
+    @staticmethod
+    def _not_opening(ring: KeyRing, sample: list[dict]) -> list[str]:
+        """The ids of the sampled tenants whose keys `ring` does not unwrap."""
+        failed = []
         for stored in sample:
             try:
-                TenantKeys.unwrap(self._ring, stored["tenant_id"], stored)
+                TenantKeys.unwrap(ring, stored["tenant_id"], stored)
             except CryptoError:
-                continue
-            return True
-        return False
+                failed.append(stored["tenant_id"])
+        return failed
 
     async def kek_census(self, page: int = 500) -> AsyncIterator[dict]:
         """Each tenant's id, name and the KEKs its keys are wrapped under (`keys status`)."""
@@ -216,7 +235,32 @@ class TenantService:
                        "current": not self._needs(tenant)}
 
 
-def wrong_key_detail(version: str) -> str:
-    return (f"the key-encryption key {version} in the PKCS#11 token does not open the tenant "
-            "keys stored in Neo4j under it: configure the token (VAULTGRAPH_PKCS11_TOKEN_LABEL) "
-            "and key the data was written with")
+PKCS11 = "pkcs11:"
+FILE_FIX = "configure the key ring the data was written with (VAULTGRAPH_KEK / VAULTGRAPH_KEK_FILE)"
+TOKEN_FIX = ("configure the token (VAULTGRAPH_PKCS11_MODULE, VAULTGRAPH_PKCS11_TOKEN_LABEL, "
+             "VAULTGRAPH_PKCS11_PIN_FILE) and key the data was written with")
+
+
+def _ids(ids: list[str], shown: int = 3) -> str:
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return ", ".join(ids[:shown]) + more
+
+
+def missing_keys_message(missing: dict[str, int], ring: KeyRing) -> tuple[str, str]:
+    """The refusal when tenants are wrapped under KEKs the ring lacks: how many under which."""
+    counts = [f"{n} tenant{'s' if n != 1 else ''} under {kek}" for kek, n in missing.items()]
+    cause = (f"{' and '.join(counts)} {'are' if sum(missing.values()) != 1 else 'is'} wrapped "
+             f"by a key-encryption key the key ring ({', '.join(ring.versions)}) does not hold")
+    token = any(kek.startswith(PKCS11) for kek in missing)
+    file = not all(kek.startswith(PKCS11) for kek in missing)
+    fix = " and ".join(([FILE_FIX] if file else []) + ([TOKEN_FIX] if token else []))
+    return cause, fix
+
+
+def wrong_key_message(kek: str, failed: list[str], sampled: int) -> tuple[str, str]:
+    """The refusal when a KEK of the ring does not open tenants stored under it (by id)."""
+    token = kek.startswith(PKCS11)
+    return (f"the key-encryption key {kek}{' in the PKCS#11 token' if token else ''} does not "
+            f"open the tenant keys stored in Neo4j under it (tenant{'s' if len(failed) > 1 else ''}"
+            f" {_ids(failed)}; {len(failed)} of {sampled} sampled)",
+            TOKEN_FIX if token else FILE_FIX)

@@ -150,6 +150,8 @@ def service_env(target: Neo4jTarget) -> dict[str, str]:
         "VAULTGRAPH_NEO4J_USER": target.user,
         "VAULTGRAPH_NEO4J_PASSWORD": target.password,
         "VAULTGRAPH_KEK": new_kek(),
+        # Other sessions' tenants, under their own throwaway keys, may be in the database.
+        "VAULTGRAPH_SHARED_DATABASE": "true",
         "VAULTGRAPH_LOG_LEVEL": "WARNING",
     })
     return env
