@@ -79,6 +79,8 @@ def cli(settings, kek_file, tmp_path) -> Cli:
         "VAULTGRAPH_NEO4J_HTTP_PORT": str(settings.neo4j_http_port),
         "VAULTGRAPH_KEK_FILE": str(kek_file),
     })
+    if settings.cypher_dir:  # the statements of the tree under test, as the app's
+        env["VAULTGRAPH_CYPHER_DIR"] = settings.cypher_dir
     work = tmp_path / "elsewhere"
     work.mkdir()
     return Cli(env, work)

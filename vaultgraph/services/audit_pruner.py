@@ -15,7 +15,7 @@ from ..audit.chain import placed_holds, stores_prev, valid
 from ..audit.event import WRITE
 from ..crypto import KeyRing
 from ..repository.audit import BEGINNING, AuditRepository, ChainInfo, native
-from .audit_log import checkpoint_sig
+from .audit_log import signed_checkpoint
 from .audit_writer import WRITE_CHAIN_SPAN
 
 log = logging.getLogger("vaultgraph.services.audit")
@@ -137,8 +137,7 @@ class AuditPruner:
                 prev = row["mac"]
             if prefix:
                 top = prefix[-1]
-                checkpoint = {"chain": chain, "seq": top["seq"], "mac": top["mac"],
-                              "sig": checkpoint_sig(self._ring, chain, top["seq"], top["mac"])}
+                checkpoint = signed_checkpoint(self._ring, chain, top["seq"], top["mac"])
                 pruned += await self._repo.prune(
                     [{k: r[k] for k in ("id", "chain", "seq")} for r in prefix], [checkpoint])
                 reread = False
