@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 import orjson
 import pytest
+from factories import retime_chain
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit.chain import sign
@@ -350,6 +351,35 @@ async def test_audit_export_and_verify(cli, client, tmp_path):
         assert (beyond.status, beyond.stderr) == (
             2, f"vaultgraph: {option} is not an ISO 8601 date or time from year 1 to 9999: use "
                "e.g. 2026-01-31 or 2026-01-31T12:00:00Z\n")
+
+
+async def test_audit_prune_then_a_key_rotation_leaves_the_trail_verifying(cli, client, kek_file):
+    """`audit prune` runs one pass now (progress on stderr, the count on stdout) and signs each
+    checkpoint under the active key version, naming it: after `keys rotate` the pruned chains
+    still verify (their checkpoints were named edited)."""
+    tenant = new_tenant(cli)
+    for _ in range(3):
+        assert await status_of(client, tenant["key"]) == 200
+    services = client.server.app[services_key]
+    await services.audit_writer.settle()
+    chains = sorted(services.audit_writer.chains)
+    for chain in chains:  # made two days ago
+        await retime_chain(services, chain, lambda e: datetime(2000, 1, 1, tzinfo=UTC))
+
+    pruned = cli("audit", "prune", env={"VAULTGRAPH_AUDIT_RETENTION_DAYS": "1"})
+    assert pruned.status == 0, pruned.stderr
+    assert pruned.json()["pruned"] >= 3
+    assert re.fullmatch(r"pruned events \d+ deleted, older than \S+",
+                        pruned.stderr.splitlines()[-1])
+    checkpoints = await services.database.driver.execute_query(
+        "MATCH (k:AuditCheckpoint) WHERE k.chain IN $chains RETURN k.chain AS chain, "
+        "k.key_version AS version", chains=chains)
+    pruned_chains = [r["chain"] for r in checkpoints.records]
+    assert [r["version"] for r in checkpoints.records] == ["k1"] * len(pruned_chains) != []
+
+    assert cli("keys", "rotate", "--tenant", tenant["tenant_id"]).status == 0
+    verified = cli("audit", "verify", *(a for c in pruned_chains for a in ("--chain", c)))
+    assert (verified.status, verified.stdout) == (0, ""), verified.stderr
 
 
 async def test_audit_verify_names_a_key_that_did_not_sign_or_is_missing_not_tampering(

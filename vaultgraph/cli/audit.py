@@ -1,4 +1,4 @@
-"""`vaultgraph audit`: verify the chains, export events as JSON lines."""
+"""`vaultgraph audit`: verify the chains, export events as JSON lines, prune past the retention."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ def add_parser(sub) -> None:
     p.add_argument("--since", help="ISO 8601 date or time (inclusive); default: the beginning")
     p.add_argument("--until", help="ISO 8601 date or time (exclusive); default: now")
     p.add_argument("--out", metavar="FILE", help="write to FILE (mode 0600) instead of stdout")
+    audit.add_parser("prune", help="one prune pass now: delete events older than "
+                     "VAULTGRAPH_AUDIT_RETENTION_DAYS, leaving signed checkpoints")
 
 
 # The exit status of `audit verify` when a key that signed is missing from the ring or is not
@@ -99,6 +101,9 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
                           status=UNCHECKED)
         return 0
 
+    if args.action == "prune":
+        return _prune(settings)
+
     since = _moment(args.since, "--since") if args.since else datetime(1970, 1, 1, tzinfo=UTC)
     until = _moment(args.until, "--until") if args.until else datetime.now(UTC)
     progress = Progress("exported events")
@@ -143,3 +148,18 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
     progress.done(f"{n} written" + (f" to {args.out}" if args.out else ""))
     return 0
 
+
+def _prune(settings: Settings) -> int:
+    """One prune pass (`AuditPruner.prune_before` the retention's cutoff), the events deleted
+    counted on stderr as each transaction commits; the count and the cutoff on stdout."""
+    step = _Count("pruned events")
+
+    async def prune():
+        async with services(settings) as svc:
+            cutoff = svc.audit_pruner.cutoff()
+            return cutoff, await svc.audit_pruner.prune_before(cutoff, progress=step)
+
+    cutoff, pruned = run_async(prune)
+    step.done(f"{pruned} deleted, older than {cutoff.isoformat()}")
+    emit({"pruned": pruned, "before": cutoff.isoformat()})
+    return 0
