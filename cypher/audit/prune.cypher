@@ -1,8 +1,8 @@
 // Delete pruned events ($events: {id, chains, seq} of a chain's prefix, or {id, node} of an event
 // out of every chain's order) and move each chain's checkpoint forward (never back), in one
-// transaction: a pruned chain still verifies from its checkpoint. Prunes take one lock first,
-// so a prune's events are looked up only after any other prune committed: an event another
-// prune deleted is not found (and not counted) here.
+// transaction: a pruned chain still verifies from its checkpoint (signed under the key version it
+// names). Prunes take one lock first, so a prune's events are looked up only after any other
+// prune committed: an event another prune deleted is not found (and not counted) here.
 MERGE (lock:AuditPruneLock {id: "prune"})
 SET lock._lock = true
 REMOVE lock._lock
@@ -11,7 +11,7 @@ CALL () {
   UNWIND $checkpoints AS cp
   MERGE (k:AuditCheckpoint {chain: cp.chain})
   WITH k, cp WHERE k.seq IS NULL OR k.seq < cp.seq
-  SET k.seq = cp.seq, k.mac = cp.mac, k.sig = cp.sig
+  SET k.seq = cp.seq, k.mac = cp.mac, k.sig = cp.sig, k.key_version = cp.key_version
 }
 UNWIND $events AS ev
 CALL (ev) {

@@ -14,10 +14,12 @@ from datetime import UTC, datetime
 
 import orjson
 import pytest
+from factories import retime_chain
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit.chain import sign
 from vaultgraph.cli.serve import bootstrap
+from vaultgraph.crypto import KeyRing
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -349,6 +351,63 @@ async def test_audit_export_and_verify(cli, client, tmp_path):
         assert (beyond.status, beyond.stderr) == (
             2, f"vaultgraph: {option} is not an ISO 8601 date or time from year 1 to 9999: use "
                "e.g. 2026-01-31 or 2026-01-31T12:00:00Z\n")
+
+
+async def test_audit_prune_then_a_key_rotation_leaves_the_trail_verifying(cli, client, kek_file):
+    """`audit prune` runs one pass now (progress on stderr, the count on stdout) and signs each
+    checkpoint under the active key version, naming it: after `keys rotate` the pruned chains
+    still verify (their checkpoints were named edited)."""
+    tenant = new_tenant(cli)
+    for _ in range(3):
+        assert await status_of(client, tenant["key"]) == 200
+    services = client.server.app[services_key]
+    await services.audit_writer.settle()
+    chains = sorted(services.audit_writer.chains)
+    for chain in chains:  # made two days ago
+        await retime_chain(services, chain, lambda e: datetime(2000, 1, 1, tzinfo=UTC))
+
+    pruned = cli("audit", "prune", env={"VAULTGRAPH_AUDIT_RETENTION_DAYS": "1"})
+    assert pruned.status == 0, pruned.stderr
+    assert pruned.json()["pruned"] >= 3
+    assert re.fullmatch(r"pruned events \d+ deleted, older than \S+",
+                        pruned.stderr.splitlines()[-1])
+    checkpoints = await services.database.driver.execute_query(
+        "MATCH (k:AuditCheckpoint) WHERE k.chain IN $chains RETURN k.chain AS chain, "
+        "k.key_version AS version", chains=chains)
+    pruned_chains = [r["chain"] for r in checkpoints.records]
+    assert [r["version"] for r in checkpoints.records] == ["k1"] * len(pruned_chains) != []
+
+    assert cli("keys", "rotate", "--tenant", tenant["tenant_id"]).status == 0
+    verified = cli("audit", "verify", *(a for c in pruned_chains for a in ("--chain", c)))
+    assert (verified.status, verified.stdout) == (0, ""), verified.stderr
+
+
+async def test_audit_verify_names_a_key_that_did_not_sign_or_is_missing_not_tampering(
+        cli, client, kek_file):
+    """With a wrong key-encryption key, or a ring without the version that signed, `verify`
+    says so in one line and exits 3: no finding per event, no "changed outside the service"."""
+    tenant = new_tenant(cli)
+    for _ in range(3):
+        assert await status_of(client, tenant["key"]) == 200
+    services = client.server.app[services_key]
+    await services.audit_writer.settle()
+    chain = services.audit_writer.chain
+    n = len([e async for e in services.audit_log._repo.chain_events(chain)])
+    wrong = cli("audit", "verify", "--chain", chain,
+                env={"VAULTGRAPH_KEK": KeyRing.generate_spec(), "VAULTGRAPH_KEK_FILE": None})
+    assert (wrong.status, wrong.stdout) == (3, "")
+    assert wrong.stderr.splitlines()[-1] == (
+        "vaultgraph: the audit trail could not be checked with this key ring: key version k1 in "
+        f"the key ring is not the key that signed {n} event(s): verify with the key ring that "
+        "signed it (every version named, VAULTGRAPH_KEK_FILE, VAULTGRAPH_KEK or the PKCS#11 "
+        "token's keys); until then nothing it signed is verified")
+    other = "k9:" + KeyRing.generate_spec().partition(":")[2]
+    lacking = cli("audit", "verify", "--chain", chain,
+                  env={"VAULTGRAPH_KEK": other, "VAULTGRAPH_KEK_FILE": None})
+    assert (lacking.status, lacking.stdout) == (3, "")
+    assert (f"key version k1 is not in the key ring ({n} event(s) signed under it)"
+            in lacking.stderr.splitlines()[-1])
+    assert cli("audit", "verify", "--chain", chain).status == 0
 
 
 def test_bootstrap_key_never_reaches_a_redirected_stderr(settings, tmp_path):

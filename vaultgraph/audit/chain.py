@@ -32,6 +32,7 @@ is named `unlinked`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -58,18 +59,84 @@ class Finding:
         return f"{self.kind}: {where}" + (f" (event {self.event_id})" if self.event_id else "")
 
 
-def sign(ring: KeyRing, event: Mapping[str, Any]) -> str:
+# The kinds of finding that name an event for its MAC (one signed under a key the ring lacks, or
+# does not hold as it did when it signed, is named so too).
+SIGNED_KINDS = frozenset(("edited", "inserted", "reordered", "unsettled"))
+
+
+@dataclass(frozen=True, slots=True)
+class KeyProblem:
+    """What a verification could not check for want of a key: the events and checkpoints signed
+    under `version` (None: checkpoints stored before they named their key version), which the
+    ring lacks (`missing`), or under which nothing holds with the ring's key of that version."""
+
+    version: str | None
+    missing: bool
+    events: int
+    checkpoints: int
+    # Read as a finding's: it names no place.
+    kind = "key"
+    chain = seq = event_id = None
+
+    def describe(self) -> str:
+        what = " and ".join(f"{n} {noun}(s)" for n, noun in ((self.events, "event"),
+                                                           (self.checkpoints, "checkpoint"))
+                            if n)
+        if self.version is None:
+            return f"{what} stored without a key version hold under no key in the ring"
+        if self.missing:
+            return f"key version {self.version} is not in the key ring ({what} signed under it)"
+        return (f"key version {self.version} in the key ring is not the key that signed "
+                f"{what}")
+
+
+class KeyCheck:
+    """A key ring as a verification reads it: the ring's MACs, and a count for each key
+    version of the MACs that held under it (`valid`) and of the versions asked for that the
+    ring lacks. A MAC that holds proves the ring's key of its version is the one that signed;
+    a version under which none held did not sign what names it (services/audit_log.py)."""
+
+    def __init__(self, ring: KeyRing) -> None:
+        self.ring = ring
+        self.active = ring.active
+        self.versions = ring.versions
+        self.held: Counter[str] = Counter()
+        self.missing: set[str] = set()
+
+    def version_of(self, signed: Mapping[str, Any]) -> str | None:
+        """The key version an event or checkpoint is checked under (its own, or the active one
+        when it names none); None when it names one no key could have (an edit)."""
+        version = signed.get("key_version") or self.active
+        return version if isinstance(version, str) else None
+
+    def audit_mac(self, message: bytes, version: str | None = None) -> str:
+        try:
+            return self.ring.audit_mac(message, version)
+        except CryptoError:
+            if isinstance(version or self.active, str):
+                self.missing.add(version or self.active)
+            raise
+
+
+Ring = KeyRing | KeyCheck
+
+
+def sign(ring: Ring, event: Mapping[str, Any]) -> str:
     return ring.audit_mac(canonical(event), event.get("key_version"))
 
 
-def valid(ring: KeyRing, event: Mapping[str, Any], **override: Any) -> bool:
+def valid(ring: Ring, event: Mapping[str, Any], **override: Any) -> bool:
     """Whether the event's MAC holds (with `override` fields in place of its own); not when a
     field holds what no event is signed with (an edit in the store: a byte array where text
-    was, say)."""
+    was, say). Read through a `KeyCheck`, a MAC that holds is counted under its version."""
+    signed = {**event, **override}
     try:
-        return sign(ring, {**event, **override}) == event.get("mac")
+        held = sign(ring, signed) == event.get("mac")
     except (CryptoError, TypeError, ValueError):
         return False
+    if held and isinstance(ring, KeyCheck):
+        ring.held[ring.version_of(signed)] += 1
+    return held
 
 
 def stores_prev(event: Mapping[str, Any]) -> bool:
@@ -79,7 +146,7 @@ def stores_prev(event: Mapping[str, Any]) -> bool:
     return event.get("prev") is not None
 
 
-def holds(ring: KeyRing, event: Mapping[str, Any], prev: str | None, **override: Any
+def holds(ring: Ring, event: Mapping[str, Any], prev: str | None, **override: Any
           ) -> bool | None:
     """Whether the event's MAC holds after the MAC `prev` (the event before it in its chain,
     the checkpoint's, or "" at the start); None when that is not known (the event before is
@@ -91,7 +158,7 @@ def holds(ring: KeyRing, event: Mapping[str, Any], prev: str | None, **override:
     return valid(ring, event, prev=prev, **override)
 
 
-def verify_chain(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]], *,
+def verify_chain(ring: Ring, chain: str, events: Iterable[Mapping[str, Any]], *,
                  checkpoint: tuple[int, str] | None = None,
                  head: int | None = None, placed: bool = False) -> list[Finding]:
     """Findings for one chain. `events` are that chain's events (any order); `checkpoint` is
@@ -135,14 +202,14 @@ def _link(by_seq: Mapping[int, list[Mapping[str, Any]]], seq: int, start: int,
     return before[0].get("mac") if before else None
 
 
-def _any_linked(ring: KeyRing, by_seq: Mapping[int, list[Mapping[str, Any]]], start: int,
+def _any_linked(ring: Ring, by_seq: Mapping[int, list[Mapping[str, Any]]], start: int,
                 checkpoint: tuple[int, str] | None) -> bool:
     """Whether any event holds as signed before placed chains, after the MAC before it."""
     return any(holds(ring, e, _link(by_seq, seq, start, checkpoint)) is True
                for seq, here in by_seq.items() for e in here)
 
 
-def _verify_linked(ring: KeyRing, chain: str, by_seq: Mapping[int, list[Mapping[str, Any]]], *,
+def _verify_linked(ring: Ring, chain: str, by_seq: Mapping[int, list[Mapping[str, Any]]], *,
                    start: int, head: int | None,
                    checkpoint: tuple[int, str] | None) -> list[Finding]:
     """Findings for a chain signed before placed chains, each event after the MAC before it."""
@@ -191,13 +258,13 @@ def _verify_linked(ring: KeyRing, chain: str, by_seq: Mapping[int, list[Mapping[
     return findings
 
 
-def placed_holds(ring: KeyRing, event: Mapping[str, Any], **override: Any) -> bool:
+def placed_holds(ring: Ring, event: Mapping[str, Any], **override: Any) -> bool:
     """Whether an event of a placed chain holds (at its own place, or with `override`): its
     MAC, and no `prev` (one put on it would mislead the export and the pruner)."""
     return event.get("prev") is None and valid(ring, event, prev=None, **override)
 
 
-def verify_placed(ring: KeyRing, chain: str, by_seq: Mapping[int, list[Mapping[str, Any]]], *,
+def verify_placed(ring: Ring, chain: str, by_seq: Mapping[int, list[Mapping[str, Any]]], *,
                   start: int, head: int | None) -> list[Finding]:
     """Findings for a placed chain: `by_seq` its events by number, `start` the number after its
     checkpoint. Every number from `start` to the head or the highest present holds one event
@@ -232,7 +299,7 @@ def is_block(event: Mapping[str, Any]) -> bool:
     return event.get("kind") == BLOCK
 
 
-def pins_of(ring: KeyRing, blocks: Iterable[Mapping[str, Any]]
+def pins_of(ring: Ring, blocks: Iterable[Mapping[str, Any]]
             ) -> dict[str, dict[int, str]]:
     """What blocks settle: for each chain of write events, each number pinned and the MAC that
     stands there (the latest block's, by its signed time). A block whose MAC fails pins
@@ -252,7 +319,7 @@ def pins_of(ring: KeyRing, blocks: Iterable[Mapping[str, Any]]
             for chain, settled in standing.items()}
 
 
-def verify_writes(ring: KeyRing, chain: str, events: Iterable[Mapping[str, Any]],
+def verify_writes(ring: Ring, chain: str, events: Iterable[Mapping[str, Any]],
                   pins: Mapping[int, str]) -> list[Finding]:
     """Findings for a chain of write events: `pins`, each number its blocks settle with the MAC
     that stands there (`pins_of`). A pinned number with no event is a deletion; an event there

@@ -1,4 +1,4 @@
-"""`vaultgraph audit`: verify the chains, export events as JSON lines."""
+"""`vaultgraph audit`: verify the chains, export events as JSON lines, prune past the retention."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import orjson
 
+from ..audit.chain import Finding, KeyProblem
 from ..failures import Failure
 from ..settings import Settings
 from .common import Progress, emit, run_async, services
@@ -21,13 +22,35 @@ def add_parser(sub) -> None:
     p_audit = sub.add_parser("audit", help="the audit trail")
     audit = p_audit.add_subparsers(dest="action", required=True)
     p = audit.add_parser("verify", help="check every chain; findings as JSON lines, exit 1 if "
-                         "any")
+                         "any, 3 if the key ring lacks or mismatches a key that signed")
     p.add_argument("--chain", action="append", metavar="ID",
                    help="only this chain (repeat for more); default: every chain")
     p = audit.add_parser("export", help="events as JSON lines, oldest first")
     p.add_argument("--since", help="ISO 8601 date or time (inclusive); default: the beginning")
     p.add_argument("--until", help="ISO 8601 date or time (exclusive); default: now")
     p.add_argument("--out", metavar="FILE", help="write to FILE (mode 0600) instead of stdout")
+    audit.add_parser("prune", help="one prune pass now: delete events older than "
+                     "VAULTGRAPH_AUDIT_RETENTION_DAYS, leaving signed checkpoints")
+
+
+# The exit status of `audit verify` when a key that signed is missing from the ring or is not
+# the ring's key of its version (1 is a finding: tampering).
+UNCHECKED = 3
+
+
+class _Count:
+    """A running count, shown on stderr (`Progress`) as each step adds to it."""
+
+    def __init__(self, label: str) -> None:
+        self.progress = Progress(label)
+        self.count = 0
+
+    def __call__(self, n: int) -> None:
+        self.count += n
+        self.progress(self.count)
+
+    def done(self, text: str) -> None:
+        self.progress.done(text)
 
 
 def _moment(value: str, name: str) -> datetime:
@@ -43,13 +66,7 @@ def _moment(value: str, name: str) -> datetime:
 
 def command(settings: Settings, args: argparse.Namespace) -> int:
     if args.action == "verify":
-        progress = Progress("verified events")
-        count = 0
-
-        def step(n: int) -> None:
-            nonlocal count
-            count += n
-            progress(count)
+        step = _Count("verified events")
 
         async def verify():
             from ..errors import NotFound
@@ -62,16 +79,30 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
                     raise Failure(exc.detail.rstrip("."), "the chain ids are the \"chain\" "
                                   "of the events vaultgraph audit export writes") from None
 
-        findings = run_async(verify)
-        progress.done(f"{count} checked, {len(findings)} finding(s)")
+        found = run_async(verify)
+        findings = [f for f in found if isinstance(f, Finding)]
+        unchecked = [f for f in found if isinstance(f, KeyProblem)]
+        step.done(f"{step.count} checked, {len(findings)} finding(s)"
+                  + (f", {len(unchecked)} key problem(s)" if unchecked else ""))
         for finding in findings:
             emit({"kind": finding.kind, "chain": finding.chain, "seq": finding.seq,
                   "event_id": finding.event_id})
+        keys = "; ".join(problem.describe() for problem in unchecked)
         if findings:
             raise Failure(f"the audit trail fails verification ({len(findings)} finding(s), "
-                          "listed on stdout)", "investigate the named events; the trail was "
-                          "changed outside the service")
+                          "listed on stdout" + (f"; not checked: {keys}" if keys else "") + ")",
+                          "investigate the named events; the trail was changed outside the "
+                          "service")
+        if unchecked:
+            raise Failure(f"the audit trail could not be checked with this key ring: {keys}",
+                          "verify with the key ring that signed it (every version named, "
+                          "VAULTGRAPH_KEK_FILE, VAULTGRAPH_KEK or the PKCS#11 token's keys); "
+                          "until then nothing it signed is verified",
+                          status=UNCHECKED)
         return 0
+
+    if args.action == "prune":
+        return _prune(settings)
 
     since = _moment(args.since, "--since") if args.since else datetime(1970, 1, 1, tzinfo=UTC)
     until = _moment(args.until, "--until") if args.until else datetime.now(UTC)
@@ -115,4 +146,20 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 128 + signal.SIGPIPE
     progress.done(f"{n} written" + (f" to {args.out}" if args.out else ""))
+    return 0
+
+
+def _prune(settings: Settings) -> int:
+    """One prune pass (`AuditPruner.prune_before` the retention's cutoff), the events deleted
+    counted on stderr as each transaction commits; the count and the cutoff on stdout."""
+    step = _Count("pruned events")
+
+    async def prune():
+        async with services(settings) as svc:
+            cutoff = svc.audit_pruner.cutoff()
+            return cutoff, await svc.audit_pruner.prune_before(cutoff, progress=step)
+
+    cutoff, pruned = run_async(prune)
+    step.done(f"{pruned} deleted, older than {cutoff.isoformat()}")
+    emit({"pruned": pruned, "before": cutoff.isoformat()})
     return 0

@@ -55,6 +55,8 @@ class ChainInfo:
     writes: bool = False  # a chain of write events (audit/chain.py `verify_writes`)
     until: datetime | None = None  # a chain of write events: from when it gives no number
     holds: bool = True  # a chain of write events: whether any event still stands in it
+    # The key version its checkpoint is signed under (None: stored before checkpoints named it).
+    checkpoint_key_version: str | None = None
 
 
 def native(at: Any) -> Any:
@@ -220,7 +222,7 @@ class AuditRepository:
                           if r["checkpoint_seq"] is not None else None, r["checkpoint_sig"],
                           r["placed"] is True, r["writes"] is True,
                           native(r["until"]) if r["until"] is not None else None,
-                          r["holds"] is not False)
+                          r["holds"] is not False, r["checkpoint_key_version"])
                 for r in records]
 
     async def retire_write_chains(self, chains: list[str], before: datetime) -> int:

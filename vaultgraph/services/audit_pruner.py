@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,7 +15,7 @@ from ..audit.chain import placed_holds, stores_prev, valid
 from ..audit.event import WRITE
 from ..crypto import KeyRing
 from ..repository.audit import BEGINNING, AuditRepository, ChainInfo, native
-from .audit_log import checkpoint_sig
+from .audit_log import signed_checkpoint
 from .audit_writer import WRITE_CHAIN_SPAN
 
 log = logging.getLogger("vaultgraph.services.audit")
@@ -26,6 +26,8 @@ _SKEW = timedelta(hours=1)
 # How far behind the pruner's clock a writer's may run, at the most, for the pruner to take a
 # chain of write events as ended by its `until` (set by the writer's clock).
 _CLOCK_SKEW = timedelta(hours=1)
+# Deletes events and moves checkpoints (`AuditRepository.prune`), in one transaction.
+_Delete = Callable[[list[Mapping[str, Any]], list[dict[str, Any]]], Awaitable[int]]
 
 
 class AuditPruner:
@@ -43,16 +45,22 @@ class AuditPruner:
         self._lock = asyncio.Lock()
         self._task: asyncio.Task | None = None
 
+    def cutoff(self) -> datetime:
+        """The time before which events are past the retention."""
+        return datetime.now(UTC) - timedelta(days=self._days)
+
     async def prune(self) -> int:
         async with self._lock:
             started = time.perf_counter()
-            pruned = await self.prune_before(datetime.now(UTC) - timedelta(days=self._days))
+            pruned = await self.prune_before(self.cutoff())
         log.info("audit prune", extra={"pruned": pruned,
                                        "ms": round((time.perf_counter() - started) * 1000, 2)})
         return pruned
 
-    async def prune_before(self, cutoff: datetime, batch: int = 1000) -> int:
-        """Delete events older than `cutoff`. Each chain loses only what continues it from its
+    async def prune_before(self, cutoff: datetime, batch: int = 1000,
+                           progress: Callable[[int], None] = lambda n: None) -> int:
+        """Delete events older than `cutoff` (`progress` is given the number each transaction
+        deleted, as it commits). Each chain loses only what continues it from its
         checkpoint, lowest `seq` first, up to its first event at or after the cutoff (a chain
         runs in link order, which differs from time order by the requests in flight together),
         and its checkpoint moves to the last one deleted: nothing of a chain stays below its
@@ -64,20 +72,32 @@ class AuditPruner:
         retention is deleted (`_retire_write_chains`). Then events out of every chain's order
         (below a checkpoint, never linked, in no known chain) go by time alone."""
         pruned, cutoff, batch = 0, native(cutoff), max(1, batch)
+        delete = self._deleter(progress)
         infos = await self._repo.chains()
         for info in infos:
             done = info.checkpoint[0] if info.checkpoint else 0
             if not info.writes and info.head is not None and info.head > done:
-                pruned += await self._prune_chain(info.chain, cutoff, batch)
+                pruned += await self._prune_chain(delete, info.chain, cutoff, batch)
         for info in infos:
             # A chain of write events holding any event past the retention: its hour began
             # before the cutoff (one whose hour ends after it keeps its later events). One that
             # holds none any more is not read again: each pass would read more of them.
             if (info.writes and info.holds and info.until is not None
                     and info.until - WRITE_CHAIN_SPAN <= cutoff):
-                pruned += await self._prune_writes(info.chain, cutoff, batch)
+                pruned += await self._prune_writes(delete, info.chain, cutoff, batch)
         await self._retire_write_chains(infos, cutoff)
-        return pruned + await self._prune_leftovers(cutoff, batch)
+        return pruned + await self._prune_leftovers(delete, cutoff, batch)
+
+    def _deleter(self, progress: Callable[[int], None]) -> _Delete:
+        """The repository's prune, each transaction's count handed to `progress`."""
+
+        async def delete(events: list[Mapping[str, Any]], checkpoints: list[dict[str, Any]]
+                         ) -> int:
+            pruned = await self._repo.prune(events, checkpoints)
+            progress(pruned)
+            return pruned
+
+        return delete
 
     async def _retire_write_chains(self, infos: list[ChainInfo], cutoff: datetime) -> None:
         """Delete the chains of write events whose numbers all lie past the retention and that
@@ -91,7 +111,8 @@ class AuditPruner:
         if retired:
             log.info("audit write chains retired", extra={"chains": retired})
 
-    async def _prune_writes(self, chain: str, cutoff: datetime, batch: int) -> int:
+    async def _prune_writes(self, delete: _Delete, chain: str, cutoff: datetime, batch: int
+                            ) -> int:
         """A chain of write events: each event past the retention that no stored block names,
         its MAC holding at its place, goes. One a block still pins stays until that block is
         pruned (a lane's prune stopped at a finding keeps what its blocks pin: verification
@@ -112,13 +133,14 @@ class AuditPruner:
                 continue
             gone.append({k: event[k] for k in ("id", "chain", "seq")})
             if len(gone) >= batch:
-                pruned += await self._repo.prune(gone, [])
+                pruned += await delete(gone, [])
                 gone = []
         if gone:
-            pruned += await self._repo.prune(gone, [])
+            pruned += await delete(gone, [])
         return pruned
 
-    async def _prune_chain(self, chain: str, cutoff: datetime, batch: int) -> int:
+    async def _prune_chain(self, delete: _Delete, chain: str, cutoff: datetime, batch: int
+                           ) -> int:
         pruned, reread = 0, False
         while True:
             # One event more than a batch: a second event at the batch's last number shows.
@@ -137,9 +159,8 @@ class AuditPruner:
                 prev = row["mac"]
             if prefix:
                 top = prefix[-1]
-                checkpoint = {"chain": chain, "seq": top["seq"], "mac": top["mac"],
-                              "sig": checkpoint_sig(self._ring, chain, top["seq"], top["mac"])}
-                pruned += await self._repo.prune(
+                checkpoint = signed_checkpoint(self._ring, chain, top["seq"], top["mac"])
+                pruned += await delete(
                     [{k: r[k] for k in ("id", "chain", "seq")} for r in prefix], [checkpoint])
                 reread = False
                 if defect is None and len(prefix) < batch:
@@ -170,13 +191,13 @@ class AuditPruner:
             return "MAC does not hold"
         return None
 
-    async def _prune_leftovers(self, cutoff: datetime, batch: int) -> int:
+    async def _prune_leftovers(self, delete: _Delete, cutoff: datetime, batch: int) -> int:
         pruned, after = 0, (BEGINNING, "")
         while True:
             rows = await self._repo.prune_leftovers(cutoff, after, batch)
             strays = [r for r in rows if r["out_of_order"] and r["id"] is not None]
             if strays:
-                pruned += await self._repo.prune(strays, [])
+                pruned += await delete(strays, [])
             # The page's last event still there (one another prune deleted reads as nulls).
             last = next((r for r in reversed(rows) if r["id"] is not None), None)
             if len(rows) < batch or last is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -15,10 +16,11 @@ from neo4j.exceptions import ConstraintError
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit import context as audit_context
-from vaultgraph.audit.chain import sign
+from vaultgraph.audit.chain import KeyProblem, sign
 from vaultgraph.audit.event import OUTCOMES
 from vaultgraph.audit.ids import ROUTES, chain_forms, id_parts, query_ids, route_number
 from vaultgraph.audit.query import LogFilter
+from vaultgraph.crypto import KeyRing
 from vaultgraph.errors import Unavailable
 from vaultgraph.pagination import encode_cursor
 from vaultgraph.repository.audit import (
@@ -31,6 +33,7 @@ from vaultgraph.repository.audit import (
 )
 from vaultgraph.repository.database import Database
 from vaultgraph.repository.records import at_number
+from vaultgraph.services.audit_log import AuditLog
 from vaultgraph.services.audit_writer import AuditWriter, new_chain_id
 
 CANARY = "4111111111111111"  # a Luhn-valid card number that must never reach an event
@@ -696,6 +699,95 @@ async def test_a_prune_stops_before_a_tampered_event_and_signs_no_forged_mac(
     assert held_back(caplog, chain) == [defect]
     assert [f.describe().split(" (")[0] for f in await audit_log.verify(chains={chain})] == [
         found.format(c=chain)]
+
+
+def read_with(client, ring: KeyRing) -> AuditLog:
+    """The trail as a process with this key ring reads it."""
+    return AuditLog(client.server.app[services_key].audit_log._repo, ring)
+
+
+def rotated(ring: KeyRing) -> KeyRing:
+    """The key ring after a key-encryption key rotation: a new version, active."""
+    return KeyRing({**{v: ring.kek(v) for v in ring.versions}, "rotated": os.urandom(32)},
+                   "rotated")
+
+
+async def pruned_to_3(client) -> None:
+    """The own chain with seq 1-3 pruned (old) and a checkpoint at 3; seq 4-6 left."""
+    await retimed(client, dict.fromkeys(range(1, 4), datetime(1990, 1, 1, tzinfo=UTC)))
+    pruner = client.server.app[services_key].audit_pruner
+    await pruner.prune_before(datetime(2000, 1, 1, tzinfo=UTC))
+    assert await checkpoint_of(client) == 3
+    assert [e["seq"] for e in await chain_events(client)] == [4, 5, 6]
+
+
+async def test_a_checkpoint_verifies_under_the_key_version_it_names_after_a_rotation(
+        client, six_events):
+    """A prune signs its checkpoint under the active key version and names it, so it verifies
+    under that version once another is active; one stored before checkpoints named their
+    version verifies under whichever version of the ring it holds under. A checkpoint whose
+    signature was edited is named; one made to name another version, under which nothing else
+    read holds, is a key problem (no pass either)."""
+    chain = chain_of(client)
+    ring = client.server.app[services_key].audit_log._ring
+    await pruned_to_3(client)
+    after = read_with(client, rotated(ring))
+    assert await after.verify(chains={chain}) == []
+    assert await cypher(client, "MATCH (k:AuditCheckpoint {chain: $c}) "
+                                "RETURN k.key_version AS version", c=chain) == [
+        {"version": ring.active}]
+    edited = [f"edited: chain {chain} seq 3 (event checkpoint)"]
+    forged = "00" * 32
+    await cypher(client, "MATCH (k:AuditCheckpoint {chain: $c}) SET k.key_version = 'rotated'",
+                 c=chain)
+    assert [f.describe() for f in await after.verify(chains={chain})] == [
+        "key version rotated in the key ring is not the key that signed 1 checkpoint(s)"]
+    await cypher(client, "MATCH (k:AuditCheckpoint {chain: $c}) SET k.key_version = $v, "
+                         "k.sig = $forged", c=chain, v=ring.active, forged=forged)
+    assert [f.describe() for f in await after.verify(chains={chain})] == edited
+    # Stored before checkpoints named their key version: signed under the version active then.
+    await cypher(client, "MATCH (k:AuditCheckpoint {chain: $c}) SET k.sig = $sig "
+                         "REMOVE k.key_version", c=chain,
+                 sig=client.server.app[services_key].audit_log.checkpoint_sig(
+                     chain, 3, (await checkpoint_mac(client))))
+    assert await after.verify(chains={chain}) == []
+    await cypher(client, "MATCH (k:AuditCheckpoint {chain: $c}) SET k.sig = $forged", c=chain,
+                 forged=forged)
+    assert [f.describe() for f in await after.verify(chains={chain})] == edited
+
+
+async def checkpoint_mac(client) -> str:
+    rows = await cypher(client, "MATCH (k:AuditCheckpoint {chain: $c}) RETURN k.mac AS mac",
+                        c=chain_of(client))
+    return rows[0]["mac"]
+
+
+async def test_a_key_the_ring_lacks_or_that_did_not_sign_is_named_not_read_as_tampering(
+        client, six_events):
+    """Read with a key ring that lacks the version the chain is signed under, or whose key of
+    that version did not sign it, the chain is one `KeyProblem` naming the version (not an
+    edit of each event and of the checkpoint); under the right key an edit is named as ever,
+    and so is an event naming a version the ring lacks in a chain whose other events hold."""
+    chain = chain_of(client)
+    ring = client.server.app[services_key].audit_log._ring
+    wrong = read_with(client, KeyRing({ring.active: os.urandom(32)}, ring.active))
+    lacking = read_with(client, KeyRing({"other": os.urandom(32)}, "other"))
+    assert await wrong.verify(chains={chain}) == [KeyProblem(ring.active, False, 6, 0)]
+    assert await lacking.verify(chains={chain}) == [KeyProblem(ring.active, True, 6, 0)]
+    assert [f.describe() for f in await lacking.verify(chains={chain})] == [
+        f"key version {ring.active} is not in the key ring (6 event(s) signed under it)"]
+    await pruned_to_3(client)
+    assert await wrong.verify(chains={chain}) == [KeyProblem(ring.active, False, 3, 1)]
+    await cypher(client, "MATCH (e:AuditEvent {id: $id}) SET e.outcome = 'denied'",
+                 id=six_events[4]["id"])
+    assert await verify_own_chain(client) == [
+        f"edited: chain {chain} seq 5 (event {six_events[4]['id']})"]
+    assert await wrong.verify(chains={chain}) == [KeyProblem(ring.active, False, 3, 1)]
+    await cypher(client, "MATCH (e:AuditEvent {id: $id}) SET e.key_version = 'k-none'",
+                 id=six_events[3]["id"])
+    assert await verify_own_chain(client) == [
+        f"edited: chain {chain} seq 4 (event {six_events[3]['id']})",
+        f"edited: chain {chain} seq 5 (event {six_events[4]['id']})"]
 
 
 async def as_before_0028(client, chain: str, seqs: range | None = None) -> None:
