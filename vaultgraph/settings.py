@@ -22,7 +22,9 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # any case
 # Ports: 0 means "any free port" for the API and "no listener" for metrics; the local Neo4j's
 # ports are real ports.
 PORTS = {"port": 0, "metrics_port": 0, "neo4j_bolt_port": 1, "neo4j_http_port": 1}
-# Numbers for which 0 means nothing (sizes, counts, a pool, a deadline): at least 1, or above 0.
+# Numbers for which 0 means nothing (sizes, counts, a pool, a deadline, a retention): at least
+# 1, or above 0. A retention of 0 days would delete every audit event at the next prune: it is
+# refused, not read as "keep forever" (VAULTGRAPH_AUDIT_PRUNE_INTERVAL=0 stops the pruning).
 POSITIVE = frozenset({
     "neo4j_pool_size", "max_body_bytes", "max_data_bytes", "page_size_default", "page_size_max",
     "search_max_query_length", "search_max_terms", "search_max_depth", "expiry_sweep_batch",
@@ -31,7 +33,7 @@ POSITIVE = frozenset({
     "idempotency_lease", "auth_failure_window", "proxy_max_in_flight", "pkcs11_sessions",
     "webhook_lease", "create_lanes", "create_batch_max", "get_lanes", "get_batch_max",
     "webhook_timeout", "webhook_disable_after", "webhook_max_in_flight",
-    "webhook_endpoint_concurrency", "webhook_retention_days"})
+    "webhook_endpoint_concurrency", "webhook_retention_days", "audit_retention_days"})
 # Upper bounds the interface sets: an expired token is deleted within an hour of its expiry,
 # so the sweep runs at least hourly (0 still turns this process's sweep off).
 AT_MOST = {"expiry_sweep_interval": (

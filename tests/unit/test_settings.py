@@ -162,6 +162,9 @@ def test_secrets_stay_out_of_reprs():
      "set VAULTGRAPH_MAX_BODY_BYTES to a number above 0"),
     ({"VAULTGRAPH_PAGE_SIZE_MAX": "0"}, "VAULTGRAPH_PAGE_SIZE_MAX is 0",
      "set VAULTGRAPH_PAGE_SIZE_MAX to a number above 0"),
+    # 0 days would have deleted the whole audit trail at the first prune.
+    ({"VAULTGRAPH_AUDIT_RETENTION_DAYS": "0"}, "VAULTGRAPH_AUDIT_RETENTION_DAYS is 0.0",
+     "set VAULTGRAPH_AUDIT_RETENTION_DAYS to a number above 0"),
     ({"VAULTGRAPH_AUTH_FAILURE_WINDOW": "0"}, "VAULTGRAPH_AUTH_FAILURE_WINDOW is 0.0",
      "set VAULTGRAPH_AUTH_FAILURE_WINDOW to a number above 0"),
     ({"VAULTGRAPH_IDEMPOTENCY_LEASE": "5"},
