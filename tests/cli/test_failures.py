@@ -176,3 +176,51 @@ def test_metrics_port_in_use(cli, workers, shared):
     assert result.stderr.splitlines()[-1] == (
         f"vaultgraph: the metrics port {port} on 127.0.0.1 is in use by another process: stop "
         "that process or set VAULTGRAPH_METRICS_PORT to a free port (0: no metrics listener)")
+
+
+@pytest.mark.parametrize("action", ["start", "stop", "status", "run"])
+def test_neo4j_help_prints_help_and_does_nothing_else(cli, settings, tmp_path, action):
+    """`neo4j <action> --help` used to run the action (`start --help` started a server, `stop
+    --help` stopped the suite's): every action now prints its help and touches no server."""
+    home = tmp_path / "fresh"
+    fresh = {"VAULTGRAPH_HOME": str(home), "VAULTGRAPH_NEO4J_BOLT_PORT": str(free_port()),
+             "VAULTGRAPH_NEO4J_HTTP_PORT": str(free_port())}
+    helped = cli("neo4j", action, "--help", env=None if action == "stop" else fresh)
+    assert (helped.status, helped.stderr) == (0, "")
+    assert helped.stdout.startswith(f"usage: vaultgraph neo4j {action} [-h]")
+    assert not home.exists()  # nothing started, no password or key generated
+    assert cli("neo4j", "status").json()["running"] is True  # the suite's server still runs
+
+
+@pytest.mark.parametrize("argv", [("run",), ("run", "--"), ("status", "--bogus"),
+                                  ("start", "now"), ("stop", "--force")])
+def test_neo4j_usage_errors_start_nothing(cli, tmp_path, argv):
+    """`run` needs a command (it started a server, then "unexpected IndexError"); an argument
+    an action does not take is refused (they were all taken as run's command)."""
+    home = tmp_path / "fresh"
+    result = cli("neo4j", *argv, env={
+        "VAULTGRAPH_HOME": str(home), "VAULTGRAPH_NEO4J_BOLT_PORT": str(free_port()),
+        "VAULTGRAPH_NEO4J_HTTP_PORT": str(free_port())})
+    assert (result.status, result.stdout) == (2, "")
+    assert result.stderr.startswith("usage: vaultgraph ")
+    expected = ("a command to run is required, as in vaultgraph neo4j run -- pytest -q"
+                if argv[0] == "run" else "unrecognized arguments: ")
+    assert expected in result.stderr.splitlines()[-1]
+    assert not home.exists()
+
+
+def test_neo4j_run_names_a_command_that_does_not_exist_before_starting(cli, tmp_path):
+    home = tmp_path / "fresh"
+    result = cli("neo4j", "run", "--", "no-such-command-here", env={
+        "VAULTGRAPH_HOME": str(home), "VAULTGRAPH_NEO4J_BOLT_PORT": str(free_port()),
+        "VAULTGRAPH_NEO4J_HTTP_PORT": str(free_port())})
+    assert (result.status, result.stdout, result.stderr) == (
+        127, "", "vaultgraph: cannot run 'no-such-command-here': no such command, or not "
+                 "executable: name a command on PATH or a path to one, as in vaultgraph neo4j "
+                 "run -- pytest -q\n")
+    assert not home.exists()
+
+
+def test_neo4j_run_passes_the_rest_of_the_line_with_or_without_a_separator(cli):
+    for argv in (("--", "sh", "-c", "exit 4"), ("sh", "-c", "exit 4")):
+        assert cli("neo4j", "run", *argv).status == 4
