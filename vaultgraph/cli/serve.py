@@ -30,13 +30,20 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def bootstrap(settings: Settings) -> None:
-    """First run only: a tenant whose management key goes to a 0600 file, and to the terminal
-    once if stderr is one (never into a log: a redirected stderr gets the file name only)."""
+    """First run only, on a store with no tenant at all: a tenant whose management key goes to
+    a 0600 file, and to the terminal once if stderr is one (never into a log: a redirected
+    stderr gets the file name only). A store that holds tenants gets none, whether or not the
+    key file is still there: an operator who moved it off the machine did not ask for a second
+    tenant with a new key that may do everything."""
     key_file = settings.home_path / "admin.key"
     if key_file.exists():
         print(f"admin key: {key_file} (created on first run)", file=sys.stderr)
         return
-    created = common.create_tenant(settings, "default")
+    created = _first_tenant(settings)
+    if created is None:
+        print(f"admin key: {key_file} is absent and tenants exist, so none was bootstrapped "
+              "(vaultgraph tenants create makes another)", file=sys.stderr)
+        return
     common.write_secret(key_file, created["key"])
     (settings.home_path / "admin.json").write_text(orjson.dumps(
         {"tenant_id": created["tenant_id"], "application_id": created["application_id"]}
@@ -47,6 +54,17 @@ def bootstrap(settings: Settings) -> None:
     print("bootstrapped tenant 'default':\n"
           f"  tenant_id      {created['tenant_id']}\n"
           f"  application_id {created['application_id']}\n" + shown, file=sys.stderr)
+
+
+def _first_tenant(settings: Settings) -> dict | None:
+    """The tenant 'default', made only when the store holds no tenant (None otherwise)."""
+    async def work():
+        async with common.services(settings) as svc:
+            if await svc.tenants.page("", 1):
+                return None
+            return (await svc.tenants.create("default")).to_dict()
+
+    return common.run_async(work)
 
 
 def with_workers(settings: Settings, *, local: bool, workers: int | None) -> Settings:
