@@ -39,6 +39,13 @@ POSITIVE = frozenset({
 AT_MOST = {"expiry_sweep_interval": (
     3600, "set VAULTGRAPH_EXPIRY_SWEEP_INTERVAL to 3600 or less (expired tokens must be deleted "
           "within an hour), or 0 where another replica sweeps")}
+# Settings that may not exceed another, and why: (the lower, the higher, the reason).
+PAIRS = (
+    ("neo4j_pool_warm", "neo4j_pool_size",
+     "start-up opens that many connections in the pool before it is ready"),
+    ("page_size_default", "page_size_max",
+     "a page without ?size= is no longer than one with the largest"),
+)
 # The checkout's root, for tests and the benchmark only: an installed wheel has no checkout.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -238,6 +245,7 @@ class Settings:
                               f"set VAULTGRAPH_LOG_LEVEL to {', '.join(LOG_LEVELS[:-1])} or "
                               f"{LOG_LEVELS[-1]}")
         self._check_numbers()
+        self._check_pairs()
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", self.pkcs11_key_label):
             raise ConfigError(f"VAULTGRAPH_PKCS11_KEY_LABEL is {self.pkcs11_key_label!r}",
                               "set VAULTGRAPH_PKCS11_KEY_LABEL to 1-32 letters, digits, '-' "
@@ -262,6 +270,16 @@ class Settings:
                 f"VAULTGRAPH_IDEMPOTENCY_TTL ({self.idempotency_ttl:g}) is shorter than "
                 f"VAULTGRAPH_IDEMPOTENCY_LEASE ({self.idempotency_lease:g})",
                 "set VAULTGRAPH_IDEMPOTENCY_TTL to at least VAULTGRAPH_IDEMPOTENCY_LEASE")
+
+    def _check_pairs(self) -> None:
+        """Settings bounded by another: each refusal names both."""
+        for low, high, why in PAIRS:
+            if getattr(self, low) > getattr(self, high):
+                low_name, high_name = PREFIX + low.upper(), PREFIX + high.upper()
+                raise ConfigError(
+                    f"{low_name} ({getattr(self, low):g}) is above {high_name} "
+                    f"({getattr(self, high):g})",
+                    f"set {low_name} to at most {high_name} ({why})")
 
     def _check_webhooks(self) -> None:
         setting = "VAULTGRAPH_WEBHOOK_RETRY_SCHEDULE"

@@ -174,6 +174,20 @@ def test_secrets_stay_out_of_reprs():
     ({"VAULTGRAPH_IDEMPOTENCY_TTL": "30"},
      "VAULTGRAPH_IDEMPOTENCY_TTL (30) is shorter than VAULTGRAPH_IDEMPOTENCY_LEASE (60)",
      "set VAULTGRAPH_IDEMPOTENCY_TTL to at least VAULTGRAPH_IDEMPOTENCY_LEASE"),
+    # Settings bounded by another: start-up waited forever for 500 connections of a pool of
+    # 100, and a page without ?size= was longer than the largest ?size= allowed.
+    ({"VAULTGRAPH_NEO4J_POOL_WARM": "500"},
+     "VAULTGRAPH_NEO4J_POOL_WARM (500) is above VAULTGRAPH_NEO4J_POOL_SIZE (100)",
+     "set VAULTGRAPH_NEO4J_POOL_WARM to at most VAULTGRAPH_NEO4J_POOL_SIZE (start-up opens that "
+     "many connections in the pool before it is ready)"),
+    ({"VAULTGRAPH_NEO4J_POOL_SIZE": "8"},
+     "VAULTGRAPH_NEO4J_POOL_WARM (16) is above VAULTGRAPH_NEO4J_POOL_SIZE (8)",
+     "set VAULTGRAPH_NEO4J_POOL_WARM to at most VAULTGRAPH_NEO4J_POOL_SIZE (start-up opens that "
+     "many connections in the pool before it is ready)"),
+    ({"VAULTGRAPH_PAGE_SIZE_DEFAULT": "500"},
+     "VAULTGRAPH_PAGE_SIZE_DEFAULT (500) is above VAULTGRAPH_PAGE_SIZE_MAX (100)",
+     "set VAULTGRAPH_PAGE_SIZE_DEFAULT to at most VAULTGRAPH_PAGE_SIZE_MAX (a page without "
+     "?size= is no longer than one with the largest)"),
     ({"VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "7200"}, "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL is 7200.0",
      "set VAULTGRAPH_EXPIRY_SWEEP_INTERVAL to 3600 or less (expired tokens must be deleted "
      "within an hour), or 0 where another replica sweeps"),
