@@ -12,7 +12,8 @@ import pytest
 
 from .conftest import VAULTGRAPH
 
-FIX_PASSWORD = "set VAULTGRAPH_NEO4J_PASSWORD to this database's password"
+FIX_PASSWORD = ("set VAULTGRAPH_NEO4J_USER to a user of this database and "
+                "VAULTGRAPH_NEO4J_PASSWORD to its password")
 
 
 def free_port() -> int:
@@ -33,13 +34,21 @@ def test_usage_errors_exit_2(cli):
     assert "the following arguments are required" in result.stderr
 
 
-def test_wrong_neo4j_password(cli, settings):
-    result = cli("tenants", "list", env={"VAULTGRAPH_NEO4J_PASSWORD": "not-the-password"})
+@pytest.mark.parametrize(("user", "password"), [
+    ("neo4j", "not-the-password"), ("nobody", None)], ids=["password", "user"])
+def test_wrong_neo4j_user_or_password(cli, settings, user, password):
+    """Neo4j refuses both alike: the line names the user and both settings (a wrong user was
+    reported as a wrong password, VAULTGRAPH_NEO4J_USER unnamed)."""
+    env = {"VAULTGRAPH_NEO4J_USER": user}
+    if password:
+        env["VAULTGRAPH_NEO4J_PASSWORD"] = password
+    result = cli("tenants", "list", env=env)
     password_file = settings.local_password_file()
     assert (result.status, result.stdout) == (1, "")
     assert result.stderr == (
-        f"vaultgraph: Neo4j at {settings.neo4j_uri} refused the password: {FIX_PASSWORD} "
-        f"(unset, the local server's password file {password_file} is used)\n")
+        f"vaultgraph: Neo4j at {settings.neo4j_uri} refused the user {user!r} with this "
+        f"password: {FIX_PASSWORD} (unset, the local server's password file {password_file} is "
+        "used)\n")
 
 
 def test_unreachable_uri(cli):
@@ -224,3 +233,61 @@ def test_neo4j_run_names_a_command_that_does_not_exist_before_starting(cli, tmp_
 def test_neo4j_run_passes_the_rest_of_the_line_with_or_without_a_separator(cli):
     for argv in (("--", "sh", "-c", "exit 4"), ("sh", "-c", "exit 4")):
         assert cli("neo4j", "run", *argv).status == 4
+
+
+@pytest.mark.parametrize("host", ["999.1.1.1", "example.invalid"])
+@pytest.mark.parametrize("setting", ["VAULTGRAPH_HOST", "VAULTGRAPH_METRICS_HOST"])
+def test_an_address_this_machine_cannot_listen_on_is_named(cli, setting, host):
+    """It was "unexpected gaierror", with an asyncio stack in the log."""
+    result = cli("serve", timeout=60, env={
+        "VAULTGRAPH_PORT": str(free_port()), "VAULTGRAPH_METRICS_PORT": str(free_port()),
+        setting: host})
+    assert (result.status, result.stdout, result.stderr) == (
+        1, "", f"vaultgraph: {setting} is {host!r}, not an address of this machine: set "
+               f"{setting} to an address or host name of this machine (127.0.0.1; 0.0.0.0 for "
+               "every interface)\n")
+
+
+@pytest.mark.parametrize("workers", ["-1", "many"])
+def test_workers_flag_out_of_range_is_a_usage_error_naming_the_flag(cli, workers):
+    """`serve --workers -1` was reported as "VAULTGRAPH_WORKERS is -1"."""
+    result = cli("serve", "--workers", workers)
+    assert (result.status, result.stdout) == (2, "")
+    assert result.stderr.splitlines()[-1] == (
+        f"vaultgraph serve: error: argument --workers: {workers!r} is not a whole number of 0 "
+        "or more (0: one per CPU)")
+
+
+def test_the_metrics_port_is_checked_before_neo4j_starts(cli, tmp_path):
+    """Like the API's port, the metrics port is checked first: it was checked only once the
+    local Neo4j had started and the bootstrap had run."""
+    home = tmp_path / "fresh"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("serve", "--local-neo4j", timeout=300, env={
+            "VAULTGRAPH_HOME": str(home), "VAULTGRAPH_KEK_FILE": None,
+            "VAULTGRAPH_NEO4J_URI": None, "VAULTGRAPH_NEO4J_PASSWORD": None,
+            "VAULTGRAPH_NEO4J_BOLT_PORT": str(free_port()),
+            "VAULTGRAPH_NEO4J_HTTP_PORT": str(free_port()),
+            "VAULTGRAPH_PORT": str(free_port()), "VAULTGRAPH_METRICS_PORT": str(port)})
+    assert (result.status, result.stderr) == (
+        1, f"vaultgraph: the metrics port {port} on 127.0.0.1 is in use by another process: stop "
+           "that process or set VAULTGRAPH_METRICS_PORT to a free port (0: no metrics "
+           "listener)\n")
+    assert not home.exists()  # no Neo4j, no key, no tenant
+
+
+@pytest.mark.parametrize("argv", [("keys", "status"), ("neo4j", "status")])
+def test_a_closed_stdout_ends_any_command_quietly(cli, argv):
+    """`vaultgraph keys status | head -3`: the reader went away; the command stops without a
+    word (it was "unexpected BrokenPipeError"), status 128 + SIGPIPE, as `audit export` does."""
+    import signal
+    import subprocess
+
+    with subprocess.Popen([VAULTGRAPH, *argv], env=cli.env, cwd=cli.cwd,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        proc.stdout.close()  # before anything is written: every write meets a closed pipe
+        stderr = proc.stderr.read().decode()
+        assert (proc.wait(timeout=120), stderr) == (128 + signal.SIGPIPE, "")

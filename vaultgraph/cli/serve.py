@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import logging
+import socket
 import sys
 
 import orjson
@@ -19,10 +21,59 @@ def add_parser(sub) -> None:
     p = sub.add_parser("serve", help="serve the API")
     p.add_argument("--local-neo4j", action="store_true",
                    help="start the local Neo4j (and stop it on exit), bootstrap on first run")
-    p.add_argument("--workers", type=int, metavar="N",
+    p.add_argument("--workers", type=_workers, metavar="N",
                    help="serve with N processes on one port (SO_REUSEPORT); 0: one per CPU "
                         "this process may use, half of them with --local-neo4j; default "
                         "VAULTGRAPH_WORKERS or 1")
+
+
+def _workers(text: str) -> int:
+    """`--workers`: a whole number of 0 or more (a usage error otherwise, naming the flag)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 0 or more (0: one "
+                                         "per CPU)")
+    return value
+
+
+def check_listen(host: str, port: int, host_setting: str, in_use: Exception) -> None:
+    """Refuse, before anything starts, an address this machine cannot listen on (`host` does
+    not resolve or is not one of its own: named as `host_setting`) or a port another process
+    holds (`in_use`). Binding is the test: no SO_REUSEPORT, so a port shared that way counts
+    as held."""
+    not_here = Failure(f"{host_setting} is {host!r}, not an address of this machine",
+                       f"set {host_setting} to an address or host name of this machine "
+                       "(127.0.0.1; 0.0.0.0 for every interface)")
+    try:
+        family, kind, _, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError):
+        raise not_here from None
+    with socket.socket(family, kind) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise in_use from None
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise not_here from None
+            raise
+
+
+def check_listeners(settings: Settings) -> None:
+    """The API's address and port, and the metrics listener's when there is one."""
+    from ..api.metrics import in_use
+
+    check_listen(settings.host, settings.port, "VAULTGRAPH_HOST", Failure(
+        f"port {settings.port} on {settings.host} is in use by another process",
+        "stop that process or set VAULTGRAPH_PORT to a free port"))
+    if settings.metrics_port:
+        check_listen(settings.metrics_host, settings.metrics_port, "VAULTGRAPH_METRICS_HOST",
+                     in_use(settings.metrics_host, settings.metrics_port))
 
 
 def command(settings: Settings, args: argparse.Namespace) -> int:
@@ -79,14 +130,12 @@ def with_workers(settings: Settings, *, local: bool, workers: int | None) -> Set
 
 def serve(settings: Settings, *, local: bool, workers: int | None = None) -> int:
     from ..logging_setup import configure
-    from ..neo4j_local import port_in_use
     from ..server import run
 
     settings = with_workers(settings, local=local, workers=workers)
     configure(settings.log_level, settings.log_format, settings.log_coalesce_interval)
-    if port_in_use(settings.port, settings.host):
-        raise Failure(f"port {settings.port} on {settings.host} is in use by another process",
-                      "stop that process or set VAULTGRAPH_PORT to a free port")
+    # Both listeners are checked before Neo4j starts or a tenant is bootstrapped.
+    check_listeners(settings)
     neo = started = None
     if local and settings.kek_provider == "file":
         common.ensure_dev_kek(settings)
