@@ -47,11 +47,13 @@ def explain(exc: BaseException, settings: Settings | None) -> tuple[str, str, in
     if isinstance(exc, WrongKey):
         return exc.cause, exc.fix, 1
     if isinstance(exc, AuthError):
+        # Neo4j does not say which of the two it refused: both settings are named.
         where = settings.local_password_file() if settings else None
-        unset = (f"unset, the local server's password file {where} is used" if where
-                 else "the user is VAULTGRAPH_NEO4J_USER")
-        return (f"Neo4j at {uri} refused the password",
-                f"set VAULTGRAPH_NEO4J_PASSWORD to this database's password ({unset})", 1)
+        user = f" {settings.neo4j_user!r}" if settings else ""
+        unset = f" (unset, the local server's password file {where} is used)" if where else ""
+        return (f"Neo4j at {uri} refused the user{user} with this password",
+                "set VAULTGRAPH_NEO4J_USER to a user of this database and "
+                f"VAULTGRAPH_NEO4J_PASSWORD to its password{unset}", 1)
     if isinstance(exc, ClientError) and exc.code == "Neo.ClientError.Database.DatabaseNotFound":
         name = settings.neo4j_database if settings else "configured"
         return (f"Neo4j at {uri} has no database {name!r}",

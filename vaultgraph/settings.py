@@ -22,7 +22,9 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # any case
 # Ports: 0 means "any free port" for the API and "no listener" for metrics; the local Neo4j's
 # ports are real ports.
 PORTS = {"port": 0, "metrics_port": 0, "neo4j_bolt_port": 1, "neo4j_http_port": 1}
-# Numbers for which 0 means nothing (sizes, counts, a pool, a deadline): at least 1, or above 0.
+# Numbers for which 0 means nothing (sizes, counts, a pool, a deadline, a retention): at least
+# 1, or above 0. A retention of 0 days would delete every audit event at the next prune: it is
+# refused, not read as "keep forever" (VAULTGRAPH_AUDIT_PRUNE_INTERVAL=0 stops the pruning).
 POSITIVE = frozenset({
     "neo4j_pool_size", "max_body_bytes", "max_data_bytes", "page_size_default", "page_size_max",
     "search_max_query_length", "search_max_terms", "search_max_depth", "expiry_sweep_batch",
@@ -31,12 +33,24 @@ POSITIVE = frozenset({
     "idempotency_lease", "auth_failure_window", "proxy_max_in_flight", "pkcs11_sessions",
     "webhook_lease", "create_lanes", "create_batch_max", "get_lanes", "get_batch_max",
     "webhook_timeout", "webhook_disable_after", "webhook_max_in_flight",
-    "webhook_endpoint_concurrency", "webhook_retention_days"})
+    "webhook_endpoint_concurrency", "webhook_retention_days", "audit_retention_days"})
 # Upper bounds the interface sets: an expired token is deleted within an hour of its expiry,
 # so the sweep runs at least hourly (0 still turns this process's sweep off).
 AT_MOST = {"expiry_sweep_interval": (
     3600, "set VAULTGRAPH_EXPIRY_SWEEP_INTERVAL to 3600 or less (expired tokens must be deleted "
           "within an hour), or 0 where another replica sweeps")}
+# The driver's schemes (http and https, the driver's preview of the Query API, are not served).
+NEO4J_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+# A memory size for the local server's JVM (-Xmx) and page cache: a number of bytes, or of
+# kibibytes, mebibytes, gibibytes or tebibytes with k, m, g or t.
+MEMORY_SIZE = re.compile(r"[1-9][0-9]*[kKmMgGtT]?")
+# Settings that may not exceed another, and why: (the lower, the higher, the reason).
+PAIRS = (
+    ("neo4j_pool_warm", "neo4j_pool_size",
+     "start-up opens that many connections in the pool before it is ready"),
+    ("page_size_default", "page_size_max",
+     "a page without ?size= is no longer than one with the largest"),
+)
 # The checkout's root, for tests and the benchmark only: an installed wheel has no checkout.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -239,15 +253,13 @@ class Settings:
                               f"set VAULTGRAPH_LOG_LEVEL to {', '.join(LOG_LEVELS[:-1])} or "
                               f"{LOG_LEVELS[-1]}")
         self._check_numbers()
+        self._check_pairs()
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", self.pkcs11_key_label):
             raise ConfigError(f"VAULTGRAPH_PKCS11_KEY_LABEL is {self.pkcs11_key_label!r}",
                               "set VAULTGRAPH_PKCS11_KEY_LABEL to 1-32 letters, digits, '-' "
                               "or '_' (it is part of every wrapped key's name)")
-        if self.cypher_dir and not Path(self.cypher_dir).is_dir():
-            raise ConfigError(f"VAULTGRAPH_CYPHER_DIR is {self.cypher_dir!r}, not a directory",
-                              "point VAULTGRAPH_CYPHER_DIR at a directory of .cypher files (the "
-                              "repository's cypher/), or unset it to use the catalog in the "
-                              "package")
+        self._check_cypher_dir()
+        self._check_neo4j()
         self._check_networks()
         if self.idempotency_lease < self.request_timeout:
             # A claim must outlive its request's database work, or a retry takes the key over
@@ -263,6 +275,53 @@ class Settings:
                 f"VAULTGRAPH_IDEMPOTENCY_TTL ({self.idempotency_ttl:g}) is shorter than "
                 f"VAULTGRAPH_IDEMPOTENCY_LEASE ({self.idempotency_lease:g})",
                 "set VAULTGRAPH_IDEMPOTENCY_TTL to at least VAULTGRAPH_IDEMPOTENCY_LEASE")
+
+    def _check_cypher_dir(self) -> None:
+        """Another catalog is a directory laid out as the package's (cypher/): a statement it
+        lacks is named when it is first asked for."""
+        if not self.cypher_dir:
+            return
+        setting = "VAULTGRAPH_CYPHER_DIR"
+        fix = (f"point {setting} at a directory of .cypher files (the repository's cypher/), "
+               "or unset it to use the catalog in the package")
+        if not Path(self.cypher_dir).is_dir():
+            raise ConfigError(f"{setting} is {self.cypher_dir!r}, not a directory", fix)
+        if not any((Path(self.cypher_dir) / "schema").glob("*.cypher")):
+            # /tmp, or a folder above the catalog: every statement would be missing.
+            raise ConfigError(f"{setting} is {self.cypher_dir!r}, which holds no catalog (no "
+                              "schema/*.cypher)", fix)
+
+    def _check_neo4j(self) -> None:
+        """A Bolt URI the driver can use, and memory sizes the local server's JVM reads."""
+        setting = "VAULTGRAPH_NEO4J_URI"
+        fix = (f"set {setting} to bolt://HOST:PORT (one server) or neo4j://HOST:PORT (a "
+               "cluster; +s for TLS, as in neo4j+s://), or unset it for the local server")
+        try:
+            parts = urlsplit(self.neo4j_uri)
+            parts.port  # noqa: B018 - a port out of range or not a number raises here
+        except ValueError:
+            raise ConfigError(f"{setting} is not a URI the driver can read", fix) from None
+        if parts.scheme not in NEO4J_SCHEMES:
+            what = f"the scheme {parts.scheme!r}" if parts.scheme else "no scheme"
+            raise ConfigError(f"{setting} has {what}, not a Bolt one", fix)
+        if not parts.hostname:
+            raise ConfigError(f"{setting} names no host", fix)
+        for name in ("neo4j_heap", "neo4j_pagecache"):
+            if not MEMORY_SIZE.fullmatch(getattr(self, name)):
+                setting = PREFIX + name.upper()
+                raise ConfigError(f"{setting} is {getattr(self, name)!r}, not a memory size",
+                                  f"set {setting} to a number with k, m or g after it, such "
+                                  "as 512m or 2g")
+
+    def _check_pairs(self) -> None:
+        """Settings bounded by another: each refusal names both."""
+        for low, high, why in PAIRS:
+            if getattr(self, low) > getattr(self, high):
+                low_name, high_name = PREFIX + low.upper(), PREFIX + high.upper()
+                raise ConfigError(
+                    f"{low_name} ({getattr(self, low):g}) is above {high_name} "
+                    f"({getattr(self, high):g})",
+                    f"set {low_name} to at most {high_name} ({why})")
 
     def _check_webhooks(self) -> None:
         setting = "VAULTGRAPH_WEBHOOK_RETRY_SCHEDULE"

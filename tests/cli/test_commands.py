@@ -14,10 +14,11 @@ from datetime import UTC, datetime
 
 import orjson
 import pytest
-from factories import retime_chain
+from factories import PRIVATE_PASSWORD, private_neo4j, retime_chain
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit.chain import sign
+from vaultgraph.cli.common import run_async, services
 from vaultgraph.cli.serve import bootstrap
 from vaultgraph.crypto import KeyRing
 
@@ -410,10 +411,18 @@ async def test_audit_verify_names_a_key_that_did_not_sign_or_is_missing_not_tamp
     assert cli("audit", "verify", "--chain", chain).status == 0
 
 
-def test_bootstrap_key_never_reaches_a_redirected_stderr(settings, tmp_path):
+@pytest.fixture(scope="module")
+def empty_neo4j(tmp_path_factory):
+    """A Neo4j of these tests' own with no tenant in it: the suite's holds other tests'."""
+    with private_neo4j(tmp_path_factory.mktemp("neo4j-bootstrap")) as neo:
+        yield neo
+
+
+def test_bootstrap_key_never_reaches_a_redirected_stderr(settings, empty_neo4j, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    local = dataclasses.replace(settings, home=str(home))
+    local = dataclasses.replace(settings, home=str(home), neo4j_uri=empty_neo4j.uri,
+                                neo4j_password=PRIVATE_PASSWORD)
     err = io.StringIO()
     with redirect_stderr(err):
         bootstrap(local)
@@ -422,6 +431,22 @@ def test_bootstrap_key_never_reaches_a_redirected_stderr(settings, tmp_path):
     assert stat.S_IMODE(os.stat(home / "admin.key").st_mode) == 0o600
     assert f"admin key      in {home / 'admin.key'} (mode 0600; not printed: stderr is not a " \
            "terminal)" in err.getvalue()
+
+    # The key moved off the machine: the next start makes no second tenant and no new key.
+    (home / "admin.key").unlink()
+    err = io.StringIO()
+    with redirect_stderr(err):
+        bootstrap(local)
+    assert err.getvalue() == (
+        f"admin key: {home / 'admin.key'} is absent and tenants exist, so none was "
+        "bootstrapped (vaultgraph tenants create makes another)\n")
+    assert not (home / "admin.key").exists()
+
+    async def names():
+        async with services(local) as svc:
+            return [row["name"] for row in await svc.tenants.page("", 10)]
+
+    assert run_async(names) == ["default"]
 
 
 def test_unknown_ids_are_errors_not_empty_successes(cli, kek_file):

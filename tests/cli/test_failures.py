@@ -12,7 +12,8 @@ import pytest
 
 from .conftest import VAULTGRAPH
 
-FIX_PASSWORD = "set VAULTGRAPH_NEO4J_PASSWORD to this database's password"
+FIX_PASSWORD = ("set VAULTGRAPH_NEO4J_USER to a user of this database and "
+                "VAULTGRAPH_NEO4J_PASSWORD to its password")
 
 
 def free_port() -> int:
@@ -33,13 +34,21 @@ def test_usage_errors_exit_2(cli):
     assert "the following arguments are required" in result.stderr
 
 
-def test_wrong_neo4j_password(cli, settings):
-    result = cli("tenants", "list", env={"VAULTGRAPH_NEO4J_PASSWORD": "not-the-password"})
+@pytest.mark.parametrize(("user", "password"), [
+    ("neo4j", "not-the-password"), ("nobody", None)], ids=["password", "user"])
+def test_wrong_neo4j_user_or_password(cli, settings, user, password):
+    """Neo4j refuses both alike: the line names the user and both settings (a wrong user was
+    reported as a wrong password, VAULTGRAPH_NEO4J_USER unnamed)."""
+    env = {"VAULTGRAPH_NEO4J_USER": user}
+    if password:
+        env["VAULTGRAPH_NEO4J_PASSWORD"] = password
+    result = cli("tenants", "list", env=env)
     password_file = settings.local_password_file()
     assert (result.status, result.stdout) == (1, "")
     assert result.stderr == (
-        f"vaultgraph: Neo4j at {settings.neo4j_uri} refused the password: {FIX_PASSWORD} "
-        f"(unset, the local server's password file {password_file} is used)\n")
+        f"vaultgraph: Neo4j at {settings.neo4j_uri} refused the user {user!r} with this "
+        f"password: {FIX_PASSWORD} (unset, the local server's password file {password_file} is "
+        "used)\n")
 
 
 def test_unreachable_uri(cli):
@@ -176,3 +185,109 @@ def test_metrics_port_in_use(cli, workers, shared):
     assert result.stderr.splitlines()[-1] == (
         f"vaultgraph: the metrics port {port} on 127.0.0.1 is in use by another process: stop "
         "that process or set VAULTGRAPH_METRICS_PORT to a free port (0: no metrics listener)")
+
+
+@pytest.mark.parametrize("action", ["start", "stop", "status", "run"])
+def test_neo4j_help_prints_help_and_does_nothing_else(cli, settings, tmp_path, action):
+    """`neo4j <action> --help` used to run the action (`start --help` started a server, `stop
+    --help` stopped the suite's): every action now prints its help and touches no server."""
+    home = tmp_path / "fresh"
+    fresh = {"VAULTGRAPH_HOME": str(home), "VAULTGRAPH_NEO4J_BOLT_PORT": str(free_port()),
+             "VAULTGRAPH_NEO4J_HTTP_PORT": str(free_port())}
+    helped = cli("neo4j", action, "--help", env=None if action == "stop" else fresh)
+    assert (helped.status, helped.stderr) == (0, "")
+    assert helped.stdout.startswith(f"usage: vaultgraph neo4j {action} [-h]")
+    assert not home.exists()  # nothing started, no password or key generated
+    assert cli("neo4j", "status").json()["running"] is True  # the suite's server still runs
+
+
+@pytest.mark.parametrize("argv", [("run",), ("run", "--"), ("status", "--bogus"),
+                                  ("start", "now"), ("stop", "--force")])
+def test_neo4j_usage_errors_start_nothing(cli, tmp_path, argv):
+    """`run` needs a command (it started a server, then "unexpected IndexError"); an argument
+    an action does not take is refused (they were all taken as run's command)."""
+    home = tmp_path / "fresh"
+    result = cli("neo4j", *argv, env={
+        "VAULTGRAPH_HOME": str(home), "VAULTGRAPH_NEO4J_BOLT_PORT": str(free_port()),
+        "VAULTGRAPH_NEO4J_HTTP_PORT": str(free_port())})
+    assert (result.status, result.stdout) == (2, "")
+    assert result.stderr.startswith("usage: vaultgraph ")
+    expected = ("a command to run is required, as in vaultgraph neo4j run -- pytest -q"
+                if argv[0] == "run" else "unrecognized arguments: ")
+    assert expected in result.stderr.splitlines()[-1]
+    assert not home.exists()
+
+
+def test_neo4j_run_names_a_command_that_does_not_exist_before_starting(cli, tmp_path):
+    home = tmp_path / "fresh"
+    result = cli("neo4j", "run", "--", "no-such-command-here", env={
+        "VAULTGRAPH_HOME": str(home), "VAULTGRAPH_NEO4J_BOLT_PORT": str(free_port()),
+        "VAULTGRAPH_NEO4J_HTTP_PORT": str(free_port())})
+    assert (result.status, result.stdout, result.stderr) == (
+        127, "", "vaultgraph: cannot run 'no-such-command-here': no such command, or not "
+                 "executable: name a command on PATH or a path to one, as in vaultgraph neo4j "
+                 "run -- pytest -q\n")
+    assert not home.exists()
+
+
+def test_neo4j_run_passes_the_rest_of_the_line_with_or_without_a_separator(cli):
+    for argv in (("--", "sh", "-c", "exit 4"), ("sh", "-c", "exit 4")):
+        assert cli("neo4j", "run", *argv).status == 4
+
+
+@pytest.mark.parametrize("host", ["999.1.1.1", "example.invalid"])
+@pytest.mark.parametrize("setting", ["VAULTGRAPH_HOST", "VAULTGRAPH_METRICS_HOST"])
+def test_an_address_this_machine_cannot_listen_on_is_named(cli, setting, host):
+    """It was "unexpected gaierror", with an asyncio stack in the log."""
+    result = cli("serve", timeout=60, env={
+        "VAULTGRAPH_PORT": str(free_port()), "VAULTGRAPH_METRICS_PORT": str(free_port()),
+        setting: host})
+    assert (result.status, result.stdout, result.stderr) == (
+        1, "", f"vaultgraph: {setting} is {host!r}, not an address of this machine: set "
+               f"{setting} to an address or host name of this machine (127.0.0.1; 0.0.0.0 for "
+               "every interface)\n")
+
+
+@pytest.mark.parametrize("workers", ["-1", "many"])
+def test_workers_flag_out_of_range_is_a_usage_error_naming_the_flag(cli, workers):
+    """`serve --workers -1` was reported as "VAULTGRAPH_WORKERS is -1"."""
+    result = cli("serve", "--workers", workers)
+    assert (result.status, result.stdout) == (2, "")
+    assert result.stderr.splitlines()[-1] == (
+        f"vaultgraph serve: error: argument --workers: {workers!r} is not a whole number of 0 "
+        "or more (0: one per CPU)")
+
+
+def test_the_metrics_port_is_checked_before_neo4j_starts(cli, tmp_path):
+    """Like the API's port, the metrics port is checked first: it was checked only once the
+    local Neo4j had started and the bootstrap had run."""
+    home = tmp_path / "fresh"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("serve", "--local-neo4j", timeout=300, env={
+            "VAULTGRAPH_HOME": str(home), "VAULTGRAPH_KEK_FILE": None,
+            "VAULTGRAPH_NEO4J_URI": None, "VAULTGRAPH_NEO4J_PASSWORD": None,
+            "VAULTGRAPH_NEO4J_BOLT_PORT": str(free_port()),
+            "VAULTGRAPH_NEO4J_HTTP_PORT": str(free_port()),
+            "VAULTGRAPH_PORT": str(free_port()), "VAULTGRAPH_METRICS_PORT": str(port)})
+    assert (result.status, result.stderr) == (
+        1, f"vaultgraph: the metrics port {port} on 127.0.0.1 is in use by another process: stop "
+           "that process or set VAULTGRAPH_METRICS_PORT to a free port (0: no metrics "
+           "listener)\n")
+    assert not home.exists()  # no Neo4j, no key, no tenant
+
+
+@pytest.mark.parametrize("argv", [("keys", "status"), ("neo4j", "status")])
+def test_a_closed_stdout_ends_any_command_quietly(cli, argv):
+    """`vaultgraph keys status | head -3`: the reader went away; the command stops without a
+    word (it was "unexpected BrokenPipeError"), status 128 + SIGPIPE, as `audit export` does."""
+    import signal
+    import subprocess
+
+    with subprocess.Popen([VAULTGRAPH, *argv], env=cli.env, cwd=cli.cwd,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        proc.stdout.close()  # before anything is written: every write meets a closed pipe
+        stderr = proc.stderr.read().decode()
+        assert (proc.wait(timeout=120), stderr) == (128 + signal.SIGPIPE, "")

@@ -291,3 +291,46 @@ async def test_service_healthchecks_pass_against_a_live_service(aiohttp_server, 
     assert await _run_python_check(readiness, server.port) == 0
     # …and fail where nothing listens.
     assert await _run_python_check(liveness, unused_tcp_port) != 0
+
+
+class _Missing(Exception):
+    """What compose stops with: a `${VAR:?message}` whose variable is unset or empty."""
+
+
+_VARIABLE = re.compile(r"\$(?:\$|\{(\w+)(?:(:?)([-?])([^}]*))?\})")
+
+
+def _interpolate(text: str, env: dict[str, str]) -> str:
+    """Compose's interpolation of `${VAR}`, `${VAR:-default}`, `${VAR-default}`,
+    `${VAR:?message}`, `${VAR?message}` and `$$` (a literal `$`)."""
+    def value(match: re.Match) -> str:
+        name, colon, kind, word = match.groups()
+        if name is None:
+            return "$"
+        missing = name not in env or (colon and env[name] == "")
+        if kind == "?" and missing:
+            raise _Missing(f"required variable {name} is missing a value: {word}")
+        return word if kind == "-" and missing else env.get(name, "")
+
+    return _VARIABLE.sub(value, text)
+
+
+def test_compose_refuses_to_start_without_a_neo4j_password():
+    """No known fallback password (it was `vaultgraph-dev-password` when none was set):
+    compose stops before anything starts, and says what to set."""
+    text = COMPOSE.read_text()
+    assert "dev-password" not in text
+    for env in ({}, {"VAULTGRAPH_NEO4J_PASSWORD": ""}):
+        with pytest.raises(_Missing) as caught:
+            _interpolate(text, env)
+        assert str(caught.value) == (
+            "required variable VAULTGRAPH_NEO4J_PASSWORD is missing a value: set "
+            "VAULTGRAPH_NEO4J_PASSWORD (in .env or the environment) to a long random password")
+    set_ = YAML(typ="safe", pure=True).load(
+        _interpolate(text, {"VAULTGRAPH_NEO4J_PASSWORD": "a-long-random-one"}))
+    assert _environment(set_["services"]["neo4j"])["NEO4J_AUTH"] == "neo4j/a-long-random-one"
+    service = _environment(set_["services"]["vaultgraph"])
+    assert service["VAULTGRAPH_NEO4J_PASSWORD"] == "a-long-random-one"
+    assert service["VAULTGRAPH_LOG_LEVEL"] == "INFO"  # the other settings keep their defaults
+    # The health check's `$${NEO4J_AUTH#*/}` is the container's variable, left to its shell.
+    assert "${NEO4J_AUTH#*/}" in " ".join(set_["services"]["neo4j"]["healthcheck"]["test"])

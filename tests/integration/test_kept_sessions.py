@@ -62,7 +62,8 @@ async def test_statements_one_after_another_run_in_one_session(db, monkeypatch):
 async def test_a_kept_session_holds_no_connection(settings):
     # One pooled connection: a statement outside the kept session can have it only if the
     # kept session gave it back.
-    db = connect(dataclasses.replace(settings, neo4j_pool_size=1, neo4j_acquire_timeout=1.0))
+    db = connect(dataclasses.replace(settings, neo4j_pool_size=1, neo4j_pool_warm=1,
+                                     neo4j_acquire_timeout=1.0))
     try:
         await db.read("health/ping")
         records, _, _ = await db.driver.execute_query("RETURN 1 AS one",
@@ -99,7 +100,8 @@ async def test_a_session_whose_statement_ran_out_of_time_is_closed_not_kept(db, 
 async def test_a_cancelled_statement_s_session_is_closed_and_its_connection_freed(
         settings, monkeypatch):
     # One pooled connection: the next statement runs only if the cancelled one let it go.
-    db = connect(dataclasses.replace(settings, neo4j_pool_size=1, neo4j_acquire_timeout=2.0))
+    db = connect(dataclasses.replace(settings, neo4j_pool_size=1, neo4j_pool_warm=1,
+                                     neo4j_acquire_timeout=2.0))
     opened = _counting(db, monkeypatch)
     before = _in_use()
     try:

@@ -141,6 +141,10 @@ def test_secrets_stay_out_of_reprs():
     assert "kkkk" not in shown and "hunter2" not in shown and "vg_secretkey" not in shown
 
 
+URI_FIX = ("set VAULTGRAPH_NEO4J_URI to bolt://HOST:PORT (one server) or neo4j://HOST:PORT (a "
+           "cluster; +s for TLS, as in neo4j+s://), or unset it for the local server")
+
+
 @pytest.mark.parametrize(("env", "cause", "fix"), [
     ({"VAULTGRAPH_LOG_LEVEL": "verbose"}, "VAULTGRAPH_LOG_LEVEL is 'verbose'",
      "set VAULTGRAPH_LOG_LEVEL to DEBUG, INFO, WARNING, ERROR or CRITICAL"),
@@ -162,6 +166,9 @@ def test_secrets_stay_out_of_reprs():
      "set VAULTGRAPH_MAX_BODY_BYTES to a number above 0"),
     ({"VAULTGRAPH_PAGE_SIZE_MAX": "0"}, "VAULTGRAPH_PAGE_SIZE_MAX is 0",
      "set VAULTGRAPH_PAGE_SIZE_MAX to a number above 0"),
+    # 0 days would have deleted the whole audit trail at the first prune.
+    ({"VAULTGRAPH_AUDIT_RETENTION_DAYS": "0"}, "VAULTGRAPH_AUDIT_RETENTION_DAYS is 0.0",
+     "set VAULTGRAPH_AUDIT_RETENTION_DAYS to a number above 0"),
     ({"VAULTGRAPH_AUTH_FAILURE_WINDOW": "0"}, "VAULTGRAPH_AUTH_FAILURE_WINDOW is 0.0",
      "set VAULTGRAPH_AUTH_FAILURE_WINDOW to a number above 0"),
     ({"VAULTGRAPH_IDEMPOTENCY_LEASE": "5"},
@@ -171,6 +178,35 @@ def test_secrets_stay_out_of_reprs():
     ({"VAULTGRAPH_IDEMPOTENCY_TTL": "30"},
      "VAULTGRAPH_IDEMPOTENCY_TTL (30) is shorter than VAULTGRAPH_IDEMPOTENCY_LEASE (60)",
      "set VAULTGRAPH_IDEMPOTENCY_TTL to at least VAULTGRAPH_IDEMPOTENCY_LEASE"),
+    # Settings bounded by another: start-up waited forever for 500 connections of a pool of
+    # 100, and a page without ?size= was longer than the largest ?size= allowed.
+    ({"VAULTGRAPH_NEO4J_POOL_WARM": "500"},
+     "VAULTGRAPH_NEO4J_POOL_WARM (500) is above VAULTGRAPH_NEO4J_POOL_SIZE (100)",
+     "set VAULTGRAPH_NEO4J_POOL_WARM to at most VAULTGRAPH_NEO4J_POOL_SIZE (start-up opens that "
+     "many connections in the pool before it is ready)"),
+    ({"VAULTGRAPH_NEO4J_POOL_SIZE": "8"},
+     "VAULTGRAPH_NEO4J_POOL_WARM (16) is above VAULTGRAPH_NEO4J_POOL_SIZE (8)",
+     "set VAULTGRAPH_NEO4J_POOL_WARM to at most VAULTGRAPH_NEO4J_POOL_SIZE (start-up opens that "
+     "many connections in the pool before it is ready)"),
+    ({"VAULTGRAPH_PAGE_SIZE_DEFAULT": "500"},
+     "VAULTGRAPH_PAGE_SIZE_DEFAULT (500) is above VAULTGRAPH_PAGE_SIZE_MAX (100)",
+     "set VAULTGRAPH_PAGE_SIZE_DEFAULT to at most VAULTGRAPH_PAGE_SIZE_MAX (a page without "
+     "?size= is no longer than one with the largest)"),
+    # A URI or a memory size the driver or the JVM cannot use: named at load (they were
+    # "unexpected ConfigurationError", "unexpected ModuleNotFoundError", or Neo4j's exit 1).
+    ({"VAULTGRAPH_NEO4J_URI": "garbage"}, "VAULTGRAPH_NEO4J_URI has no scheme, not a Bolt one",
+     URI_FIX),
+    ({"VAULTGRAPH_NEO4J_URI": "http://127.0.0.1:7702"},
+     "VAULTGRAPH_NEO4J_URI has the scheme 'http', not a Bolt one", URI_FIX),
+    ({"VAULTGRAPH_NEO4J_URI": "bolt://127.0.0.1:99999"},
+     "VAULTGRAPH_NEO4J_URI is not a URI the driver can read", URI_FIX),
+    ({"VAULTGRAPH_NEO4J_URI": "neo4j+s://:7687"}, "VAULTGRAPH_NEO4J_URI names no host",
+     URI_FIX),
+    ({"VAULTGRAPH_NEO4J_HEAP": "abc"}, "VAULTGRAPH_NEO4J_HEAP is 'abc', not a memory size",
+     "set VAULTGRAPH_NEO4J_HEAP to a number with k, m or g after it, such as 512m or 2g"),
+    ({"VAULTGRAPH_NEO4J_PAGECACHE": "1.5g"},
+     "VAULTGRAPH_NEO4J_PAGECACHE is '1.5g', not a memory size",
+     "set VAULTGRAPH_NEO4J_PAGECACHE to a number with k, m or g after it, such as 512m or 2g"),
     ({"VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "7200"}, "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL is 7200.0",
      "set VAULTGRAPH_EXPIRY_SWEEP_INTERVAL to 3600 or less (expired tokens must be deleted "
      "within an hour), or 0 where another replica sweeps"),
@@ -200,4 +236,22 @@ def test_a_cypher_dir_that_is_not_a_directory_is_named(tmp_path):
     with pytest.raises(ConfigError) as caught:
         Settings.from_env({"VAULTGRAPH_CYPHER_DIR": str(missing)})
     assert caught.value.cause == f"VAULTGRAPH_CYPHER_DIR is {str(missing)!r}, not a directory"
+    # A directory with no catalog in it (/tmp): named at load, not "unexpected KeyError".
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({"VAULTGRAPH_CYPHER_DIR": str(tmp_path)})
+    assert caught.value.cause == (f"VAULTGRAPH_CYPHER_DIR is {str(tmp_path)!r}, which holds no "
+                                  "catalog (no schema/*.cypher)")
+    (tmp_path / "schema").mkdir()
+    (tmp_path / "schema" / "001.cypher").write_text("RETURN 1")
     assert Settings.from_env({"VAULTGRAPH_CYPHER_DIR": str(tmp_path)}).cypher_dir == str(tmp_path)
+
+
+@pytest.mark.parametrize(("env", "value"), [
+    ({"VAULTGRAPH_NEO4J_URI": "neo4j+s://abc.databases.neo4j.io"},
+     "neo4j+s://abc.databases.neo4j.io"),
+    ({"VAULTGRAPH_NEO4J_URI": "bolt://[::1]:7687"}, "bolt://[::1]:7687"),
+    ({"VAULTGRAPH_NEO4J_HEAP": "2G"}, "2G"),
+    ({"VAULTGRAPH_NEO4J_PAGECACHE": "1048576"}, "1048576")])
+def test_neo4j_uris_and_memory_sizes_the_driver_and_jvm_read_are_kept(env, value):
+    settings = Settings.from_env(env)
+    assert value in (settings.neo4j_uri, settings.neo4j_heap, settings.neo4j_pagecache)

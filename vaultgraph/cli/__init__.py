@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
@@ -47,6 +49,14 @@ def dispatch(settings: Settings, args: argparse.Namespace) -> int:
     return COMMANDS[args.command].command(settings, args)
 
 
+def closed_stdout() -> int:
+    """The reader of stdout went away (`| head`): every command stops quietly, with the status
+    of a writer SIGPIPE ended (128 + 13); stdout goes to /dev/null so the exit's flush of what
+    is left says nothing."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 128 + signal.SIGPIPE
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.debug and args.command != "serve":
@@ -55,10 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     settings = None
     try:
         settings = Settings.from_env()
-        return dispatch(settings, args)
+        status = dispatch(settings, args)
+        sys.stdout.flush()  # a closed stdout is met here, not in the interpreter's exit
+        return status
     except KeyboardInterrupt:
         print("vaultgraph: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return closed_stdout()
     except Exception as exc:
         if args.debug:
             raise

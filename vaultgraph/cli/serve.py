@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import logging
+import socket
 import sys
 
 import orjson
@@ -19,10 +21,59 @@ def add_parser(sub) -> None:
     p = sub.add_parser("serve", help="serve the API")
     p.add_argument("--local-neo4j", action="store_true",
                    help="start the local Neo4j (and stop it on exit), bootstrap on first run")
-    p.add_argument("--workers", type=int, metavar="N",
+    p.add_argument("--workers", type=_workers, metavar="N",
                    help="serve with N processes on one port (SO_REUSEPORT); 0: one per CPU "
                         "this process may use, half of them with --local-neo4j; default "
                         "VAULTGRAPH_WORKERS or 1")
+
+
+def _workers(text: str) -> int:
+    """`--workers`: a whole number of 0 or more (a usage error otherwise, naming the flag)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 0 or more (0: one "
+                                         "per CPU)")
+    return value
+
+
+def check_listen(host: str, port: int, host_setting: str, in_use: Exception) -> None:
+    """Refuse, before anything starts, an address this machine cannot listen on (`host` does
+    not resolve or is not one of its own: named as `host_setting`) or a port another process
+    holds (`in_use`). Binding is the test: no SO_REUSEPORT, so a port shared that way counts
+    as held."""
+    not_here = Failure(f"{host_setting} is {host!r}, not an address of this machine",
+                       f"set {host_setting} to an address or host name of this machine "
+                       "(127.0.0.1; 0.0.0.0 for every interface)")
+    try:
+        family, kind, _, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError):
+        raise not_here from None
+    with socket.socket(family, kind) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise in_use from None
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise not_here from None
+            raise
+
+
+def check_listeners(settings: Settings) -> None:
+    """The API's address and port, and the metrics listener's when there is one."""
+    from ..api.metrics import in_use
+
+    check_listen(settings.host, settings.port, "VAULTGRAPH_HOST", Failure(
+        f"port {settings.port} on {settings.host} is in use by another process",
+        "stop that process or set VAULTGRAPH_PORT to a free port"))
+    if settings.metrics_port:
+        check_listen(settings.metrics_host, settings.metrics_port, "VAULTGRAPH_METRICS_HOST",
+                     in_use(settings.metrics_host, settings.metrics_port))
 
 
 def command(settings: Settings, args: argparse.Namespace) -> int:
@@ -30,13 +81,20 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def bootstrap(settings: Settings) -> None:
-    """First run only: a tenant whose management key goes to a 0600 file, and to the terminal
-    once if stderr is one (never into a log: a redirected stderr gets the file name only)."""
+    """First run only, on a store with no tenant at all: a tenant whose management key goes to
+    a 0600 file, and to the terminal once if stderr is one (never into a log: a redirected
+    stderr gets the file name only). A store that holds tenants gets none, whether or not the
+    key file is still there: an operator who moved it off the machine did not ask for a second
+    tenant with a new key that may do everything."""
     key_file = settings.home_path / "admin.key"
     if key_file.exists():
         print(f"admin key: {key_file} (created on first run)", file=sys.stderr)
         return
-    created = common.create_tenant(settings, "default")
+    created = _first_tenant(settings)
+    if created is None:
+        print(f"admin key: {key_file} is absent and tenants exist, so none was bootstrapped "
+              "(vaultgraph tenants create makes another)", file=sys.stderr)
+        return
     common.write_secret(key_file, created["key"])
     (settings.home_path / "admin.json").write_text(orjson.dumps(
         {"tenant_id": created["tenant_id"], "application_id": created["application_id"]}
@@ -47,6 +105,17 @@ def bootstrap(settings: Settings) -> None:
     print("bootstrapped tenant 'default':\n"
           f"  tenant_id      {created['tenant_id']}\n"
           f"  application_id {created['application_id']}\n" + shown, file=sys.stderr)
+
+
+def _first_tenant(settings: Settings) -> dict | None:
+    """The tenant 'default', made only when the store holds no tenant (None otherwise)."""
+    async def work():
+        async with common.services(settings) as svc:
+            if await svc.tenants.page("", 1):
+                return None
+            return (await svc.tenants.create("default")).to_dict()
+
+    return common.run_async(work)
 
 
 def with_workers(settings: Settings, *, local: bool, workers: int | None) -> Settings:
@@ -61,14 +130,12 @@ def with_workers(settings: Settings, *, local: bool, workers: int | None) -> Set
 
 def serve(settings: Settings, *, local: bool, workers: int | None = None) -> int:
     from ..logging_setup import configure
-    from ..neo4j_local import port_in_use
     from ..server import run
 
     settings = with_workers(settings, local=local, workers=workers)
     configure(settings.log_level, settings.log_format, settings.log_coalesce_interval)
-    if port_in_use(settings.port, settings.host):
-        raise Failure(f"port {settings.port} on {settings.host} is in use by another process",
-                      "stop that process or set VAULTGRAPH_PORT to a free port")
+    # Both listeners are checked before Neo4j starts or a tenant is bootstrapped.
+    check_listeners(settings)
     neo = started = None
     if local and settings.kek_provider == "file":
         common.ensure_dev_kek(settings)
