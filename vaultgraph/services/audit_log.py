@@ -186,19 +186,26 @@ class _Account:
         when every one is signed under a version nothing held under (the ring lacks it, or its
         key of that version did not sign): a chain's events share the version of the process
         that wrote them, so one naming another version in a chain that holds is an edit, named.
-        Unchecked too: a checkpoint under such a version, and one naming no version (stored
-        before checkpoints named it) that holds under none when any version is such."""
+        Unchecked too, when its own chain's events are unchecked or none are left: a checkpoint
+        under such a version, and one naming no version (stored before checkpoints named it)
+        that holds under none when any version is such. A failing checkpoint of a chain whose
+        events hold is an edit, named, whatever version it names: a checkpoint moved forward
+        must not pass for a key problem by naming a version no key holds under."""
         versions = {v for counts in self.chains.values() for v in counts} | {*self.checkpoints}
         unchecked = {v for v in versions if not ring.held[v]}
         lost = {chain for chain, counts in self.chains.items()
                 if counts and counts.keys() <= unchecked}
+
+        def unverifiable(chain: str) -> bool:
+            return chain in lost or not self.chains.get(chain)
+
         findings, checkpoints, unnamed = [], Counter(), 0
         for finding, version, what in self.named:
             if what == "event" and version in unchecked and finding.chain in lost:
                 continue
-            if what == "checkpoint" and version in unchecked:
+            if what == "checkpoint" and version in unchecked and unverifiable(finding.chain):
                 checkpoints[version] += 1
-            elif what == "unnamed" and unchecked:
+            elif what == "unnamed" and unchecked and unverifiable(finding.chain):
                 unnamed += 1
             else:
                 findings.append(finding)
