@@ -162,6 +162,14 @@ async def test_a_rotation_of_the_key_file_leaves_tenants_in_the_token(hsm_settin
         in resumed.stderr
     assert kek_versions_of(env, in_token, in_file, behind) == [[token_key], ["k3"], ["k3"]]
 
+    # Only tenants in the token: a version would wrap nothing, so none is added.
+    none = await asyncio.to_thread(vaultgraph, env, "keys", "rotate", "--tenant", in_token)
+    assert none.returncode == 0, none.stderr
+    assert "no tenant of the rotation is under the key file: no key-encryption key version was " \
+        "added\n" in none.stderr
+    assert "k4:" not in kek_file.read_text()
+    assert kek_versions_of(env, in_token) == [[token_key]]
+
     # Only --to file moves it out of the token.
     out = await asyncio.to_thread(vaultgraph, env, "keys", "rotate", "--to", "file", *both)
     assert out.returncode == 0, out.stderr

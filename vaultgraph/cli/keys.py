@@ -184,8 +184,9 @@ async def _rotate_to(settings: Settings, svc, to: str, only: set[str] | None,
 
 async def _rotate_file(settings: Settings, svc, only: set[str] | None, progress: Progress):
     """The key file's rotation: the tenants under its versions (of `only`) are re-wrapped
-    under its newest, after adding one when none of them is behind. Tenants under a token key
-    stay there (only --to file moves them out of the token)."""
+    under its newest, after adding one when none of them is behind (and none when every one is
+    in the token). Tenants under a token key stay there (only --to file moves them out of the
+    token)."""
     from ..keys.pkcs11 import PREFIX
 
     in_file: set[str] = set()
@@ -206,6 +207,10 @@ async def _rotate_file(settings: Settings, svc, only: set[str] | None, progress:
     if waiting:
         print(f"resuming: {waiting} tenant(s) still wrapped under an older key; re-wrapping "
               f"under {ring.active}", file=sys.stderr)
+    elif in_token and not in_file:
+        # A version would wrap nothing: it would only be one more key to keep and back up.
+        print("no tenant of the rotation is under the key file: no key-encryption key version "
+              "was added", file=sys.stderr)
     else:
         added = await asyncio.to_thread(add_kek_version, settings)
         print(f"added key-encryption key version {added} to {settings.kek_path}",
