@@ -23,17 +23,17 @@ async def stored_anywhere(client, text: str) -> list[str]:
     return [repr(r["what"]) for r in records if text in repr(r["p"])]
 
 
-async def kept_entry(client, key: str) -> dict:
+async def kept_entry(client, tenant_id: str, key: str) -> dict:
     db = database(client.server.app)
     records, _, _ = await db.driver.execute_query(
-        "MATCH (k:IdempotencyKey {key: $key}) RETURN properties(k) AS k", {"key": key},
-        database_=db.database)
+        "MATCH (k:IdempotencyKey {key: $key, tenant_id: $tenant_id}) RETURN properties(k) AS k",
+        {"key": key, "tenant_id": tenant_id}, database_=db.database)
     assert len(records) == 1
     return dict(records[0]["k"])
 
 
-async def assert_kept_encrypted(client, key: str, secret: str) -> None:
-    entry = await kept_entry(client, key)
+async def assert_kept_encrypted(client, tenant_id: str, key: str, secret: str) -> None:
+    entry = await kept_entry(client, tenant_id, key)
     assert entry["state"] == "done" and entry["response_ct"].startswith("v1.")
     for text in (secret, secret.removeprefix("whsec_")):
         assert await stored_anywhere(client, text) == []
@@ -49,7 +49,7 @@ async def test_a_replayed_create_shows_the_same_secret(client, tenant, admin_hea
     assert await again.json() == created  # the secret included
     listed = await (await client.get("/webhooks", headers=admin_headers)).json()
     assert [w["id"] for w in listed["data"]] == [created["id"]]  # not created twice
-    await assert_kept_encrypted(client, "hook-create-1", created["secret"])
+    await assert_kept_encrypted(client, tenant.tenant_id, "hook-create-1", created["secret"])
 
 
 async def test_a_replayed_rotation_shows_the_same_secret(client, tenant, admin_headers):
@@ -73,4 +73,4 @@ async def test_a_replayed_rotation_shows_the_same_secret(client, tenant, admin_h
     assert await again.json() == rotated  # the secret and its overlap's end
     # Rotated once: the secret it replaced is the webhook's first one, not the replay's.
     assert (await stored_secrets())["before"] == original
-    await assert_kept_encrypted(client, "hook-rotate-1", rotated["secret"])
+    await assert_kept_encrypted(client, tenant.tenant_id, "hook-rotate-1", rotated["secret"])
