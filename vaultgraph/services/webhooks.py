@@ -7,8 +7,9 @@ Likewise an application reads, lists, changes, tests, rotates the secret of, lis
 deliveries of or deletes only a webhook it could have created, every container of it within
 its `token:read` containers: the statement itself finds no other (on the webhook as stored,
 before a patch), so one outside them reads as absent like another tenant's (404, one text; left
-out of a page) and a narrower application learns nothing of it. Its secret is shown once, in the
-answer that made it, and stored encrypted under the tenant's key (bound to the webhook's id).
+out of a page) and a narrower application learns nothing of it. Its secret is shown in the
+answer that made it (and in that answer's `Idempotency-Key` replay, kept encrypted under the
+tenant's key), and stored encrypted under the tenant's key (bound to the webhook's id).
 The URL is checked by the outbound address policy when it is written (an IP literal in a
 refused range is a 400) and again, after resolving its host, on every delivery.
 """
