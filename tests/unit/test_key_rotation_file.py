@@ -34,3 +34,15 @@ def test_a_version_added_meanwhile_is_read_when_adding(settings):
     assert KeyRing.from_spec(settings.kek_path.read_text().strip()).active == "k3"
     assert oct(settings.kek_path.stat().st_mode & 0o777) == "0o600"
     assert not settings.kek_path.with_name("kek.new").exists()
+
+
+def test_rotations_that_share_a_key_file_each_add_a_version_of_their_own(settings):
+    # Rotations of two databases share one key file, but not a rotation lock (each database
+    # holds its own): the file is read and rewritten under a lock of its own, so none of the
+    # versions they add at once is lost (a lost one leaves its tenants unreadable).
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(6) as pool:
+        added = list(pool.map(lambda _: keys.add_kek_version(settings), range(6)))
+    assert sorted(added, key=lambda v: int(v[1:])) == [f"k{n}" for n in range(2, 8)]
+    assert versions(settings) == [f"k{n}" for n in range(1, 8)]

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..failures import Failure
@@ -37,9 +38,10 @@ def add_parser(sub) -> None:
 
 def add_kek_version(settings: Settings) -> str:
     """Append a new key version to the key file (atomically, 0600, durable before any tenant is
-    re-wrapped under it); the new one is active. The caller holds the rotation lock, and the
-    versions are read here, under it: two rotations never both add the same version. A key
-    file that cannot be written (a read-only secret mount) is one line saying what to do."""
+    re-wrapped under it); the new one is active. The versions are read here, under the
+    caller's rotation lock and a lock on the key file itself (rotations of two databases may
+    share a file): two rotations never both add the same version. A key file that cannot be
+    written (a read-only secret mount) is one line saying what to do."""
     from ..crypto import KeyRing
     from ..keys.custody import file_keks
 
@@ -47,22 +49,21 @@ def add_kek_version(settings: Settings) -> str:
         raise Failure("the key ring comes from VAULTGRAPH_KEK, which this command cannot change",
                       "append a new '<version>:<base64url key>' entry to VAULTGRAPH_KEK on every "
                       "replica, restart them, then run vaultgraph keys rotate again")
-    versions = list(file_keks(settings))
-    numbers = [int(v[1:]) for v in versions if v[:1] == "k" and v[1:].isdigit()]
-    new_version = f"k{max(numbers, default=0) + 1}"
-    while new_version in versions:
-        new_version += "n"
-    entry = KeyRing.generate_spec().replace("k1:", f"{new_version}:", 1)
     path = settings.kek_path
-    spec = path.read_text().strip()
     tmp = path.with_name(path.name + ".new")
     try:
-        tmp.unlink(missing_ok=True)
-        write_secret(tmp, f"{spec},{entry}")
-        with open(tmp) as f:  # the new key on disk before it wraps anything: a crash loses none
-            os.fsync(f.fileno())
-        tmp.replace(path)
-        _fsync_dir(path.parent)
+        # Read and rewritten under a lock beside it: rotations of two databases that share one
+        # key file (the rotation lock is each database's) must not both add a version as the
+        # next one and lose one of them. Only where the key file can be written at all.
+        with _key_file_lock(path):
+            versions = list(file_keks(settings))
+            numbers = [int(v[1:]) for v in versions if v[:1] == "k" and v[1:].isdigit()]
+            new_version = f"k{max(numbers, default=0) + 1}"
+            while new_version in versions:
+                new_version += "n"
+            entry = KeyRing.generate_spec().replace("k1:", f"{new_version}:", 1)
+            spec = path.read_text().strip()
+            _write_version(path, tmp, f"{spec},{entry}")
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
@@ -73,6 +74,32 @@ def add_kek_version(settings: Settings) -> str:
                       "the replicas, then run vaultgraph keys rotate again: it re-wraps under "
                       "the new version and writes nothing") from None
     return new_version
+
+
+@contextlib.contextmanager
+def _key_file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on a file beside the key file, for reading and rewriting it."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock
+        yield
+        return
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _write_version(path: Path, tmp: Path, spec: str) -> None:
+    """The key file's new text, through `tmp`: atomic, 0600, on disk before it is used."""
+    tmp.unlink(missing_ok=True)
+    write_secret(tmp, spec)
+    with open(tmp) as f:  # the new key on disk before it wraps anything: a crash loses none
+        os.fsync(f.fileno())
+    tmp.replace(path)
+    _fsync_dir(path.parent)
 
 
 def _fsync_dir(directory: Path) -> None:
