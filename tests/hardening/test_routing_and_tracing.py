@@ -169,7 +169,7 @@ async def test_a_trailing_slash_keeps_the_query_string(client, admin_headers):
 # A value each query schema refuses, by the field it names: a route that reads its query
 # answers 400 naming the field; one that lost its query string answers 200.
 _REFUSED = {"PageQuery": ("size", "0"), "GraphQuery": ("depth", "999"),
-            "LogQuery": ("outcome", "nonsense"), "TokenFilterQuery": None}
+            "LogQuery": ("outcome", "nonsense"), "TokenFilterQuery": None, "TokenListQuery": None}
 
 
 async def test_every_route_with_a_query_reads_it_after_a_trailing_slash(client, admin_headers):
