@@ -463,7 +463,11 @@ def test_a_retry_that_finds_its_first_attempt_still_running_waits_for_its_answer
                     release.join()
                 if not held.closed():
                     held.rollback()
-    assert transport.got[:2] == ["ReadTimeout", 409] and transport.got[-1] == 201
+    # The retry is told 409 while the first request has not stored its answer; when it has by
+    # then (a matter of timing), the retry is its replay at once. Either way no Conflict: the
+    # 409's own handling is pinned by the simulated answers below.
+    assert transport.got[0] == "ReadTimeout" and transport.got[-1] == 201, transport.got
+    assert set(transport.got[1:-1]) <= {409}, transport.got
     assert (link["parent_id"], link["child_id"]) == (parent, child)
     assert [t["id"] for t in vg.children(parent)["data"]] == [child]
 
