@@ -88,3 +88,10 @@ def cli(settings, kek_file, tmp_path) -> Cli:
     work = tmp_path / "elsewhere"
     work.mkdir()
     return Cli(env, work)
+
+
+def new_tenant(cli, name: str = "acme", env: dict[str, str | None] | None = None) -> dict:
+    """A tenant made by `tenants create`, its answer (ids and key) parsed."""
+    result = cli("tenants", "create", "--name", name, env=env)
+    assert (result.status, result.stderr) == (0, ""), result.stderr
+    return result.json()

@@ -22,6 +22,8 @@ from vaultgraph.cli.common import run_async, services
 from vaultgraph.cli.serve import bootstrap
 from vaultgraph.crypto import KeyRing
 
+from .conftest import new_tenant
+
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -29,12 +31,6 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 def settings(settings):
     """No auth cache: each request reads the tenant's stored keys again (KEK rotation)."""
     return dataclasses.replace(settings, auth_cache_ttl=0.0)
-
-
-def new_tenant(cli, name="acme") -> dict:
-    result = cli("tenants", "create", "--name", name)
-    assert (result.status, result.stderr) == (0, ""), result.stderr
-    return result.json()
 
 
 async def status_of(client, key: str, path: str = "/applications/self") -> int:

@@ -13,14 +13,14 @@ import dataclasses
 from vaultgraph.crypto import KeyRing
 from vaultgraph.wiring import open_services
 
+from . import conftest
+
 STRICT = {"VAULTGRAPH_SHARED_DATABASE": "false"}
 FILE_FIX = "configure the key ring the data was written with (VAULTGRAPH_KEK / VAULTGRAPH_KEK_FILE)"
 
 
 def new_tenant(cli, name="acme") -> dict:
-    result = cli("tenants", "create", "--name", name, env=STRICT)
-    assert (result.status, result.stderr) == (0, ""), result.stderr
-    return result.json()
+    return conftest.new_tenant(cli, name, env=STRICT)
 
 
 def random_key() -> str:

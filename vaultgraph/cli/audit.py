@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import tempfile
 from datetime import UTC, datetime
@@ -137,14 +136,10 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
             Path(tmp).unlink(missing_ok=True)
             raise
     else:
-        try:
-            n = run_async(lambda: export(sys.stdout.buffer))
-            sys.stdout.flush()
-        except BrokenPipeError:
-            # The reader stopped reading (`| head`): stop quietly, with the status of a writer
-            # ended by SIGPIPE; stdout goes to /dev/null so the exit's flush says nothing.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 128 + signal.SIGPIPE
+        # A reader that stops reading (`| head`) raises BrokenPipeError here: `main` ends the
+        # command quietly.
+        n = run_async(lambda: export(sys.stdout.buffer))
+        sys.stdout.flush()
     progress.done(f"{n} written" + (f" to {args.out}" if args.out else ""))
     return 0
 

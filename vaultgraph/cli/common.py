@@ -21,9 +21,10 @@ PAGE = 100
 # -- output -------------------------------------------------------------------------------------
 
 def emit(value) -> None:
-    with contextlib.suppress(BrokenPipeError):
-        sys.stdout.write(orjson.dumps(value, default=str).decode() + "\n")
-        sys.stdout.flush()
+    """One JSON line on stdout, flushed. A closed stdout (`| head`) raises BrokenPipeError, which
+    stops the command: `main` ends it quietly, with the status of a writer SIGPIPE ended."""
+    sys.stdout.write(orjson.dumps(value, default=str).decode() + "\n")
+    sys.stdout.flush()
 
 
 def write_secret(path: Path, text: str) -> None:
