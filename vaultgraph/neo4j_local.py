@@ -78,14 +78,20 @@ class LauncherError(RuntimeError):
         self.fix = fix
 
 
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+def bind_refusal(host: str, port: int) -> int | None:
+    """Why this machine cannot listen on `host`:`port` now, as the errno of a trial bind
+    (EADDRINUSE: another process holds the port; EADDRNOTAVAIL: not an address of this
+    machine), or None when it can. Without SO_REUSEPORT, so a port shared that way counts as
+    held. A host that does not resolve raises `socket.gaierror`."""
+    family, kind, _, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    with socket.socket(family, kind) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((host, port))
+            sock.bind(address)
         except OSError as exc:
-            return exc.errno == errno.EADDRINUSE
-    return False
+            return exc.errno
+    return None
 
 
 @contextlib.contextmanager
@@ -326,7 +332,7 @@ internal.cypher.use_parameter_size=false
             self._wait_ready(self.resolve_password(), timeout)
             return False
         for name, port in (("Bolt", self.bolt_port), ("HTTP", self.http_port)):
-            if port_in_use(port):
+            if bind_refusal("127.0.0.1", port) == errno.EADDRINUSE:
                 variable = f"VAULTGRAPH_NEO4J_{name.upper()}_PORT"
                 raise LauncherError(f"Neo4j's {name} port {port} is in use by another process",
                                     f"stop that process or set {variable} to a free port")

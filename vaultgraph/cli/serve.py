@@ -7,12 +7,14 @@ import argparse
 import dataclasses
 import errno
 import logging
+import os
 import socket
 import sys
 
 import orjson
 
 from ..failures import Failure
+from ..neo4j_local import bind_refusal
 from ..settings import Settings, workers_beside_neo4j
 from . import common
 
@@ -48,20 +50,15 @@ def check_listen(host: str, port: int, host_setting: str, in_use: Exception) -> 
                        f"set {host_setting} to an address or host name of this machine "
                        "(127.0.0.1; 0.0.0.0 for every interface)")
     try:
-        family, kind, _, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        refusal = bind_refusal(host, port)
     except (socket.gaierror, UnicodeError):
         raise not_here from None
-    with socket.socket(family, kind) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(address)
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise in_use from None
-            if exc.errno == errno.EADDRNOTAVAIL:
-                raise not_here from None
-            raise
+    if refusal == errno.EADDRINUSE:
+        raise in_use
+    if refusal == errno.EADDRNOTAVAIL:
+        raise not_here
+    if refusal is not None:
+        raise OSError(refusal, os.strerror(refusal), f"{host}:{port}")
 
 
 def check_listeners(settings: Settings) -> None:
