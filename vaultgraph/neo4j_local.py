@@ -94,6 +94,10 @@ def bind_refusal(host: str, port: int) -> int | None:
     return None
 
 
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    return bind_refusal(host, port) == errno.EADDRINUSE
+
+
 @contextlib.contextmanager
 def _quiet_driver():
     """The driver logs every failed routing attempt while the server boots: not news."""
@@ -332,7 +336,7 @@ internal.cypher.use_parameter_size=false
             self._wait_ready(self.resolve_password(), timeout)
             return False
         for name, port in (("Bolt", self.bolt_port), ("HTTP", self.http_port)):
-            if bind_refusal("127.0.0.1", port) == errno.EADDRINUSE:
+            if port_in_use(port):
                 variable = f"VAULTGRAPH_NEO4J_{name.upper()}_PORT"
                 raise LauncherError(f"Neo4j's {name} port {port} is in use by another process",
                                     f"stop that process or set {variable} to a free port")
