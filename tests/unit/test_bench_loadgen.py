@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import shutil
 import sys
 import time
@@ -73,21 +72,47 @@ async def test_a_failed_run_raises_with_its_output():
                       {})
 
 
-async def test_the_pacer_hands_out_slots_one_interval_apart_and_never_in_the_past():
+class _Clock:
+    """The pacer's clock and sleep, moved only by the sleeps it asks for and by `pause`: the
+    schedule is checked exactly, whatever else the machine is busy with (a real clock moved on
+    between two callers of a gather on a loaded machine, and the next slot was "now")."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def pause(self, seconds: float) -> None:
+        self.now += seconds
+
+
+async def test_the_pacer_hands_out_slots_one_interval_apart_and_never_in_the_past(monkeypatch):
+    import types
+
+    from bench import loadgen
+
+    clock = _Clock()
+    monkeypatch.setattr(loadgen, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    monkeypatch.setattr(loadgen, "asyncio", types.SimpleNamespace(sleep=clock.sleep))
     pacer = Pacer(1000.0)
-    began = time.monotonic()
+    began = clock.now
     slots = await asyncio.gather(*(pacer.wait() for _ in range(20)))
     # 20 callers at once: each gets the next slot, 1 ms after the one before, and sleeps to it.
-    assert slots[0] >= began
-    assert [b - a for a, b in itertools.pairwise(slots)] == pytest.approx([0.001] * 19,
-                                                                          abs=1e-6)
-    assert time.monotonic() >= slots[-1]
+    assert slots == pytest.approx([began + 0.001 * i for i in range(20)], abs=1e-9)
+    assert clock.sleeps == pytest.approx([0.001] * 19, abs=1e-9)
+    assert clock.now == pytest.approx(slots[-1], abs=1e-9)
     # A caller after a pause gets "now", not the missed slots: the schedule never bursts.
-    await asyncio.sleep(0.05)
-    before = time.monotonic()
+    clock.pause(0.05)
+    before = clock.now
     late = await pacer.wait()
-    assert late >= before
-    assert await pacer.wait() - late == pytest.approx(0.001, abs=1e-6)
+    assert late == before
+    assert await pacer.wait() - late == pytest.approx(0.001, abs=1e-9)
 
 
 async def test_no_rate_does_not_wait():
