@@ -109,6 +109,7 @@ SCHEMAS: dict[str, type[Schema]] = {
     "WebhookSecret": webhooks.SecretSchema,
     "WebhookTestEvent": webhooks.TestEventSchema,
     "WebhookAttempt": webhooks.AttemptSchema,
+    "WebhookRetriedDelivery": webhooks.RetriedDeliverySchema,
 }
 EXAMPLES = {"CreateToken": [tokens.CARD_EXAMPLE]}
 
@@ -121,10 +122,11 @@ PROBLEM_RESPONSES = {
                        "reveal rule an update needs, an application holding access the caller "
                        "lacks)."),
     404: ("NotFound", "No such resource, or one the caller may not see (the same answer)."),
-    409: ("Conflict", "The id is taken; or, under an `Idempotency-Key`, its first request is "
-                      "still running (type `…/idempotency-key-in-flight`, with `Retry-After` "
-                      "seconds), or was carried out and its answer is not shown (type "
-                      "`…/conflict`; retrying does not change it)."),
+    409: ("Conflict", "The id is taken, or the event is being sent to the webhook now; or, "
+                      "under an `Idempotency-Key`, its first request is still running (type "
+                      "`…/idempotency-key-in-flight`, with `Retry-After` seconds), or was "
+                      "carried out and its answer is not shown (type `…/conflict`; retrying "
+                      "does not change it)."),
     413: ("PayloadTooLarge", "The request body is too large."),
     415: ("UnsupportedMediaType", "The request body has the wrong Content-Type."),
     422: ("IdempotencyKeyReused", "The `Idempotency-Key` was first sent with another request "

@@ -15,6 +15,7 @@ from ..webhooks.schemas import (
     AttemptSchema,
     CreateWebhookSchema,
     NewWebhookSchema,
+    RetriedDeliverySchema,
     SecretSchema,
     TestEventSchema,
     UpdateWebhookSchema,
@@ -35,6 +36,10 @@ UPDATE = UpdateWebhookSchema()
 _NOT_SHOWN = "Its secret is never shown again (rotate it to get a new one)."
 _REPLAYED = ("A replay of this answer under the request's `Idempotency-Key` holds the same "
              "`secret`; no read shows it.")
+DELIVERY_PATH = path(
+    id=fields.String(required=True, metadata={**UUID, "description": "Webhook id."}),
+    event_id=fields.String(required=True, metadata={
+        **UUID, "description": "The event's id, as its attempts list it (`event_id`)."}))
 _REACH = ("A webhook with a container outside the caller's `token:read` containers answers "
           "404, like an unknown id.")
 
@@ -129,6 +134,22 @@ async def list_deliveries(request: web.Request):
     items, position = await service(request).attempts(principal(request),
                                                       request.match_info["id"], page)
     return page_body(items, page, position)
+
+
+@endpoints.post(
+    "/webhooks/{id}/deliveries/{event_id}/retry", operation_id="retryWebhookDelivery",
+    summary="Send an event to a webhook again", tag=TAG, access=(WEBHOOK_UPDATE,),
+    path_params=DELIVERY_PATH,
+    description="The event's delivery is due now: one failed for good gets one more attempt "
+                "(its attempts are not reset), a delivered one (kept an hour) is sent again "
+                "with the same `webhook-id`, one waiting for its next attempt has it now. "
+                "Held while the webhook is disabled. An event being sent now is a 409; one "
+                f"the webhook has no delivery of (or no longer keeps) a 404. {_REACH}",
+    replies=(Reply(202, "Due; its attempt is listed under `/deliveries` when it ends.",
+                   RetriedDeliverySchema),), errors=(404, 409))
+async def retry_delivery(request: web.Request):
+    return await service(request).retry_delivery(
+        principal(request), request.match_info["id"], request.match_info["event_id"])
 
 
 @endpoints.post(

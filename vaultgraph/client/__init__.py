@@ -7,7 +7,8 @@ detokenize and logs (the audit trail); the outbound proxies (docs/proxy.md):
 create_proxy, get_proxy, list_proxies, update_proxy, delete_proxy and proxy (a call through
 one: its answer is the destination's `ProxyResponse`); and webhook management
 (docs/webhooks.md): create_webhook, list_webhooks, get_webhook, update_webhook,
-delete_webhook, rotate_webhook_secret, test_webhook and webhook_deliveries.
+delete_webhook, rotate_webhook_secret, test_webhook, webhook_deliveries and
+retry_webhook_delivery.
 """
 
 try:

@@ -205,6 +205,10 @@ class _Routes:
         return "GET", f"/webhooks/{_p(webhook_id)}/deliveries", {
             "params": _core.page_params(size=size, start=start)}
 
+    @staticmethod
+    def retry_webhook_delivery(webhook_id, event_id):
+        return "POST", f"/webhooks/{_p(webhook_id)}/deliveries/{_p(event_id)}/retry", {}
+
 
 PROXY_STATUS = "SVC-PROXY-STATUS"   # `forwarded` on the destination's answer (docs/proxy.md)
 # The client's own headers a proxied call keeps: the API key is the vault's (never forwarded),
@@ -501,6 +505,13 @@ class Client:
         m, p, o = _Routes.webhook_deliveries(webhook_id, size, start)
         return self._send(m, p, **o)
 
+    def retry_webhook_delivery(self, webhook_id: str, event_id: str, *,
+                               idempotency_key: str | None = None) -> dict:
+        """POST /webhooks/{id}/deliveries/{event_id}/retry: the event is sent again now (held
+        while the webhook is disabled); its `event_id` and `state`."""
+        m, p, o = _Routes.retry_webhook_delivery(webhook_id, event_id)
+        return self._send(m, p, idempotency_key=idempotency_key, **o)
+
 
 class AsyncClient:
     """The asynchronous client (httpx.AsyncClient underneath); the same methods, awaited."""
@@ -723,3 +734,10 @@ class AsyncClient:
         """GET /webhooks/{id}/deliveries: attempts, newest first."""
         m, p, o = _Routes.webhook_deliveries(webhook_id, size, start)
         return await self._send(m, p, **o)
+
+    async def retry_webhook_delivery(self, webhook_id: str, event_id: str, *,
+                                     idempotency_key: str | None = None) -> dict:
+        """POST /webhooks/{id}/deliveries/{event_id}/retry: the event is sent again now (held
+        while the webhook is disabled); its `event_id` and `state`."""
+        m, p, o = _Routes.retry_webhook_delivery(webhook_id, event_id)
+        return await self._send(m, p, idempotency_key=idempotency_key, **o)

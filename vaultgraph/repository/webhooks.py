@@ -77,6 +77,14 @@ class WebhookRepository:
         return bool(await self._db.write("webhooks/send_test", tenant_id=tenant_id, id=id,
                                          prefixes=prefixes, event_id=event_id, actor=actor))
 
+    async def retry_delivery(self, *, tenant_id: str, id: str, prefixes: list[str],
+                             event_id: str) -> dict | None:
+        """The delivery of `event_id` made due now: {found, in_flight, state}; None when the
+        tenant has no such webhook within `prefixes`."""
+        records = await self._db.write("webhooks/retry_delivery", tenant_id=tenant_id, id=id,
+                                       prefixes=prefixes, event_id=event_id)
+        return dict(records[0]) if records else None
+
     async def attempts(self, *, tenant_id: str, id: str, prefixes: list[str],
                        before: tuple[str, str] | None, limit: int) -> list[dict] | None:
         """A page of attempts newest first; None when the tenant has no such webhook."""

@@ -1,4 +1,5 @@
-"""Webhook management: create, read, change, delete, rotate secrets, list attempts, send tests.
+"""Webhook management: create, read, change, delete, rotate secrets, list attempts, send tests,
+send an event again.
 
 A webhook belongs to its tenant: another tenant's reads as absent (404, one text). Its
 containers must lie within the caller's `token:read` containers (403 on a create, or on a
@@ -23,12 +24,15 @@ from typing import Any
 
 from ..auth.permissions import TOKEN_READ
 from ..auth.principal import Principal
-from ..errors import Forbidden, NotFound, invalid
+from ..errors import Conflict, Forbidden, NotFound, invalid
 from ..pagination import Page
 from ..repository.webhooks import WebhookRepository
 from ..webhooks import new_secret
 
 NO_SUCH_WEBHOOK = "No webhook with this id."
+NO_SUCH_DELIVERY = ("The webhook has no delivery of this event (a delivered event is kept an "
+                    "hour, a failed one as long as its attempts are listed).")
+IN_FLIGHT = "The event is being sent to this webhook now; its attempt is listed when it ends."
 OUTSIDE = ("The application may only subscribe to containers within those it may read "
            "(token:read).")
 SECRET_FIELD = "webhook_secret"  # the secret's encryption is bound to this and the webhook id
@@ -148,6 +152,26 @@ class WebhookService:
                                           event_id=event_id, actor=principal.application_id):
             raise NotFound(NO_SUCH_WEBHOOK)
         return {"event_id": event_id}
+
+    async def retry_delivery(self, principal: Principal, webhook_id: str,
+                             event_id: str) -> dict:
+        """Send an event to the webhook again now (held while the webhook is disabled): a
+        delivery failed for good gets one more attempt, a delivered one is sent again, one
+        waiting for its next attempt has it now. One a sender is sending is a 409."""
+        try:
+            event_id = str(uuid.UUID(event_id))
+        except ValueError:
+            raise NotFound(NO_SUCH_DELIVERY) from None
+        row = await self._repo.retry_delivery(tenant_id=principal.tenant_id,
+                                              id=parse_id(webhook_id),
+                                              prefixes=readable(principal), event_id=event_id)
+        if row is None:
+            raise NotFound(NO_SUCH_WEBHOOK)
+        if not row["found"]:
+            raise NotFound(NO_SUCH_DELIVERY)
+        if row["in_flight"]:
+            raise Conflict(IN_FLIGHT)
+        return {"event_id": event_id, "state": row["state"]}
 
     async def attempts(self, principal: Principal, webhook_id: str,
                        page: Page) -> tuple[list[dict], list[str] | None]:

@@ -103,6 +103,13 @@ class TestEventSchema(Schema):
     event_id = fields.String(required=True, metadata=UUID)
 
 
+class RetriedDeliverySchema(Schema):
+    event_id = fields.String(required=True, metadata=UUID)
+    state = fields.String(required=True, metadata={
+        "enum": ["pending", "paused"],
+        "description": "`pending`: due now; `paused`: held until the webhook is enabled."})
+
+
 class AttemptSchema(Schema):
     id = fields.String(required=True, metadata=UUID)
     event_id = fields.String(required=True, metadata={
