@@ -64,6 +64,7 @@ ROUTES = (
     "DELETE /proxy/{proxy_id}/{path}", "OPTIONS /proxy/{proxy_id}/{path}", "POST /webhooks",
     "GET /webhooks", "GET /webhooks/{id}", "PATCH /webhooks/{id}", "DELETE /webhooks/{id}",
     "POST /webhooks/{id}/secret", "GET /webhooks/{id}/deliveries", "POST /webhooks/{id}/test",
+    "POST /webhooks/{id}/deliveries/{event_id}/retry",
 )
 ROUTE_NUMBERS = {route: number for number, route in enumerate(ROUTES, 1)}
 
