@@ -3,7 +3,9 @@
 The jars come from Maven Central (deploy/neo4j/pom.xml, shipped in the package as
 `vaultgraph.neo4j_files` with the Browser pack, fetched once into a shared lib folder);
 each instance has its own home (conf, data, logs, pid file), so `make run`, `make test`, the
-benchmark and tests that stop a server can each use their own instance and ports.
+benchmark and tests that stop a server can each use their own instance and ports. A stopped
+instance's database is dumped to one file and loaded back with neo4j-admin's own commands, run
+from the same jars (docs/operations.md, "Backup and restore").
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import errno
 import hashlib
 import logging
 import os
+import re
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from dataclasses import dataclass
@@ -31,6 +35,12 @@ import neo4j
 from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable
 
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
+# `neo4j-admin` without its launcher script: the command's Java entry point and its `database
+# dump|load|info` commands ship in jars the server needs anyway (neo4j-command-line, neo4j-dbms).
+ADMIN_ENTRY_POINT = "org.neo4j.cli.AdminTool"
+_ADMIN_PROGRESS = re.compile(r"Files: \d+/\d+, data:\s*([\d.]+)%")
+# A database name as Neo4j spells one; neo4j-admin reads `*` and `?` as globs over databases.
+_DATABASE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]{0,62}")
 FILES = files("vaultgraph.neo4j_files")
 DEFAULT_POM = FILES / "pom.xml"
 # The Neo4j Browser pack (style and guide). Neo4j serves Browser from the `browser/` folder of the
@@ -417,6 +427,151 @@ internal.cypher.use_parameter_size=false
         say(f"stopped Neo4j (pid {pid})")
         return True
 
+    # -- dump and load (neo4j-admin, the server stopped) --------------------------------------
+
+    def database_dirs(self, database: str) -> tuple[Path, Path]:
+        """The store and the transaction logs of `database` in this instance's data folder."""
+        if not _DATABASE_NAME.fullmatch(database):
+            raise LauncherError(f"{database!r} is not a Neo4j database name",
+                                "set VAULTGRAPH_NEO4J_DATABASE to a database name (Community "
+                                "has 'neo4j')")
+        data = self.home / "data"
+        return data / "databases" / database, data / "transactions" / database
+
+    def has_database(self, database: str) -> bool:
+        return any(folder.is_dir() and any(folder.iterdir())
+                   for folder in self.database_dirs(database))
+
+    def admin(self, *args: str, label: str) -> None:
+        """Run `neo4j-admin ARGS` on this instance (its conf and data), which must be stopped.
+
+        Neo4j's output goes to `logs/neo4j-admin.log`; its progress is said on stderr every
+        10%, prefixed with `label`; a failure is a LauncherError naming Neo4j's own reason."""
+        pid = self.running_pid()
+        if pid is not None:
+            raise LauncherError(f"the local Neo4j is running (pid {pid}) and neo4j-admin needs "
+                                "it stopped", "stop it (vaultgraph neo4j stop)")
+        self.ensure_jars()
+        self.write_conf()
+        java = shutil.which("java")
+        if java is None:
+            raise LauncherError("java not found on PATH: neo4j-admin runs on Java 17+",
+                                "install it (apt-get install openjdk-17-jre-headless)")
+        # Neo4j reads none of the service's settings (some are secrets): they are left out.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTGRAPH_")}
+        env.update(NEO4J_HOME=str(self.home.resolve()),
+                   NEO4J_CONF=str((self.home / "conf").resolve()))
+        argv = [java, "-XX:+ExitOnOutOfMemoryError", "-cp", f"{self.lib_dir.resolve()}/*",
+                ADMIN_ENTRY_POINT, *args]
+        log_path = self.home / "logs" / "neo4j-admin.log"
+        reason, shown = "", -1
+        with open(log_path, "ab") as log:
+            log.write(f"\n--- {time.strftime('%Y-%m-%dT%H:%M:%S%z')} neo4j-admin "
+                      f"{' '.join(args)}\n".encode())
+            log.flush()
+            proc = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=env, close_fds=True)
+            try:
+                for raw in proc.stdout:
+                    log.write(raw)
+                    line = raw.decode(errors="replace").strip()
+                    progress = _ADMIN_PROGRESS.search(line)
+                    if progress:
+                        decile = min(int(float(progress[1])) // 10, 10)
+                        if decile > shown:
+                            shown = decile
+                            say(f"{label}: {decile * 10}%")
+                    elif line.startswith(("Failed", "ERROR", "Error")) and not reason:
+                        reason = line
+                status = proc.wait()
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
+        if status != 0:
+            raise LauncherError(f"neo4j-admin {' '.join(args[:2])} failed (exit {status})"
+                                + (f": {reason}" if reason else ""), f"see {log_path}")
+
+    def dump(self, database: str, target: Path, *, replace: bool = False) -> int:
+        """Write `database` to the file `target` with `neo4j-admin database dump`, this instance
+        stopped; the size written. The dump goes into a new folder beside `target` and is moved
+        into place at the end (mode 0600, flushed to disk), so a dump that fails or stops
+        half-way leaves `target` as it was; an existing `target` is replaced only with
+        `replace`."""
+        if not self.has_database(database):
+            raise LauncherError(f"the local Neo4j in {self.home} has no database {database!r} "
+                                "to dump", "start it once (vaultgraph neo4j start), or set "
+                                "VAULTGRAPH_HOME and VAULTGRAPH_NEO4J_BOLT_PORT to the server's")
+        work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial",
+                                     dir=target.parent))
+        try:
+            self.admin("database", "dump", f"--to-path={work}", database,
+                       label=f"dump of {database!r}")
+            written = work / f"{database}.dump"
+            os.chmod(written, 0o600)
+            with open(written, "rb") as f:
+                os.fsync(f.fileno())
+            if replace:
+                os.replace(written, target)
+            else:
+                try:
+                    os.link(written, target)  # fails if the name was taken meanwhile
+                except FileExistsError:
+                    raise LauncherError(f"{target} exists", "name a new file, or pass --force "
+                                        "to replace it") from None
+            _fsync_dir(target.parent)
+            return target.stat().st_size
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def load(self, database: str, source: Path, *, replace: bool = False) -> bool:
+        """Load the dump file `source` into `database` with `neo4j-admin database load`, this
+        instance stopped; True when a database was there and is replaced (only with `replace`).
+
+        The database there is moved aside first, not overwritten by Neo4j (which deletes it
+        before it reads the dump, so a truncated dump would leave nothing): when the load
+        fails or stops half-way, what it wrote is removed and the database is moved back."""
+        existed = self.has_database(database)
+        if existed and not replace:
+            raise LauncherError(f"the local Neo4j in {self.home} has a database {database!r}",
+                                "pass --force to replace it with the dump")
+        aside = self.home / "data" / ".replaced-by-load"
+        if aside.exists():
+            raise LauncherError(f"an interrupted load left the database it replaced in {aside}",
+                                f"move its databases/ and transactions/ folders back into "
+                                f"{self.home / 'data'} (or delete {aside}), then load again")
+        # neo4j-admin reads `<database>.dump` from a folder: a link to the file, in one of ours.
+        work = self.home / "run" / f"load-{os.getpid()}"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        (work / f"{database}.dump").symlink_to(source.resolve())
+        moves = [(folder, aside / folder.parent.name / folder.name)
+                 for folder in self.database_dirs(database)]
+        moved: list[tuple[Path, Path]] = []
+        loading = False
+        try:
+            for folder, away in moves:
+                if folder.exists():
+                    away.parent.mkdir(parents=True, exist_ok=True)
+                    folder.rename(away)
+                    moved.append((folder, away))
+            loading = True
+            self.admin("database", "load", f"--from-path={work}", database,
+                       label=f"load of {database!r}")
+        except BaseException:
+            if loading:  # what is there now is the failed load's
+                for folder, _ in moves:
+                    shutil.rmtree(folder, ignore_errors=True)
+            for folder, away in reversed(moved):
+                away.rename(folder)
+            shutil.rmtree(aside, ignore_errors=True)
+            raise
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(aside, ignore_errors=True)
+        return existed
+
     def status(self) -> dict:
         pid = self.running_pid()
         return {
@@ -426,6 +581,14 @@ internal.cypher.use_parameter_size=false
             "http": self.browser_url,
             "home": str(self.home),
         }
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _reap(pid: int) -> None:

@@ -1,4 +1,5 @@
-"""`vaultgraph neo4j`: start, stop, inspect the local Neo4j, or run a command against it.
+"""`vaultgraph neo4j`: start, stop, inspect the local Neo4j, run a command against it, or dump
+its database to a file and load one back (docs/operations.md, "Backup and restore").
 
 Each action is a subcommand of its own: `--help` after any of them prints its help and does
 nothing else, an option an action does not take is a usage error (exit 2), and only `run` takes
@@ -7,9 +8,13 @@ a command, which it needs (after `--`, or as the rest of the line)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
+import sys
+import time
+from pathlib import Path
 
 import orjson
 
@@ -34,7 +39,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("neo4j", help="the local Neo4j server",
                        description="Start, stop or inspect the local Neo4j server, or run a "
                                    "command against it.")
-    actions = p.add_subparsers(dest="action", required=True, metavar="{start,stop,status,run}")
+    actions = p.add_subparsers(dest="action", required=True,
+                               metavar="{start,stop,status,run,dump,load}")
     actions.add_parser("start", help="start the local server (nothing if it runs)",
                        description="Start the local Neo4j server; nothing if it runs.")
     actions.add_parser("stop", help="stop the local server",
@@ -50,9 +56,32 @@ def add_parser(sub) -> None:
                                          f"Example: {RUN_EXAMPLE}")
     run.add_argument("cmd", nargs=argparse.REMAINDER, action=_Command, metavar="-- CMD",
                      help="the command to run and its arguments")
+    dump = actions.add_parser("dump", help="write the database to a file (server stopped)",
+                              description="Write the local server's database to one file with "
+                                          "neo4j-admin, the server stopped. The dump holds "
+                                          "ciphertext only: back up the key-encryption key with "
+                                          "it (docs/operations.md, Backup and restore).")
+    dump.add_argument("--to", required=True, metavar="PATH", help="the file to write (mode 0600)")
+    dump.add_argument("--force", action="store_true", help="replace PATH if it exists")
+    dump.add_argument("--stop", action="store_true",
+                      help="stop the running server for the dump and start it again after")
+    load = actions.add_parser("load", help="replace the database with a dump (server stopped)",
+                              description="Load a file written by `vaultgraph neo4j dump` into "
+                                          "the local server's database with neo4j-admin, the "
+                                          "server stopped; a database that fails to load is "
+                                          "left as it was.")
+    load.add_argument("--from", required=True, dest="source", metavar="PATH",
+                      help="the dump file to load")
+    load.add_argument("--force", action="store_true", help="replace the database there")
+    load.add_argument("--stop", action="store_true",
+                      help="stop the running server for the load and start it again after")
 
 
 def command(settings: Settings, args: argparse.Namespace) -> int:
+    if args.action == "dump":
+        return dump(settings, Path(args.to), force=args.force, stop=args.stop)
+    if args.action == "load":
+        return load(settings, Path(args.source), force=args.force, stop=args.stop)
     return neo4j_command(settings, args.action, getattr(args, "cmd", []))
 
 
@@ -84,3 +113,83 @@ def neo4j_command(settings: Settings, action: str, command: list[str]) -> int:
             if started:
                 neo.stop()
     return 0
+
+
+def dump(settings: Settings, target: Path, *, force: bool, stop: bool) -> int:
+    target = target.expanduser().absolute()
+    if target.is_dir():
+        raise Failure(f"{target} is a directory", "name a file for --to (a dump is one file)")
+    if target.exists() and not force:
+        raise Failure(f"{target} exists", "name a new file, or pass --force to replace it")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise Failure(f"cannot create the directory {target.parent} ({exc.strerror})",
+                      "name a file in a writable directory for --to") from None
+    neo = common.local_neo4j(settings)
+    database = settings.neo4j_database
+    _refuse_running(neo, "dump", stop)
+    started = time.monotonic()
+    with _stopped(neo) as restarted:
+        size = neo.dump(database, target, replace=force)
+    shown = f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.0f} KiB"
+    print(f"wrote the database {database!r} to {target} ({shown}) in "
+          f"{time.monotonic() - started:.0f}s. It holds ciphertext only: keep "
+          f"{_key_ring(settings)} with it (a restore needs both)", file=sys.stderr)
+    common.emit({"database": database, "dump": str(target), "bytes": size,
+                 "restarted": bool(restarted)})
+    return 0
+
+
+def load(settings: Settings, source: Path, *, force: bool, stop: bool) -> int:
+    source = source.expanduser().absolute()
+    if not source.is_file():
+        raise Failure(f"{source} is not a file", "name a file vaultgraph neo4j dump wrote")
+    neo = common.local_neo4j(settings)
+    database = settings.neo4j_database
+    _refuse_running(neo, "load", stop)
+    if neo.has_database(database) and not force:
+        raise Failure(f"the local Neo4j in {neo.home} has a database {database!r}",
+                      "pass --force to replace it with the dump")
+    with _stopped(neo) as restarted:
+        replaced = neo.load(database, source, replace=force)
+    print(f"loaded {source} into the database {database!r}"
+          + (" (the one there is replaced)" if replaced else "")
+          + f"; with {_key_ring(settings)} of the dump configured, check it: vaultgraph keys "
+          "status, vaultgraph audit verify", file=sys.stderr)
+    common.emit({"database": database, "loaded": str(source), "replaced": replaced,
+                 "restarted": bool(restarted)})
+    return 0
+
+
+def _refuse_running(neo, action: str, stop: bool) -> None:
+    """A dump or load needs the server stopped: refused while it runs, unless `stop`."""
+    pid = neo.running_pid()
+    if pid is not None and not stop:
+        raise Failure(f"the local Neo4j is running (pid {pid}) and a {action} needs it stopped",
+                      "stop it first (vaultgraph neo4j stop; stop the service that uses it "
+                      f"before a load), or pass --stop to stop it for the {action} and start it "
+                      "again after")
+
+
+@contextlib.contextmanager
+def _stopped(neo):
+    """The server stopped meanwhile, and started again after when it ran (whether the work
+    succeeded or not: a failed dump or load leaves the database as it was); the value is
+    whether it ran."""
+    was_running = neo.stop()
+    try:
+        yield was_running
+    finally:
+        if was_running:
+            neo.start()
+
+
+def _key_ring(settings: Settings) -> str:
+    """Where the key-encryption key lives, as the reminder after a dump or load names it."""
+    if settings.kek_provider == "pkcs11":
+        return (f"the keys of the PKCS#11 token {settings.pkcs11_token_label!r} (and any key "
+                "file still configured)")
+    if settings.kek:
+        return "the key ring of VAULTGRAPH_KEK"
+    return f"the key file {settings.kek_path}"
