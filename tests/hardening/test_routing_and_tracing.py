@@ -48,6 +48,18 @@ async def test_a_slash_does_not_open_unknown_paths_or_change_the_method_check(cl
     assert (await client.get("/health/")).status == 200
 
 
+async def test_the_reference_page_with_a_slash_is_sent_where_its_links_resolve(client):
+    """`/docs/` served the page, whose relative `openapi.json` and bundle then resolved under
+    `/docs/` (404s: a blank page). It is sent to `/docs`, relatively (a path prefix before it
+    is kept), and `/docs` answers the page."""
+    resp = await client.get("/docs/", allow_redirects=False)
+    assert (resp.status, resp.headers["Location"]) == (308, "../docs")
+    page = await client.get("/docs/")  # followed
+    assert (page.status, page.url.path) == (200, "/docs")
+    assert 'spec-url="openapi.json"' in await page.text()
+    assert (await client.get("/openapi.json")).status == 200
+
+
 async def test_traceparent_sets_the_trace_id_everywhere(client, caplog):
     parent = f"00-{TRACE}-00f067aa0ba902b7-01"
     with caplog.at_level(logging.INFO, logger="vaultgraph.http"):

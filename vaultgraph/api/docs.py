@@ -12,7 +12,7 @@ from ..auth.permissions import PUBLIC
 from ..settings import Settings
 from . import openapi
 from .endpoints import Endpoint, Endpoints, Reply
-from .typedefs import openapi_key, settings_key
+from .typedefs import SLASH_STRIPPED, openapi_key, settings_key
 
 endpoints = Endpoints()
 TAG = "Operations"
@@ -114,6 +114,10 @@ async def openapi_json(request: web.Request) -> web.Response:
     replies=(Reply(200, "Renders this document with Redoc.", media_type="text/html",
                    file_schema={"type": "string"}),))
 async def docs(request: web.Request) -> web.Response:
+    if request.get(SLASH_STRIPPED):
+        # `/docs/`: the page's relative URLs (kept relative for a service behind a path prefix)
+        # would resolve under `/docs/`; the page is where they resolve.
+        raise web.HTTPPermanentRedirect("../docs")
     return web.Response(text=DOCS_HTML, content_type="text/html", headers=_PAGE_HEADERS)
 
 

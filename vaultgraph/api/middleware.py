@@ -31,7 +31,7 @@ from . import metrics as api_metrics
 from . import problems, ratelimit
 from .metrics import CLIENT_CLOSED
 from .request_io import problem_response
-from .typedefs import PRINCIPAL, TRACE_ID, services_key, settings_key
+from .typedefs import PRINCIPAL, SLASH_STRIPPED, TRACE_ID, services_key, settings_key
 
 log = logging.getLogger("vaultgraph.http")
 _KEY_HEADER = istr(HEADER)  # looked up as it is stored: no case folding per request
@@ -100,6 +100,7 @@ async def observe(request: web.Request, handler) -> web.StreamResponse:
         if len(path) >= 2 and path.endswith("/"):
             stripped = request.clone(rel_url=request.rel_url.with_path(
                 path.rstrip("/") or "/", encoded=True, keep_query=True))
+            stripped[SLASH_STRIPPED] = True
             resolved = await request.app.router.resolve(stripped)
             if resolved.http_exception is None or resolved.http_exception.status != 404:
                 return await request.app._handle(stripped)  # the whole chain, on the route

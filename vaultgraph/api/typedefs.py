@@ -19,3 +19,5 @@ openapi_key: web.AppKey[PublishedDocument] = web.AppKey("openapi")
 
 PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("principal")
 TRACE_ID: web.RequestKey[str] = web.RequestKey("trace_id")
+# Set on a request served by the route without its trailing slash (api/middleware.py `observe`).
+SLASH_STRIPPED: web.RequestKey[bool] = web.RequestKey("slash_stripped")
