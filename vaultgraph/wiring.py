@@ -99,7 +99,8 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
     """The service's parts over one driver. `with_keys`: load the key-encryption key ring
     (token and tenant use cases need it; managing applications does not).
     `schema_required`: fail when the schema cannot be applied now (the CLI) instead of leaving
-    it for readiness to retry (the server starts and answers 503 until Neo4j is back).
+    it for readiness to retry (the server starts and answers 503 until Neo4j is back); at
+    once when nothing listens at Neo4j's address (`Database.check_listening`).
     `background_start`: touch no database here; `Services.startup.run()` (the server runs it
     in the background) applies the schema, checks the key ring and warms the pool.
     `schema_applied`: the caller applied the schema already (the test suite, once per run).
@@ -120,6 +121,8 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
             if schema_applied:
                 db.schema_applied = True
             elif not background_start:
+                if schema_required:  # a command: nothing listening fails now, not after retries
+                    await db.check_listening()
                 await db.apply_schema()
         except Exception as exc:
             if schema_required:

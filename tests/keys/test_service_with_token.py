@@ -106,6 +106,7 @@ FIX = ("check VAULTGRAPH_PKCS11_MODULE, VAULTGRAPH_PKCS11_TOKEN_LABEL, "
 async def test_a_wrong_pin_token_or_module_is_one_line(hsm_settings, softhsm, tmp_path):
     wrong_pin = tmp_path / "wrong-pin"
     wrong_pin.write_text("99999999\n")
+    wrong_pin.chmod(0o600)  # only the refusal is said: a PIN file open to others adds a warning
     cases = [
         ({"pkcs11_pin_file": str(wrong_pin)},
          f"the PIN for the PKCS#11 token {softhsm.label!r} is refused "

@@ -135,12 +135,37 @@ def ensure_dev_kek(settings: Settings) -> None:
           "production sets VAULTGRAPH_KEK or VAULTGRAPH_KEK_FILE", file=sys.stderr)
 
 
+_WARNED: set[Path] = set()  # the key files this process warned of
+
+
+def warn_open_key_files(settings: Settings) -> None:
+    """One line for each key file the key ring is read from (`VAULTGRAPH_KEK_FILE`,
+    `VAULTGRAPH_PKCS11_PIN_FILE`) whose mode lets group or others at it: its name, its mode
+    and the fix, never its content; once a file in a process. A warning, not a refusal: a
+    secret mounted read-only may carry a mode the operator does not set where it is read (a
+    Kubernetes secret is 0644 unless its defaultMode says otherwise, a swarm secret 0444).
+    Serving, it is a log line; other commands silence logs and print it."""
+    from ..keys.custody import exposed_key_files
+
+    for setting, path, mode in exposed_key_files(settings):
+        if path in _WARNED:
+            continue
+        _WARNED.add(path)
+        line = f"{setting} {path} is open to group or others (mode {mode:04o}): chmod 600 {path}"
+        if logging.root.manager.disable >= logging.ERROR:
+            print(f"vaultgraph: warning: {line}", file=sys.stderr)
+        else:
+            logging.getLogger("vaultgraph.keys").warning(line)
+
+
 def check_kek(settings: Settings, *, generate: bool = True):
     """The key ring, opened now so a malformed key, an unreachable token or a refused PIN is
     named (one line) before anything starts; with the pkcs11 provider the key is generated in
-    the token here when absent and `generate` (serve, keys rotate), named as missing otherwise."""
+    the token here when absent and `generate` (serve, keys rotate), named as missing otherwise.
+    A key file open to group or others is warned of first (`warn_open_key_files`)."""
     from ..keys.custody import open_custody
 
+    warn_open_key_files(settings)
     custody = open_custody(settings, generate=generate)
     custody.close()
     # Serving, the provider's log line says it; other commands silence logs: say it here.

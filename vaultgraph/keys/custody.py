@@ -14,7 +14,10 @@ PIN set) unwraps those moved.
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..crypto import CryptoError, Kek, KeyRing, parse_spec
@@ -46,6 +49,26 @@ def file_keks(settings: Settings) -> dict[str, bytes]:
         raise ConfigError(f"the key-encryption key in {settings.kek_source} is malformed ({exc})",
                           "expected '<version>:<base64url of 32 bytes>[,...]', e.g. "
                           "k1:$(head -c32 /dev/urandom | basenc --base64url)") from None
+
+
+def exposed_key_files(settings: Settings) -> list[tuple[str, Path, int]]:
+    """The key files the configured providers read (the key ring's, the PIN's) whose mode
+    gives group or others any access (a bit of 0o077, ssh's rule for a private key), each as
+    (its setting, its path, its mode). Only the mode is looked at, never the content."""
+    files = []
+    if not settings.kek:
+        files.append(("VAULTGRAPH_KEK_FILE", settings.kek_path))
+    if token_configured(settings) and settings.pkcs11_pin_file:
+        files.append(("VAULTGRAPH_PKCS11_PIN_FILE", Path(settings.pkcs11_pin_file)))
+    found = []
+    for setting, path in files:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)  # a symlink's target (Kubernetes')
+        except OSError:  # absent or unreadable: reading it says so
+            continue
+        if mode & 0o077:
+            found.append((setting, path, mode))
+    return found
 
 
 def open_token(settings: Settings) -> Pkcs11Token:

@@ -33,14 +33,16 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import errno
 import importlib
 import logging
+import socket
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar
 
 import neo4j
 from neo4j import AsyncDriver, AsyncManagedTransaction
-from neo4j.exceptions import ClientError, TransientError
+from neo4j.exceptions import ClientError, ServiceUnavailable, TransientError
 
 from .. import metrics
 from ..audit import context as audit_context
@@ -85,6 +87,31 @@ _quiet_run_debug_line()
 DEFAULT_TIMEOUT = 10.0
 # VAULTGRAPH_NEO4J_READ_ROUTING: where reads go on a cluster (the driver's access modes).
 READ_ROUTINGS = {"read": neo4j.READ_ACCESS, "write": neo4j.WRITE_ACCESS}
+
+
+# What a connection attempt meets when nothing listens at the server's address, or no such
+# address exists: refused, no route to the host or its network, a name no resolver knows.
+_NOTHING_THERE = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH})
+
+
+def nothing_listens(exc: BaseException) -> bool:
+    """Whether a failed connection (`ServiceUnavailable`) failed only because nothing listens:
+    every first cause, through the driver's chains and groups (one entry per router), is a
+    refusal, an unreachable host or network, or an unknown name. A timeout or any other cause
+    (a server that accepted and is slow to answer, a restart under way) is not."""
+    pending, leaves = [exc], []
+    while pending:
+        error = pending.pop()
+        if isinstance(error, BaseExceptionGroup):
+            pending.extend(error.exceptions)
+        elif error.__cause__ is not None:
+            pending.append(error.__cause__)
+        else:
+            leaves.append(error)
+    return bool(leaves) and all(
+        (error.errno == socket.EAI_NONAME) if isinstance(error, socket.gaierror)
+        else isinstance(error, OSError) and error.errno in _NOTHING_THERE
+        for error in leaves)
 
 
 def _server_timeout(seconds: float) -> float:
@@ -329,6 +356,20 @@ class Database:
             records = []
         if records and records[0]["edition"] == "community":
             self.bookmarks = None
+
+    async def check_listening(self) -> None:
+        """Fail now (`Unavailable`) when nothing listens at the server's address: one
+        connection attempt, never retried. The commands call it before their first statement,
+        which the driver would otherwise retry for `timeout` seconds against a port where no
+        retry can succeed. Any other failure to connect (a slow or busy server, one restarting)
+        is left to the statements, which wait and retry as before; a refusal of the
+        credentials is raised as any statement raises it."""
+        async with map_errors():
+            try:
+                await self.driver.verify_connectivity()
+            except ServiceUnavailable as exc:
+                if nothing_listens(exc):
+                    raise
 
     async def ping(self) -> None:
         """One auto-commit read, never retried: readiness must answer fast when Neo4j is down."""
