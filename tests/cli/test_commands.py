@@ -288,8 +288,8 @@ def test_keys_rotate_refuses_a_ring_from_the_environment(cli, kek_file):
 
 
 async def test_audit_export_and_verify(cli, client, tmp_path):
-    since = datetime.now(UTC).isoformat()
     tenant = new_tenant(cli)
+    since = datetime.now(UTC).isoformat()  # after the event of `tenants create`
     for _ in range(3):
         assert await status_of(client, tenant["key"]) == 200
     services = client.server.app[services_key]
@@ -481,8 +481,8 @@ async def test_audit_export_to_a_closed_pipe_ends_quietly(cli, client):
 
 
 async def test_audit_export_out_replaces_the_file_only_when_done(cli, client, tmp_path):
-    since = datetime.now(UTC).isoformat()
     tenant = new_tenant(cli)
+    since = datetime.now(UTC).isoformat()  # after the event of `tenants create`
     assert await status_of(client, tenant["key"]) == 200
     await client.server.app[services_key].audit_writer.settle()
     out = tmp_path / "events.jsonl"
