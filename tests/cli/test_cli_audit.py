@@ -147,6 +147,28 @@ def test_a_change_refused_by_its_write_leaves_its_event_and_the_chain_verifies(c
     verified(cli, [refused, orphan])
 
 
+def test_keys_rotate_leaves_one_event_per_tenant_re_wrapped(cli):
+    first, second = new_tenant(cli, "first"), new_tenant(cli, "second")
+    since = datetime.now(UTC).isoformat()
+    result = cli("keys", "rotate", "--tenant", first["tenant_id"])
+    assert result.status == 0, result.stderr
+    [event] = exported(cli, since, first["tenant_id"])
+    from_the_command_line(event, "keys rotate")
+    assert (event["operation"], event["status"], event["outcome"]) == (
+        "kek:rotate", 200, "success")
+    assert (event.get("application_id"), event.get("key_id")) == (None, None)
+    assert exported(cli, since, second["tenant_id"]) == []
+    verified(cli, [event])
+
+    again = cli("keys", "rotate", "--tenant", first["tenant_id"], "--tenant",
+                second["tenant_id"])  # resumes: only the second is re-wrapped
+    assert again.status == 0, again.stderr
+    assert [e["id"] for e in exported(cli, since, first["tenant_id"])] == [event["id"]]
+    [other] = exported(cli, since, second["tenant_id"])
+    assert other["operation"] == "kek:rotate"
+    verified(cli, [event, other])
+
+
 def test_a_change_whose_event_cannot_be_linked_prints_its_key_and_fails(
         cli, tmp_path, monkeypatch, settings):
     """The create commits with its event (pending); the batch that links it fails: the key is

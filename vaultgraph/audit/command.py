@@ -1,7 +1,7 @@
 """Audit events of the command line's changes (docs/audit.md, "The command line").
 
 A command that changes a tenant's access (`tenants create`, `applications create`,
-`rotate-key`, `revoke-key`) leaves an event in that tenant's trail, written by
+`rotate-key`, `revoke-key`, `keys rotate`) leaves an event in that tenant's trail, written by
 the process's audit writer as a request's is. A change is made under a note of its own
 (`CommandTrail.change`), so its write statement stores the event with the change, in one
 transaction (the audit prefix, repository/audit_prefix.py), and the writer then links it into
@@ -32,6 +32,9 @@ from .event import MAX_USER_AGENT, bounded_text
 
 T = TypeVar("T")
 
+# The operation of a key-encryption key rotation's event: no route does it, so no permission
+# names it (GET /logs' `operation` filter takes permissions only).
+KEK_ROTATE = "kek:rotate"
 # The status a failed change's event records, by the error (as the service answers it).
 _FAILED = ((NotFound, 404), (Conflict, 409), (Forbidden, 403), (Invalid, 400),
            (Unavailable, 503))
@@ -154,3 +157,9 @@ class CommandTrail:
         except VaultError:
             raise EventNotLinked(result, note.id, stored=note.persisted) from None
         return result
+
+    async def record(self, operation: str, affected: Affected, *, status: int,
+                     reason: str | None = None) -> None:
+        """An event of a change already committed, created whole (a key-encryption key
+        rotation's, one a tenant re-wrapped)."""
+        await self._writer.record(self.note(operation, affected, reason).event(status))
