@@ -147,6 +147,24 @@ def test_a_change_refused_by_its_write_leaves_its_event_and_the_chain_verifies(c
     verified(cli, [refused, orphan])
 
 
+def test_what_an_operator_types_in_place_of_an_id_never_reaches_the_trail(cli):
+    """An API key pasted as --tenant names no tenant: the create is refused, and its event
+    (its statement committed it, matching no tenant) names no tenant rather than the text."""
+    tenant = new_tenant(cli)
+    since = datetime.now(UTC).isoformat()
+    pasted = cli("applications", "create", "--tenant", tenant["key"], "--name", "x")
+    assert (pasted.status, pasted.stderr) == (
+        1, "vaultgraph: No tenant with this id: check the ids (vaultgraph tenants list, "
+           "vaultgraph applications list --tenant ID)\n")
+    everything = cli("audit", "export", "--since", since)
+    assert everything.status == 0, everything.stderr
+    no_key_in(everything.stdout, tenant["key"])
+    [event] = [e for e in everything.lines() if e.get("route") == "CLI applications create"]
+    assert event.get("tenant_id") is None
+    assert (event["outcome"], event["status"]) == ("not_found", 404)
+    verified(cli, [event])
+
+
 def test_keys_rotate_leaves_one_event_per_tenant_re_wrapped(cli):
     first, second = new_tenant(cli, "first"), new_tenant(cli, "second")
     since = datetime.now(UTC).isoformat()

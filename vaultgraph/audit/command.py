@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
+import re
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
@@ -31,6 +32,7 @@ from . import context
 from .event import MAX_USER_AGENT, bounded_text
 
 T = TypeVar("T")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 # The operation of a key-encryption key rotation's event: no route does it, so no permission
 # names it (GET /logs' `operation` filter takes permissions only).
@@ -52,6 +54,13 @@ class Affected:
     tenant_id: str | None = None
     application_id: str | None = None
     key_id: str | None = None
+
+    def ids_only(self) -> Affected:
+        """Each id as an event may hold it: a UUID in its canonical text (every tenant,
+        application and key id the service makes is one), else none. What an operator typed
+        that names nothing (an API key pasted where an id goes) never reaches the trail."""
+        return Affected(*(value if value is not None and _UUID.fullmatch(value) else None
+                          for value in (self.tenant_id, self.application_id, self.key_id)))
 
 
 def os_user() -> str:
@@ -121,7 +130,7 @@ class CommandTrail:
                                  operation=operation, route=self.route,
                                  trace_id=self.trace_id, user_agent=self.user_agent,
                                  reason=reason)
-        note.principal = affected
+        note.principal = affected.ids_only()
         return note
 
     async def change(self, operation: str, affected: Affected,
@@ -153,7 +162,8 @@ class CommandTrail:
             if token is not None:
                 context.current.reset(token)
         try:
-            await self._writer.record(note.event(status, affected), stored=note.stored)
+            await self._writer.record(note.event(status, affected.ids_only()),
+                                      stored=note.stored)
         except VaultError:
             raise EventNotLinked(result, note.id, stored=note.persisted) from None
         return result
