@@ -97,7 +97,8 @@ async def open_services(settings: Settings, *, with_keys: bool = True,
                         access_generation: AccessGeneration | None = None
                         ) -> AsyncIterator[Services]:
     """The service's parts over one driver. `with_keys`: load the key-encryption key ring
-    (token and tenant use cases need it; managing applications does not).
+    (token and tenant use cases need it, and so does the audit writer, which signs under a key
+    derived from it and is None without it; reading applications does not).
     `schema_required`: fail when the schema cannot be applied now (the CLI) instead of leaving
     it for readiness to retry (the server starts and answers 503 until Neo4j is back); at
     once when nothing listens at Neo4j's address (`Database.check_listening`).

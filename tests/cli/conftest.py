@@ -90,6 +90,26 @@ def cli(settings, kek_file, tmp_path) -> Cli:
     return Cli(env, work)
 
 
+def main_in_process(cli, monkeypatch, *args: str) -> Result:
+    """The command run in this process (under the command's settings), so a test can patch what
+    it calls; stdout and stderr captured."""
+    import io
+    import logging
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from vaultgraph import cli as command
+
+    for name, value in cli.env.items():
+        monkeypatch.setenv(name, value)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            status = command.main(list(args))
+    finally:
+        logging.disable(logging.NOTSET)  # main silences logs for the commands it runs
+    return Result(status, out.getvalue(), err.getvalue())
+
+
 def new_tenant(cli, name: str = "acme", env: dict[str, str | None] | None = None) -> dict:
     """A tenant made by `tenants create`, its answer (ids and key) parsed."""
     result = cli("tenants", "create", "--name", name, env=env)

@@ -9,7 +9,7 @@ import os
 import re
 import stat
 import uuid
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import redirect_stderr
 from datetime import UTC, datetime
 
 import orjson
@@ -22,7 +22,7 @@ from vaultgraph.cli.common import run_async, services
 from vaultgraph.cli.serve import bootstrap
 from vaultgraph.crypto import KeyRing
 
-from .conftest import new_tenant
+from .conftest import main_in_process, new_tenant
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -153,9 +153,6 @@ async def test_rotate_key_to_an_existing_file_keeps_the_old_key(cli, client, tmp
 def test_rotate_key_writes_the_new_key_before_revoking_the_old(cli, tmp_path, monkeypatch):
     """A revoke that fails (Neo4j gone half-way) leaves the new key in the file and printed:
     the application still has a key someone holds."""
-    import logging
-
-    from vaultgraph import cli as command
     from vaultgraph.errors import Unavailable
     from vaultgraph.services.applications import ApplicationService
 
@@ -167,20 +164,12 @@ def test_rotate_key_writes_the_new_key_before_revoking_the_old(cli, tmp_path, mo
         raise Unavailable()
 
     monkeypatch.setattr(ApplicationService, "revoke_key", revoke_fails)
-    for name, value in cli.env.items():
-        monkeypatch.setenv(name, value)
     path = tmp_path / "new.key"
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            status = command.main(["applications", "rotate-key", "--tenant",
-                                   tenant["tenant_id"], app["application_id"],
-                                   "--key-file", str(path)])
-    finally:
-        logging.disable(logging.NOTSET)
-    assert status == 1
-    assert err.getvalue().startswith("vaultgraph: cannot reach Neo4j at ")
-    printed = orjson.loads(out.getvalue())
+    result = main_in_process(cli, monkeypatch, "applications", "rotate-key", "--tenant",
+                             tenant["tenant_id"], app["application_id"], "--key-file", str(path))
+    assert result.status == 1
+    assert result.stderr.startswith("vaultgraph: cannot reach Neo4j at ")
+    printed = result.json()
     assert printed == {"application_id": app["application_id"], "key_id": printed["key_id"],
                        "revoked": [], "key_file": str(path)}
     assert path.read_text().startswith("vg_") and path.read_text().strip() != app["key"]
@@ -299,8 +288,8 @@ def test_keys_rotate_refuses_a_ring_from_the_environment(cli, kek_file):
 
 
 async def test_audit_export_and_verify(cli, client, tmp_path):
-    since = datetime.now(UTC).isoformat()
     tenant = new_tenant(cli)
+    since = datetime.now(UTC).isoformat()  # after the event of `tenants create`
     for _ in range(3):
         assert await status_of(client, tenant["key"]) == 200
     services = client.server.app[services_key]
@@ -492,8 +481,8 @@ async def test_audit_export_to_a_closed_pipe_ends_quietly(cli, client):
 
 
 async def test_audit_export_out_replaces_the_file_only_when_done(cli, client, tmp_path):
-    since = datetime.now(UTC).isoformat()
     tenant = new_tenant(cli)
+    since = datetime.now(UTC).isoformat()  # after the event of `tenants create`
     assert await status_of(client, tenant["key"]) == 200
     await client.server.app[services_key].audit_writer.settle()
     out = tmp_path / "events.jsonl"

@@ -52,21 +52,69 @@ def _parse_rules(rules: list[str]) -> list:
     return raw
 
 
+# The actions that change the tenant's access: each leaves an event in the tenant's audit trail
+# (docs/audit.md, "The command line"), signed under the audit key the key ring gives, so they
+# open the ring (and check it against the stored tenant keys, as `serve` does, so the events
+# verify under the ring the service uses); `list` and `show` read and leave none.
+CHANGES = ("create", "revoke-key", "rotate-key")
+# A revocation made by rotate-key (not asked for one by one with revoke-key).
+ROTATED = "rotated"
+
+
+async def audited(trail, operation: str, affected, work, *, status: int,
+                  reason: str | None = None, deliver=lambda result: result):
+    """`trail.change` (audit/command.py): the change with its event. When the change was made
+    and its event could not be linked, what the change made is still printed (`deliver`: a new
+    key to its file), and the command fails with one line saying so."""
+    from ..audit.command import EventNotLinked
+
+    try:
+        return await trail.change(operation, affected, work, status=status, reason=reason)
+    except EventNotLinked as exc:
+        emit(deliver(exc.result))
+        raise Failure(*exc.explained()) from None
+
+
+async def first_key(apps, tenant_id: str, application_id: str) -> str | None:
+    """The id of a new application's one key, for its event; None if it cannot be read now
+    (the application is made: its key is printed whatever the event holds)."""
+    from ..errors import VaultError
+    from ..services.applications import operator
+
+    try:
+        keys = await apps.keys(operator(tenant_id), application_id)
+    except VaultError:
+        return None
+    return keys[0].id if len(keys) == 1 else None
+
+
 def command(settings: Settings, args: argparse.Namespace) -> int:
     from ..applications.view import application_body, key_body
+    from ..audit.command import Affected, CommandTrail, EventNotLinked
+    from ..auth.permissions import APPLICATION_CREATE, APPLICATION_UPDATE
     from ..services.applications import operator, parse_draft
 
     caller = operator(args.tenant)
     draft = (parse_draft({"name": args.name, "permissions": args.permission,
                           "rules": _parse_rules(args.rule)})
              if args.action == "create" else None)
+    changes = args.action in CHANGES
 
     async def work(out: KeyOutput):
-        async with services(settings, with_keys=False) as svc:
+        async with services(settings, with_keys=changes, wraps_keys=changes) as svc:
             apps = svc.applications
+            trail = (CommandTrail(svc.audit_writer, f"applications {args.action}")
+                     if changes else None)
             if args.action == "create":
-                app, key = await apps.create(args.tenant, draft, grantor=None)
-                return out.deliver({"application_id": app.id, "key": key})
+                async def create():
+                    app, key = await apps.create(args.tenant, draft, grantor=None)
+                    return ({"application_id": app.id, "key": key},
+                            Affected(args.tenant, app.id,
+                                     await first_key(apps, args.tenant, app.id)))
+
+                return out.deliver(await audited(
+                    trail, APPLICATION_CREATE, Affected(args.tenant), create, status=201,
+                    deliver=out.deliver))
             if args.action == "show":
                 app = await apps.get(caller, args.application_id)
                 keys = await apps.keys(caller, args.application_id)
@@ -79,20 +127,45 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
                         emit(application_body(app))
                     if cursor is None:
                         return None
+
+            def revoke(key_id: str):
+                async def revoke_key():
+                    await apps.revoke_key(caller, args.application_id, key_id)
+                    return None, Affected(args.tenant, args.application_id, key_id)
+
+                return revoke_key
+
             if args.action == "revoke-key":
-                await apps.revoke_key(caller, args.application_id, args.key_id)
+                await audited(trail, APPLICATION_UPDATE,
+                              Affected(args.tenant, args.application_id, args.key_id),
+                              revoke(args.key_id), status=204)
                 return {"application_id": args.application_id, "revoked": [args.key_id]}
             # rotate-key: a new key first, delivered (its file written), then the old ones
             # revoked (unless --keep-old). A revoke that fails still prints the new key (with
-            # what was revoked): the application never loses every key someone holds.
+            # what was revoked): the application never loses every key someone holds. Each
+            # step is a change of its own, with its own event (the revocations' reason
+            # `rotated`), as the HTTP routes it does the work of make them.
             old = await apps.keys(caller, args.application_id)
-            info, key = await apps.create_key(caller, args.application_id)
-            revoked: list[str] = []
-            result = out.deliver({"application_id": args.application_id, "key_id": info.id,
-                                  "key": key, "revoked": revoked})
+
+            async def issue():
+                info, key = await apps.create_key(caller, args.application_id)
+                return ({"application_id": args.application_id, "key_id": info.id, "key": key,
+                         "revoked": []},
+                        Affected(args.tenant, args.application_id, info.id))
+
+            result = out.deliver(await audited(
+                trail, APPLICATION_UPDATE, Affected(args.tenant, args.application_id), issue,
+                status=201, deliver=out.deliver))
+            revoked: list[str] = result["revoked"]
             try:
                 for k in [] if args.keep_old else old:
-                    await apps.revoke_key(caller, args.application_id, k.id)
+                    try:
+                        await trail.change(APPLICATION_UPDATE,
+                                           Affected(args.tenant, args.application_id, k.id),
+                                           revoke(k.id), status=204, reason=ROTATED)
+                    except EventNotLinked as exc:
+                        revoked.append(k.id)  # revoked: only its event is not linked
+                        raise Failure(*exc.explained()) from None
                     revoked.append(k.id)
             except BaseException:
                 emit(result)

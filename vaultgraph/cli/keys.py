@@ -134,9 +134,12 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
         async with (services(settings, wraps_keys=True) as svc,
                     rotation_lock(svc.database, _say_waiting)):
             await _check_ids(svc.tenants, only, to is None)
+            before = await _kek_versions(svc.tenants, only)
             if to is None:
-                return await _rotate_file(settings, svc, only, progress)
-            return await _rotate_to(settings, svc, to, only, progress)
+                result = await _rotate_file(settings, svc, only, progress)
+            else:
+                result = await _rotate_to(settings, svc, to, only, progress)
+            return result, await _record_rewrapped(svc, before, only)
 
     if to is None:
         fix = ("their keys are wrapped under a key not in the ring; add it back to "
@@ -144,7 +147,13 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
     else:
         fix = ("their keys are wrapped under a key-encryption key this process cannot reach; "
                "configure it (key file or token) and rerun vaultgraph keys rotate")
-    return _report(run_async(work), progress, fix)
+    result, unrecorded = run_async(work)
+    reported = _report(result, progress, fix)
+    if unrecorded:
+        raise Failure(f"{unrecorded} tenant(s) were re-wrapped but their audit events could not "
+                      "be written", "the re-wrap stands (it changes no access); record the "
+                      "rotation by hand, and check that Neo4j is reachable")
+    return reported
 
 
 def _say_waiting(holders: list[str]) -> None:
@@ -244,6 +253,29 @@ async def _rotate_file(settings: Settings, svc, only: set[str] | None, progress:
               file=sys.stderr)
         ring = await asyncio.to_thread(svc.custody.reload)
     return await svc.tenants.with_ring(ring).rewrap_all(progress, only=in_file)
+
+
+async def _kek_versions(tenants, only: set[str] | None) -> dict[str, list[str]]:
+    """The KEKs each tenant's keys are wrapped under (of `only`, if given)."""
+    return {t["id"]: t["kek_versions"] async for t in tenants.kek_census()
+            if only is None or t["id"] in only}
+
+
+async def _record_rewrapped(svc, before: dict[str, list[str]], only: set[str] | None) -> int:
+    """One audit event in the trail of each tenant whose keys the rotation re-wrapped (its KEKs
+    now other than `before`), each created whole by the writer once the re-wraps are done:
+    operation `kek:rotate`, no application or key (docs/audit.md, "The command line"). Each
+    tenant's auditor sees its own; an event in no tenant would be read by none. The number of
+    events that could not be written."""
+    from ..audit.command import KEK_ROTATE, Affected, CommandTrail
+
+    after = await _kek_versions(svc.tenants, only)
+    moved = [tenant for tenant, versions in after.items()
+             if tenant in before and before[tenant] != versions]
+    trail = CommandTrail(svc.audit_writer, "keys rotate")
+    written = await asyncio.gather(*(trail.record(KEK_ROTATE, Affected(tenant), status=200)
+                                     for tenant in moved), return_exceptions=True)
+    return sum(1 for outcome in written if isinstance(outcome, Exception))
 
 
 def _report(result, progress: Progress, fix: str) -> int:

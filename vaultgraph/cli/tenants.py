@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..settings import Settings
-from .common import PAGE, KeyOutput, create_tenant, emit, run_async, services
+from .common import PAGE, KeyOutput, emit, run_async, services
 
 
 def add_parser(sub) -> None:
@@ -24,13 +24,33 @@ def add_parser(sub) -> None:
     p.add_argument("tenant_id")
 
 
+async def create(settings: Settings, name: str, out: KeyOutput) -> dict:
+    """The tenant, its administrator application and key, made with the event that records
+    them in the new tenant's trail (docs/audit.md, "The command line"): operation
+    `application:create`, as the administrator application's creation, which holds every
+    permission, is what the trail must show."""
+    from ..audit.command import Affected, CommandTrail
+    from ..auth.permissions import APPLICATION_CREATE
+    from .applications import audited, first_key
+
+    async with services(settings, wraps_keys=True) as svc:
+        async def made():
+            new = await svc.tenants.create(name)
+            return new.to_dict(), Affected(new.tenant_id, new.application_id, await first_key(
+                svc.applications, new.tenant_id, new.application_id))
+
+        return await audited(CommandTrail(svc.audit_writer, "tenants create"),
+                             APPLICATION_CREATE, Affected(), made, status=201,
+                             deliver=out.deliver)
+
+
 def command(settings: Settings, args: argparse.Namespace) -> int:
     if args.action == "create":
         from ..services.tenants import check_tenant_name
 
         check_tenant_name(args.name)  # before a key file is made or Neo4j is reached
         with KeyOutput.open(args.key_file) as out:
-            emit(out.deliver(create_tenant(settings, args.name)))
+            emit(out.deliver(run_async(lambda: create(settings, args.name, out))))
         return 0
 
     async def work():

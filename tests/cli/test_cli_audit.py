@@ -1,0 +1,226 @@
+"""The command line's changes leave events in the tenant's audit trail (docs/audit.md, "The
+command line"): written by the command's own audit writer, in chains `audit verify` checks,
+shown by `audit export` and by GET /logs to the tenant's auditor, never holding a key."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import UTC, datetime
+
+import orjson
+
+from vaultgraph.audit.command import os_user
+
+from .conftest import main_in_process, new_tenant
+
+TRACE = re.compile(r"[0-9a-f]{32}")
+
+
+def exported(cli, since: str, tenant_id: str) -> list[dict]:
+    """The tenant's events since `since`, as `audit export` writes them, oldest first."""
+    result = cli("audit", "export", "--since", since)
+    assert result.status == 0, result.stderr
+    return [e for e in result.lines() if e.get("tenant_id") == tenant_id]
+
+
+def verified(cli, events: list[dict]) -> None:
+    """`audit verify` passes over the chains the events are in (other tests' chains may hold
+    their own tampering)."""
+    chains = sorted({e["chain"] for e in events})
+    assert chains and all(chains)
+    result = cli("audit", "verify", *(a for c in chains for a in ("--chain", c)))
+    assert (result.status, result.stdout) == (0, ""), result.stderr
+    assert result.stderr.splitlines()[-1].endswith(" checked, 0 finding(s)")
+
+
+def from_the_command_line(event: dict, route: str) -> None:
+    """What every event of a command holds: its route, no caller's address, the user who ran
+    it, the run's trace id."""
+    assert event["route"] == f"CLI {route}"
+    assert event.get("client_ip") is None  # the export leaves out what is null
+    assert event["user_agent"].endswith(f" command line; user {os_user()}")
+    assert event["user_agent"].startswith("vaultgraph ")
+    assert TRACE.fullmatch(event["trace_id"])
+    assert not event.get("token_ids") and event.get("transform") is None
+
+
+def no_key_in(text: str, *keys: str) -> None:
+    assert "vg_" not in text
+    for key in keys:
+        assert key not in text
+
+
+async def test_tenants_create_leaves_its_event_in_the_new_tenant_s_trail(cli, client):
+    since = datetime.now(UTC).isoformat()
+    tenant = new_tenant(cli)
+    [key] = cli("applications", "show", "--tenant", tenant["tenant_id"],
+                tenant["application_id"]).json()["keys"]
+
+    [event] = exported(cli, since, tenant["tenant_id"])
+    from_the_command_line(event, "tenants create")
+    assert (event["operation"], event["outcome"], event["status"], event.get("reason")) == (
+        "application:create", "success", 201, None)
+    assert (event.get("application_id"), event.get("key_id")) == (
+        tenant["application_id"], key["id"])
+    no_key_in(orjson.dumps(event).decode(), tenant["key"])
+    verified(cli, [event])
+
+    # The tenant's auditor reads it (its administrator holds log:read).
+    resp = await client.get("/logs", params={"operation": "application:create"},
+                            headers={"SVC-API-KEY": tenant["key"]})
+    assert resp.status == 200, await resp.text()
+    [logged] = (await resp.json())["data"]
+    assert logged["id"] == event["id"] and logged["route"] == "CLI tenants create"
+    assert logged["application_id"] == tenant["application_id"]
+
+
+def test_application_create_rotate_and_revoke_leave_their_events(cli):
+    tenant = new_tenant(cli)
+    tenant_id = tenant["tenant_id"]
+    since = datetime.now(UTC).isoformat()
+    created = cli("applications", "create", "--tenant", tenant_id, "--name", "shop",
+                  "--permission", "token:read")
+    assert created.status == 0, created.stderr
+    app = created.json()
+    app_id = app["application_id"]
+    [first] = cli("applications", "show", "--tenant", tenant_id, app_id).json()["keys"]
+    rotated = cli("applications", "rotate-key", "--tenant", tenant_id, app_id)
+    assert rotated.status == 0, rotated.stderr
+    new = rotated.json()
+    kept = cli("applications", "rotate-key", "--tenant", tenant_id, app_id, "--keep-old").json()
+    revoked = cli("applications", "revoke-key", "--tenant", tenant_id, app_id, new["key_id"])
+    assert revoked.status == 0, revoked.stderr
+
+    events = exported(cli, since, tenant_id)
+    assert [(e["route"], e["operation"], e["status"], e.get("key_id"), e.get("reason"))
+            for e in events] == [
+        ("CLI applications create", "application:create", 201, first["id"], None),
+        ("CLI applications rotate-key", "application:update", 201, new["key_id"], None),
+        ("CLI applications rotate-key", "application:update", 204, first["id"], "rotated"),
+        ("CLI applications rotate-key", "application:update", 201, kept["key_id"], None),
+        ("CLI applications revoke-key", "application:update", 204, new["key_id"], None)]
+    for event, route in zip(events, ("applications create", *["applications rotate-key"] * 3,
+                                     "applications revoke-key"), strict=True):
+        from_the_command_line(event, route)
+        assert (event["tenant_id"], event.get("application_id"), event["outcome"]) == (
+            tenant_id, app_id, "success")
+    # One run, one trace id: rotate-key's new key and the revocation it made go together.
+    assert events[1]["trace_id"] == events[2]["trace_id"] != events[3]["trace_id"]
+    no_key_in(orjson.dumps(events).decode(), app["key"], new["key"], kept["key"])
+    verified(cli, events)
+
+
+def test_read_only_commands_leave_no_event(cli):
+    tenant = new_tenant(cli)
+    tenant_id, app_id = tenant["tenant_id"], tenant["application_id"]
+    since = datetime.now(UTC).isoformat()
+    for args in (("tenants", "list"), ("tenants", "show", tenant_id),
+                 ("applications", "list", "--tenant", tenant_id),
+                 ("applications", "show", "--tenant", tenant_id, app_id),
+                 ("keys", "status"), ("audit", "verify", "--chain", "1")):
+        cli(*args)
+    assert exported(cli, since, tenant_id) == []
+
+
+def test_a_change_refused_by_its_write_leaves_its_event_and_the_chain_verifies(cli):
+    """A revoke of a key the application does not have, and a create in a tenant that does
+    not exist: each write sent its event (the create's statement committed it, matching no
+    tenant), which is linked as the command ended, so no event is left out of a chain."""
+    tenant = new_tenant(cli)
+    tenant_id, app_id = tenant["tenant_id"], tenant["application_id"]
+    since = datetime.now(UTC).isoformat()
+    unknown = "00000000-0000-4000-8000-000000000000"
+    missing = cli("applications", "revoke-key", "--tenant", tenant_id, app_id, unknown)
+    assert missing.status == 1, missing.stderr
+    nowhere = str(uuid.uuid4())
+    no_tenant = cli("applications", "create", "--tenant", nowhere, "--name", "x")
+    assert no_tenant.status == 1, no_tenant.stderr
+
+    [refused] = exported(cli, since, tenant_id)
+    from_the_command_line(refused, "applications revoke-key")
+    assert (refused["outcome"], refused["status"], refused.get("key_id")) == (
+        "not_found", 404, unknown)
+    [orphan] = exported(cli, since, nowhere)
+    assert (orphan["route"], orphan["outcome"], orphan["status"]) == (
+        "CLI applications create", "not_found", 404)
+    verified(cli, [refused, orphan])
+
+
+def test_what_an_operator_types_in_place_of_an_id_never_reaches_the_trail(cli):
+    """An API key pasted as --tenant names no tenant: the create is refused, and its event
+    (its statement committed it, matching no tenant) names no tenant rather than the text."""
+    tenant = new_tenant(cli)
+    since = datetime.now(UTC).isoformat()
+    pasted = cli("applications", "create", "--tenant", tenant["key"], "--name", "x")
+    assert (pasted.status, pasted.stderr) == (
+        1, "vaultgraph: No tenant with this id: check the ids (vaultgraph tenants list, "
+           "vaultgraph applications list --tenant ID)\n")
+    everything = cli("audit", "export", "--since", since)
+    assert everything.status == 0, everything.stderr
+    no_key_in(everything.stdout, tenant["key"])
+    [event] = [e for e in everything.lines() if e.get("route") == "CLI applications create"]
+    assert event.get("tenant_id") is None
+    assert (event["outcome"], event["status"]) == ("not_found", 404)
+    verified(cli, [event])
+
+
+def test_keys_rotate_leaves_one_event_per_tenant_re_wrapped(cli):
+    first, second = new_tenant(cli, "first"), new_tenant(cli, "second")
+    since = datetime.now(UTC).isoformat()
+    result = cli("keys", "rotate", "--tenant", first["tenant_id"])
+    assert result.status == 0, result.stderr
+    [event] = exported(cli, since, first["tenant_id"])
+    from_the_command_line(event, "keys rotate")
+    assert (event["operation"], event["status"], event["outcome"]) == (
+        "kek:rotate", 200, "success")
+    assert (event.get("application_id"), event.get("key_id")) == (None, None)
+    assert exported(cli, since, second["tenant_id"]) == []
+    verified(cli, [event])
+
+    again = cli("keys", "rotate", "--tenant", first["tenant_id"], "--tenant",
+                second["tenant_id"])  # resumes: only the second is re-wrapped
+    assert again.status == 0, again.stderr
+    assert [e["id"] for e in exported(cli, since, first["tenant_id"])] == [event["id"]]
+    [other] = exported(cli, since, second["tenant_id"])
+    assert other["operation"] == "kek:rotate"
+    verified(cli, [event, other])
+
+
+def test_a_change_whose_event_cannot_be_linked_prints_its_key_and_fails(
+        cli, tmp_path, monkeypatch, settings):
+    """The create commits with its event (pending); the batch that links it fails: the key is
+    still delivered (the application exists), and the command says so and exits 1."""
+    from vaultgraph.errors import Unavailable
+    from vaultgraph.repository.audit import AuditRepository
+
+    tenant = new_tenant(cli)
+
+    async def batch_fails(self, *args, **kwargs):
+        raise Unavailable()
+
+    monkeypatch.setattr(AuditRepository, "write_batch", batch_fails)
+    path = tmp_path / "new.key"
+    result = main_in_process(cli, monkeypatch, "applications", "create", "--tenant",
+                             tenant["tenant_id"], "--name", "shop", "--key-file", str(path))
+    assert result.status == 1
+    printed = result.json()
+    assert printed == {"application_id": printed["application_id"], "key_file": str(path)}
+    assert path.read_text().startswith("vg_")
+    message = result.stderr
+    event_id = re.search(r"audit event (\S+) stored", message).group(1)
+    assert message == (
+        f"vaultgraph: the change was made and its audit event {event_id} stored with it, but "
+        "the event could not be linked into its chain (vaultgraph audit verify names it "
+        "unlinked): the change stands (what it printed is valid): do not run the command "
+        "again; check that Neo4j is reachable\n")
+    monkeypatch.undo()
+    import neo4j
+
+    # Stored, pending; taken away, so no later `audit verify` of the whole database names it.
+    with neo4j.GraphDatabase.driver(settings.neo4j_uri, auth=(
+            settings.neo4j_user, settings.resolved_neo4j_password())) as driver:
+        records, _, _ = driver.execute_query(
+            "MATCH (e:PendingAuditEvent {id: $id}) WITH e, e.route AS route DELETE e "
+            "RETURN route", id=event_id, database_=settings.neo4j_database)
+    assert [r["route"] for r in records] == ["CLI applications create"]
