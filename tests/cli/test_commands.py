@@ -21,6 +21,7 @@ from vaultgraph.audit.chain import sign
 from vaultgraph.cli.common import run_async, services
 from vaultgraph.cli.serve import bootstrap
 from vaultgraph.crypto import KeyRing
+from vaultgraph.repository.audit import event_of
 
 from .conftest import main_in_process, new_tenant
 
@@ -416,6 +417,23 @@ def test_bootstrap_key_never_reaches_a_redirected_stderr(settings, empty_neo4j, 
     assert stat.S_IMODE(os.stat(home / "admin.key").st_mode) == 0o600
     assert f"admin key      in {home / 'admin.key'} (mode 0600; not printed: stderr is not a " \
            "terminal)" in err.getvalue()
+
+    # The bootstrap's tenant and its full-permission key are in the trail, as `tenants create`
+    # leaves them: one event, from the command line, naming the tenant and never the key.
+    async def events():
+        async with services(local) as svc:
+            await svc.audit_writer.settle()
+            records, _, _ = await svc.database.driver.execute_query(
+                "MATCH (e:AuditEvent) RETURN properties(e) AS e", database_=local.neo4j_database)
+            return [dict(r["e"]) for r in records]
+
+    [stored] = run_async(events)
+    event = event_of(stored)
+    admin = orjson.loads((home / "admin.json").read_text())
+    assert (event["route"], event["operation"], event["tenant_id"], event["application_id"],
+            event["status"]) == ("CLI serve", "application:create", admin["tenant_id"],
+                                 admin["application_id"], 201)
+    assert key not in orjson.dumps(stored, default=str).decode()
 
     # The key moved off the machine: the next start makes no second tenant and no new key.
     (home / "admin.key").unlink()

@@ -205,11 +205,3 @@ async def _key_checked(opened):
 
 def run_async(work):
     return asyncio.run(work())
-
-
-def create_tenant(settings: Settings, name: str) -> dict:
-    async def work():
-        async with services(settings, wraps_keys=True) as svc:
-            return (await svc.tenants.create(name)).to_dict()
-
-    return run_async(work)

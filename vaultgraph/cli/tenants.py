@@ -24,24 +24,34 @@ def add_parser(sub) -> None:
     p.add_argument("tenant_id")
 
 
+def tenant_maker(svc, name: str):
+    """The change that makes the tenant, its administrator application and key, for
+    `CommandTrail.change` (audit/command.py): its event goes in the new tenant's trail
+    (docs/audit.md, "The command line") as operation `application:create`, since the
+    administrator application's creation, which holds every permission, is what the trail must
+    show."""
+    from ..audit.command import Affected
+    from .applications import first_key
+
+    async def made():
+        new = await svc.tenants.create(name)
+        return new.to_dict(), Affected(new.tenant_id, new.application_id, await first_key(
+            svc.applications, new.tenant_id, new.application_id))
+
+    return made
+
+
 async def create(settings: Settings, name: str, out: KeyOutput) -> dict:
-    """The tenant, its administrator application and key, made with the event that records
-    them in the new tenant's trail (docs/audit.md, "The command line"): operation
-    `application:create`, as the administrator application's creation, which holds every
-    permission, is what the trail must show."""
+    """`tenants create`: the tenant with its event; made but not linked, the key is still
+    delivered and the command fails with one line (`applications.audited`)."""
     from ..audit.command import Affected, CommandTrail
     from ..auth.permissions import APPLICATION_CREATE
-    from .applications import audited, first_key
+    from .applications import audited
 
     async with services(settings, wraps_keys=True) as svc:
-        async def made():
-            new = await svc.tenants.create(name)
-            return new.to_dict(), Affected(new.tenant_id, new.application_id, await first_key(
-                svc.applications, new.tenant_id, new.application_id))
-
         return await audited(CommandTrail(svc.audit_writer, "tenants create"),
-                             APPLICATION_CREATE, Affected(), made, status=201,
-                             deliver=out.deliver)
+                             APPLICATION_CREATE, Affected(), tenant_maker(svc, name),
+                             status=201, deliver=out.deliver)
 
 
 def command(settings: Settings, args: argparse.Namespace) -> int:
