@@ -60,6 +60,18 @@ async def test_the_reference_page_with_a_slash_is_sent_where_its_links_resolve(c
     assert (await client.get("/openapi.json")).status == 200
 
 
+async def test_every_answer_names_its_server_without_versions(client, admin_headers):
+    """aiohttp's default `Server: Python/3.11 aiohttp/3.x` told a scanner what to try."""
+    answers = [await client.get("/tokens", headers=admin_headers),  # a protected route
+               await client.get("/tokens"),  # a refusal (401)
+               await client.get("/no-such-route"),  # a problem of the router (404)
+               await client.get("/health"),  # a public route
+               await client.get("/docs/", allow_redirects=False)]  # a redirect
+    assert [(r.status, r.headers.getall("Server")) for r in answers] == [
+        (200, ["vaultgraph"]), (401, ["vaultgraph"]), (404, ["vaultgraph"]),
+        (200, ["vaultgraph"]), (308, ["vaultgraph"])]
+
+
 async def test_traceparent_sets_the_trace_id_everywhere(client, caplog):
     parent = f"00-{TRACE}-00f067aa0ba902b7-01"
     with caplog.at_level(logging.INFO, logger="vaultgraph.http"):

@@ -56,6 +56,7 @@ async def scrape(aiohttp_client):
         resp = await listener.get("/metrics")
         assert resp.status == 200
         assert resp.headers["Content-Type"].startswith("text/plain")
+        assert resp.headers["Server"] == "vaultgraph"  # no versions
         text = await resp.text()
         samples = {}
         for family in text_string_to_metric_families(text):

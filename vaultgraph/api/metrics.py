@@ -22,7 +22,7 @@ from ..auth.permissions import PUBLIC
 from ..settings import ConfigError
 from ..stall_monitor import StallMonitor
 from .endpoints import Endpoints, Reply
-from .typedefs import settings_key
+from .typedefs import SERVER, SERVER_NAME, settings_key
 
 endpoints = Endpoints()
 TAG = "Operations"
@@ -60,6 +60,7 @@ async def scrape(request: web.Request) -> web.Response:
     body, content_type = metrics.exposition(request.headers.get("Accept", ""))
     response = web.Response(body=body)
     response.headers["Content-Type"] = content_type
+    response.headers[SERVER] = SERVER_NAME
     return response
 
 

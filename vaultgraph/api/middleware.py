@@ -31,7 +31,15 @@ from . import metrics as api_metrics
 from . import problems, ratelimit
 from .metrics import CLIENT_CLOSED
 from .request_io import problem_response
-from .typedefs import PRINCIPAL, SLASH_STRIPPED, TRACE_ID, services_key, settings_key
+from .typedefs import (
+    PRINCIPAL,
+    SERVER,
+    SERVER_NAME,
+    SLASH_STRIPPED,
+    TRACE_ID,
+    services_key,
+    settings_key,
+)
 
 log = logging.getLogger("vaultgraph.http")
 _KEY_HEADER = istr(HEADER)  # looked up as it is stored: no case folding per request
@@ -127,12 +135,14 @@ async def observe(request: web.Request, handler) -> web.StreamResponse:
         status = counted = response.status
         response.headers[TRACE_HEADER] = trace_id
         response.headers[TRACEPARENT] = f"00-{trace_id}-{os.urandom(8).hex()}-{flags}"
+        response.headers[SERVER] = SERVER_NAME
         if draining(request):
             # Shutting down: this connection's next request must go to another process.
             response.force_close()
         return response
     except web.HTTPException as exc:  # redirects; every error is a problem answer by now
         counted = exc.status
+        exc.headers[SERVER] = SERVER_NAME
         raise
     except asyncio.CancelledError:
         counted = CLIENT_CLOSED  # the client went away first: not the service's failure

@@ -21,3 +21,8 @@ PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("principal")
 TRACE_ID: web.RequestKey[str] = web.RequestKey("trace_id")
 # Set on a request served by the route without its trailing slash (api/middleware.py `observe`).
 SLASH_STRIPPED: web.RequestKey[bool] = web.RequestKey("slash_stripped")
+
+# What every answer names as its server (api/middleware.py `observe`, the metrics listener): no
+# versions (aiohttp's default names its own and Python's, which tells a scanner what to try).
+SERVER = "Server"
+SERVER_NAME = "vaultgraph"
