@@ -60,8 +60,10 @@ tests/sdk/node_modules/.package-lock.json: tests/sdk/package-lock.json
 
 sdk-deps: test-deps tests/sdk/node_modules/.package-lock.json
 
+# An exported VAULTGRAPH_HOME is the service's folder; ./.vaultgraph otherwise (`make clean`
+# removes only that one).
 run: venv
-	VAULTGRAPH_HOME=$(HOME_DIR) $(BIN)/vaultgraph serve --local-neo4j --workers $${VAULTGRAPH_WORKERS:-0}
+	VAULTGRAPH_HOME=$${VAULTGRAPH_HOME:-$(HOME_DIR)} $(BIN)/vaultgraph serve --local-neo4j --workers $${VAULTGRAPH_WORKERS:-0}
 
 test: test-deps test-venv sdk-deps
 	$(TEST_ENV) $(BIN)/vaultgraph neo4j run -- sh -c '$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; \
@@ -102,7 +104,7 @@ bench-first-sight: bench-deps
 	$(BIN)/python -m bench --first-sight
 
 neo4j-stop:
-	-VAULTGRAPH_HOME=$(HOME_DIR) $(BIN)/vaultgraph neo4j stop
+	-VAULTGRAPH_HOME=$${VAULTGRAPH_HOME:-$(HOME_DIR)} $(BIN)/vaultgraph neo4j stop
 	-$(TEST_ENV) $(BIN)/vaultgraph neo4j stop
 
 clean: neo4j-stop

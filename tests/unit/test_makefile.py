@@ -30,6 +30,20 @@ def test_make_run_installs_only_what_running_needs():
     assert "vaultgraph serve --local-neo4j" in plan
 
 
+@pytest.mark.parametrize(("exported", "home"), [(None, ".vaultgraph"),
+                                                ("/srv/vault", "/srv/vault")])
+def test_make_run_serves_from_an_exported_vaultgraph_home(exported, home):
+    """`VAULTGRAPH_HOME=/srv/vault make run` served from ./.vaultgraph, silently."""
+    import os
+
+    [line] = [line for line in planned("run").splitlines() if "vaultgraph serve" in line]
+    assignment = line.split(" .venv/bin/vaultgraph serve")[0]
+    env = {"PATH": os.environ["PATH"], **({"VAULTGRAPH_HOME": exported} if exported else {})}
+    shown = subprocess.run(["sh", "-c", f"{assignment} sh -c 'echo \"$VAULTGRAPH_HOME\"'"],
+                           env=env, capture_output=True, text=True, check=True, timeout=10)
+    assert shown.stdout == f"{home}\n"
+
+
 def test_make_test_installs_everything_the_tests_need():
     plan = planned("test")
     assert "openjdk-17-jre-headless maven" in plan
