@@ -148,6 +148,9 @@ def test_errors_are_typed_and_carry_the_problem(vg, service):
         vg.create_token("card", {"number": "not a card 4111"}, id=uid("bad"))
     assert "not a card 4111" not in json.dumps(err.value.problem)   # input never echoed
     assert "not a card 4111" not in str(err.value)
+    # What was wrong is in the message a traceback shows: the detail and the fields named.
+    assert str(err.value).startswith(f"400 Bad Request: {err.value.detail}: ")
+    assert all(name in str(err.value) for name in err.value.errors) and err.value.errors
     with Client(service.url, "vg_not-a-key", retry=NO_RETRIES) as stranger:
         with pytest.raises(Unauthorized) as err:
             stranger.list_tokens()

@@ -130,4 +130,5 @@ def test_without_httpx_the_fixture_names_the_extra_to_install(tmp_path):
     blocked = subprocess.run(
         [sys.executable, "-c", "import sys; sys.modules['httpx'] = None; import vaultgraph.client"],
         capture_output=True, text=True, env=env, check=False)
-    assert "pip install 'vaultgraph[client]'" in blocked.stderr, blocked.stderr
+    assert "pip install 'vaultgraph[client]' (in a checkout: pip install -e '.[client]')" in (
+        blocked.stderr), blocked.stderr

@@ -17,7 +17,8 @@ except ModuleNotFoundError as exc:  # the base package does not install it
     if exc.name != "httpx":
         raise
     raise ModuleNotFoundError("vaultgraph.client needs httpx, from vaultgraph's client extra: "
-                              "pip install 'vaultgraph[client]'", name="httpx") from None
+                              "pip install 'vaultgraph[client]' (in a checkout: pip install -e "
+                              "'.[client]')", name="httpx") from None
 
 from ._core import NO_RETRIES, RetryPolicy
 from .client import AsyncClient, Client

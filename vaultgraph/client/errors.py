@@ -31,7 +31,13 @@ class ApiError(VaultgraphError):
         self.trace_id = trace_id
         self.retry_after = retry_after
         title = problem.get("title") or "error"
-        super().__init__(f"{status} {title} (trace id {trace_id or '-'})")
+        # The service's own words (it never echoes input): its detail, and for a validation
+        # error the fields it names, so a traceback says what was wrong.
+        said = "".join(f": {part}" for part in (
+            problem.get("detail"),
+            ", ".join(problem["errors"]) if isinstance(problem.get("errors"), dict) else None)
+            if part)
+        super().__init__(f"{status} {title}{said} (trace id {trace_id or '-'})")
 
     @property
     def type(self) -> str | None:

@@ -30,7 +30,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 NO_CLIENT = ("the vaultgraph fixture needs vaultgraph's client extra (httpx), which is not "
-             "installed: pip install 'vaultgraph[client]'")
+             "installed: pip install 'vaultgraph[client]' (in a checkout: pip install -e "
+             "'.[client]')")
 
 
 def _require_client() -> None:
