@@ -573,14 +573,27 @@ internal.cypher.use_parameter_size=false
         return existed
 
     def status(self) -> dict:
+        """What runs, and where: a running server's HTTP port as its configuration says (it
+        was started with that one, whatever this process's settings give)."""
         pid = self.running_pid()
+        http = self.running_http_port() if pid is not None else None
         return {
             "running": pid is not None,
             "pid": pid,
             "bolt": f"127.0.0.1:{self.bolt_port}",
-            "http": self.browser_url,
+            "http": f"http://127.0.0.1:{http or self.http_port}/browser/",
             "home": str(self.home),
         }
+
+    def running_http_port(self) -> int | None:
+        """The HTTP port in this instance's configuration, which the running server read when
+        it started (None when there is none)."""
+        try:
+            conf = (self.home / "conf" / "neo4j.conf").read_text()
+        except OSError:
+            return None
+        found = re.search(r"^server\.http\.listen_address=[^\n]*:(\d+)$", conf, re.M)
+        return int(found[1]) if found else None
 
 
 def _fsync_dir(path: Path) -> None:

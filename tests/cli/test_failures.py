@@ -215,6 +215,14 @@ def test_neo4j_help_prints_help_and_does_nothing_else(cli, settings, tmp_path, a
     assert cli("neo4j", "status").json()["running"] is True  # the suite's server still runs
 
 
+def test_neo4j_status_names_the_running_servers_browser_port(cli, settings):
+    """Asked with another HTTP port than the running server was started with (or none: 7474),
+    `neo4j status` named that one; it names the port the server's configuration gives."""
+    status = cli("neo4j", "status", env={"VAULTGRAPH_NEO4J_HTTP_PORT": str(free_port())}).json()
+    assert (status["running"], status["http"]) == (
+        True, f"http://127.0.0.1:{settings.neo4j_http_port}/browser/")
+
+
 @pytest.mark.parametrize("argv", [("run",), ("run", "--"), ("status", "--bogus"),
                                   ("start", "now"), ("stop", "--force")])
 def test_neo4j_usage_errors_start_nothing(cli, tmp_path, argv):
