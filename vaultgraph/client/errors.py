@@ -31,12 +31,14 @@ class ApiError(VaultgraphError):
         self.trace_id = trace_id
         self.retry_after = retry_after
         title = problem.get("title") or "error"
-        # The service's own words (it never echoes input): its detail, and for a validation
-        # error the fields it names, so a traceback says what was wrong.
-        said = "".join(f": {part}" for part in (
-            problem.get("detail"),
-            ", ".join(problem["errors"]) if isinstance(problem.get("errors"), dict) else None)
-            if part)
+        # The service's detail (its own words: it never echoes input), so a traceback says what
+        # was wrong; of a validation error's fields only how many: their names can be the
+        # caller's (metadata keys, unknown fields, a payload's paths), read them on `errors`.
+        detail = problem.get("detail")
+        fields = problem.get("errors")
+        said = (f": {detail}" if detail else "") + (
+            f" ({len(fields)} field{'s' if len(fields) != 1 else ''}: see .errors)"
+            if isinstance(fields, dict) and fields else "")
         super().__init__(f"{status} {title}{said} (trace id {trace_id or '-'})")
 
     @property
