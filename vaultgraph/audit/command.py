@@ -18,13 +18,10 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
-import re
-import socket
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
 
 from ..errors import Conflict, Forbidden, Invalid, NotFound, Unavailable, VaultError
@@ -32,7 +29,6 @@ from . import context
 from .event import MAX_USER_AGENT, bounded_text
 
 T = TypeVar("T")
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 # The operation of a key-encryption key rotation's event: no route does it, so no permission
 # names it (GET /logs' `operation` filter takes permissions only).
@@ -59,15 +55,27 @@ class Affected:
         """Each id as an event may hold it: a UUID in its canonical text (every tenant,
         application and key id the service makes is one), else none. What an operator typed
         that names nothing (an API key pasted where an id goes) never reaches the trail."""
-        return Affected(*(value if value is not None and _UUID.fullmatch(value) else None
+        return Affected(*(_canonical(value)
                           for value in (self.tenant_id, self.application_id, self.key_id)))
+
+
+def _canonical(value: str | None) -> str | None:
+    """A UUID as the service writes it (any spelling `uuid.UUID` reads, as the service parses
+    the ids it is given), else None."""
+    if value is None:
+        return None
+    try:
+        return str(uuid.UUID(value))
+    except (ValueError, TypeError, AttributeError):
+        return None
 
 
 def os_user() -> str:
     """The operating-system user running the command, as the system names its effective uid
-    (not as the environment's USER or LOGNAME say, which whoever runs it sets), with the uid
-    and the host: `alice (uid 1000) on db-admin-1`. Where the system has no name for the uid
-    (a container's arbitrary uid), `getpass.getuser()`'s, else the uid alone."""
+    (not as the environment's USER or LOGNAME say, which whoever runs it sets), with the uid:
+    `alice (uid 1000)`. Where the system has no name for the uid (a container's arbitrary uid),
+    `getpass.getuser()`'s, else the uid alone. No host and no version: the event is in the
+    tenant's trail, which the tenant's auditor reads (`GET /logs`)."""
     uid = os.geteuid() if hasattr(os, "geteuid") else None
     try:
         import pwd
@@ -78,15 +86,7 @@ def os_user() -> str:
             name = getpass.getuser()
         except (KeyError, OSError):
             name = "unknown"
-    where = f" (uid {uid})" if uid is not None else ""
-    return f"{name}{where} on {socket.gethostname()}"
-
-
-def _version() -> str:
-    try:
-        return version("vaultgraph")
-    except PackageNotFoundError:  # run from a checkout without install
-        return "unknown"
+    return f"{name} (uid {uid})" if uid is not None else name
 
 
 class EventNotLinked(VaultError):
@@ -121,8 +121,8 @@ class CommandTrail:
         self._writer = writer
         self.route = f"CLI {command}"
         self.trace_id = uuid.uuid4().hex
-        self.user_agent = bounded_text(
-            f"vaultgraph {_version()} command line; user {os_user()}", MAX_USER_AGENT)
+        self.user_agent = bounded_text(f"vaultgraph command line; user {os_user()}",
+                                       MAX_USER_AGENT)
 
     def note(self, operation: str, affected: Affected, reason: str | None = None
              ) -> context.AuditNote:
