@@ -341,10 +341,13 @@ internal.cypher.use_parameter_size=false
         return pid if ENTRY_POINT.encode() in cmdline else None
 
     def start(self, timeout: float = 180.0) -> bool:
-        """Start the server unless it runs; returns True when this call started it."""
+        """Start the server unless it runs; returns True when this call started it. Refused
+        while a load that was stopped half-way holds the database it replaced aside: started,
+        the server would serve the partial store (and `serve` bootstrap a new tenant in it)."""
         if self.running_pid() is not None:
             self._wait_ready(self.resolve_password(), timeout)
             return False
+        self._refuse_after_a_stopped_load()
         for name, port in (("Bolt", self.bolt_port), ("HTTP", self.http_port)):
             if port_in_use(port):
                 variable = f"VAULTGRAPH_NEO4J_{name.upper()}_PORT"
@@ -520,7 +523,7 @@ internal.cypher.use_parameter_size=false
                 except FileExistsError:
                     raise LauncherError(f"{target} exists", "name a new file, or pass --force "
                                         "to replace it") from None
-            _fsync_dir(target.parent)
+            fsync_dir(target.parent)
             return target.stat().st_size
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -532,15 +535,16 @@ internal.cypher.use_parameter_size=false
         The database there is moved aside first, not overwritten by Neo4j (which deletes it
         before it reads the dump, so a truncated dump would leave nothing): when the load
         fails or stops half-way, what it wrote is removed and the database is moved back."""
+        pid = self.running_pid()
+        if pid is not None:  # before anything is moved
+            raise LauncherError(f"the local Neo4j is running (pid {pid}) and neo4j-admin needs "
+                                "it stopped", "stop it (vaultgraph neo4j stop)")
         existed = self.has_database(database)
         if existed and not replace:
             raise LauncherError(f"the local Neo4j in {self.home} has a database {database!r}",
                                 "pass --force to replace it with the dump")
-        aside = self.home / "data" / ".replaced-by-load"
-        if aside.exists():
-            raise LauncherError(f"an interrupted load left the database it replaced in {aside}",
-                                f"move its databases/ and transactions/ folders back into "
-                                f"{self.home / 'data'} (or delete {aside}), then load again")
+        self._refuse_after_a_stopped_load()
+        aside = self._aside()
         # neo4j-admin reads `<database>.dump` from a folder: a link to the file, in one of ours.
         work = self.home / "run" / f"load-{os.getpid()}"
         shutil.rmtree(work, ignore_errors=True)
@@ -572,6 +576,18 @@ internal.cypher.use_parameter_size=false
         shutil.rmtree(aside, ignore_errors=True)
         return existed
 
+    def _aside(self) -> Path:
+        """Where a load moves the database it replaces until it is done."""
+        return self.home / "data" / ".replaced-by-load"
+
+    def _refuse_after_a_stopped_load(self) -> None:
+        aside = self._aside()
+        if aside.exists():
+            raise LauncherError(f"an interrupted load left the database it replaced in {aside}",
+                                f"move its databases/ and transactions/ folders back into "
+                                f"{self.home / 'data'} (or delete {aside}), then load or "
+                                "start again")
+
     def status(self) -> dict:
         """What runs, and where: a running server's HTTP port as its configuration says (it
         was started with that one, whatever this process's settings give)."""
@@ -596,7 +612,8 @@ internal.cypher.use_parameter_size=false
         return int(found[1]) if found else None
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """A directory's entries flushed to disk (a file renamed or linked into it stays)."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)

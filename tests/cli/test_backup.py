@@ -228,6 +228,18 @@ def test_refused_while_the_server_runs(fresh, seemingly_running, tmp_path, actio
     assert not target.exists()
 
 
+def test_a_load_stopped_half_way_keeps_the_server_from_starting(fresh):
+    """A load killed after it moved the database aside left a partial store: started on it,
+    the server served it, and `serve` bootstrapped a new tenant with a new key in it."""
+    aside = fresh.neo4j_home / "data" / ".replaced-by-load"
+    (aside / "databases" / "neo4j").mkdir(parents=True)
+    assert one_line(fresh.cli("neo4j", "start")) == (
+        f"vaultgraph: an interrupted load left the database it replaced in {aside}: move its "
+        f"databases/ and transactions/ folders back into {fresh.neo4j_home / 'data'} (or "
+        f"delete {aside}), then load or start again")
+    assert not (fresh.neo4j_home / "run" / "vaultgraph-neo4j.pid").exists()
+
+
 def test_dump_never_replaces_a_file_without_force(fresh, tmp_path):
     target = tmp_path / "kept.dump"
     target.write_bytes(b"yesterday's dump")

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..failures import Failure
+from ..neo4j_local import fsync_dir
 from ..settings import Settings
 from .common import Progress, check_kek, emit, run_async, services, write_secret
 
@@ -99,15 +100,7 @@ def _write_version(path: Path, tmp: Path, spec: str) -> None:
     with open(tmp) as f:  # the new key on disk before it wraps anything: a crash loses none
         os.fsync(f.fileno())
     tmp.replace(path)
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(path.parent)
 
 
 def command(settings: Settings, args: argparse.Namespace) -> int:
@@ -135,10 +128,18 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
                     rotation_lock(svc.database, _say_waiting)):
             await _check_ids(svc.tenants, only, to is None)
             before = await _kek_versions(svc.tenants, only)
-            if to is None:
-                result = await _rotate_file(settings, svc, only, progress)
-            else:
-                result = await _rotate_to(settings, svc, to, only, progress)
+            try:
+                if to is None:
+                    result = await _rotate_file(settings, svc, only, progress)
+                else:
+                    result = await _rotate_to(settings, svc, to, only, progress)
+            except BaseException:
+                # Stopped half-way (Neo4j lost, Ctrl-C): the tenants re-wrapped so far get
+                # their events now, or never (the next run finds them current). Written if
+                # Neo4j lets them be; the rotation's own failure is what the command says.
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(_record_rewrapped(svc, before, only))
+                raise
             return result, await _record_rewrapped(svc, before, only)
 
     if to is None:
