@@ -19,7 +19,9 @@ CALL (d) {
 WITH w, d, d.claim IS NOT NULL AND d.next_at > datetime() AS in_flight
 CALL (w, d, in_flight) {
   WITH w, d WHERE d IS NOT NULL AND NOT in_flight
+  // A claim whose lease lapsed is dropped (as release.cypher does): its sender, if it still
+  // ends its attempt, records nothing over this.
   SET d.state = CASE w.status WHEN "enabled" THEN "pending" ELSE "paused" END,
-      d.next_at = datetime(), d.not_before = datetime()
+      d.next_at = datetime(), d.not_before = datetime(), d.claim = null
 }
 RETURN d IS NOT NULL AS found, coalesce(in_flight, false) AS in_flight, d.state AS state
