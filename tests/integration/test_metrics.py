@@ -57,6 +57,9 @@ async def scrape(aiohttp_client):
         assert resp.status == 200
         assert resp.headers["Content-Type"].startswith("text/plain")
         assert resp.headers["Server"] == "vaultgraph"  # no versions
+        for other in (await listener.get("/nothing"), await listener.post("/metrics")):
+            assert (other.status, other.headers["Server"]) in ((404, "vaultgraph"),
+                                                                (405, "vaultgraph"))
         text = await resp.text()
         samples = {}
         for family in text_string_to_metric_families(text):

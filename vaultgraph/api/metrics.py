@@ -60,14 +60,19 @@ async def scrape(request: web.Request) -> web.Response:
     body, content_type = metrics.exposition(request.headers.get("Accept", ""))
     response = web.Response(body=body)
     response.headers["Content-Type"] = content_type
-    response.headers[SERVER] = SERVER_NAME
     return response
 
 
+async def _named(request: web.Request, response: web.StreamResponse) -> None:
+    response.headers[SERVER] = SERVER_NAME
+
+
 def metrics_app() -> web.Application:
-    """The metrics listener's application: `GET /metrics`, nothing else."""
+    """The metrics listener's application: `GET /metrics`, nothing else. Every answer, its
+    404s and 405s too, names its server without versions."""
     app = web.Application()
     app.router.add_routes(endpoints.routes())
+    app.on_response_prepare.append(_named)
     return app
 
 
