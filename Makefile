@@ -104,7 +104,8 @@ bench-first-sight: bench-deps
 	$(BIN)/python -m bench --first-sight
 
 neo4j-stop:
-	-VAULTGRAPH_HOME=$${VAULTGRAPH_HOME:-$(HOME_DIR)} $(BIN)/vaultgraph neo4j stop
+	-VAULTGRAPH_HOME=$(HOME_DIR) $(BIN)/vaultgraph neo4j stop
+	-[ -z "$${VAULTGRAPH_HOME:-}" ] || $(BIN)/vaultgraph neo4j stop
 	-$(TEST_ENV) $(BIN)/vaultgraph neo4j stop
 
 clean: neo4j-stop

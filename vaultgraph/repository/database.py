@@ -92,6 +92,9 @@ READ_ROUTINGS = {"read": neo4j.READ_ACCESS, "write": neo4j.WRITE_ACCESS}
 # What a connection attempt meets when nothing listens at the server's address, or no such
 # address exists: refused, no route to the host or its network, a name no resolver knows.
 _NOTHING_THERE = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH})
+# A name no resolver knows, or none could be asked (no DNS where the command runs): either
+# way no retry within the command's seconds finds the server.
+_NO_SUCH_NAME = frozenset({socket.EAI_NONAME, socket.EAI_AGAIN})
 
 
 def nothing_listens(exc: BaseException) -> bool:
@@ -109,7 +112,7 @@ def nothing_listens(exc: BaseException) -> bool:
         else:
             leaves.append(error)
     return bool(leaves) and all(
-        (error.errno == socket.EAI_NONAME) if isinstance(error, socket.gaierror)
+        (error.errno in _NO_SUCH_NAME) if isinstance(error, socket.gaierror)
         else isinstance(error, OSError) and error.errno in _NOTHING_THERE
         for error in leaves)
 
