@@ -26,6 +26,7 @@ from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
 from ..deadline import request_deadline
 from ..errors import MAX_LISTED_ERRORS, Unauthenticated, VaultError, add_error, field_name
 from ..logging_setup import trace_id_var
+from ..services.health import starting
 from . import metrics as api_metrics
 from . import problems, ratelimit
 from .metrics import CLIENT_CLOSED
@@ -190,17 +191,13 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
     if not services.readiness.started:
         # Start-up (the schema, the key check, the trail's chains) is not done: the request
         # waits for it within its deadline, before its key is looked at (a worker restarted
-        # beside others takes requests at once and is ready in moments); past the deadline,
-        # or when the process drains meanwhile, it is told why, as `/ready` says, with no
-        # event (it named no one and did nothing, and the trail is not open yet).
+        # beside others takes requests at once and is ready in moments); past the deadline
+        # it is told the service is starting, as `/ready` says, with no event (it named no
+        # one and did nothing, and the trail is not open yet).
         began = time.monotonic()
-        started = await services.readiness.wait_started(timeout)
-        left = timeout - (time.monotonic() - began)
-        # Started with too little of the deadline left for the request's work and its event,
-        # the request would fail on those and blame them: it is told what held it.
-        if not started or left < min(1.0, timeout / 4):
-            return problem_response(problems.from_error(services.readiness.not_serving()))
-        timeout = left
+        if not await services.readiness.wait_started(timeout):
+            return problem_response(problems.from_error(starting()))
+        timeout -= time.monotonic() - began
     resource = match.route.resource
     route = f"{request.method} {resource.canonical}" if resource is not None else None
     note = audit_context.AuditNote(

@@ -28,34 +28,28 @@ class Readiness:
         if name == "started":
             if value:
                 self._started.set()
-            elif not self.draining:
+            else:
                 self._started.clear()
 
     async def wait_started(self, within: float) -> bool:
-        """Whether start-up is done, waiting for it up to `within` seconds; False at once when
-        the process starts to drain meanwhile (its start-up will not finish)."""
-        if not self._started.is_set():
-            try:
-                async with asyncio.timeout(within):
-                    await self._started.wait()
-            except TimeoutError:
-                return False
-        return self.started
+        """Whether start-up is done, waiting for it up to `within` seconds."""
+        if self._started.is_set():
+            return True
+        try:
+            async with asyncio.timeout(within):
+                await self._started.wait()
+        except TimeoutError:
+            return False
+        return True
 
     def drain(self) -> None:
-        """From now on the process answers not ready: it is shutting down (SIGTERM). Requests
-        waiting for start-up stop waiting."""
+        """From now on the process answers not ready: it is shutting down (SIGTERM)."""
         self.draining = True
-        self._started.set()
-
-    def not_serving(self) -> Unavailable:
-        """Why a request is not served: shutting down, or still starting."""
-        if self.draining:
-            return Unavailable("The service is shutting down.", retry_after=1)
-        return starting()
 
     async def check(self) -> None:
         """Returns when ready; raises `errors.Unavailable` otherwise."""
-        if self.draining or not self.started:
-            raise self.not_serving()
+        if self.draining:
+            raise Unavailable("The service is shutting down.", retry_after=1)
+        if not self.started:
+            raise starting()
         await self._db.ping()
