@@ -21,15 +21,16 @@ class Readiness:
         self._started = asyncio.Event()
         self.started = True  # False while the background start-up (services/startup.py) runs
 
-    def __setattr__(self, name: str, value) -> None:
-        # `started` stays a plain attribute, read by every request (api/middleware.py); setting
-        # it, once or twice a process, also moves the event `wait_started` waits on.
-        object.__setattr__(self, name, value)
-        if name == "started":
-            if value:
-                self._started.set()
-            else:
-                self._started.clear()
+    @property
+    def started(self) -> bool:
+        return self._started.is_set()
+
+    @started.setter
+    def started(self, value: bool) -> None:
+        if value:
+            self._started.set()
+        else:
+            self._started.clear()
 
     async def wait_started(self, within: float) -> bool:
         """Whether start-up is done, waiting for it up to `within` seconds."""
