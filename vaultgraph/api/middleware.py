@@ -26,7 +26,6 @@ from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
 from ..deadline import request_deadline
 from ..errors import MAX_LISTED_ERRORS, Unauthenticated, VaultError, add_error, field_name
 from ..logging_setup import trace_id_var
-from ..services.health import starting
 from . import metrics as api_metrics
 from . import problems, ratelimit
 from .metrics import CLIENT_CLOSED
@@ -186,18 +185,6 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
     needed = declared(match.handler)
     if needed == PUBLIC:
         return await handler(request)
-    services = request.app[services_key]
-    timeout = request.app[settings_key].request_timeout
-    if not services.readiness.started:
-        # Start-up (the schema, the key check, the trail's chains) is not done: the request
-        # waits for it within its deadline, before its key is looked at (a worker restarted
-        # beside others takes requests at once and is ready in moments); past the deadline
-        # it is told the service is starting, as `/ready` says, with no event (it named no
-        # one and did nothing, and the trail is not open yet).
-        began = time.monotonic()
-        if not await services.readiness.wait_started(timeout):
-            return problem_response(problems.from_error(starting()))
-        timeout -= time.monotonic() - began
     resource = match.route.resource
     route = f"{request.method} {resource.canonical}" if resource is not None else None
     note = audit_context.AuditNote(
@@ -207,14 +194,14 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
         user_agent=bounded_text(request.headers.get("User-Agent"), MAX_USER_AGENT))
     if route is not None and " /tokens" in route:
         note.name_tokens(match[k] for k in _TOKEN_PARAMS if k in match)
-    writer = services.audit_writer
+    writer = request.app[services_key].audit_writer
     note.placer = writer
     with writer.arriving() as arrival:  # the writer's batches wait for this request's event
         token = audit_context.current.set(note)
         try:
             # One deadline for all the request's database work (authentication, idempotency
             # bookkeeping, the change), not one per statement.
-            with request_deadline(timeout) as budget:
+            with request_deadline(request.app[settings_key].request_timeout) as budget:
                 response = await handler(request)
         except asyncio.CancelledError:
             # The server stopping with the request unanswered: the event is still handed over,
