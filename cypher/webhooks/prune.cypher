@@ -1,6 +1,8 @@
 // Attempts older than the retention, deliveries failed for good as long ago, and deliveries
 // done more than $delivered_ms ago, deleted in bounded inner transactions (an auto-commit
-// statement).
+// statement). Each inner transaction takes the delivery's write lock and reads it again before
+// it deletes it: a delivery sent again since the outer read (a retry, retry_delivery.cypher,
+// committed meanwhile) is due, not old, and stays.
 CALL () {
   MATCH (a:WebhookAttempt) WHERE a.at < datetime() - duration({milliseconds: $retention_ms})
   RETURN a AS old
@@ -14,6 +16,15 @@ CALL () {
   RETURN d AS old
 }
 CALL (old) {
+  SET old._lock = true
+  REMOVE old._lock
+  WITH old
+  WHERE old:WebhookAttempt
+    OR (old.state = "failed"
+        AND old.next_at < datetime() - duration({milliseconds: $retention_ms}))
+    OR (old.state = "delivered"
+        AND old.next_at < datetime() - duration({milliseconds: $delivered_ms}))
   DELETE old
+  RETURN true AS deleted
 } IN TRANSACTIONS OF $batch ROWS ON ERROR CONTINUE
-RETURN count(*) AS pruned
+RETURN count(deleted) AS pruned

@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from factories import key_headers, make_application, new_tenant
+from factories import database, key_headers, make_application, new_tenant
 from standardwebhooks.webhooks import Webhook
+
+from vaultgraph.repository.webhooks import WebhookRepository
 
 from .conftest import attempts_when, make_token, make_webhook, outbox, until
 
@@ -161,3 +163,48 @@ async def test_the_webhooks_reach_and_its_permission_bound_a_retry(client, tenan
     assert (await retry(client, reader, within["id"], events[within["id"]]))[0] == 403
     assert (await retry(client, admin_headers, everywhere["id"],
                         events[everywhere["id"]]))[0] == 202
+
+
+async def test_a_retry_committed_while_the_prune_runs_keeps_its_delivery(client, tenant):
+    """The prune reads the deliveries it deletes before it deletes them, in inner transactions:
+    a delivery sent again between the two (here: a retry that commits while the prune waits on
+    its lock) is pending again, not old, and stays."""
+    headers = {"SVC-API-KEY": tenant.key}
+    hook = await make_webhook(client, headers)
+    await make_token(client, headers)
+    [delivery] = await outbox(client, hook["id"])
+    db = database(client.server.app)
+    where = {"w": hook["id"], "e": delivery["event_id"]}
+    await db.driver.execute_query(  # failed for good a month ago: the prune's to delete
+        "MATCH (d:WebhookDelivery {webhook_id: $w, event_id: $e}) "
+        "SET d.state = 'failed', d.next_at = datetime() - duration('P30D')",
+        where, database_=db.database)
+
+    repo = WebhookRepository(db)
+    async with db.driver.session(database=db.database) as session:
+        tx = await session.begin_transaction()
+        # What a retry sets, held uncommitted: the prune reads the committed "failed".
+        await tx.run("MATCH (d:WebhookDelivery {webhook_id: $w, event_id: $e}) "
+                     "SET d.state = 'pending', d.next_at = datetime()", where)
+        prune = asyncio.create_task(repo.prune(retention=86_400.0))
+        await asyncio.sleep(1.0)  # the prune has read it and waits on the retry's lock
+        assert not prune.done()
+        await tx.commit()
+    await prune
+    [kept] = await outbox(client, hook["id"])
+    assert kept["state"] == "pending"
+
+
+async def test_the_prune_counts_what_it_deleted(client, tenant):
+    headers = {"SVC-API-KEY": tenant.key}
+    hook = await make_webhook(client, headers)
+    await make_token(client, headers)
+    await make_token(client, headers)
+    first, second = await outbox(client, hook["id"])
+    db = database(client.server.app)
+    await db.driver.execute_query(
+        "MATCH (d:WebhookDelivery {webhook_id: $w, event_id: $e}) "
+        "SET d.state = 'failed', d.next_at = datetime() - duration('P30D')",
+        {"w": hook["id"], "e": first["event_id"]}, database_=db.database)
+    assert await WebhookRepository(db).prune(retention=86_400.0) == 1
+    assert [d["event_id"] for d in await outbox(client, hook["id"])] == [second["event_id"]]
