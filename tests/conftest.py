@@ -2,7 +2,8 @@
 
 Every test gets its own tenant, so tests never see each other's data. What does not depend on
 the test is done once per run: the first test that asks for `settings` empties the test
-database and applies the schema; the `app` fixture's apps then skip the schema step at start-up
+database, applies the schema and has Neo4j plan the service's statements and run its write path
+once (`warm_neo4j`); the `app` fixture's apps then skip the schema step at start-up
 (a test that builds its own app with `create_app(settings)` still applies it, idempotently).
 """
 
@@ -21,7 +22,9 @@ import pytest
 from vaultgraph.app import create_app
 from vaultgraph.catalog import Catalog
 from vaultgraph.crypto import KeyRing
+from vaultgraph.repository.warmup import prepare, rehearse
 from vaultgraph.settings import Settings
+from vaultgraph.wiring import connect
 
 # Removes everything (a run's thousands of tokens and audit events) in bounded transactions.
 WIPE = "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
@@ -37,6 +40,22 @@ def prepare_database(settings: Settings) -> None:
             driver.execute_query(statement, database_=settings.neo4j_database)
 
 
+def warm_neo4j(settings: Settings) -> None:
+    """What the service's start-up does before it says ready (services/startup.py): every
+    statement planned in the forms requests send it, and the write path run once and removed.
+    On a Neo4j just started (`make test` starts one) the first plans take seconds each on a
+    cold JVM, more on a busy machine: without this the run's first tests paid for them within
+    their requests' deadlines, and a busy machine's first test answered 503."""
+    async def warm() -> None:
+        db = connect(settings)
+        try:
+            await rehearse(db, await prepare(db))
+        finally:
+            await db.close()
+
+    asyncio.run(warm())
+
+
 @pytest.fixture(scope="session")
 def settings() -> Settings:
     base = Settings.from_env()
@@ -50,6 +69,7 @@ def settings() -> Settings:
     key = KeyRing.generate_spec().partition(":")[2]
     if not os.environ.get("VAULTGRAPH_TESTS_KEEP_DATA"):  # set when another run shares Neo4j
         prepare_database(base)
+    warm_neo4j(base)
     # No webhook sender unless a test asks for one (tests/integration/webhooks): a sender
     # claims any tenant's due deliveries, so one left running would take other tests' events.
     # The database is shared on purpose (each test's key ring of its own, another run's with
