@@ -24,7 +24,14 @@ from ..audit.event import MAX_USER_AGENT, bounded_text
 from ..auth.apikeys import HEADER
 from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
 from ..deadline import request_deadline
-from ..errors import MAX_LISTED_ERRORS, Unauthenticated, VaultError, add_error, field_name
+from ..errors import (
+    MAX_LISTED_ERRORS,
+    Unauthenticated,
+    Unavailable,
+    VaultError,
+    add_error,
+    field_name,
+)
 from ..logging_setup import trace_id_var
 from . import metrics as api_metrics
 from . import problems, ratelimit
@@ -163,6 +170,25 @@ def draining(request: web.Request) -> bool:
     return services is not None and services.readiness.draining
 
 
+STARTING_RETRY_AFTER = 5  # seconds: start-up plans for about a minute on a fresh Neo4j
+STARTING = ("The service is still starting (Neo4j is planning the statements it sends); "
+            "GET /ready answers 200 once it is done. Try again then.")
+
+
+def _problem(request: web.Request, exc: VaultError) -> problems.Problem:
+    """The problem answering `exc`. While the service is still starting (before `/ready`
+    turns 200), a protected route's database or trail that did not answer in time is most
+    likely Neo4j planning on a cold server: the answer says so, and when to try again, rather
+    than blaming either. (`/ready` says it in its own words.)"""
+    problem = problems.from_error(exc)
+    if type(exc) is Unavailable and declared(request.match_info.handler) != PUBLIC:
+        services = request.app.get(services_key)
+        if services is not None and not services.readiness.started:
+            problem.detail = STARTING
+            problem.headers["Retry-After"] = str(STARTING_RETRY_AFTER)
+    return problem
+
+
 _HTTP_PROBLEMS = {
     400: problems.BadRequest, 404: problems.NotFound, 405: problems.MethodNotAllowed,
     413: problems.PayloadTooLarge, 415: problems.UnsupportedMediaType,
@@ -228,7 +254,7 @@ async def audit(request: web.Request, handler) -> web.StreamResponse:
                 await writer.record(event, arrival, stored=note.stored,
                                     within=budget.remaining)
         except VaultError as exc:
-            return problem_response(problems.from_error(exc))
+            return problem_response(_problem(request, exc))
     return response
 
 
@@ -240,7 +266,7 @@ async def errors(request: web.Request, handler) -> web.StreamResponse:
         audit_context.note_reason(exc.slug)
         return problem_response(exc)
     except VaultError as exc:
-        problem = problems.from_error(exc)
+        problem = _problem(request, exc)
         audit_context.note_reason(problem.slug)
         return problem_response(problem)
     except ValidationError as exc:
