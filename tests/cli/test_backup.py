@@ -106,9 +106,10 @@ def one_line(result) -> str:
 @pytest.mark.neo4j_launch
 async def test_a_dump_and_its_key_file_restore_the_vault_in_a_new_home(tmp_path, suite):
     """The operator's procedure end to end: a tenant and a token; the dump refused while the
-    server runs; stop, dump (never over a file without --force); a load that fails leaves the
-    database there as it was; a new home given the dump and the key file serves the token as it
-    was, its audit trail verifies; with another key file the restored data opens nothing."""
+    server runs; a dump with --stop, the server serving the token again after it; stop, dump
+    (never over a file without --force); a load that fails leaves the database there as it
+    was; a new home given the dump and the key file serves the token as it was, its audit
+    trail verifies; with another key file the restored data opens nothing."""
     kek = write_key_file(tmp_path / "kek")
     a, b = new_home(tmp_path, "a", suite, kek), new_home(tmp_path, "b", suite, kek)
     dump = tmp_path / "backups" / "vault.dump"
@@ -130,11 +131,17 @@ async def test_a_dump_and_its_key_file_restore_the_vault_in_a_new_home(tmp_path,
         assert not dump.parent.exists() or not any(dump.parent.iterdir())
         assert a.cli("neo4j", "status").json()["pid"] == pid  # still running, untouched
 
-        assert a.cli("neo4j", "stop").status == 0
-        dumped = a.cli("neo4j", "dump", "--to", str(dump))
+        # --stop: the server stopped for the dump and started again, serving as before.
+        dumped = a.cli("neo4j", "dump", "--to", str(dump), "--stop")
         assert dumped.status == 0, dumped.stderr
         assert dumped.json() == {"database": "neo4j", "dump": str(dump),
-                                 "bytes": dump.stat().st_size, "restarted": False}
+                                 "bytes": dump.stat().st_size, "restarted": True}
+        assert a.cli("neo4j", "status").json()["pid"] not in (None, pid)
+        async with TestClient(TestServer(create_app(a.settings))) as client:
+            resp = await client.get(f"/tokens/{token['id']}", headers=headers)
+            assert resp.status == 200, await resp.text()
+            assert await resp.json() == token
+        assert a.cli("neo4j", "stop").status == 0
         assert stat.S_IMODE(dump.stat().st_mode) == 0o600
         assert f"keep the key file {kek} with it (a restore needs both)" in dumped.stderr
         assert SECRET["secret"] not in dump.read_bytes().decode("latin-1")
