@@ -69,7 +69,8 @@ def settings() -> Settings:
     key = KeyRing.generate_spec().partition(":")[2]
     if not os.environ.get("VAULTGRAPH_TESTS_KEEP_DATA"):  # set when another run shares Neo4j
         prepare_database(base)
-    warm_neo4j(base)
+    if os.environ.get("VAULTGRAPH_TESTS_WARM", "1") != "0":  # 0: a few tests, a quiet machine
+        warm_neo4j(base)
     # No webhook sender unless a test asks for one (tests/integration/webhooks): a sender
     # claims any tenant's due deliveries, so one left running would take other tests' events.
     # The database is shared on purpose (each test's key ring of its own, another run's with
