@@ -51,7 +51,7 @@ from .api import problems
 from .api.endpoints import PROBLEM_JSON
 from .api.middleware import TRACE_HEADER
 from .api.request_io import problem_body
-from .api.typedefs import services_key
+from .api.typedefs import SERVER, SERVER_NAME, services_key
 from .app import create_app
 from .errors import WrongKey
 from .settings import PREFIX, Settings
@@ -111,7 +111,7 @@ class _Protocol(RequestHandler):
             "The request head was not received in time."))
         head = (f"HTTP/1.1 408 Request Timeout\r\nContent-Type: {PROBLEM_JSON}\r\n"
                 f"Content-Length: {len(body)}\r\n{TRACE_HEADER}: {trace_id}\r\n"
-                "Connection: close\r\n\r\n").encode()
+                f"{SERVER}: {SERVER_NAME}\r\nConnection: close\r\n\r\n").encode()
         self.transport.write(head + body)
         self.force_close()
         self.transport.close()
@@ -146,7 +146,7 @@ class _Protocol(RequestHandler):
             problem.title = HTTPStatus(status).phrase
         body, trace_id = _problem_bytes(problem)
         response = web.Response(status=problem.status, body=body, content_type=PROBLEM_JSON,
-                                headers={TRACE_HEADER: trace_id})
+                                headers={TRACE_HEADER: trace_id, SERVER: SERVER_NAME})
         response.force_close()
         return response
 

@@ -32,6 +32,7 @@ def assert_problem(raw: bytes, status: int) -> dict:
     problem = orjson.loads(body)
     assert problem["status"] == status
     assert problem["trace_id"] == headers["svc-trace-id"]
+    assert headers["server"] == "vaultgraph"  # not aiohttp's name and version
     assert CARD_NUMBER not in raw
     return problem
 
