@@ -8,7 +8,7 @@ import orjson
 
 from ..failures import Failure
 from ..settings import Settings
-from .common import PAGE, KeyOutput, audited, emit, first_key, run_async, services
+from .common import PAGE, KeyOutput, audited, emit, run_async, services
 
 
 def add_parser(sub) -> None:
@@ -80,10 +80,9 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
                      if changes else None)
             if args.action == "create":
                 async def create():
-                    app, key = await apps.create(args.tenant, draft, grantor=None)
-                    return ({"application_id": app.id, "key": key},
-                            Affected(args.tenant, app.id,
-                                     await first_key(apps, args.tenant, app.id)))
+                    new = await apps.create(args.tenant, draft, grantor=None)
+                    return ({"application_id": new.application.id, "key": new.key},
+                            Affected(args.tenant, new.application.id, new.key_id))
 
                 return out.deliver(await audited(
                     trail, APPLICATION_CREATE, Affected(args.tenant), create, status=201,

@@ -123,19 +123,6 @@ async def audited(trail, operation: str, affected, work, *, status: int,
         emit(deliver(exc.result))
         raise Failure(*exc.explained()) from None
 
-
-async def first_key(apps, tenant_id: str, application_id: str) -> str | None:
-    """The id of a new application's one key, for its event; None if it cannot be read now
-    (the application is made: its key is printed whatever the event holds)."""
-    from ..errors import VaultError
-    from ..services.applications import operator
-
-    try:
-        keys = await apps.keys(operator(tenant_id), application_id)
-    except VaultError:
-        return None
-    return keys[0].id if len(keys) == 1 else None
-
 # -- settings and resources ---------------------------------------------------------------------
 
 def local_neo4j(settings: Settings):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..settings import Settings
-from .common import PAGE, KeyOutput, audited, emit, first_key, run_async, services
+from .common import PAGE, KeyOutput, audited, emit, run_async, services
 
 
 def add_parser(sub) -> None:
@@ -34,8 +34,7 @@ def tenant_maker(svc, name: str):
 
     async def made():
         new = await svc.tenants.create(name)
-        return new.to_dict(), Affected(new.tenant_id, new.application_id, await first_key(
-            svc.applications, new.tenant_id, new.application_id))
+        return new.to_dict(), Affected(new.tenant_id, new.application_id, new.key_id)
 
     return made
 

@@ -52,9 +52,13 @@ def check_tenant_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class NewTenant:
+    """A new tenant, its administrator application, that application's key and the key's id
+    (`to_dict`: what `tenants create` prints, no key id)."""
+
     tenant_id: str
     application_id: str
     key: str
+    key_id: str
 
     def to_dict(self) -> dict:
         return {"tenant_id": self.tenant_id, "application_id": self.application_id,
@@ -116,16 +120,16 @@ class TenantService:
         name = check_tenant_name(name)
         tenant_id = str(uuid.uuid4())
         application_id = str(uuid.uuid4())
-        key = apikeys.generate()
+        key, key_id = apikeys.generate(), str(uuid.uuid4())
         await self._repo.create(
             tenant_id=tenant_id, name=name,
             key_material=await self._ring.run(new_tenant_key_material, self._ring, tenant_id),
             application_id=application_id, application_name=name + ADMINISTRATOR_SUFFIX,
             permissions=list(ALL_PERMISSIONS),
             rules=orjson.dumps([r.to_dict() for r in ROOT_RULES]).decode(),
-            key_id=str(uuid.uuid4()), key_hash=apikeys.digest(key),
+            key_id=key_id, key_hash=apikeys.digest(key),
         )
-        return NewTenant(tenant_id, application_id, key)
+        return NewTenant(tenant_id, application_id, key, key_id)
 
     async def get(self, tenant_id: str) -> dict:
         found = await self._repo.get(tenant_id)
