@@ -271,6 +271,36 @@ def test_a_rotation_interrupted_during_a_re_wrap_finishes_that_tenant_s_event(
     verified(cli, [e for each in events for e in each])
 
 
+def test_a_re_wrap_that_finds_the_keys_changed_leaves_a_conflict_and_tries_again(
+        cli, monkeypatch):
+    """The first compare-and-set meets other keys than it read (as after a concurrent data key
+    rotation): its statement committed its event, linked as a conflict; the tenant is read and
+    re-wrapped again, under an event of its own."""
+    from vaultgraph.repository.tenants import TenantRepository
+
+    [tenant_id], only, since = rotating(cli, 1)
+    replace, tries = TenantRepository.replace_key_material, []
+
+    async def changed_at_first(self, tenant_id, old, new):
+        tries.append(tenant_id)
+        if len(tries) == 1:
+            old = {**old, "dek_version": "changed meanwhile"}
+        return await replace(self, tenant_id, old, new)
+
+    monkeypatch.setattr(TenantRepository, "replace_key_material", changed_at_first)
+    result = main_in_process(cli, monkeypatch, "keys", "rotate", *only)
+    assert (result.status, len(tries)) == (0, 2), result.stderr
+    assert result.json()["rewrapped"] == 1
+    monkeypatch.undo()
+
+    events = kek_events(cli, since, tenant_id)
+    assert [(e["status"], e["outcome"]) for e in events] == [(409, "conflict"), (200, "success")]
+    for event in events:
+        from_the_command_line(event, "keys rotate")
+    assert events[0]["trace_id"] == events[1]["trace_id"]
+    verified(cli, events)
+
+
 def test_a_change_whose_event_cannot_be_linked_prints_its_key_and_fails(
         cli, tmp_path, monkeypatch, settings):
     """The create commits with its event (pending); the batch that links it fails: the key is
