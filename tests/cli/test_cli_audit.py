@@ -192,6 +192,115 @@ def test_keys_rotate_leaves_one_event_per_tenant_re_wrapped(cli):
     verified(cli, [event, other])
 
 
+def rotating(cli, n: int) -> tuple[list[str], list[str], str]:
+    """`n` new tenants' ids in the order a rotation takes them (by id), `--tenant` for each,
+    and the time before they were made."""
+    since = datetime.now(UTC).isoformat()
+    ids = sorted(new_tenant(cli, f"rotated {i}")["tenant_id"] for i in range(n))
+    return ids, [arg for tenant_id in ids for arg in ("--tenant", tenant_id)], since
+
+
+def kek_events(cli, since: str, tenant_id: str) -> list[dict]:
+    return [e for e in exported(cli, since, tenant_id) if e["operation"] == "kek:rotate"]
+
+
+def test_a_rotation_stopped_half_way_leaves_the_events_of_the_tenants_re_wrapped(
+        cli, monkeypatch):
+    """Neo4j is lost once the first of three tenants is re-wrapped: the run fails, and that
+    tenant's event is in its trail, linked, since each tenant's event is written with its
+    re-wrap (not after the run's last one); the two not re-wrapped have none. The next run
+    re-wraps them, each with its event, and none for the first again."""
+    from vaultgraph.cli.common import Progress
+    from vaultgraph.errors import Unavailable
+    from vaultgraph.repository.database import Database
+
+    ids, only, since = rotating(cli, 3)
+    statement, lost = Database._statement, []
+
+    async def statement_unless_lost(self, *args, **kwargs):
+        if lost:
+            raise Unavailable()
+        return await statement(self, *args, **kwargs)
+
+    monkeypatch.setattr(Database, "_statement", statement_unless_lost)
+    monkeypatch.setattr(Progress, "__call__", lambda self, done, total=None: lost.append(done))
+    stopped = main_in_process(cli, monkeypatch, "keys", "rotate", *only)
+    assert (stopped.status, lost) == (1, [1]), stopped.stderr
+    monkeypatch.undo()
+
+    [first] = kek_events(cli, since, ids[0])
+    from_the_command_line(first, "keys rotate")
+    assert (first["status"], first["outcome"]) == (200, "success")
+    assert [kek_events(cli, since, tenant_id) for tenant_id in ids[1:]] == [[], []]
+    verified(cli, [first])
+
+    resumed = cli("keys", "rotate", *only)
+    assert resumed.status == 0, resumed.stderr
+    assert resumed.json()["rewrapped"] == 2
+    events = [kek_events(cli, since, tenant_id) for tenant_id in ids]
+    assert [len(e) for e in events] == [1, 1, 1] and events[0] == [first]
+    verified(cli, [e for each in events for e in each])
+
+
+def test_a_rotation_interrupted_during_a_re_wrap_finishes_that_tenant_s_event(
+        cli, monkeypatch):
+    """Ctrl-C while the second tenant's re-wrap is being written: that re-wrap and its event
+    end as a run's do (its write may commit the event), so both tenants re-wrapped have their
+    event, linked, and the third none; the command ends as interrupted."""
+    import signal
+
+    from vaultgraph.repository.database import Database
+
+    ids, only, since = rotating(cli, 3)
+    statement, writes = Database._statement, []
+
+    async def interrupted_at_the_second(self, name, *args, **kwargs):
+        if name == "tenants/replace_key_material":
+            writes.append(name)
+            if len(writes) == 2:
+                signal.raise_signal(signal.SIGINT)
+        return await statement(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(Database, "_statement", interrupted_at_the_second)
+    stopped = main_in_process(cli, monkeypatch, "keys", "rotate", *only)
+    assert (stopped.status, len(writes)) == (130, 2), stopped.stderr
+    monkeypatch.undo()
+
+    events = [kek_events(cli, since, tenant_id) for tenant_id in ids]
+    assert [len(e) for e in events] == [1, 1, 0]
+    verified(cli, [e for each in events for e in each])
+
+
+def test_a_re_wrap_that_finds_the_keys_changed_leaves_a_conflict_and_tries_again(
+        cli, monkeypatch):
+    """The first compare-and-set meets other keys than it read (as after a concurrent data key
+    rotation): its statement committed its event, linked as a conflict; the tenant is read and
+    re-wrapped again, under an event of its own."""
+    from vaultgraph.repository.tenants import TenantRepository
+
+    [tenant_id], only, since = rotating(cli, 1)
+    replace, tries = TenantRepository.replace_key_material, []
+
+    async def changed_at_first(self, tenant_id, old, new):
+        tries.append(tenant_id)
+        if len(tries) == 1:
+            old = {**old, "dek_version": "changed meanwhile"}
+        return await replace(self, tenant_id, old, new)
+
+    monkeypatch.setattr(TenantRepository, "replace_key_material", changed_at_first)
+    result = main_in_process(cli, monkeypatch, "keys", "rotate", *only)
+    assert (result.status, len(tries)) == (0, 2), result.stderr
+    assert result.json()["rewrapped"] == 1
+    monkeypatch.undo()
+
+    events = kek_events(cli, since, tenant_id)
+    assert [(e["status"], e["outcome"]) for e in events] == [(409, "conflict"), (200, "success")]
+    for event in events:
+        from_the_command_line(event, "keys rotate")
+    assert events[0]["trace_id"] == events[1]["trace_id"]
+    verified(cli, events)
+
+
 def test_a_change_whose_event_cannot_be_linked_prints_its_key_and_fails(
         cli, tmp_path, monkeypatch, settings):
     """The create commits with its event (pending); the batch that links it fails: the key is
@@ -220,12 +329,44 @@ def test_a_change_whose_event_cannot_be_linked_prints_its_key_and_fails(
         "unlinked): the change stands (what it printed is valid): do not run the command "
         "again; check that Neo4j is reachable\n")
     monkeypatch.undo()
+    assert taken_pending(settings, "{id: $id}", id=event_id) == ["CLI applications create"]
+
+
+def test_a_rotation_whose_events_cannot_be_linked_re_wraps_and_says_so(
+        cli, monkeypatch, settings):
+    """Each re-wrap commits with its event (pending); the batches that would link them fail:
+    the re-wraps stand, the summary is printed, and one line counts the events left unlinked,
+    exit 1."""
+    from vaultgraph.errors import Unavailable
+    from vaultgraph.repository.audit import AuditRepository
+
+    _, only, _ = rotating(cli, 2)
+
+    async def batch_fails(self, *args, **kwargs):
+        raise Unavailable()
+
+    monkeypatch.setattr(AuditRepository, "write_batch", batch_fails)
+    result = main_in_process(cli, monkeypatch, "keys", "rotate", *only)
+    assert result.status == 1
+    assert result.json()["rewrapped"] == 2
+    assert result.stderr.endswith(
+        "\nvaultgraph: 2 tenant(s) were re-wrapped and their audit events stored with the "
+        "re-wraps, but the events could not be linked into their chains (vaultgraph audit "
+        "verify names them unlinked): the re-wraps stand (they change no access): do not run "
+        "the command again for them; check that Neo4j is reachable\n")
+    monkeypatch.undo()
+    assert taken_pending(settings, "{route: 'CLI keys rotate'}") == ["CLI keys rotate"] * 2
+
+
+def taken_pending(settings, where: str, **params) -> list[str]:
+    """The routes of the pending events `where` (a node pattern's map) picks, deleted: stored
+    by a change whose event was not linked, taken away so that no later `audit verify` of the
+    whole database names them."""
     import neo4j
 
-    # Stored, pending; taken away, so no later `audit verify` of the whole database names it.
     with neo4j.GraphDatabase.driver(settings.neo4j_uri, auth=(
             settings.neo4j_user, settings.resolved_neo4j_password())) as driver:
         records, _, _ = driver.execute_query(
-            "MATCH (e:PendingAuditEvent {id: $id}) WITH e, e.route AS route DELETE e "
-            "RETURN route", id=event_id, database_=settings.neo4j_database)
-    assert [r["route"] for r in records] == ["CLI applications create"]
+            f"MATCH (e:PendingAuditEvent {where}) WITH e, e.route AS route DELETE e "
+            "RETURN route", database_=settings.neo4j_database, **params)
+    return [r["route"] for r in records]

@@ -5,7 +5,8 @@ A command that changes a tenant's access (`tenants create`, `applications create
 the process's audit writer as a request's is. A change is made under a note of its own
 (`CommandTrail.change`), so its write statement stores the event with the change, in one
 transaction (the audit prefix, repository/audit_prefix.py), and the writer then links it into
-one of the process's chains before the command reports success.
+one of the process's chains before the command goes on (`keys rotate`: before the next
+tenant's re-wrap) and reports success.
 
 No API key acts: the event names no caller. Its `application_id` and `key_id` are the
 application and the key the command acted on (a key's id, never the key), its route is
@@ -167,9 +168,3 @@ class CommandTrail:
         except VaultError:
             raise EventNotLinked(result, note.id, stored=note.persisted) from None
         return result
-
-    async def record(self, operation: str, affected: Affected, *, status: int,
-                     reason: str | None = None) -> None:
-        """An event of a change already committed, created whole (a key-encryption key
-        rotation's, one a tenant re-wrapped)."""
-        await self._writer.record(self.note(operation, affected, reason).event(status))

@@ -8,7 +8,7 @@ import orjson
 
 from ..failures import Failure
 from ..settings import Settings
-from .common import PAGE, KeyOutput, emit, run_async, services
+from .common import PAGE, KeyOutput, audited, emit, run_async, services
 
 
 def add_parser(sub) -> None:
@@ -61,33 +61,6 @@ CHANGES = ("create", "revoke-key", "rotate-key")
 ROTATED = "rotated"
 
 
-async def audited(trail, operation: str, affected, work, *, status: int,
-                  reason: str | None = None, deliver=lambda result: result):
-    """`trail.change` (audit/command.py): the change with its event. When the change was made
-    and its event could not be linked, what the change made is still printed (`deliver`: a new
-    key to its file), and the command fails with one line saying so."""
-    from ..audit.command import EventNotLinked
-
-    try:
-        return await trail.change(operation, affected, work, status=status, reason=reason)
-    except EventNotLinked as exc:
-        emit(deliver(exc.result))
-        raise Failure(*exc.explained()) from None
-
-
-async def first_key(apps, tenant_id: str, application_id: str) -> str | None:
-    """The id of a new application's one key, for its event; None if it cannot be read now
-    (the application is made: its key is printed whatever the event holds)."""
-    from ..errors import VaultError
-    from ..services.applications import operator
-
-    try:
-        keys = await apps.keys(operator(tenant_id), application_id)
-    except VaultError:
-        return None
-    return keys[0].id if len(keys) == 1 else None
-
-
 def command(settings: Settings, args: argparse.Namespace) -> int:
     from ..applications.view import application_body, key_body
     from ..audit.command import Affected, CommandTrail, EventNotLinked
@@ -107,10 +80,9 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
                      if changes else None)
             if args.action == "create":
                 async def create():
-                    app, key = await apps.create(args.tenant, draft, grantor=None)
-                    return ({"application_id": app.id, "key": key},
-                            Affected(args.tenant, app.id,
-                                     await first_key(apps, args.tenant, app.id)))
+                    new = await apps.create(args.tenant, draft, grantor=None)
+                    return ({"application_id": new.application.id, "key": new.key},
+                            Affected(args.tenant, new.application.id, new.key_id))
 
                 return out.deliver(await audited(
                     trail, APPLICATION_CREATE, Affected(args.tenant), create, status=201,

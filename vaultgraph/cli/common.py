@@ -108,6 +108,21 @@ class Progress:
     def done(self, text: str) -> None:
         print(("\r" if self.tty else "") + f"{self.label} {text}", file=sys.stderr, flush=True)
 
+# -- audit events -------------------------------------------------------------------------------
+
+async def audited(trail, operation: str, affected, work, *, status: int,
+                  reason: str | None = None, deliver=lambda result: result):
+    """`trail.change` (audit/command.py `CommandTrail`): the change with its event. When the
+    change was made and its event could not be linked, what the change made is still printed
+    (`deliver`: a new key to its file), and the command fails with one line saying so."""
+    from ..audit.command import EventNotLinked
+
+    try:
+        return await trail.change(operation, affected, work, status=status, reason=reason)
+    except EventNotLinked as exc:
+        emit(deliver(exc.result))
+        raise Failure(*exc.explained()) from None
+
 # -- settings and resources ---------------------------------------------------------------------
 
 def local_neo4j(settings: Settings):

@@ -127,20 +127,12 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
         async with (services(settings, wraps_keys=True) as svc,
                     rotation_lock(svc.database, _say_waiting)):
             await _check_ids(svc.tenants, only, to is None)
-            before = await _kek_versions(svc.tenants, only)
-            try:
-                if to is None:
-                    result = await _rotate_file(settings, svc, only, progress)
-                else:
-                    result = await _rotate_to(settings, svc, to, only, progress)
-            except BaseException:
-                # Stopped half-way (Neo4j lost, Ctrl-C): the tenants re-wrapped so far get
-                # their events now, or never (the next run finds them current). Written if
-                # Neo4j lets them be; the rotation's own failure is what the command says.
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(_record_rewrapped(svc, before, only))
-                raise
-            return result, await _record_rewrapped(svc, before, only)
+            rewrapping, unlinked = _rewrap_events(svc.audit_writer)
+            if to is None:
+                result = await _rotate_file(settings, svc, only, progress, rewrapping)
+            else:
+                result = await _rotate_to(settings, svc, to, only, progress, rewrapping)
+            return result, len(unlinked)
 
     if to is None:
         fix = ("their keys are wrapped under a key not in the ring; add it back to "
@@ -148,12 +140,14 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
     else:
         fix = ("their keys are wrapped under a key-encryption key this process cannot reach; "
                "configure it (key file or token) and rerun vaultgraph keys rotate")
-    result, unrecorded = run_async(work)
+    result, unlinked = run_async(work)
     reported = _report(result, progress, fix)
-    if unrecorded:
-        raise Failure(f"{unrecorded} tenant(s) were re-wrapped but their audit events could not "
-                      "be written", "the re-wrap stands (it changes no access); record the "
-                      "rotation by hand, and check that Neo4j is reachable")
+    if unlinked:
+        raise Failure(f"{unlinked} tenant(s) were re-wrapped and their audit events stored with "
+                      "the re-wraps, but the events could not be linked into their chains "
+                      "(vaultgraph audit verify names them unlinked)", "the re-wraps stand (they "
+                      "change no access): do not run the command again for them; check that "
+                      "Neo4j is reachable")
     return reported
 
 
@@ -206,7 +200,7 @@ async def _check_ids(tenants, only: set[str] | None, adds_key: bool) -> None:
 
 
 async def _rotate_to(settings: Settings, svc, to: str, only: set[str] | None,
-                     progress: Progress):
+                     progress: Progress, rewrapping):
     """Re-wrap every tenant's keys (of `only`) under `to` ("file" or "pkcs11:<label>"),
     online and resumable: tenants already under it are skipped."""
     target = await asyncio.to_thread(svc.custody.target, to)
@@ -216,10 +210,11 @@ async def _rotate_to(settings: Settings, svc, to: str, only: set[str] | None,
     tenants = svc.tenants.with_ring(target)
     waiting = await tenants.pending_rewrap(only)
     print(f"re-wrapping {waiting} tenant(s) under {target.active}", file=sys.stderr)
-    return await tenants.rewrap_all(progress, only=only)
+    return await tenants.rewrap_all(progress, only=only, rewrapping=rewrapping)
 
 
-async def _rotate_file(settings: Settings, svc, only: set[str] | None, progress: Progress):
+async def _rotate_file(settings: Settings, svc, only: set[str] | None, progress: Progress,
+                       rewrapping):
     """The key file's rotation: the tenants under its versions (of `only`) are re-wrapped
     under its newest, after adding one when none of them is behind (and none when every one is
     in the token). Tenants under a token key stay there (only --to file moves them out of the
@@ -253,30 +248,42 @@ async def _rotate_file(settings: Settings, svc, only: set[str] | None, progress:
         print(f"added key-encryption key version {added} to {settings.kek_path}",
               file=sys.stderr)
         ring = await asyncio.to_thread(svc.custody.reload)
-    return await svc.tenants.with_ring(ring).rewrap_all(progress, only=in_file)
+    return await svc.tenants.with_ring(ring).rewrap_all(progress, only=in_file,
+                                                        rewrapping=rewrapping)
 
 
-async def _kek_versions(tenants, only: set[str] | None) -> dict[str, list[str]]:
-    """The KEKs each tenant's keys are wrapped under (of `only`, if given)."""
-    return {t["id"]: t["kek_versions"] async for t in tenants.kek_census()
-            if only is None or t["id"] in only}
+def _rewrap_events(writer):
+    """Each re-wrapped tenant's `kek:rotate` event (docs/audit.md, "The command line"), for
+    `TenantService.rewrap_all`'s `rewrapping`: the tenant's re-wrap is a change under its own
+    event (`CommandTrail.change`), so the re-wrap's write stores the event in its transaction,
+    and the event is linked into its chain before the next tenant is re-wrapped. A write that
+    matched nothing (the tenant's keys changed meanwhile) committed its event too, linked as a
+    conflict (409). No application or key: the event names the tenant only. Also the ids of the
+    tenants re-wrapped whose events could not be linked (stored, pending)."""
+    from ..audit.command import KEK_ROTATE, Affected, CommandTrail, EventNotLinked
 
+    trail = CommandTrail(writer, "keys rotate")
+    unlinked: list[str] = []
 
-async def _record_rewrapped(svc, before: dict[str, list[str]], only: set[str] | None) -> int:
-    """One audit event in the trail of each tenant whose keys the rotation re-wrapped (its KEKs
-    now other than `before`), each created whole by the writer once the re-wraps are done:
-    operation `kek:rotate`, no application or key (docs/audit.md, "The command line"). Each
-    tenant's auditor sees its own; an event in no tenant would be read by none. The number of
-    events that could not be written."""
-    from ..audit.command import KEK_ROTATE, Affected, CommandTrail
+    async def rewrapping(tenant_id: str, before: list[str], after: list[str], write) -> None:
+        async def rewrap():
+            await write()
+            return None, Affected(tenant_id)
 
-    after = await _kek_versions(svc.tenants, only)
-    moved = [tenant for tenant, versions in after.items()
-             if tenant in before and before[tenant] != versions]
-    trail = CommandTrail(svc.audit_writer, "keys rotate")
-    written = await asyncio.gather(*(trail.record(KEK_ROTATE, Affected(tenant), status=200)
-                                     for tenant in moved), return_exceptions=True)
-    return sum(1 for outcome in written if isinstance(outcome, Exception))
+        change = asyncio.ensure_future(trail.change(KEK_ROTATE, Affected(tenant_id), rewrap,
+                                                    status=200))
+        try:
+            await asyncio.shield(change)
+        except asyncio.CancelledError:
+            # Interrupted (Ctrl-C) while the tenant's write or its event's link runs: both
+            # finish first, so a stopped run leaves the event of each tenant it re-wrapped.
+            with contextlib.suppress(Exception):
+                await change
+            raise
+        except EventNotLinked:
+            unlinked.append(tenant_id)
+
+    return rewrapping, unlinked
 
 
 def _report(result, progress: Progress, fix: str) -> int:

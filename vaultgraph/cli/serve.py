@@ -17,6 +17,7 @@ from ..failures import Failure
 from ..neo4j_local import bind_refusal
 from ..settings import Settings, workers_beside_neo4j
 from . import common
+from .tenants import tenant_maker
 
 
 def add_parser(sub) -> None:
@@ -111,7 +112,6 @@ def _first_tenant(settings: Settings) -> dict | None:
     event unlinked)."""
     from ..audit.command import Affected, CommandTrail, EventNotLinked
     from ..auth.permissions import APPLICATION_CREATE
-    from .tenants import tenant_maker
 
     async def work():
         async with common.services(settings) as svc:

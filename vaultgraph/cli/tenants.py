@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..settings import Settings
-from .common import PAGE, KeyOutput, emit, run_async, services
+from .common import PAGE, KeyOutput, audited, emit, run_async, services
 
 
 def add_parser(sub) -> None:
@@ -31,22 +31,19 @@ def tenant_maker(svc, name: str):
     administrator application's creation, which holds every permission, is what the trail must
     show."""
     from ..audit.command import Affected
-    from .applications import first_key
 
     async def made():
         new = await svc.tenants.create(name)
-        return new.to_dict(), Affected(new.tenant_id, new.application_id, await first_key(
-            svc.applications, new.tenant_id, new.application_id))
+        return new.to_dict(), Affected(new.tenant_id, new.application_id, new.key_id)
 
     return made
 
 
 async def create(settings: Settings, name: str, out: KeyOutput) -> dict:
     """`tenants create`: the tenant with its event; made but not linked, the key is still
-    delivered and the command fails with one line (`applications.audited`)."""
+    delivered and the command fails with one line (`common.audited`)."""
     from ..audit.command import Affected, CommandTrail
     from ..auth.permissions import APPLICATION_CREATE
-    from .applications import audited
 
     async with services(settings, wraps_keys=True) as svc:
         return await audited(CommandTrail(svc.audit_writer, "tenants create"),

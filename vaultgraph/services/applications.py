@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 
 from ..applications.model import ApiKeyInfo, Application, ApplicationDraft
@@ -35,6 +36,20 @@ CANNOT_MANAGE = ("The calling application cannot manage an application that hold
 _SCHEMA = ApplicationSchema()
 _POSITION_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(Z|[+-][0-9]{2}:[0-9]{2})"
                           r"(\[[A-Za-z0-9/_+-]+\])?")
+
+
+@dataclass(frozen=True, slots=True)
+class NewApplication:
+    """A new application, the id of its first key and the key (shown once, stored only as a
+    digest). It unpacks as `(application, key)`, the pair `create` answered before it named
+    the key's id."""
+
+    application: Application
+    key_id: str
+    key: str
+
+    def __iter__(self) -> Iterator[Application | str]:
+        return iter((self.application, self.key))
 
 
 def parse_draft(raw: object) -> ApplicationDraft:
@@ -100,17 +115,17 @@ class ApplicationService:
         self._access_changed = on_access_changed
 
     async def create(self, tenant_id: str, draft: ApplicationDraft, *,
-                     grantor: Principal | None) -> tuple[Application, str]:
-        """The new application and its first key (returned once, stored only as a digest)."""
+                     grantor: Principal | None) -> NewApplication:
+        """The new application with its first key and that key's id."""
         _check_grant(grantor, draft)
-        key = apikeys.generate()
+        key, key_id = apikeys.generate(), str(uuid.uuid4())
         created = await self._repo.create(
             tenant_id, str(uuid.uuid4()), draft,
             created_by=grantor.application_id if grantor else None,
-            key_id=str(uuid.uuid4()), key_hash=apikeys.digest(key))
+            key_id=key_id, key_hash=apikeys.digest(key))
         if created is None:
             raise NotFound("No tenant with this id.")
-        return created, key
+        return NewApplication(created, key_id, key)
 
     async def get(self, caller: Principal, application_id: str) -> Application:
         found = await self._repo.get(caller.tenant_id, parse_id(application_id))

@@ -4,7 +4,7 @@ shown, and their wrapped keys re-wrapped under a new key-encryption key (KEK rot
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from ..crypto import (
     new_tenant_key_material,
     rewrap,
 )
-from ..errors import NotFound, WrongKey
+from ..errors import Conflict, NotFound, WrongKey
 from ..repository.tenants import TenantRepository
 from ..tokens.fields import format_datetime
 
@@ -52,9 +52,13 @@ def check_tenant_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class NewTenant:
+    """A new tenant, its administrator application, that application's key and the key's id
+    (`to_dict`: what `tenants create` prints, no key id)."""
+
     tenant_id: str
     application_id: str
     key: str
+    key_id: str
 
     def to_dict(self) -> dict:
         return {"tenant_id": self.tenant_id, "application_id": self.application_id,
@@ -65,6 +69,29 @@ class NewTenant:
 # every other application is granted (never more than its creator holds).
 ROOT_RULES = (Rule(container="/", transform=REVEAL, permissions=frozenset(TOKEN_PERMISSIONS),
                    description="tenant administrator"),)
+
+
+class KeysChanged(Conflict):
+    """A re-wrap's compare-and-set matched nothing: the tenant's keys changed since they were
+    read (a concurrent DEK rotation), and are read again."""
+
+    default_detail = "The tenant's keys changed while they were re-wrapped."
+
+
+# How the caller of a rotation takes part in each tenant's re-wrap (`rewrap_all`): called with
+# the tenant's id, the KEKs its keys are wrapped under and the ones they will be, and the
+# re-wrap's write (a compare-and-set), which it awaits. The write raises `KeysChanged` when it
+# matched nothing; the rotation then reads the tenant again. Once the write returns, the
+# tenant's re-wrap is committed: the command line's event for it, which the write stores in its
+# transaction, is linked there (cli/keys.py), so a run stopped half-way has left the events of
+# the tenants it re-wrapped.
+Rewrapping = Callable[[str, list[str], list[str], Callable[[], Awaitable[None]]],
+                      Awaitable[None]]
+
+
+async def _just_write(tenant_id: str, before: list[str], after: list[str],
+                      write: Callable[[], Awaitable[None]]) -> None:
+    await write()
 
 
 @dataclass
@@ -84,15 +111,20 @@ class Rewrap:
 def tenant_body(tenant: dict[str, Any]) -> dict:
     """A tenant as the CLI shows it: ids, name, counts and key versions, never key material."""
     material = tenant["key_material"]
-    blobs = [entry.partition(":")[2] for entry in (material["wrapped_deks"] or "").split(",")]
-    blobs.append(material["wrapped_hmac_key"] or "")
     return {
         "id": tenant["id"], "name": tenant["name"],
         "created_at": format_datetime(tenant["created_at"]) if tenant["created_at"] else None,
         "applications": tenant["applications"],
         "dek_version": material["dek_version"],
-        "kek_versions": sorted({blob.partition(".")[0] for blob in blobs if blob}),
+        "kek_versions": kek_versions(material),
     }
+
+
+def kek_versions(material: dict[str, Any]) -> list[str]:
+    """The KEKs a tenant's stored key material is wrapped under, sorted."""
+    blobs = [entry.partition(":")[2] for entry in (material["wrapped_deks"] or "").split(",")]
+    blobs.append(material["wrapped_hmac_key"] or "")
+    return sorted({blob.partition(".")[0] for blob in blobs if blob})
 
 
 class TenantService:
@@ -116,16 +148,16 @@ class TenantService:
         name = check_tenant_name(name)
         tenant_id = str(uuid.uuid4())
         application_id = str(uuid.uuid4())
-        key = apikeys.generate()
+        key, key_id = apikeys.generate(), str(uuid.uuid4())
         await self._repo.create(
             tenant_id=tenant_id, name=name,
             key_material=await self._ring.run(new_tenant_key_material, self._ring, tenant_id),
             application_id=application_id, application_name=name + ADMINISTRATOR_SUFFIX,
             permissions=list(ALL_PERMISSIONS),
             rules=orjson.dumps([r.to_dict() for r in ROOT_RULES]).decode(),
-            key_id=str(uuid.uuid4()), key_hash=apikeys.digest(key),
+            key_id=key_id, key_hash=apikeys.digest(key),
         )
-        return NewTenant(tenant_id, application_id, key)
+        return NewTenant(tenant_id, application_id, key, key_id)
 
     async def get(self, tenant_id: str) -> dict:
         found = await self._repo.get(tenant_id)
@@ -152,11 +184,13 @@ class TenantService:
             return True
 
     async def rewrap_all(self, progress: Callable[[int, int], None] = lambda done, total: None,
-                         *, only: set[str] | None = None, page: int = 200) -> Rewrap:
+                         *, only: set[str] | None = None, page: int = 200,
+                         rewrapping: Rewrapping = _just_write) -> Rewrap:
         """Re-wrap every tenant's keys under the active KEK, a tenant at a time, online: each
         write is a compare-and-set, so a concurrent change is re-read, never overwritten, and a
         run that stops half-way is finished by the next (tenants already current are skipped).
-        """
+        Each write is made through `rewrapping` (`Rewrapping`); `progress` is called after
+        it."""
         total = await self.pending_rewrap(only)
         result = Rewrap(self._ring.active)
         after = ""
@@ -168,24 +202,45 @@ class TenantService:
                 if not self._needs(tenant):
                     result.current += 1
                     continue
-                for _attempt in range(3):
-                    try:
-                        new = await self._ring.run(rewrap, self._ring, tenant["id"],
-                                                   tenant["key_material"])
-                    except CryptoError:
-                        result.failed.append(tenant["id"])
-                        break
-                    if await self._repo.replace_key_material(tenant["id"],
-                                                             tenant["key_material"], new):
-                        result.rewrapped += 1
-                        break
-                    tenant = await self._repo.get(tenant["id"])  # changed meanwhile: re-read
-                    if tenant is None or not self._needs(tenant):
-                        break
-                else:
+                rewrapped = await self._rewrap(tenant, rewrapping)
+                if rewrapped:
+                    result.rewrapped += 1
+                elif rewrapped is False:
                     result.failed.append(tenant["id"])
                 progress(result.rewrapped + len(result.failed), total)
         return result
+
+    async def _rewrap(self, tenant: dict[str, Any], rewrapping: Rewrapping) -> bool | None:
+        """One tenant's re-wrap, tried up to three times: True once written; False when it
+        cannot be (the ring does not unwrap the tenant's keys, or they changed at each try);
+        None when a try found them changed so that they need it no more (or the tenant gone).
+        """
+        for _attempt in range(3):
+            old = tenant["key_material"]
+            try:
+                new = await self._ring.run(rewrap, self._ring, tenant["id"], old)
+            except CryptoError:
+                return False
+            try:
+                await rewrapping(tenant["id"], kek_versions(old), kek_versions(new),
+                                 self._replacing(tenant["id"], old, new))
+            except KeysChanged:
+                tenant = await self._repo.get(tenant["id"])  # changed meanwhile: re-read
+                if tenant is None or not self._needs(tenant):
+                    return None
+            else:
+                return True
+        return False
+
+    def _replacing(self, tenant_id: str, old: dict[str, Any], new: dict[str, Any]
+                   ) -> Callable[[], Awaitable[None]]:
+        """A re-wrap's write: `new` stored if the tenant's keys are still `old`, else
+        `KeysChanged`."""
+        async def write() -> None:
+            if not await self._repo.replace_key_material(tenant_id, old, new):
+                raise KeysChanged()
+
+        return write
 
     async def verify_key_ring(self) -> None:
         """The key check run before serving and before a command wraps keys: the ring opens
