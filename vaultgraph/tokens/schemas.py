@@ -113,6 +113,18 @@ def _expression(allow_none: bool = False, **metadata) -> fields.String:
                          metadata={"maxLength": MAX_EXPRESSION, **metadata})
 
 
+def metadata_problem(key: str, value: str | None) -> str | None:
+    """What breaks the metadata rules in one entry, a body's or a filter's, or None."""
+    if not key or len(key) > MAX_METADATA_KEY:
+        return f"keys must be 1 to {MAX_METADATA_KEY} characters"
+    if has_control_character(key):
+        # The filter index joins key and value with U+001F: keys must not hold it.
+        return "keys must not contain control characters"
+    if value is not None and len(value) > MAX_METADATA_VALUE:
+        return f"values must be at most {MAX_METADATA_VALUE} characters"
+    return None
+
+
 def _metadata_field(description: str) -> fields.Dict:
     return fields.Dict(
         keys=fields.String(), allow_none=True,
@@ -155,13 +167,9 @@ class _TokenFields(Schema):
     @validates("metadata")
     def _metadata(self, value, **_):
         for key, item in (value or {}).items():
-            if not key or len(key) > MAX_METADATA_KEY:
-                raise ValidationError(f"keys must be 1 to {MAX_METADATA_KEY} characters")
-            if has_control_character(key):
-                # The filter index joins key and value with U+001F: keys must not hold it.
-                raise ValidationError("keys must not contain control characters")
-            if item is not None and len(item) > MAX_METADATA_VALUE:
-                raise ValidationError(f"values must be at most {MAX_METADATA_VALUE} characters")
+            problem = metadata_problem(key, item)
+            if problem is not None:
+                raise ValidationError(problem)
 
     @validates("search_indexes")
     def _search_indexes(self, value, **_):
