@@ -113,6 +113,21 @@ def _expression(allow_none: bool = False, **metadata) -> fields.String:
                          metadata={"maxLength": MAX_EXPRESSION, **metadata})
 
 
+class StringMap(fields.Dict):
+    """A JSON object of strings whose errors name the entry as the caller wrote it: a value
+    that is not a string is `metadata.a`, where marshmallow's Dict says `metadata.a.value`."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        try:
+            return super()._deserialize(value, attr, data, **kwargs)
+        except ValidationError as error:
+            if not isinstance(error.messages, dict):
+                raise
+            by_entry = {key: [*parts.get("key", ()), *parts.get("value", ())]
+                        for key, parts in error.messages.items()}
+            raise ValidationError(by_entry, valid_data=error.valid_data) from None
+
+
 def metadata_problem(key: str, value: str | None) -> str | None:
     """What breaks the metadata rules in one entry, a body's or a filter's, or None."""
     if not key or len(key) > MAX_METADATA_KEY:
@@ -126,7 +141,7 @@ def metadata_problem(key: str, value: str | None) -> str | None:
 
 
 def _metadata_field(description: str) -> fields.Dict:
-    return fields.Dict(
+    return StringMap(
         keys=fields.String(), allow_none=True,
         values=fields.String(allow_none=True, metadata={"maxLength": MAX_METADATA_VALUE}),
         metadata={"description": description, "limits": {"maxProperties": "max_metadata_entries"},
