@@ -71,6 +71,10 @@ def test_wheel_installs_and_serves_outside_the_checkout(tmp_path, settings):
     catalog = {p.relative_to(PROJECT_ROOT).as_posix() for p in
                (PROJECT_ROOT / "cypher").rglob("*.cypher")}
     assert {n for n in names if n.endswith(".cypher")} == {f"vaultgraph/{c}" for c in catalog}
+    pages = {p.relative_to(PROJECT_ROOT).as_posix() for p in
+             (PROJECT_ROOT / "docs").rglob("*.md")}
+    assert {n for n in names if n.startswith("vaultgraph/docs/")} == {
+        f"vaultgraph/{p}" for p in pages}
 
     bin_dir = deps_only_venv(tmp_path / "venv")
     installed = subprocess.run(
@@ -91,6 +95,13 @@ def test_wheel_installs_and_serves_outside_the_checkout(tmp_path, settings):
     version = subprocess.run([vaultgraph, "--version"], cwd=outside, env=env,
                              capture_output=True, text=True, check=False)
     assert (version.returncode, version.stdout) == (0, "vaultgraph 0.1.0\n")
+    # The documentation the command points at is the installed copy of the page.
+    for command in ([], ["tenants", "create"], ["neo4j", "dump"]):
+        helped = subprocess.run([vaultgraph, *command, "--help"], cwd=outside, env=env,
+                                capture_output=True, text=True, check=True)
+        [pointer] = re.findall(r"[^\s(]+\.md\b", helped.stdout)
+        assert pointer.startswith(str(tmp_path.resolve() / "venv")), pointer
+        assert Path(pointer).is_file(), pointer
 
     with open(tmp_path / "serve.log", "w") as log:
         proc = subprocess.Popen([vaultgraph, "serve", "--local-neo4j"], cwd=outside,

@@ -25,9 +25,18 @@ def test_one_check_of_a_page_size_for_query_strings_and_bodies(value):
     assert err.value.errors == {"size": ["must be a whole number from 1 to 100"]}
 
 
-def test_a_page_size_is_taken_from_digits_or_a_whole_number():
-    assert [page_size(v, SETTINGS) for v in ("1", "100", 1, 100, None)] == [
-        1, 100, 1, 100, SETTINGS.page_size_default]
+def test_a_page_size_is_a_whole_number_or_a_query_strings_digits():
+    assert [page_size(v, SETTINGS) for v in (1, 100, None)] == [
+        1, 100, SETTINGS.page_size_default]
+    assert [page_from_query(MultiDict(size=v), SETTINGS).size for v in ("1", "100")] == [1, 100]
+
+
+@pytest.mark.parametrize("value", ["1", "100", "ten", [1], {"n": 1}, 1.0])
+def test_a_body_page_size_given_as_text_or_another_type_gets_the_one_message(value):
+    # A search body's `size` reaches this check as the JSON gave it (search/schemas.py).
+    with pytest.raises(errors.Invalid) as err:
+        page_size(value, SETTINGS)
+    assert err.value.errors == {"size": ["must be a whole number from 1 to 100"]}
 
 
 @pytest.mark.parametrize("raw", ["0", "101", "-1", "abc", "²", "1.5", ""])

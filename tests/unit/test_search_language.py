@@ -26,6 +26,11 @@ FIELDS = ["id", "type", "fingerprint", "data", "parent", "child", "ancestor", "d
           "metadata.colour", "metadata.Key-1"]
 DATES = ["2026-01-01", "2026-11-23T10:00:00Z", "2026-11-23T10:00:00.123456+02:00", "*"]
 values = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=12)
+# What `id` and the graph fields take: token ids (a value none could be is refused).
+ID_FIELDS = {"id", "parent", "child", "ancestor", "descendant"}
+token_ids = st.text(st.characters(categories=["L", "M", "N", "P", "S"],
+                                  exclude_characters="#/\\+?[]|&=%<>{}^"),
+                    min_size=3, max_size=12)
 
 
 def quoted(value: str) -> str:
@@ -45,7 +50,10 @@ def terms(draw) -> tuple[str, list[str]]:
         value = "/" + value
         # Container paths are compared lower-cased, as they are stored.
         return f"type:x AND container:{quoted(value)}", ["x", value.lower()]
-    return f"{draw(st.sampled_from(FIELDS))}:{quoted(value)}", [value]
+    field = draw(st.sampled_from(FIELDS))
+    if field in ID_FIELDS:
+        value = draw(token_ids)
+    return f"{field}:{quoted(value)}", [value]
 
 
 def queries():
@@ -142,7 +150,7 @@ def test_every_query_has_the_same_parameter_signature(generated):
 
 
 def test_postfix_of_a_small_tree():
-    tree = parse("id:a OR (type:b AND NOT container:/c/ AND metadata.k:v)", LIMITS)
+    tree = parse("id:aaa OR (type:b AND NOT container:/c/ AND metadata.k:v)", LIMITS)
     assert compile(tree).program == [0, 1, 2, NOT, AND, 3, AND, OR]
     assert compile(parse("NOT container:/c/", LIMITS)) is None
 
@@ -170,11 +178,11 @@ def test_syntax_soup_parses_or_is_refused_on_the_query_field(text):
 
 
 def test_precedence_and_grouping():
-    a, b, c = (Term("id", x) for x in "abc")
-    assert parse("id:a OR id:b AND id:c", LIMITS) == Or((a, And((b, c))))
-    assert parse("(id:a OR id:b) id:c", LIMITS) == And((Or((a, b)), c))
-    assert parse("NOT id:a id:b", LIMITS) == And((Not(a), b))
-    assert parse("NOT NOT id:a", LIMITS) == a
+    a, b, c = (Term("id", x * 3) for x in "abc")  # token ids are 3 characters or more
+    assert parse("id:aaa OR id:bbb AND id:ccc", LIMITS) == Or((a, And((b, c))))
+    assert parse("(id:aaa OR id:bbb) id:ccc", LIMITS) == And((Or((a, b)), c))
+    assert parse("NOT id:aaa id:bbb", LIMITS) == And((Not(a), b))
+    assert parse("NOT NOT id:aaa", LIMITS) == a
     assert isinstance(parse("created_at:[* TO 2026-01-01}", LIMITS), Range)
 
 

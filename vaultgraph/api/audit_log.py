@@ -12,9 +12,10 @@ from ..audit.event import OUTCOMES, SYSTEM
 from ..audit.query import LogFilter
 from ..auth.permissions import ALL_PERMISSIONS, LOG_READ
 from ..errors import invalid
-from ..tokens.fields import INSTANT_YEARS, utc_instant, validate_token_id
+from ..tokens.fields import INSTANT_YEARS, utc_instant
 from ..tokens.schemas import TOKEN_ID_SCHEMA
 from .endpoints import Endpoints, Reply
+from .filters import token_ids
 from .paging import page_body, page_from_query
 from .request_io import principal
 from .schemas import PageQuery, page_of
@@ -93,12 +94,7 @@ def _cursor(after) -> tuple[datetime, str] | None:
 
 
 def log_filter(query) -> LogFilter:
-    token_id = query.get("token_id")
-    if token_id is not None:
-        try:
-            validate_token_id(token_id)
-        except ValueError as exc:
-            raise invalid("token_id", str(exc)) from None
+    token_id = next(iter(token_ids(query, "token_id")), None)
     application_id = query.get("application_id")
     if application_id is not None and application_id != SYSTEM:
         try:

@@ -18,6 +18,7 @@ from ..services.graph import (
 from ..tokens.schemas import ChildTokenSchema, CreateTokenSchema, DeduplicatedChildTokenSchema
 from . import problems
 from .endpoints import Body, Endpoints, Reply
+from .filters import token_ids
 from .paging import page_body, page_from_query
 from .request_io import principal
 from .schemas import (
@@ -113,7 +114,7 @@ async def _related(request: web.Request, fetch, token_id: str) -> dict:
     """Children or parents: paginated by the last id seen, filtered by id and type."""
     query = request.query
     page = page_from_query(query, request.app[settings_key], cursor_type=str)
-    listing = await fetch(principal(request), token_id, page, ids=query.getall("id", []),
+    listing = await fetch(principal(request), token_id, page, ids=token_ids(query, "id"),
                           types=query.getall("type", []))
     return page_body(listing.items, page, listing.next_after)
 

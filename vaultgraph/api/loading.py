@@ -23,6 +23,8 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, missing
 from marshmallow.decorators import VALIDATES
 
+from ..tokens.schemas import StringMap
+
 Loader = Callable[[Any], dict]
 # A value check: the loaded value, or _REFUSED when marshmallow must look at the body.
 Check = Callable[[Any], Any]
@@ -126,7 +128,9 @@ def _convert(field: fields.Field) -> Check | None:
         return _boolean
     if kind is fields.List:
         return _list(field.inner)
-    if kind is fields.Dict:
+    # A StringMap loads what a Dict loads; only the names in its errors differ, and errors
+    # come from marshmallow.
+    if kind is fields.Dict or kind is StringMap:
         return _dict(field.key_field, field.value_field)
     return None
 

@@ -15,7 +15,7 @@ from ..settings import Settings
 def page_from_query(query: MultiMapping[str], settings: Settings,
                     cursor_type: type = object) -> Page:
     """The page a list route was asked for; `cursor_type` is the shape its cursors have."""
-    size = page_size(query.get("size"), settings)
+    size = page_size(_whole_number(query.get("size")), settings)
     start = query.get("start")
     after = decode_cursor(start) if start else None
     if start and not isinstance(after, cursor_type):
@@ -23,16 +23,20 @@ def page_from_query(query: MultiMapping[str], settings: Settings,
     return Page(size=size, after=after)
 
 
-def page_size(value: str | int | None, settings: Settings) -> int:
-    """The page size asked for: `value` from a query string (digits) or a JSON body (a whole
-    number); None is the default. Anything but a whole number from 1 to `page_size_max` is a
-    400 naming `size`."""
+def _whole_number(text: str | None) -> int | str | None:
+    """A query's ASCII digits as the number they write; other text as it is (page_size
+    refuses it)."""
+    return int(text) if text is not None and text.isascii() and text.isdigit() else text
+
+
+def page_size(value: object, settings: Settings) -> int:
+    """The page size asked for: a whole number (a query string's digits, read by
+    page_from_query, or a JSON body's number, passed on as given by the search body's
+    `PageSize`); None is the default. Anything else, text or a number out of 1 to
+    `page_size_max`, is a 400 naming `size`, with the one message wherever it is given."""
     if value is None:
         return settings.page_size_default
-    if isinstance(value, str):
-        value = int(value) if value.isascii() and value.isdigit() else None
-    if isinstance(value, bool) or not isinstance(value, int) \
-            or not 1 <= value <= settings.page_size_max:
+    if type(value) is not int or not 1 <= value <= settings.page_size_max:
         raise invalid("size", f"must be a whole number from 1 to {settings.page_size_max}")
     return value
 

@@ -108,7 +108,8 @@ class PageQuery(Schema):
 
 
 class TokenFilterQuery(Schema):
-    id = fields.List(fields.String(), metadata={"description": "Only these token ids."})
+    id = fields.List(fields.String(metadata=TOKEN_ID_SCHEMA), metadata={
+        "description": "Only these token ids; one that is not a token id is a 400."})
     type = fields.List(fields.String(), metadata={"description": "Only these token types."})
 
 

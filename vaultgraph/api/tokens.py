@@ -7,7 +7,6 @@ from aiohttp import web
 
 from ..auth.permissions import TOKEN_CREATE, TOKEN_DELETE, TOKEN_READ, TOKEN_UPDATE
 from ..services.tokens import TokenService
-from ..tokens.fields import metadata_filter_key
 from ..tokens.schemas import (
     CreateTokenSchema,
     DeduplicatedTokenSchema,
@@ -15,6 +14,7 @@ from ..tokens.schemas import (
     UpdateTokenSchema,
 )
 from .endpoints import MERGE_PATCH_JSON, Body, Endpoints, Reply
+from .filters import metadata_filters, token_ids
 from .loading import compile_loader
 from .paging import page_body, page_from_query
 from .request_io import principal, read_object
@@ -56,6 +56,10 @@ async def create_token(request: web.Request):
     "/tokens", operation_id="listTokens", summary="List tokens", tag=TAG, access=(TOKEN_READ,),
     description="Filters are ANDed. `metadata.<key>=<value>` (repeatable with distinct keys) "
                 "matches metadata exactly and case-insensitively; a repeated key is ignored. "
+                "A filter no token could match is a 400 naming it: an `id` that is not a "
+                "token id (3 to 400 characters), a `<key>` outside 1 to 128 characters or "
+                "holding a control character, a `<value>` over 1024 characters. An unknown "
+                "`type` matches nothing. "
                 "Data is returned per the caller's access rules.",
     query=(TokenListQuery, PageQuery),
     replies=(Reply(200, "A page of tokens.", TokenPageSchema),))
@@ -63,16 +67,9 @@ async def list_tokens(request: web.Request):
     query = request.query
     # Token cursors are the last id seen; any other JSON was not issued by this route.
     page = page_from_query(query, request.app[settings_key], cursor_type=str)
-    metadata: dict[str, str] = {}
-    for name, value in query.items():
-        key = metadata_filter_key(name)
-        if key is not None:
-            # A repeated key is ignored: the first value counts. Keys match case-insensitively,
-            # so `metadata.a` and `metadata.A` are the same key.
-            metadata.setdefault(key, value)
     listing = await service(request).list(
-        principal(request), page, ids=query.getall("id", []), types=query.getall("type", []),
-        metadata=metadata)
+        principal(request), page, ids=token_ids(query, "id"), types=query.getall("type", []),
+        metadata=metadata_filters(query))
     return page_body(listing.items, page, listing.next_after)
 
 

@@ -17,8 +17,10 @@ import logging
 import os
 import signal
 import sys
+import textwrap
 from importlib.metadata import PackageNotFoundError, version
 
+from ..documentation import page
 from ..failures import explain
 from ..settings import Settings
 from . import applications, audit, keys, neo4j, serve, tenants
@@ -34,8 +36,31 @@ def package_version() -> str:
         return "unknown"
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Help text wrapped at spaces only: a documentation pointer (a path, hyphens and all)
+    stays on one line, whole, to be copied."""
+
+    def _split_lines(self, text, width):
+        return textwrap.wrap(self._whitespace_matcher.sub(" ", text).strip(), width,
+                             break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text, width, indent):
+        return "\n".join(indent + line for line in self._split_lines(text, width - len(indent)))
+
+
+class _Parser(argparse.ArgumentParser):
+    """The command's parser; its subcommands' parsers are of this class too (argparse makes
+    them with the parent's class), so every help text wraps the same way."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vaultgraph", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="vaultgraph", description=(
+        "The `vaultgraph` command: serve, run a local Neo4j, manage tenants, applications, keys "
+        f"and the audit trail ({page('operations.md', 'Command line')})."))
     parser.add_argument("--version", action="version", version=f"vaultgraph {package_version()}")
     parser.add_argument("--debug", action="store_true",
                         help="on failure, show the traceback instead of one line")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import orjson
 
+from ..documentation import page
 from ..failures import Failure
 from ..settings import Settings
 from . import common
@@ -60,7 +61,7 @@ def add_parser(sub) -> None:
                               description="Write the local server's database to one file with "
                                           "neo4j-admin, the server stopped. The dump holds "
                                           "ciphertext only: back up the key-encryption key with "
-                                          "it (docs/operations.md, Backup and restore).")
+                                          f"it ({page('operations.md', 'Backup and restore')}).")
     dump.add_argument("--to", required=True, metavar="PATH", help="the file to write (mode 0600)")
     dump.add_argument("--force", action="store_true", help="replace PATH if it exists")
     dump.add_argument("--stop", action="store_true",

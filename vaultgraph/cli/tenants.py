@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..documentation import page
 from ..settings import Settings
 from .common import PAGE, KeyOutput, audited, emit, run_async, services
 
@@ -16,7 +17,7 @@ def add_parser(sub) -> None:
     p.add_argument("--name", required=True,
                    help="printable, not only spaces, and short enough for its administrator "
                         "application's name, '<name> administrator', to be a valid application "
-                        "name (docs/operations.md)")
+                        f"name ({page('operations.md', 'Command line')})")
     p.add_argument("--key-file", metavar="PATH",
                    help="write the key to this new 0600 file instead of stdout")
     ten.add_parser("list", help="every tenant, one JSON object per line")

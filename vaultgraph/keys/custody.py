@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from ..crypto import CryptoError, Kek, KeyRing, parse_spec
+from ..documentation import page
 from ..settings import ConfigError, Settings
 from .pkcs11 import PREFIX, Pkcs11Token, TokenError, TokenKek, read_pin, require_library
 
 log = logging.getLogger("vaultgraph.keys")
 
 DEVELOPMENT_ONLY = ("key-encryption key from a file (VAULTGRAPH_KEK_PROVIDER=file): for "
-                    "development; keep it in an HSM in production (docs/key-custody.md)")
+                    f"development; keep it in an HSM in production ({page('key-custody.md')})")
 
 
 def token_configured(settings: Settings) -> bool:

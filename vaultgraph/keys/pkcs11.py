@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ..crypto import CryptoError, Kek
+from ..documentation import page
 from ..errors import KeyStoreUnavailable
 from ..settings import ConfigError
 
@@ -65,7 +66,7 @@ class TokenError(ConfigError):
     def __init__(self, cause: str,
                  fix: str = "check VAULTGRAPH_PKCS11_MODULE, VAULTGRAPH_PKCS11_TOKEN_LABEL, "
                             "VAULTGRAPH_PKCS11_PIN_FILE and VAULTGRAPH_PKCS11_KEY_LABEL "
-                            "(docs/key-custody.md)"):
+                            f"({page('key-custody.md')})"):
         super().__init__(cause, fix)
 
 
@@ -524,7 +525,7 @@ class Pkcs11Token:
                         f"no key labelled {label!r} in the PKCS#11 token {self.token_label!r}",
                         "check VAULTGRAPH_PKCS11_KEY_LABEL; only vaultgraph serve (at start-up) "
                         "and vaultgraph keys rotate create a key in the token "
-                        "(docs/key-custody.md)") from None
+                        f"({page('key-custody.md')})") from None
                 session.generate_key(KeyType.AES, 256, label=label, store=True, template={
                     Attribute.TOKEN: True, Attribute.PRIVATE: True,
                     Attribute.SENSITIVE: True, Attribute.EXTRACTABLE: False,

@@ -30,7 +30,8 @@ from lark.exceptions import (
 )
 
 from ..errors import invalid
-from ..tokens.fields import INSTANT_YEARS, metadata_filter_key, utc_instant
+from ..tokens.fields import INSTANT_YEARS, metadata_filter_key, utc_instant, validate_token_id
+from ..tokens.schemas import metadata_problem
 
 QUERY_FIELD = "query"
 # Fields that match one exact value (metadata: case-insensitively; container: a path prefix).
@@ -38,6 +39,8 @@ EXACT_FIELDS = ("id", "type", "container", "fingerprint", "data")
 DATE_FIELDS = ("created_at", "expires_at")
 GRAPH_FIELDS = ("parent", "child", "ancestor", "descendant")
 FIELDS = (*EXACT_FIELDS, "metadata.<key>", *DATE_FIELDS, *GRAPH_FIELDS)
+# Fields that take a token id: a value that could be none is refused, not searched for.
+ID_FIELDS = ("id", *GRAPH_FIELDS)
 EARLIEST = datetime.min.replace(tzinfo=UTC)
 LATEST = datetime.max.replace(tzinfo=UTC)
 
@@ -212,7 +215,12 @@ class _Build(Transformer_NonRecursive):
         position = name_token.start_pos + 1
         key = metadata_filter_key(name)
         if key is not None:
-            return Term("metadata", self._text(value, name, position), key=key)
+            text = self._text(value, name, position)
+            # Named `metadata.…`: the key is the caller's text, as the value is.
+            problem = metadata_problem(name.partition(".")[2], text)
+            if problem is not None:
+                raise _fail(position, f"`metadata.…` {problem}")
+            return Term("metadata", text, key=key)
         if name in DATE_FIELDS:
             if isinstance(value, _RawRange):
                 return value.build(name)
@@ -228,6 +236,11 @@ class _Build(Transformer_NonRecursive):
                 if not text.startswith("/"):
                     raise _fail(position, "`container` takes a path that starts with `/`")
                 text = text.lower()
+            elif name in ID_FIELDS:
+                try:
+                    validate_token_id(text)
+                except ValueError as exc:
+                    raise _fail(position, f"`{name}` takes a token id that {exc}") from None
             return Term(name, text)
         # Only the part before a dot is named: what follows could be anything the caller typed.
         shown = name.split(".", 1)[0] + (".…" if "." in name else "")

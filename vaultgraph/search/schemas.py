@@ -16,6 +16,16 @@ _POSITION = re.compile(
     r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?)(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$")
 
 
+class PageSize(fields.Integer):
+    """A page size in a body (an integer in the document), passed on as the JSON gave it: the
+    one check of a page size (api/paging.py `page_size`) refuses what is not a whole number in
+    range, with the message a query's `size` gets. marshmallow's own type check would say
+    "Not a valid integer." for `"ten"` and the range message for `0`."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        return value
+
+
 class SearchBodySchema(Schema):
     class Meta:
         unknown = RAISE
@@ -25,8 +35,8 @@ class SearchBodySchema(Schema):
                        "parentheses, date ranges `[a TO b]`.",
         "example": _EXAMPLE, "minLength": 1,
         "limits": {"maxLength": "search_max_query_length"}})
-    size = fields.Integer(strict=True, metadata={
-        "description": "Items per page.", "minimum": 1,
+    size = PageSize(allow_none=True, metadata={
+        "description": "Items per page; null or absent: the default.", "minimum": 1,
         "limits": {"maximum": "page_size_max", "default": "page_size_default"}})
     start = fields.String(allow_none=True, metadata={
         "description": "The `pagination.next` cursor of the previous page (opaque).",

@@ -113,8 +113,35 @@ def _expression(allow_none: bool = False, **metadata) -> fields.String:
                          metadata={"maxLength": MAX_EXPRESSION, **metadata})
 
 
+class StringMap(fields.Dict):
+    """A JSON object of strings whose errors name the entry as the caller wrote it: a value
+    that is not a string is `metadata.a`, where marshmallow's Dict says `metadata.a.value`."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        try:
+            return super()._deserialize(value, attr, data, **kwargs)
+        except ValidationError as error:
+            if not isinstance(error.messages, dict):
+                raise
+            by_entry = {key: [*parts.get("key", ()), *parts.get("value", ())]
+                        for key, parts in error.messages.items()}
+            raise ValidationError(by_entry, valid_data=error.valid_data) from None
+
+
+def metadata_problem(key: str, value: str | None) -> str | None:
+    """What breaks the metadata rules in one entry, a body's or a filter's, or None."""
+    if not key or len(key) > MAX_METADATA_KEY:
+        return f"keys must be 1 to {MAX_METADATA_KEY} characters"
+    if has_control_character(key):
+        # The filter index joins key and value with U+001F: keys must not hold it.
+        return "keys must not contain control characters"
+    if value is not None and len(value) > MAX_METADATA_VALUE:
+        return f"values must be at most {MAX_METADATA_VALUE} characters"
+    return None
+
+
 def _metadata_field(description: str) -> fields.Dict:
-    return fields.Dict(
+    return StringMap(
         keys=fields.String(), allow_none=True,
         values=fields.String(allow_none=True, metadata={"maxLength": MAX_METADATA_VALUE}),
         metadata={"description": description, "limits": {"maxProperties": "max_metadata_entries"},
@@ -155,13 +182,9 @@ class _TokenFields(Schema):
     @validates("metadata")
     def _metadata(self, value, **_):
         for key, item in (value or {}).items():
-            if not key or len(key) > MAX_METADATA_KEY:
-                raise ValidationError(f"keys must be 1 to {MAX_METADATA_KEY} characters")
-            if has_control_character(key):
-                # The filter index joins key and value with U+001F: keys must not hold it.
-                raise ValidationError("keys must not contain control characters")
-            if item is not None and len(item) > MAX_METADATA_VALUE:
-                raise ValidationError(f"values must be at most {MAX_METADATA_VALUE} characters")
+            problem = metadata_problem(key, item)
+            if problem is not None:
+                raise ValidationError(problem)
 
     @validates("search_indexes")
     def _search_indexes(self, value, **_):

@@ -20,11 +20,12 @@ SCANS = {"NodeByLabelScan", "AllNodesScan", "RelationshipTypeScan",
          "DirectedRelationshipTypeScan", "UndirectedRelationshipTypeScan",
          "DirectedAllRelationshipsScan", "UndirectedAllRelationshipsScan"}
 # A query with a term of every field, seeking and checked, and a cursor.
-EVERY_FIELD = ("(id:x OR type:card OR fingerprint:fp OR metadata.customer:c-1 OR data:digest "
-               "OR created_at:[2026-01-01 TO *] OR expires_at:{* TO 2030-01-01] OR parent:p "
-               "OR child:c OR ancestor:a OR descendant:d) AND NOT (id:y OR type:bank OR "
+EVERY_FIELD = ("(id:xxx OR type:card OR fingerprint:fp OR metadata.customer:c-1 OR data:digest "
+               "OR created_at:[2026-01-01 TO *] OR expires_at:{* TO 2030-01-01] OR parent:ppp "
+               "OR child:ccc OR ancestor:aaa OR descendant:ddd) AND NOT (id:yyy OR type:bank OR "
                "container:/pci/ OR fingerprint:f2 OR metadata.k:v OR data:d2 OR "
-               "created_at:2026-01-01 OR parent:p2 OR child:c2 OR ancestor:a2 OR descendant:d2)")
+               "created_at:2026-01-01 OR parent:pp2 OR child:cc2 OR ancestor:aa2 OR "
+               "descendant:dd2)")
 
 
 def operators(plan) -> list[dict]:
