@@ -54,8 +54,8 @@ async def create_application(request: web.Request):
     """Create an application; the response carries its first key, the only time it is shown."""
     caller = principal(request)
     draft = parse_draft(await read_object(request))
-    app, key = await service(request).create(caller.tenant_id, draft, grantor=caller)
-    return {**application_body(app), "key": key}
+    new = await service(request).create(caller.tenant_id, draft, grantor=caller)
+    return {**application_body(new.application), "key": new.key}
 
 
 @endpoints.get(

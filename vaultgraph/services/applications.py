@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -41,15 +41,11 @@ _POSITION_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(Z|[+-][0-9]{2}:[
 @dataclass(frozen=True, slots=True)
 class NewApplication:
     """A new application, the id of its first key and the key (shown once, stored only as a
-    digest). It unpacks as `(application, key)`, the pair `create` answered before it named
-    the key's id."""
+    digest)."""
 
     application: Application
     key_id: str
     key: str
-
-    def __iter__(self) -> Iterator[Application | str]:
-        return iter((self.application, self.key))
 
 
 def parse_draft(raw: object) -> ApplicationDraft:
