@@ -8,9 +8,11 @@ RUN python -m venv /opt/vaultgraph
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY vaultgraph ./vaultgraph
-# The Cypher catalog and the Neo4j launcher's files ship inside the package (pyproject.toml).
+# The Cypher catalog, the Neo4j launcher's files and the documentation's pages (which the
+# command line points at) ship inside the package (pyproject.toml).
 COPY cypher ./cypher
 COPY deploy/neo4j ./deploy/neo4j
+COPY docs ./docs
 RUN /opt/vaultgraph/bin/pip install .
 
 # -- run: the virtualenv (the Cypher statements inside it), an unprivileged user -----------
