@@ -14,6 +14,8 @@ from ..tokens.fields import metadata_filter_key, validate_token_id
 from ..tokens.schemas import metadata_problem
 from .problems import invalid
 
+METADATA = "metadata"  # the name a bad metadata filter key is refused under
+
 
 def token_ids(query: MultiMapping[str], name: str) -> list[str]:
     """Every value of the token id filter `name`, each a literal token id."""
@@ -29,12 +31,18 @@ def token_ids(query: MultiMapping[str], name: str) -> list[str]:
 def metadata_filters(query: MultiMapping[str]) -> dict[str, str]:
     """`metadata.<key>=<value>` filters by lower-cased key. A repeated key is ignored: the first
     value counts, and keys match case-insensitively, so `metadata.a` and `metadata.A` are the
-    same key. Every one given is checked, a repeat too."""
+    same key. Every one given is checked, a repeat too. A bad key is named `metadata` (the key
+    itself is what is wrong, and is not echoed); a bad value under a good key is named by its
+    parameter."""
     metadata: dict[str, str] = {}
     for name, value in query.items():
         key = metadata_filter_key(name)
         if key is not None:
-            problem = metadata_problem(name.partition(".")[2], value)
+            raw_key = name.partition(".")[2]
+            problem = metadata_problem(raw_key, None)
+            if problem is not None:
+                raise invalid(METADATA, problem)
+            problem = metadata_problem(raw_key, value)
             if problem is not None:
                 raise invalid(name, problem)
             metadata.setdefault(key, value)

@@ -23,10 +23,17 @@ def page_from_query(query: MultiMapping[str], settings: Settings,
     return Page(size=size, after=after)
 
 
+# More digits than any page size has: left as text (refused by page_size), never read as a
+# number (Python refuses to read one of over 4,300 digits with a ValueError: a 500).
+_MAX_DIGITS = 18
+
+
 def _whole_number(text: str | None) -> int | str | None:
     """A query's ASCII digits as the number they write; other text as it is (page_size
     refuses it)."""
-    return int(text) if text is not None and text.isascii() and text.isdigit() else text
+    if text is not None and len(text) <= _MAX_DIGITS and text.isascii() and text.isdigit():
+        return int(text)
+    return text
 
 
 def page_size(value: object, settings: Settings) -> int:

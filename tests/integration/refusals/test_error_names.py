@@ -57,7 +57,7 @@ LISTS = ["/tokens", "/tokens/{token}/children", "/tokens/{token}/parents", "/app
          "/logs", "/proxies", "/webhooks", "/webhooks/{webhook}/deliveries"]
 
 
-@pytest.mark.parametrize("size", ["ten", "0", "101", "1.5", "", "-1"])
+@pytest.mark.parametrize("size", ["ten", "0", "101", "1.5", "", "-1", "9" * 5000])
 @pytest.mark.parametrize("path", LISTS)
 async def test_a_bad_query_page_size_has_the_one_message(client, admin_headers, settings,
                                                          path, size):
