@@ -85,6 +85,14 @@ class Unavailable(VaultError):
         self.retry_after = retry_after
 
 
+class TimedOut(Unavailable):
+    """The request's database time ran out: a statement, or the wait for its audit event, did
+    not finish within what is left of `VAULTGRAPH_REQUEST_TIMEOUT`."""
+
+    def __init__(self, detail: str | None = None, *, retry_after: int = 1):
+        super().__init__(detail, retry_after=retry_after)
+
+
 class KeyStoreUnavailable(Unavailable):
     """The device holding the key-encryption key (a PKCS#11 token) cannot be reached now; the
     service retries it on the next request that needs it, no restart."""

@@ -26,8 +26,8 @@ from ..auth.permissions import AUTHENTICATED, PUBLIC, declared
 from ..deadline import request_deadline
 from ..errors import (
     MAX_LISTED_ERRORS,
+    TimedOut,
     Unauthenticated,
-    Unavailable,
     VaultError,
     add_error,
     field_name,
@@ -171,17 +171,19 @@ def draining(request: web.Request) -> bool:
 
 
 STARTING_RETRY_AFTER = 5  # seconds: start-up plans for about a minute on a fresh Neo4j
-STARTING = ("The service is still starting (Neo4j is planning the statements it sends); "
-            "GET /ready answers 200 once it is done. Try again then.")
+STARTING = ("The service is still starting and could not answer in time; GET /ready answers "
+            "200 once it is ready. Try again then.")
 
 
 def _problem(request: web.Request, exc: VaultError) -> problems.Problem:
     """The problem answering `exc`. While the service is still starting (before `/ready`
-    turns 200), a protected route's database or trail that did not answer in time is most
-    likely Neo4j planning on a cold server: the answer says so, and when to try again, rather
-    than blaming either. (`/ready` says it in its own words.)"""
+    turns 200), a protected route's request that ran out of time (`TimedOut`: a statement, or
+    its audit event) most likely met Neo4j planning on a cold server: the answer says the
+    service is starting, and when to try again, rather than blaming the database or the trail.
+    Any other failure (Neo4j down, a refused write) keeps its own detail, and `/ready` its own
+    words."""
     problem = problems.from_error(exc)
-    if type(exc) is Unavailable and declared(request.match_info.handler) != PUBLIC:
+    if isinstance(exc, TimedOut) and declared(request.match_info.handler) != PUBLIC:
         services = request.app.get(services_key)
         if services is not None and not services.readiness.started:
             problem.detail = STARTING

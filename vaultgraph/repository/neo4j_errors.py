@@ -16,7 +16,7 @@ from neo4j.exceptions import (
 )
 
 from .. import metrics
-from ..errors import Misconfigured, Unavailable, UniquenessViolation
+from ..errors import Misconfigured, TimedOut, Unavailable, UniquenessViolation
 
 # The database module's logger, as before the split: log lines keep their logger name.
 log = logging.getLogger("vaultgraph.repository.database")
@@ -24,8 +24,8 @@ log = logging.getLogger("vaultgraph.repository.database")
 UNAVAILABLE = (ServiceUnavailable, SessionExpired)
 
 
-def timed_out() -> Unavailable:
-    return Unavailable("The database did not answer in time; try again shortly.", retry_after=1)
+def timed_out() -> TimedOut:
+    return TimedOut("The database did not answer in time; try again shortly.")
 
 
 class map_errors:

@@ -42,7 +42,7 @@ from .. import metrics
 from ..audit.chain import sign
 from ..audit.event import BLOCK, WRITE, outcome_of
 from ..crypto import KeyRing
-from ..errors import Unavailable, UniquenessViolation
+from ..errors import TimedOut, Unavailable, UniquenessViolation
 from ..repository.audit import AuditRepository
 
 if TYPE_CHECKING:
@@ -218,7 +218,7 @@ class AuditWriter:
             async with asyncio.timeout(max(within, 0.0)):
                 await future
         except TimeoutError:
-            raise Unavailable("The audit trail was not written in time; try again shortly.",
+            raise TimedOut("The audit trail was not written in time; try again shortly.",
                               retry_after=1) from None
 
     def record_later(self, event: dict[str, Any], arrival: Arrival | None = None, *,
