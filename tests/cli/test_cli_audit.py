@@ -358,6 +358,38 @@ def test_a_rotation_whose_events_cannot_be_linked_re_wraps_and_says_so(
     assert taken_pending(settings, "{route: 'CLI keys rotate'}") == ["CLI keys rotate"] * 2
 
 
+def test_a_rotation_stopped_after_events_left_unlinked_still_counts_them(
+        cli, monkeypatch, settings):
+    """The first tenant's event cannot be linked, then Neo4j is lost: the run fails with the
+    loss, and a line before it counts the event left unlinked."""
+    from vaultgraph.cli.common import Progress
+    from vaultgraph.errors import Unavailable
+    from vaultgraph.repository.audit import AuditRepository
+    from vaultgraph.repository.database import Database
+
+    _, only, _ = rotating(cli, 3)
+    statement, lost = Database._statement, []
+
+    async def statement_unless_lost(self, *args, **kwargs):
+        if lost:
+            raise Unavailable()
+        return await statement(self, *args, **kwargs)
+
+    async def batch_fails(self, *args, **kwargs):
+        raise Unavailable()
+
+    monkeypatch.setattr(AuditRepository, "write_batch", batch_fails)
+    monkeypatch.setattr(Database, "_statement", statement_unless_lost)
+    monkeypatch.setattr(Progress, "__call__", lambda self, done, total=None: lost.append(done))
+    stopped = main_in_process(cli, monkeypatch, "keys", "rotate", *only)
+    assert (stopped.status, lost) == (1, [1]), stopped.stderr
+    assert ("vaultgraph: 1 tenant(s) were re-wrapped and their audit events stored with the "
+            "re-wraps, but the events could not be linked into their chains (vaultgraph audit "
+            "verify names them unlinked)\n") in stopped.stderr
+    monkeypatch.undo()
+    assert taken_pending(settings, "{route: 'CLI keys rotate'}") == ["CLI keys rotate"]
+
+
 def taken_pending(settings, where: str, **params) -> list[str]:
     """The routes of the pending events `where` (a node pattern's map) picks, deleted: stored
     by a change whose event was not linked, taken away so that no later `audit verify` of the

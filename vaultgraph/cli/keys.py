@@ -128,10 +128,17 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
                     rotation_lock(svc.database, _say_waiting)):
             await _check_ids(svc.tenants, only, to is None)
             rewrapping, unlinked = _rewrap_events(svc.audit_writer)
-            if to is None:
-                result = await _rotate_file(settings, svc, only, progress, rewrapping)
-            else:
-                result = await _rotate_to(settings, svc, to, only, progress, rewrapping)
+            try:
+                if to is None:
+                    result = await _rotate_file(settings, svc, only, progress, rewrapping)
+                else:
+                    result = await _rotate_to(settings, svc, to, only, progress, rewrapping)
+            except BaseException:
+                # Stopped (Neo4j lost, Ctrl-C) after events that could not be linked: the
+                # command's own failure line follows, and this one says they are there.
+                if unlinked:
+                    print(f"vaultgraph: {_unlinked_line(len(unlinked))}", file=sys.stderr)
+                raise
             return result, len(unlinked)
 
     if to is None:
@@ -143,12 +150,18 @@ def command(settings: Settings, args: argparse.Namespace) -> int:
     result, unlinked = run_async(work)
     reported = _report(result, progress, fix)
     if unlinked:
-        raise Failure(f"{unlinked} tenant(s) were re-wrapped and their audit events stored with "
-                      "the re-wraps, but the events could not be linked into their chains "
-                      "(vaultgraph audit verify names them unlinked)", "the re-wraps stand (they "
-                      "change no access): do not run the command again for them; check that "
-                      "Neo4j is reachable")
+        raise Failure(_unlinked_line(unlinked), _UNLINKED_FIX)
     return reported
+
+
+_UNLINKED_FIX = ("the re-wraps stand (they change no access): do not run the command again "
+                 "for them; check that Neo4j is reachable")
+
+
+def _unlinked_line(unlinked: int) -> str:
+    return (f"{unlinked} tenant(s) were re-wrapped and their audit events stored with the "
+            "re-wraps, but the events could not be linked into their chains (vaultgraph audit "
+            "verify names them unlinked)")
 
 
 def _say_waiting(holders: list[str]) -> None:
