@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..applications.model import ApiKeyInfo, Application, ApplicationDraft
@@ -45,7 +45,7 @@ class NewApplication:
 
     application: Application
     key_id: str
-    key: str
+    key: str = field(repr=False)  # shown once: never in a repr (a traceback, a log)
 
 
 def parse_draft(raw: object) -> ApplicationDraft:

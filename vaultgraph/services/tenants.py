@@ -57,7 +57,7 @@ class NewTenant:
 
     tenant_id: str
     application_id: str
-    key: str
+    key: str = field(repr=False)  # shown once: never in a repr (a traceback, a log)
     key_id: str
 
     def to_dict(self) -> dict:
