@@ -151,6 +151,8 @@ async def test_a_dump_and_its_key_file_restore_the_vault_in_a_new_home(tmp_path,
             f"vaultgraph: {dump} exists: name a new file, or pass --force to replace it")
         forced = a.cli("neo4j", "dump", "--to", str(dump), "--force")
         assert forced.status == 0, forced.stderr
+        assert forced.json() == {"database": "neo4j", "dump": str(dump),
+                                 "bytes": dump.stat().st_size, "restarted": False}
         assert sorted(p.name for p in dump.parent.iterdir()) == ["vault.dump"]  # no partial
 
         # Neo4j's own --overwrite-destination deletes the database before reading the dump: a

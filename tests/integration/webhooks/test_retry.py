@@ -165,6 +165,20 @@ async def test_the_webhooks_reach_and_its_permission_bound_a_retry(client, tenan
                         events[everywhere["id"]]))[0] == 202
 
 
+async def blocked_on_a_lock(db, marker: str) -> None:
+    """Returns once a transaction running a statement that holds `marker` is blocked on a lock
+    (`SHOW TRANSACTIONS`); fails after 30 s."""
+    for _ in range(600):
+        records, _, _ = await db.driver.execute_query(
+            "SHOW TRANSACTIONS YIELD status, currentQuery "
+            "WHERE status STARTS WITH 'Blocked' AND currentQuery CONTAINS $marker "
+            "RETURN count(*) AS blocked", {"marker": marker}, database_=db.database)
+        if records[0]["blocked"]:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("no transaction was blocked on a lock")
+
+
 async def test_a_retry_committed_while_the_prune_runs_keeps_its_delivery(client, tenant):
     """The prune reads the deliveries it deletes before it deletes them, in inner transactions:
     a delivery sent again between the two (here: a retry that commits while the prune waits on
@@ -187,7 +201,7 @@ async def test_a_retry_committed_while_the_prune_runs_keeps_its_delivery(client,
         await tx.run("MATCH (d:WebhookDelivery {webhook_id: $w, event_id: $e}) "
                      "SET d.state = 'pending', d.next_at = datetime()", where)
         prune = asyncio.create_task(repo.prune(retention=86_400.0))
-        await asyncio.sleep(1.0)  # the prune has read it and waits on the retry's lock
+        await blocked_on_a_lock(db, "WebhookAttempt")  # the prune read it, waits on the lock
         assert not prune.done()
         await tx.commit()
     await prune
