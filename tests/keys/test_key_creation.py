@@ -11,6 +11,8 @@ import os
 
 import orjson
 
+from vaultgraph.documentation import page
+
 from .conftest import vault_env, vaultgraph
 
 
@@ -20,7 +22,7 @@ async def test_a_command_that_does_not_rotate_never_creates_a_token_key(
     env = vault_env(hsm_settings, tmp_path)
     missing = (f"vaultgraph: no key labelled {label!r} in the PKCS#11 token {softhsm.label!r}: "
                "check VAULTGRAPH_PKCS11_KEY_LABEL; only vaultgraph serve (at start-up) and "
-               "vaultgraph keys rotate create a key in the token (docs/key-custody.md)\n")
+               f"vaultgraph keys rotate create a key in the token ({page('key-custody.md')})\n")
     for args in (("tenants", "list"), ("keys", "status"), ("tenants", "create", "--name", "x"),
                  ("audit", "verify"), ("keys", "rotate", "--to", "pkcs11:" + label + "-b")):
         done = await asyncio.to_thread(vaultgraph, env, *args)

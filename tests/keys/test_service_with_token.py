@@ -9,6 +9,7 @@ import dataclasses
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.app import create_app
+from vaultgraph.documentation import page
 from vaultgraph.keys.custody import open_custody
 
 from .conftest import MODULE, key_label, vault_env, vaultgraph
@@ -100,7 +101,7 @@ async def test_a_wrong_key_under_the_label_refuses_to_start(hsm_settings, tmp_pa
 
 
 FIX = ("check VAULTGRAPH_PKCS11_MODULE, VAULTGRAPH_PKCS11_TOKEN_LABEL, "
-       "VAULTGRAPH_PKCS11_PIN_FILE and VAULTGRAPH_PKCS11_KEY_LABEL (docs/key-custody.md)")
+       f"VAULTGRAPH_PKCS11_PIN_FILE and VAULTGRAPH_PKCS11_KEY_LABEL ({page('key-custody.md')})")
 
 
 async def test_a_wrong_pin_token_or_module_is_one_line(hsm_settings, softhsm, tmp_path):
