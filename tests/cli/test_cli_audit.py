@@ -204,17 +204,13 @@ def kek_events(cli, since: str, tenant_id: str) -> list[dict]:
     return [e for e in exported(cli, since, tenant_id) if e["operation"] == "kek:rotate"]
 
 
-def test_a_rotation_stopped_half_way_leaves_the_events_of_the_tenants_re_wrapped(
-        cli, monkeypatch):
-    """Neo4j is lost once the first of three tenants is re-wrapped: the run fails, and that
-    tenant's event is in its trail, linked, since each tenant's event is written with its
-    re-wrap (not after the run's last one); the two not re-wrapped have none. The next run
-    re-wraps them, each with its event, and none for the first again."""
+def lost_after_the_first_tenant(monkeypatch) -> list[int]:
+    """Neo4j "lost" once a rotation reports its first tenant done: every statement after that
+    raises `Unavailable`. The list the rotation's progress reports are kept in."""
     from vaultgraph.cli.common import Progress
     from vaultgraph.errors import Unavailable
     from vaultgraph.repository.database import Database
 
-    ids, only, since = rotating(cli, 3)
     statement, lost = Database._statement, []
 
     async def statement_unless_lost(self, *args, **kwargs):
@@ -224,6 +220,17 @@ def test_a_rotation_stopped_half_way_leaves_the_events_of_the_tenants_re_wrapped
 
     monkeypatch.setattr(Database, "_statement", statement_unless_lost)
     monkeypatch.setattr(Progress, "__call__", lambda self, done, total=None: lost.append(done))
+    return lost
+
+
+def test_a_rotation_stopped_half_way_leaves_the_events_of_the_tenants_re_wrapped(
+        cli, monkeypatch):
+    """Neo4j is lost once the first of three tenants is re-wrapped: the run fails, and that
+    tenant's event is in its trail, linked, since each tenant's event is written with its
+    re-wrap (not after the run's last one); the two not re-wrapped have none. The next run
+    re-wraps them, each with its event, and none for the first again."""
+    ids, only, since = rotating(cli, 3)
+    lost = lost_after_the_first_tenant(monkeypatch)
     stopped = main_in_process(cli, monkeypatch, "keys", "rotate", *only)
     assert (stopped.status, lost) == (1, [1]), stopped.stderr
     monkeypatch.undo()
@@ -362,25 +369,16 @@ def test_a_rotation_stopped_after_events_left_unlinked_still_counts_them(
         cli, monkeypatch, settings):
     """The first tenant's event cannot be linked, then Neo4j is lost: the run fails with the
     loss, and a line before it counts the event left unlinked."""
-    from vaultgraph.cli.common import Progress
     from vaultgraph.errors import Unavailable
     from vaultgraph.repository.audit import AuditRepository
-    from vaultgraph.repository.database import Database
 
     _, only, _ = rotating(cli, 3)
-    statement, lost = Database._statement, []
-
-    async def statement_unless_lost(self, *args, **kwargs):
-        if lost:
-            raise Unavailable()
-        return await statement(self, *args, **kwargs)
 
     async def batch_fails(self, *args, **kwargs):
         raise Unavailable()
 
     monkeypatch.setattr(AuditRepository, "write_batch", batch_fails)
-    monkeypatch.setattr(Database, "_statement", statement_unless_lost)
-    monkeypatch.setattr(Progress, "__call__", lambda self, done, total=None: lost.append(done))
+    lost = lost_after_the_first_tenant(monkeypatch)
     stopped = main_in_process(cli, monkeypatch, "keys", "rotate", *only)
     assert (stopped.status, lost) == (1, [1]), stopped.stderr
     assert ("vaultgraph: 1 tenant(s) were re-wrapped and their audit events stored with the "
