@@ -11,13 +11,14 @@ from marshmallow import Schema, ValidationError, fields, post_load, validates
 
 from vaultgraph.api import loading
 from vaultgraph.api.loading import compile_loader
+from vaultgraph.search.schemas import SearchBodySchema
 from vaultgraph.tokens.schemas import CreateTokenSchema, UpdateTokenSchema
 
 CARD = {"number": "4242424242424242", "expiration_month": 12}
 DEEP: list = []
 for _ in range(70):  # deeper than MAX_DATA_DEPTH
     DEEP = [DEEP]
-UNKNOWN = ("unknown", "Type")
+UNKNOWN = ("unknown", "Type", "Query")
 # Each field's candidates: accepted as they are, refused, or converted by marshmallow.
 VALUES = {
     "id": ["tok-123", "{{ data.number | last4 }}", "ab", "a/b/c", "{{ data.number | nope }}",
@@ -40,6 +41,15 @@ VALUES = {
     "unknown": [1, None],
     "Type": ["card"],
 }
+# A search body's: the page size is passed on as given (api/paging.py checks it).
+SEARCH_VALUES = {
+    "query": ["type:card", "descendant:tok-1 AND metadata.a:b", "", "x" * 3000, None, 5,
+              ["type:card"], {"q": 1}],
+    "size": [10, 1, 0, -1, 10.5, 10 ** 30, "ten", "10", True, None, [10]],
+    "start": ["WyIyMDI2Il0", "", "not a cursor", None, 5, ["a"]],
+    "unknown": [1, None],
+    "Query": ["type:card"],
+}
 
 
 def _outcome(load, body):
@@ -51,17 +61,21 @@ def _outcome(load, body):
 
 
 def _bodies(schema, rng: random.Random, count: int):
-    names = [name for name in VALUES if name in schema().fields or name in UNKNOWN]
+    values = SEARCH_VALUES if schema is SearchBodySchema else VALUES
+    names = [name for name in values if name in schema().fields or name in UNKNOWN]
     for _ in range(count):
-        body = {"type": "card", "data": CARD} if "type" in names else {"data": CARD}
+        if schema is SearchBodySchema:
+            body = {"query": "type:card"}
+        else:
+            body = {"type": "card", "data": CARD} if "type" in names else {"data": CARD}
         for name in rng.sample(names, rng.randint(0, 4)):
-            body[name] = rng.choice(VALUES[name])
+            body[name] = rng.choice(values[name])
         if rng.random() < 0.1:
             body.pop(rng.choice(list(body)))
         yield body
 
 
-@pytest.mark.parametrize("schema", [CreateTokenSchema, UpdateTokenSchema])
+@pytest.mark.parametrize("schema", [CreateTokenSchema, UpdateTokenSchema, SearchBodySchema])
 def test_a_compiled_loader_loads_as_marshmallow_does(schema):
     compiled, marshmallow = compile_loader(schema), schema().load
     assert compiled != marshmallow  # the schema is one the compiler knows
@@ -95,6 +109,8 @@ def test_a_plain_body_is_loaded_without_marshmallow(monkeypatch):
     assert list(loaded) == ["mask", "containers", "metadata", "search_indexes",
                             "deduplicate_token", "id", "type", "data"]
     assert loaded["containers"] is not body["containers"]  # a copy, as marshmallow gives
+    search = {"query": "descendant:tok-1", "size": 25, "start": None}
+    assert compile_loader(SearchBodySchema)(search) == search
 
 
 def test_a_value_marshmallow_converts_is_loaded_by_marshmallow():

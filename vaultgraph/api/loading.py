@@ -23,6 +23,7 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, missing
 from marshmallow.decorators import VALIDATES
 
+from ..search.schemas import PageSize
 from ..tokens.schemas import StringMap
 
 Loader = Callable[[Any], dict]
@@ -120,7 +121,8 @@ def _check(field: fields.Field) -> Check | None:
 
 def _convert(field: fields.Field) -> Check | None:
     kind = type(field)
-    if kind is fields.Raw:
+    # A search body's page size is passed on as the JSON gave it, for api/paging.py to check.
+    if kind is fields.Raw or kind is PageSize:
         return _as_is
     if kind is fields.String:
         return _string

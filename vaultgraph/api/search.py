@@ -6,15 +6,18 @@ from aiohttp import web
 
 from ..auth.permissions import TOKEN_SEARCH
 from ..pagination import Page, decode_cursor
-from ..search.schemas import SEARCH_BODY, SearchBodySchema, search_cursor
+from ..search.schemas import SearchBodySchema, search_cursor
 from . import ratelimit
 from .endpoints import Body, Endpoints, Reply
+from .loading import compile_loader
 from .paging import page_body, page_size
 from .request_io import principal, read_object
 from .schemas import TokenPageSchema
 from .typedefs import services_key, settings_key
 
 endpoints = Endpoints()
+# What SearchBodySchema().load gives, compiled once (loading.py).
+load_search = compile_loader(SearchBodySchema)
 
 
 @endpoints.post(
@@ -32,7 +35,7 @@ endpoints = Endpoints()
     body=Body(SearchBodySchema, "The query and the page wanted."),
     replies=(Reply(200, "A page of tokens, newest first.", TokenPageSchema),), reads_only=True)
 async def search_tokens(request: web.Request):
-    body = SEARCH_BODY.load(await read_object(request))
+    body = load_search(await read_object(request))
     size = page_size(body.get("size"), request.app[settings_key])
     start = body.get("start")
     page = Page(size=size, after=search_cursor(decode_cursor(start)) if start else None)

@@ -43,9 +43,6 @@ class SearchBodySchema(Schema):
         "pattern": "^[A-Za-z0-9_-]*$"})
 
 
-SEARCH_BODY = SearchBodySchema()
-
-
 def search_cursor(after: Any) -> tuple[str, str]:
     """A decoded search cursor: [created_at, id] of the last token shown."""
     if (isinstance(after, list) and len(after) == 2 and all(isinstance(x, str) for x in after)
