@@ -49,6 +49,33 @@ def test_token_id_rejects_whitespace_and_control_characters(char):
         validate_token_id(f"abc{char}def")
 
 
+def test_an_ascii_id_is_refused_by_the_rules_every_id_is():
+    """An ASCII id is checked by two searches, others character by character: every ASCII
+    character, alone and beside a non-ASCII one, gets the answer the rules give."""
+    reserved = set("#/\\+?[]|&=%<>{}^")
+    categories = {"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp"}
+
+    def outcome(value):
+        try:
+            return validate_token_id(value)
+        except ValueError as exc:
+            return str(exc)
+
+    for code in range(128):
+        ch = chr(code)
+        if ch in reserved:
+            expected = "must not contain any of # / \\ + ? [ ] | & = % < > { } ^"
+        elif unicodedata.category(ch) in categories:
+            expected = "must not contain whitespace or control characters"
+        else:
+            expected = None
+        for value in (f"ab{ch}c", f"\u00e9b{ch}c"):
+            assert outcome(value) == (value if expected is None else expected), (code, value)
+    # Both rules broken: the reserved character is named first, either way.
+    assert "must not contain any of" in outcome("a b#c")
+    assert "must not contain any of" in outcome("\u00e9 b#c")
+
+
 def test_token_id_must_be_a_string():
     with pytest.raises(ValueError, match="must be a string"):
         validate_token_id(12345)
