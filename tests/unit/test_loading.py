@@ -78,7 +78,7 @@ def _bodies(schema, rng: random.Random, count: int):
 @pytest.mark.parametrize("schema", [CreateTokenSchema, UpdateTokenSchema, SearchBodySchema])
 def test_a_compiled_loader_loads_as_marshmallow_does(schema):
     compiled, marshmallow = compile_loader(schema), schema().load
-    assert compiled != marshmallow  # the schema is one the compiler knows
+    assert loading._plan(schema()) is not None  # the schema is one the compiler knows
     outcomes = set()
     for body in _bodies(schema, random.Random(schema.__name__), 3000):
         expected = _outcome(marshmallow, body)
