@@ -23,10 +23,10 @@ CONTAINER_MAX_SEGMENTS = 20
 _FORBIDDEN_ID_CHARS = frozenset("#/\\+?[]|&=%<>{}^")
 # Control, format (zero-width), surrogate, private-use, unassigned, and separators.
 _FORBIDDEN_ID_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp"})
-# The same two rules for an ASCII id, one search each instead of a look-up per character: in
-# ASCII only C0, DEL (Cc) and the space (Zs) are of those categories
-# (tests/unit/test_token_fields.py checks both against the rules above).
-_FORBIDDEN_ASCII_ID_CHAR = re.compile(r"[#/\\+?\[\]|&=%<>{}^]")
+# The same two rules for an ASCII id, one search each instead of a look-up per character (the
+# first made from the set above); in ASCII only C0, DEL (Cc) and the space (Zs) are of those
+# categories (tests/unit/test_token_fields.py checks both against the rules above).
+_FORBIDDEN_ASCII_ID_CHAR = re.compile(f"[{re.escape(''.join(sorted(_FORBIDDEN_ID_CHARS)))}]")
 _FORBIDDEN_ASCII_ID_CATEGORY = re.compile("[\x00-\x20\x7f]")
 
 _CONTAINER_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
@@ -65,16 +65,12 @@ def validate_token_id(value: object) -> str:
         raise ValueError("must be a string")
     if not TOKEN_ID_MIN_LENGTH <= len(value) <= TOKEN_ID_MAX_LENGTH:
         raise ValueError(f"must be {TOKEN_ID_MIN_LENGTH} to {TOKEN_ID_MAX_LENGTH} characters long")
-    if value.isascii():
-        forbidden_char = _FORBIDDEN_ASCII_ID_CHAR.search(value) is not None
-        forbidden_category = _FORBIDDEN_ASCII_ID_CATEGORY.search(value) is not None
-    else:
-        forbidden_char = any(ch in _FORBIDDEN_ID_CHARS for ch in value)
-        forbidden_category = any(unicodedata.category(ch) in _FORBIDDEN_ID_CATEGORIES
-                                 for ch in value)
-    if forbidden_char:
+    ascii_only = value.isascii()
+    if (_FORBIDDEN_ASCII_ID_CHAR.search(value) if ascii_only
+            else any(ch in _FORBIDDEN_ID_CHARS for ch in value)):
         raise ValueError("must not contain any of # / \\ + ? [ ] | & = % < > { } ^")
-    if forbidden_category:
+    if (_FORBIDDEN_ASCII_ID_CATEGORY.search(value) if ascii_only
+            else any(unicodedata.category(ch) in _FORBIDDEN_ID_CATEGORIES for ch in value)):
         raise ValueError("must not contain whitespace or control characters")
     return value
 
