@@ -56,6 +56,10 @@ class BenchConfig:
                                     # throughput); 0: closed loop
     rounds: int = 1                 # windows per workload and side, the sides' order turned
                                     # about each round; the figures are the windows' together
+    one_rate: float = 0.75          # after each closed-loop workload, both sides again at one
+                                    # rate: this share of the slower side's closed-loop req/s,
+                                    # BENCH_ROUNDS rounds (what the service adds, judged where
+                                    # both do the same work a second); 0: not
     scale_sizes: str = "10000,100000"  # make bench-scale; add 1000000 for the full run
     soak: float = 300.0             # make bench-soak: seconds of the get workload, after warm-up
     soak_sample: float = 15.0       # seconds between the soak's memory samples
@@ -71,6 +75,9 @@ class BenchConfig:
                                  f"({self.concurrency / 10:g}): each connection waits "
                                  "concurrency / rate seconds between requests, and wrk counts "
                                  "a wait over 10 s as a timeout")
+        if not 0 <= self.one_rate < 1:
+            raise ValueError("BENCH_ONE_RATE must be 0 (no one-rate windows) or a share below 1 "
+                             "of the slower side's closed-loop requests a second")
         if self.audit_rounds < 0:
             raise ValueError("BENCH_AUDIT_ROUNDS must be 0 (BENCH_ROUNDS) or more")
 

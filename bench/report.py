@@ -56,6 +56,7 @@ def table(result: dict) -> str:
             r += " (with drain)"  # creates a second over the load and the drain: see the notes
         lines.append("| " + " | ".join([name, *_side(w["service"]), *_side(w["bare"]), r]) + " |")
     lines += cpu_table(result)
+    lines += one_rate_table(result)
     lines += floor_lines(result)
     lines += audit_table(result)
     lines += memory_lines(result)
@@ -178,9 +179,7 @@ def cpu_table(result: dict) -> list[str]:
         cells = [svc.get("service"), svc.get("neo4j"), svc.get("neo4j_jit"), svc.get("loadgen"),
                  bare.get("client"), bare.get("neo4j"), bare.get("neo4j_jit")]
         sides = [w.get(side) or {} for side in ("service", "bare")]
-        added = "-" if w.get("added_cpu_ms") is None else (
-            f"{w['added_cpu_ms']:.2f} (≤ {w['added_cpu_target_ms']:.2f}"
-            f"{'' if w['added_cpu_met'] else ': over'})")
+        added = _added(w)
         rows.append("| " + " | ".join([name, *(_cpu(c) for c in cells), added,
                                        _cpu(w.get("neo4j_added_cpu_ms")), *(" / ".join(
             "-" if side.get(key) is None else f"{side[key]:g}" for side in sides)
@@ -194,6 +193,72 @@ def cpu_table(result: dict) -> list[str]:
             "| audit events per batch, service / bare "
             "| Neo4j transactions per request, service / bare |",
             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|", *rows]
+
+
+def one_rate_table(result: dict) -> list[str]:
+    """Each workload again with both sides at one rate (BENCH_ONE_RATE), and how many
+    workloads are within the added-CPU and Neo4j targets there and in the closed loop."""
+    rows = []
+    for name, w in result["workloads"].items():
+        one = w.get("at_one_rate")
+        if not one:
+            continue
+        svc = (one.get("service") or {}).get("cpu_ms") or {}
+        bare = (one.get("bare") or {}).get("cpu_ms") or {}
+        rounds = ", ".join(f"{_cpu(r.get('added_cpu_ms'))}; {_cpu(r.get('neo4j_added_cpu_ms'))}"
+                           f"{_checkpointed(r)}" for r in one.get("rounds") or [])
+        rows.append(f"| {name} | {one['rate']:,.0f} | {one['service']['rps']:,.0f} "
+                    f"| {one['bare']['rps']:,.0f} | {_cpu(svc.get('service'))} "
+                    f"| {_cpu(bare.get('client'))} | {_added(one)} "
+                    f"| {_neo4j_added(one)} | {rounds or '-'} |")
+    if not rows:
+        return []
+    behind = [f"{name} ({side} {w['at_one_rate'][side]['rps']:,.0f} of "
+              f"{w['at_one_rate']['rate']:,.0f} a second)"
+              for name, w in result["workloads"].items() if w.get("at_one_rate")
+              for side in ("service", "bare")
+              if w["at_one_rate"][side]["rps"] < KEPT_UP * w["at_one_rate"]["rate"]]
+    return ["", "Both sides again at one rate, a share of the slower side's closed-loop req/s "
+                "(CPU ms per request):", "",
+            "| workload | rate | service req/s | bare req/s | service | bare client + driver "
+            "| added by the service (target) | added in Neo4j (≤ 0.05) "
+            "| its rounds (added; in Neo4j) |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|", *rows, "", targets_line(result),
+            *([f"Fell behind the rate (answered under {KEPT_UP:.0%} of it): "
+               + ", ".join(behind) + "."] if behind else [])]
+
+
+KEPT_UP = 0.97  # of the rate asked: below it, a side did not keep up with it
+
+
+def targets_line(result: dict) -> str:
+    """How many workloads are within the added-CPU and the Neo4j targets, in the closed loop
+    and at one rate."""
+    def count(entries: list[dict], key: str) -> str:
+        known = [e[key] for e in entries if e.get(key) is not None]
+        return f"{sum(known)} of {len(known)}"
+
+    workloads = list(result["workloads"].values())
+    closed = [w for w in workloads if not w.get("fixed_rate")]
+    # A workload measured at a fixed rate (webhook_create's deliveries) is at one rate already.
+    at_rate = [w.get("at_one_rate") or w for w in workloads
+               if w.get("at_one_rate") or w.get("fixed_rate")]
+    return (f"Within target at one rate: added CPU {count(at_rate, 'added_cpu_met')}, "
+            f"Neo4j {count(at_rate, 'neo4j_added_cpu_met')}; in the closed loop: added CPU "
+            f"{count(closed, 'added_cpu_met')}, Neo4j {count(closed, 'neo4j_added_cpu_met')}.")
+
+
+def _added(entry: dict) -> str:
+    if entry.get("added_cpu_ms") is None:
+        return "-"
+    return (f"{entry['added_cpu_ms']:.2f} (≤ {entry['added_cpu_target_ms']:.2f}"
+            f"{'' if entry['added_cpu_met'] else ': over'})")
+
+
+def _neo4j_added(entry: dict) -> str:
+    if entry.get("neo4j_added_cpu_ms") is None:
+        return "-"
+    return f"{entry['neo4j_added_cpu_ms']:.2f}{'' if entry['neo4j_added_cpu_met'] else ': over'}"
 
 
 def floor_lines(result: dict) -> list[str]:

@@ -50,6 +50,7 @@ from .stats import (
     audit_rounds,
     combined,
     neo4j_added_outside_checkpoints,
+    one_rate,
     ratio,
     settled,
 )
@@ -370,12 +371,15 @@ class Bench:
     async def service_side(self, w: Workload, ctx: Context, rng: random.Random, *,
                            settle: Callable[[], Awaitable[None]] | None = None,
                            tail: Callable[[], Awaitable[None]] | None = None,
-                           service: Service | None = None) -> Result:
+                           service: Service | None = None,
+                           rate: float | None = None) -> Result:
         """`settle`: awaited between the warm-up and the measured window; `tail`: awaited
         after the load, within the window (its CPU counted, its time not: requests a second
         are the load's); `service`: another than the run's (the audit
-        trail's off side), warmed by its caller."""
-        cfg, rate = self.cfg, self.rate(w)
+        trail's off side), warmed by its caller; `rate`: requests a second other than the
+        workload's own (`rate`)."""
+        cfg = self.cfg
+        rate = self.rate(w) if rate is None else rate
         loadgen = self.loadgen if service is None else self.loadgen.at(service.url)
         service = service or self.service
         if warmup := self.warmup():
@@ -445,9 +449,11 @@ class Bench:
 
     async def bare_side(self, w: Workload, ctx: Context, rng: random.Random, *,
                         settle: Callable[[], Awaitable[None]] | None = None,
-                        tail: Callable[[], Awaitable[None]] | None = None) -> Result:
-        """`settle` and `tail` as for `service_side`."""
-        cfg, rate = self.cfg, self.rate(w)
+                        tail: Callable[[], Awaitable[None]] | None = None,
+                        rate: float | None = None) -> Result:
+        """`settle`, `tail` and `rate` as for `service_side`."""
+        cfg = self.cfg
+        rate = self.rate(w) if rate is None else rate
         op = bare_op(w, ctx)
         if cfg.warmup > 0:
             await run_bare(op, w.items(ctx, rng), cfg.concurrency, cfg.warmup, rate=rate)
@@ -557,9 +563,38 @@ class Bench:
         if status >= 400:
             say(f"{w.name}: the probe request answered {status}; measuring anyway")
         entry["settle"] = await self.settle_workload(w, ctx)
-        # The service's side first, unless BENCH_BARE_FIRST; with BENCH_ROUNDS, the order turns
-        # about each round. A difference between the sides that follows the order (the store a
-        # write workload leaves, a JVM still compiling) shows so, and rounds average it out.
+        sides = await self.in_rounds(w, ctx, rng, self.rate(w), entry)
+        service, bare = sides["service"], sides["bare"]
+        entry.update(available=True, service=service.to_dict(),
+                     bare=bare.to_dict() if bare else None, ratio=ratio(service, bare))
+        entry.update(added_cpu(service, bare, w.added_cpu_target_ms) or {})
+        entry.update(sides["checkpoints"])
+        if not self.rate(w) and (rate := one_rate(
+                service.rps, bare.rps, self.cfg.one_rate, self.cfg.concurrency)):
+            say(f"{w.name}: both sides again at one rate, {rate:,.0f} req/s")
+            at_rate = await self.in_rounds(w, ctx, rng, rate, {})
+            entry["at_one_rate"] = {
+                "rate": rate, "service": at_rate["service"].to_dict(),
+                "bare": at_rate["bare"].to_dict(), "rounds": at_rate["rounds"],
+                **(added_cpu(at_rate["service"], at_rate["bare"], w.added_cpu_target_ms)
+                   or {}),
+                **at_rate["checkpoints"]}
+        if summary := await self.jfr_summary(w.name):
+            entry["neo4j_jfr"] = summary
+        if w.items_per_request > 1:
+            entry["items_per_request"] = w.items_per_request
+            entry["service_tokens_per_s"] = round(service.rps * w.items_per_request, 1)
+        return entry
+
+    async def in_rounds(self, w: Workload, ctx: Context, rng: random.Random, rate: float,
+                        entry: dict) -> dict:
+        """Both sides of `w` at `rate` (0: a closed loop), BENCH_ROUNDS windows each: each
+        side's windows together (`service`, `bare`), each round's figures (`rounds`, kept in
+        `entry` too when there are several) and what the checkpoints did to Neo4j's difference
+        (`checkpoints`). The service's side first, unless BENCH_BARE_FIRST; with BENCH_ROUNDS,
+        the order turns about each round. A difference between the sides that follows the order
+        (the store a write workload leaves, a JVM still compiling) shows so, and rounds average
+        it out."""
         sides: dict[str, list[Result]] = {"service": [], "bare": []}
         firsts: list[str] = []
         for n in range(max(1, self.cfg.rounds)):
@@ -571,29 +606,21 @@ class Bench:
                 if side == "service":
                     say(f"{w.name}: service via {self.loadgen.name}, "
                         f"{self.cfg.concurrency} connections")
-                    one = await self.service_side(w, ctx, rng)
+                    one = await self.service_side(w, ctx, rng, rate=rate)
                     entry["service_rss_mib_after"] = memory.mib(
                         memory.tree_rss_bytes(self.service.pid))
                 else:
-                    one = await self.bare_side(w, ctx, rng)
+                    one = await self.bare_side(w, ctx, rng, rate=rate)
                 sides[side].append(one)
                 say(f"{w.name}: {side:<7} {one.rps:,.0f} req/s, p50 {one.p50_ms:.1f} ms")
-        if len(sides["service"]) > 1:
-            entry["rounds"] = [
-                {"first": first, "service": s.to_dict(), "bare": b.to_dict(),
-                 "ratio": ratio(s, b), **(added_cpu(s, b, w.added_cpu_target_ms) or {})}
-                for first, s, b in zip(firsts, sides["service"], sides["bare"], strict=True)]
-        service, bare = combined(sides["service"]), combined(sides["bare"])
-        entry.update(available=True, service=service.to_dict(),
-                     bare=bare.to_dict() if bare else None, ratio=ratio(service, bare))
-        entry.update(added_cpu(service, bare, w.added_cpu_target_ms) or {})
-        entry.update(neo4j_added_outside_checkpoints(sides["service"], sides["bare"]))
-        if summary := await self.jfr_summary(w.name):
-            entry["neo4j_jfr"] = summary
-        if w.items_per_request > 1:
-            entry["items_per_request"] = w.items_per_request
-            entry["service_tokens_per_s"] = round(service.rps * w.items_per_request, 1)
-        return entry
+        rounds = [{"first": first, "service": s.to_dict(), "bare": b.to_dict(),
+                   "ratio": ratio(s, b), **(added_cpu(s, b, w.added_cpu_target_ms) or {})}
+                  for first, s, b in zip(firsts, sides["service"], sides["bare"], strict=True)]
+        if len(rounds) > 1:
+            entry["rounds"] = rounds
+        return {"service": combined(sides["service"]), "bare": combined(sides["bare"]),
+                "rounds": rounds,
+                "checkpoints": neo4j_added_outside_checkpoints(sides["service"], sides["bare"])}
 
     async def outbox_workload(self, w: Workload) -> dict:
         """`w` with one subscribed webhook, each side delivering its own events to the

@@ -100,6 +100,9 @@ def ratio(service: Result | None, bare: Result | None) -> float | None:
     return round(service.rps / bare.rps, 3)
 
 
+NEO4J_ADDED_TARGET_MS = 0.05  # Neo4j's CPU a request, the service's side less the bare side's
+
+
 def added_cpu(service: Result | None, bare: Result | None, target_ms: float) -> dict | None:
     """What the service adds over the bare client doing the same work, per request: its own CPU
     less the bare client's and driver's (`added_cpu_ms`, against `target_ms`), and its Neo4j's
@@ -114,7 +117,23 @@ def added_cpu(service: Result | None, bare: Result | None, target_ms: float) -> 
     if svc.get("neo4j") is not None and own.get("neo4j") is not None:
         out["neo4j_added_cpu_ms"] = round((svc["neo4j"] - (svc.get("neo4j_jit") or 0))
                                           - (own["neo4j"] - (own.get("neo4j_jit") or 0)), 3)
+        out["neo4j_added_cpu_met"] = out["neo4j_added_cpu_ms"] <= NEO4J_ADDED_TARGET_MS
     return out
+
+
+def one_rate(service_rps: float, bare_rps: float, share: float,
+             concurrency: int) -> float | None:
+    """The rate both sides are loaded at after their closed loop: `share` of the slower side's
+    requests a second there, in whole requests. In a closed loop the slower side pays more a
+    request for what does not depend on the request (a wake-up of Neo4j's threads, of the
+    event loop, an audit batch's commit, shared by fewer requests), so what the service adds
+    is judged where both sides answer the same requests a second. Below the slower side's
+    closed-loop rate, so that both keep up. None when `share` is 0, or when the rate would be
+    under `concurrency` / 10 a second (wrk would time each connection out between requests)."""
+    rate = float(int(share * min(service_rps, bare_rps)))
+    if share <= 0 or rate < concurrency / 10:
+        return None
+    return rate
 
 
 def above_floor(workloads: dict[str, dict], floor_ms: float | None) -> None:

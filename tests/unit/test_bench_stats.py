@@ -89,9 +89,75 @@ def test_added_cpu_is_the_service_less_the_bare_client_and_judged_against_its_ta
     bare = side({"client": 0.5, "neo4j": 1.0, "neo4j_jit": 0.0})
     assert added_cpu(service, bare, 0.30) == {
         "added_cpu_ms": 0.4, "added_cpu_target_ms": 0.30, "added_cpu_met": False,
-        "neo4j_added_cpu_ms": 0.3}
+        "neo4j_added_cpu_ms": 0.3, "neo4j_added_cpu_met": False}
     assert added_cpu(service, bare, 0.60)["added_cpu_met"] is True
     assert added_cpu(service, side(None), 0.30) is None
+    # Neo4j's target: at most 0.05 ms a request more on the service's side, JIT apart.
+    close = side({"service": 0.9, "neo4j": 1.25, "neo4j_jit": 0.2})
+    assert added_cpu(close, bare, 0.30)["neo4j_added_cpu_ms"] == 0.05
+    assert added_cpu(close, bare, 0.30)["neo4j_added_cpu_met"] is True
+
+
+def test_one_rate_is_a_share_of_the_slower_sides_closed_loop_in_whole_requests():
+    from bench.stats import one_rate
+
+    assert one_rate(503.1, 587.2, 0.75, 32) == 377.0
+    assert one_rate(2533.1, 1901.4, 0.75, 32) == 1426.0  # whichever side is slower
+    assert one_rate(500.0, 600.0, 0.0, 32) is None       # switched off
+    # Under concurrency / 10 a second, wrk would time connections out between requests.
+    assert one_rate(4.0, 10.0, 0.75, 32) is None
+    assert one_rate(5.0, 10.0, 0.75, 32) is None
+    assert one_rate(5.0, 10.0, 0.75, 30) == 3.0
+
+
+def test_bench_one_rate_is_a_share_below_one():
+    from bench.config import BenchConfig
+
+    assert BenchConfig.from_env({}).one_rate == 0.75
+    assert BenchConfig.from_env({"BENCH_ONE_RATE": "0"}).one_rate == 0
+    for bad in ("1", "1.5", "-0.1"):
+        with pytest.raises(ValueError, match="BENCH_ONE_RATE"):
+            BenchConfig.from_env({"BENCH_ONE_RATE": bad})
+
+
+def test_the_report_gives_each_workload_at_one_rate_and_counts_the_targets_both_ways():
+    from bench import report
+
+    def side(rps, cpu):
+        return {"rps": rps, "cpu_ms": cpu}
+
+    def at(added, met, neo, neo_met):
+        return {"added_cpu_ms": added, "added_cpu_target_ms": 0.30, "added_cpu_met": met,
+                "neo4j_added_cpu_ms": neo, "neo4j_added_cpu_met": neo_met}
+
+    result = {"workloads": {
+        # over both targets in the closed loop, within both at one rate
+        "update": {**at(0.33, False, 0.09, False), "at_one_rate": {
+            "rate": 377.0, "service": side(377.2, {"service": 1.61}),
+            "bare": side(376.9, {"client": 1.33}), **at(0.28, True, -0.02, True),
+            "rounds": [{**at(0.27, True, -0.04, True)},
+                       {**at(0.29, True, 0.0, True),
+                        "service": {"neo4j_background": {"checkpoints": 1}}}]}},
+        "get": {**at(0.16, True, 0.01, True), "at_one_rate": {
+            "rate": 1688.0, "service": side(1690, {"service": 0.41}),
+            "bare": side(1687, {"client": 0.26}), **at(0.15, True, 0.07, False),
+            "rounds": []}},
+        # measured at a fixed rate already: counted at one rate, not in the closed loop
+        "webhook_create": {"fixed_rate": 300.0, **at(0.18, True, -0.27, True)},
+        "proxy": {"available": False}}}
+    lines = report.one_rate_table(result)
+    assert lines[5].startswith("| update | 377 | 377 | 377 | 1.61 | 1.33 | 0.28 (≤ 0.30) | -0.02 ")
+    assert "| 0.27; -0.04, 0.29; 0.00 (checkpoint: service) |" in lines[5]
+    assert lines[6].startswith("| get | 1,688 | 1,690 | 1,687 | 0.41 | 0.26 | 0.15 (≤ 0.30) "
+                               "| 0.07: over | - |")
+    assert lines[-1] == ("Within target at one rate: added CPU 3 of 3, Neo4j 2 of 3; in the "
+                         "closed loop: added CPU 1 of 2, Neo4j 1 of 2.")
+    # A side that answered under 97 % of the rate did not keep up: the report says so.
+    result["workloads"]["get"]["at_one_rate"]["service"]["rps"] = 1245
+    assert report.one_rate_table(result)[-1] == (
+        "Fell behind the rate (answered under 97% of it): get (service 1,245 of 1,688 a "
+        "second).")
+    assert report.one_rate_table({"workloads": {"get": at(0.16, True, 0.01, True)}}) == []
 
 
 def test_added_cpu_above_the_floor_is_given_for_each_workload_that_has_it():
