@@ -144,6 +144,7 @@ class Bench:
         self.idle = kept_sessions()  # the bare side's, shared by every `context`
         self.jfr: jfr.Recording | None = None  # BENCH_JFR: one recording for the whole run
         self.windows: dict[str, dict[str, list[jfr.Window]]] = {}  # workload → side → windows
+        self.jfr_files = 0  # the run's JFR windows so far: each copied to a file of its own
         self.debug_log = DebugLog(neo.home / "logs" / "debug.log")
         self.pause_log = PauseLog(neo.pause_log)
         # The bare side's process times its own loop and collections, as the service does.
@@ -502,7 +503,8 @@ class Bench:
         # Copied out later (jfr_summary): a copy made now would cost Neo4j CPU that the
         # window's reading, taken after this returns, would count.
         kept = self.windows.setdefault(w.name, {}).setdefault(side, [])
-        out = self.cfg.work_dir / f"jfr-{w.name}-{side}-{len(kept) + 1}.jfr"
+        self.jfr_files += 1
+        out = self.cfg.work_dir / f"jfr-{self.jfr_files:03d}-{w.name}-{side}.jfr"
         kept.append(jfr.Window(out, begin, datetime.now(UTC)))
         return result
 
@@ -515,7 +517,7 @@ class Bench:
     async def jfr_summary(self, name: str) -> dict | None:
         """The workload's JFR samples by side, its windows together: each window copied out of
         the run's recording now, between windows."""
-        sides = self.windows.get(name)
+        sides = self.windows.pop(name, None)  # the next summary of `name` has its own windows
         if self.jfr is None or not sides:
             return None
         summary = {}
@@ -569,18 +571,28 @@ class Bench:
                      bare=bare.to_dict() if bare else None, ratio=ratio(service, bare))
         entry.update(added_cpu(service, bare, w.added_cpu_target_ms) or {})
         entry.update(sides["checkpoints"])
-        if not self.rate(w) and (rate := one_rate(
-                service.rps, bare.rps, self.cfg.one_rate, self.cfg.concurrency)):
+        if summary := await self.jfr_summary(w.name):  # the closed loop's windows alone
+            entry["neo4j_jfr"] = summary
+        if self.rate(w):
+            pass  # measured at a fixed rate already
+        elif rate := one_rate(service.rps, bare.rps, self.cfg.one_rate, self.cfg.concurrency):
             say(f"{w.name}: both sides again at one rate, {rate:,.0f} req/s")
-            at_rate = await self.in_rounds(w, ctx, rng, rate, {})
+            after: dict = {}
+            at_rate = await self.in_rounds(w, ctx, rng, rate, after)
+            entry["service_rss_mib_after"] = after["service_rss_mib_after"]
             entry["at_one_rate"] = {
                 "rate": rate, "service": at_rate["service"].to_dict(),
-                "bare": at_rate["bare"].to_dict(), "rounds": at_rate["rounds"],
+                "bare": at_rate["bare"].to_dict(), "ratio": ratio(at_rate["service"],
+                                                                  at_rate["bare"]),
+                "rounds": at_rate["rounds"],
                 **(added_cpu(at_rate["service"], at_rate["bare"], w.added_cpu_target_ms)
                    or {}),
                 **at_rate["checkpoints"]}
-        if summary := await self.jfr_summary(w.name):
-            entry["neo4j_jfr"] = summary
+            if summary := await self.jfr_summary(w.name):
+                entry["at_one_rate"]["neo4j_jfr"] = summary
+        elif self.cfg.one_rate:
+            say(f"{w.name}: not measured at one rate (the slower side's closed loop is too "
+                "slow for a rate of at least BENCH_CONCURRENCY / 10)")
         if w.items_per_request > 1:
             entry["items_per_request"] = w.items_per_request
             entry["service_tokens_per_s"] = round(service.rps * w.items_per_request, 1)
@@ -612,7 +624,8 @@ class Bench:
                 else:
                     one = await self.bare_side(w, ctx, rng, rate=rate)
                 sides[side].append(one)
-                say(f"{w.name}: {side:<7} {one.rps:,.0f} req/s, p50 {one.p50_ms:.1f} ms")
+                say(f"{w.name}: {side:<7} {one.rps:,.0f} req/s, p50 {one.p50_ms:.1f} ms"
+                    + (f" (at {rate:,.0f} a second)" if rate else ""))
         rounds = [{"first": first, "service": s.to_dict(), "bare": b.to_dict(),
                    "ratio": ratio(s, b), **(added_cpu(s, b, w.added_cpu_target_ms) or {})}
                   for first, s, b in zip(firsts, sides["service"], sides["bare"], strict=True)]

@@ -939,3 +939,65 @@ def test_an_empty_audit_off_setting_skips_the_comparison_and_other_empty_setting
     empty = BenchConfig.from_env({"BENCH_AUDIT_OFF": "", "BENCH_LOADGEN": ""})
     assert empty.audit_off_workloads() == []
     assert empty.loadgen == "wrk"
+
+
+def test_a_workload_is_measured_again_with_both_sides_at_one_rate(monkeypatch):
+    """`Bench.workload` with its sides stubbed: the closed loop's rounds, then as many with
+    both sides at 75 % of the slower side's closed-loop rate; none for a workload at a fixed
+    rate."""
+    import asyncio
+    import types
+
+    import bench.run as run
+    from bench.config import BenchConfig
+    from bench.workloads import WORKLOADS
+
+    update = next(w for w in WORKLOADS if w.name == "update")
+    asked: list[tuple[str, float]] = []
+
+    def bench(**settings):
+        b = run.Bench.__new__(run.Bench)
+        b.cfg = BenchConfig(rounds=2, **settings)
+        b.service = types.SimpleNamespace(url="http://service", pid=os.getpid())
+        b.tenant = types.SimpleNamespace(app_key="key")
+        b.loadgen = types.SimpleNamespace(name="wrk")
+        b.jfr, b.windows = None, {}
+        b.context = lambda: types.SimpleNamespace(ids=["t-1", "t-2"])
+
+        async def settle(w, ctx):
+            return {}
+
+        def side(name, rps_closed, cpu):
+            async def measure(w, ctx, rng, *, rate=None):
+                rate = b.rate(w) if rate is None else rate
+                asked.append((name, rate))
+                rps = rate or rps_closed  # a side keeps up with any rate asked
+                return Result(requests=int(rps * 10), errors=0, seconds=10, p50_ms=1,
+                              p99_ms=2, p999_ms=3, cpu_ms={**cpu, "neo4j": 1.0 + rate / 1e4})
+            return measure
+
+        b.settle_workload = settle
+        b.service_side = side("service", 503.1, {"service": 1.6})
+        b.bare_side = side("bare", 587.2, {"client": 1.3})
+        return b
+
+    monkeypatch.setattr(run, "probe", lambda url, key, request: (200, {}))
+    entry = asyncio.run(bench().workload(update))
+    assert asked == [("service", 0), ("bare", 0), ("bare", 0), ("service", 0),
+                     ("service", 377.0), ("bare", 377.0), ("bare", 377.0), ("service", 377.0)]
+    # The closed loop's figures as before, and the one-rate ones beside them.
+    assert entry["service"]["rps"] == 503.1 and len(entry["rounds"]) == 2
+    assert entry["added_cpu_ms"] == 0.3 and entry["added_cpu_met"] is True
+    one = entry["at_one_rate"]
+    assert one["rate"] == 377.0 and one["service"]["rps"] == one["bare"]["rps"] == 377.0
+    assert [r["first"] for r in one["rounds"]] == ["service", "bare"]
+    assert one["added_cpu_ms"] == 0.3 and one["neo4j_added_cpu_ms"] == 0.0
+    assert entry["service_rss_mib_after"] > 0
+
+    asked.clear()
+    entry = asyncio.run(bench(fixed_rate=400).workload(update))
+    assert {rate for _, rate in asked} == {400}
+    assert len(asked) == 4 and "at_one_rate" not in entry
+    asked.clear()
+    entry = asyncio.run(bench(one_rate=0).workload(update))
+    assert len(asked) == 4 and "at_one_rate" not in entry
