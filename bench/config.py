@@ -56,7 +56,7 @@ class BenchConfig:
                                     # throughput); 0: closed loop
     rounds: int = 1                 # windows per workload and side, the sides' order turned
                                     # about each round; the figures are the windows' together
-    one_rate: float = 0.75          # after each closed-loop workload, both sides again at one
+    one_rate: float = 0.5           # after each closed-loop workload, both sides again at one
                                     # rate: this share of the slower side's closed-loop req/s,
                                     # BENCH_ROUNDS rounds (what the service adds, judged where
                                     # both do the same work a second); 0: not

@@ -113,7 +113,7 @@ def test_one_rate_is_a_share_of_the_slower_sides_closed_loop_in_whole_requests()
 def test_bench_one_rate_is_a_share_below_one():
     from bench.config import BenchConfig
 
-    assert BenchConfig.from_env({}).one_rate == 0.75
+    assert BenchConfig.from_env({}).one_rate == 0.5
     assert BenchConfig.from_env({"BENCH_ONE_RATE": "0"}).one_rate == 0
     for bad in ("1", "1.5", "-0.1"):
         with pytest.raises(ValueError, match="BENCH_ONE_RATE"):
@@ -943,7 +943,7 @@ def test_an_empty_audit_off_setting_skips_the_comparison_and_other_empty_setting
 
 def test_a_workload_is_measured_again_with_both_sides_at_one_rate(monkeypatch):
     """`Bench.workload` with its sides stubbed: the closed loop's rounds, then as many with
-    both sides at 75 % of the slower side's closed-loop rate; none for a workload at a fixed
+    both sides at half the slower side's closed-loop rate; none for a workload at a fixed
     rate."""
     import asyncio
     import types
@@ -957,7 +957,7 @@ def test_a_workload_is_measured_again_with_both_sides_at_one_rate(monkeypatch):
 
     def bench(**settings):
         b = run.Bench.__new__(run.Bench)
-        b.cfg = BenchConfig(rounds=2, **settings)
+        b.cfg = BenchConfig(rounds=2, **{"one_rate": 0.75, **settings})
         b.service = types.SimpleNamespace(url="http://service", pid=os.getpid())
         b.tenant = types.SimpleNamespace(app_key="key")
         b.loadgen = types.SimpleNamespace(name="wrk")
