@@ -189,7 +189,7 @@ def cpu_table(result: dict) -> list[str]:
     return ["", "CPU ms per request (user + system, from /proc over the measured window):", "",
             "| workload | service | its Neo4j | of which JIT | load generator "
             "| bare client + driver | bare's Neo4j | of which JIT "
-            "| added by the service (target) | added in Neo4j (JIT apart) "
+            "| added by the service (target) | added in Neo4j (JIT, index sampling apart) "
             "| audit events per batch, service / bare "
             "| Neo4j transactions per request, service / bare |",
             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|", *rows]

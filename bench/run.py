@@ -489,7 +489,8 @@ class Bench:
                                                  "threads_ms": threads},
                        stalls=stalls.between(figures_before, figures_after),
                        cpu_ms={**cpu.per_request(before, after, result.requests),
-                               "neo4j_jit": threads["jit"]},
+                               "neo4j_jit": threads["jit"],
+                               "neo4j_index_sampling": threads.get("index_sampling")},
                        audit_batch_mean=stalls.batch_mean(figures_before, figures_after),
                        neo4j_tx=transactions_per_request(tx_before, await transaction_number(ctx),
                                                          result.requests))

@@ -106,7 +106,11 @@ NEO4J_ADDED_TARGET_MS = 0.05  # Neo4j's CPU a request, the service's side less t
 def added_cpu(service: Result | None, bare: Result | None, target_ms: float) -> dict | None:
     """What the service adds over the bare client doing the same work, per request: its own CPU
     less the bare client's and driver's (`added_cpu_ms`, against `target_ms`), and its Neo4j's
-    less the bare side's Neo4j's (`neo4j_added_cpu_ms`; JIT compilation apart on both sides)."""
+    less the bare side's Neo4j's (`neo4j_added_cpu_ms`), with two kinds of Neo4j's work set
+    apart on both sides: its JIT compiler's, and its index sampling's. Neo4j samples an index
+    once it has changed by a share since its last sample, on its own schedule, in whichever
+    side's window is open (0.30 ms a request in both of a one-rate search's service windows,
+    none in the bare side's, in record 15)."""
     svc = (service.cpu_ms if service else None) or {}
     own = (bare.cpu_ms if bare else None) or {}
     if svc.get("service") is None or own.get("client") is None:
@@ -115,10 +119,15 @@ def added_cpu(service: Result | None, bare: Result | None, target_ms: float) -> 
            "added_cpu_target_ms": target_ms}
     out["added_cpu_met"] = out["added_cpu_ms"] <= target_ms
     if svc.get("neo4j") is not None and own.get("neo4j") is not None:
-        out["neo4j_added_cpu_ms"] = round((svc["neo4j"] - (svc.get("neo4j_jit") or 0))
-                                          - (own["neo4j"] - (own.get("neo4j_jit") or 0)), 3)
+        out["neo4j_added_cpu_ms"] = round(_neo4j_own(svc) - _neo4j_own(own), 3)
         out["neo4j_added_cpu_met"] = out["neo4j_added_cpu_ms"] <= NEO4J_ADDED_TARGET_MS
     return out
+
+
+def _neo4j_own(cpu_ms: dict) -> float:
+    """Neo4j's CPU a request less its JIT compiler's and its index sampling's."""
+    return (cpu_ms["neo4j"] - (cpu_ms.get("neo4j_jit") or 0)
+            - (cpu_ms.get("neo4j_index_sampling") or 0))
 
 
 def one_rate(service_rps: float, bare_rps: float, share: float,
