@@ -566,21 +566,24 @@ class Bench:
         if status >= 400:
             say(f"{w.name}: the probe request answered {status}; measuring anyway")
         entry["settle"] = await self.settle_workload(w, ctx)
-        sides = await self.in_rounds(w, ctx, rng, self.rate(w), entry)
+        sides = await self.in_rounds(w, ctx, rng, self.rate(w))
         service, bare = sides["service"], sides["bare"]
+        if len(sides["rounds"]) > 1:
+            entry["rounds"] = sides["rounds"]
+        entry["service_rss_mib_after"] = sides["service_rss_mib_after"]
         entry.update(available=True, service=service.to_dict(),
                      bare=bare.to_dict() if bare else None, ratio=ratio(service, bare))
         entry.update(added_cpu(service, bare, w.added_cpu_target_ms) or {})
         entry.update(sides["checkpoints"])
         if summary := await self.jfr_summary(w.name):  # the closed loop's windows alone
             entry["neo4j_jfr"] = summary
-        if self.rate(w):
-            pass  # measured at a fixed rate already
-        elif rate := one_rate(service.rps, bare.rps, self.cfg.one_rate, self.cfg.concurrency):
+        # A workload measured at a fixed rate (`rate`) is at one rate already.
+        rate = 0 if self.rate(w) else one_rate(service.rps, bare.rps, self.cfg.one_rate,
+                                               self.cfg.concurrency)
+        if rate:
             say(f"{w.name}: both sides again at one rate, {rate:,.0f} req/s")
-            after: dict = {}
-            at_rate = await self.in_rounds(w, ctx, rng, rate, after)
-            entry["service_rss_mib_after"] = after["service_rss_mib_after"]
+            at_rate = await self.in_rounds(w, ctx, rng, rate)
+            entry["service_rss_mib_after"] = at_rate["service_rss_mib_after"]
             entry["at_one_rate"] = {
                 "rate": rate, "service": at_rate["service"].to_dict(),
                 "bare": at_rate["bare"].to_dict(), "ratio": ratio(at_rate["service"],
@@ -591,7 +594,7 @@ class Bench:
                 **at_rate["checkpoints"]}
             if summary := await self.jfr_summary(w.name):
                 entry["at_one_rate"]["neo4j_jfr"] = summary
-        elif self.cfg.one_rate:
+        elif rate is None and self.cfg.one_rate:
             say(f"{w.name}: not measured at one rate (the slower side's closed loop is too "
                 "slow for a rate of at least BENCH_CONCURRENCY / 10)")
         if w.items_per_request > 1:
@@ -599,17 +602,18 @@ class Bench:
             entry["service_tokens_per_s"] = round(service.rps * w.items_per_request, 1)
         return entry
 
-    async def in_rounds(self, w: Workload, ctx: Context, rng: random.Random, rate: float,
-                        entry: dict) -> dict:
+    async def in_rounds(self, w: Workload, ctx: Context, rng: random.Random,
+                        rate: float) -> dict:
         """Both sides of `w` at `rate` (0: a closed loop), BENCH_ROUNDS windows each: each
-        side's windows together (`service`, `bare`), each round's figures (`rounds`, kept in
-        `entry` too when there are several) and what the checkpoints did to Neo4j's difference
-        (`checkpoints`). The service's side first, unless BENCH_BARE_FIRST; with BENCH_ROUNDS,
-        the order turns about each round. A difference between the sides that follows the order
-        (the store a write workload leaves, a JVM still compiling) shows so, and rounds average
-        it out."""
+        side's windows together (`service`, `bare`), each round's figures (`rounds`), what the
+        checkpoints did to Neo4j's difference (`checkpoints`) and the service's memory after
+        its last window (`service_rss_mib_after`). The service's side first, unless
+        BENCH_BARE_FIRST; with BENCH_ROUNDS, the order turns about each round. A difference
+        between the sides that follows the order (the store a write workload leaves, a JVM
+        still compiling) shows so, and rounds average it out."""
         sides: dict[str, list[Result]] = {"service": [], "bare": []}
         firsts: list[str] = []
+        rss_mib = None
         for n in range(max(1, self.cfg.rounds)):
             order = ["service", "bare"]
             if self.cfg.bare_first != (n % 2 == 1):
@@ -620,8 +624,7 @@ class Bench:
                     say(f"{w.name}: service via {self.loadgen.name}, "
                         f"{self.cfg.concurrency} connections")
                     one = await self.service_side(w, ctx, rng, rate=rate)
-                    entry["service_rss_mib_after"] = memory.mib(
-                        memory.tree_rss_bytes(self.service.pid))
+                    rss_mib = memory.mib(memory.tree_rss_bytes(self.service.pid))
                 else:
                     one = await self.bare_side(w, ctx, rng, rate=rate)
                 sides[side].append(one)
@@ -630,10 +633,8 @@ class Bench:
         rounds = [{"first": first, "service": s.to_dict(), "bare": b.to_dict(),
                    "ratio": ratio(s, b), **(added_cpu(s, b, w.added_cpu_target_ms) or {})}
                   for first, s, b in zip(firsts, sides["service"], sides["bare"], strict=True)]
-        if len(rounds) > 1:
-            entry["rounds"] = rounds
         return {"service": combined(sides["service"]), "bare": combined(sides["bare"]),
-                "rounds": rounds,
+                "rounds": rounds, "service_rss_mib_after": rss_mib,
                 "checkpoints": neo4j_added_outside_checkpoints(sides["service"], sides["bare"])}
 
     async def outbox_workload(self, w: Workload) -> dict:

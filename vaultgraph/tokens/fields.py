@@ -23,10 +23,10 @@ CONTAINER_MAX_SEGMENTS = 20
 _FORBIDDEN_ID_CHARS = frozenset("#/\\+?[]|&=%<>{}^")
 # Control, format (zero-width), surrogate, private-use, unassigned, and separators.
 _FORBIDDEN_ID_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp"})
-# The same two rules for an ASCII id, one search each instead of a look-up per character (the
-# first made from the set above); in ASCII only C0, DEL (Cc) and the space (Zs) are of those
-# categories (tests/unit/test_token_fields.py checks both against the rules above).
-_FORBIDDEN_ASCII_ID_CHAR = re.compile(f"[{re.escape(''.join(sorted(_FORBIDDEN_ID_CHARS)))}]")
+# The same two rules as searches instead of a look-up per character: the first made from the
+# set above, for any id; the second for an ASCII id, in which only C0, DEL (Cc) and the space
+# (Zs) are of those categories (tests/unit/test_token_fields.py checks both against the rules).
+_FORBIDDEN_ID_CHAR = re.compile(f"[{re.escape(''.join(sorted(_FORBIDDEN_ID_CHARS)))}]")
 _FORBIDDEN_ASCII_ID_CATEGORY = re.compile("[\x00-\x20\x7f]")
 
 _CONTAINER_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
@@ -65,11 +65,9 @@ def validate_token_id(value: object) -> str:
         raise ValueError("must be a string")
     if not TOKEN_ID_MIN_LENGTH <= len(value) <= TOKEN_ID_MAX_LENGTH:
         raise ValueError(f"must be {TOKEN_ID_MIN_LENGTH} to {TOKEN_ID_MAX_LENGTH} characters long")
-    ascii_only = value.isascii()
-    if (_FORBIDDEN_ASCII_ID_CHAR.search(value) if ascii_only
-            else any(ch in _FORBIDDEN_ID_CHARS for ch in value)):
+    if _FORBIDDEN_ID_CHAR.search(value):
         raise ValueError("must not contain any of # / \\ + ? [ ] | & = % < > { } ^")
-    if (_FORBIDDEN_ASCII_ID_CATEGORY.search(value) if ascii_only
+    if (_FORBIDDEN_ASCII_ID_CATEGORY.search(value) if value.isascii()
             else any(unicodedata.category(ch) in _FORBIDDEN_ID_CATEGORIES for ch in value)):
         raise ValueError("must not contain whitespace or control characters")
     return value
