@@ -1,6 +1,7 @@
 // @create_row(row): one row's token created as tokens/create creates one, in a statement that
 // unwinds rows (tokens/create_many, tokens/create_batch). `row` is a map {index, id, props,
-// expires_at, meta_kvs, dedup, index_digests, tenant_id}; the statement gives $expired_actor
+// expires_at, meta_kvs, dedup, index_digests, tenant_id, parent_id (absent or null: no
+// parent; the statement links the child to it)}; the statement gives $expired_actor
 // and $expired_reason. Dedup lock and match, an expired holder of the id retired as the sweeper
 // retires it (its dedup lock included), HAS_META and HAS_INDEX self-loops, the webhook event
 // (@outbox) of each change. The subquery runs row by row and sees the rows before it, so two
@@ -67,7 +68,8 @@ CALL ({node}) {
   WITH {node}, existing, taken, created, CASE WHEN created IS NOT NULL THEN {
          event_id: randomUUID(), type: "token.created", at: datetime(),
          tenant_id: created.tenant_id, token_id: created.id, token_type: created.type,
-         containers: created.containers, application_id: created.created_by} END AS webhook_event
+         containers: created.containers, application_id: created.created_by,
+         parent_id: {node}.parent_id} END AS webhook_event
   @outbox(webhook_event)
   RETURN coalesce(existing, created) AS t, existing IS NOT NULL AS deduplicated, taken
 }

@@ -1,6 +1,7 @@
 // Several requests' creates in one statement (repository/coalesce.py): creates sent while
 // earlier ones were still being written, each a $rows entry as tokens/create_many takes one
-// (its own tenant's), plus its request's audit event, signed at its place in a chain of write
+// (its own tenant's, with `parent_id`: null, or the parent it is created under), plus its
+// request's audit event, signed at its place in a chain of write
 // events ({audit_chain, audit_seq, audit, audit_at, audit_refs, audit_tenant_key}: its place,
 // and the rest of repository/audit_form.py placed_parts; `audit_chain` null: no event, a
 // write outside a request). Each row's token is created by @create_row: an id held by a live
@@ -14,10 +15,31 @@
 // (`audit` holds no place). Rows of several tenants may share the statement: each row reads
 // and writes only its own tenant's nodes.
 // @create_row/@token: cypher/fragments/ (expanded when the catalog loads).
+// A row under a parent is created as tokens/create creates a child: the parent must be live
+// and readable ($parent_prefixes, which every row of the statement shares), is write-locked,
+// and is checked again under the lock (reads under it see the committed state); a parent
+// deleted, merged away or swept meanwhile gets no child, and the row answers `orphan` (its
+// request's 404, with its event written at its place as that request ends, as for a taken id).
+// The rows come sorted by parent id, so two statements lock shared parents in one order.
 UNWIND $rows AS row
-@create_row(row)
-CALL (row, taken) {
-  WITH row WHERE row.audit_chain IS NOT NULL AND NOT taken
+OPTIONAL MATCH (p:Token {tenant_id: row.tenant_id, id: row.parent_id})
+  WHERE @visible(p, parent_prefixes)
+SET p._lock = true
+REMOVE p._lock
+WITH row, p, row.parent_id IS NOT NULL
+     AND NOT coalesce(p:Token AND @visible(p, parent_prefixes), false) AS orphan
+OPTIONAL CALL (row, orphan) {
+  WITH row WHERE NOT orphan
+  @create_row(row)
+  RETURN t, deduplicated, taken
+}
+WITH row, p, orphan, t, coalesce(deduplicated, false) AS deduplicated,
+     coalesce(taken, false) AS taken
+FOREACH (_ IN CASE WHEN p IS NOT NULL AND NOT orphan AND t IS NOT NULL THEN [1] ELSE [] END |
+  CREATE (p)-[:PARENT_OF {created_at: datetime()}]->(t))
+WITH row, t, deduplicated, taken, orphan
+CALL (row, taken, orphan) {
+  WITH row WHERE row.audit_chain IS NOT NULL AND NOT taken AND NOT orphan
   CREATE (audit_event:AuditEvent:WriteAuditEvent {chain: row.audit_chain, seq: row.audit_seq})
   SET audit_event += row.audit, audit_event.at = row.audit_at
   FOREACH (ref IN row.audit_refs |
@@ -25,4 +47,4 @@ CALL (row, taken) {
                                       token_rest: ref[1], at: audit_event.at}]->(audit_event))
 }
 RETURN row.index AS index, CASE WHEN t IS NULL THEN null ELSE @token(t) END AS token,
-       deduplicated, taken
+       deduplicated, taken, orphan

@@ -33,11 +33,14 @@ What a batch keeps of a single statement:
   never written or read.
 
 Only a create whose event the request can store at its place (or which has none: outside a
-request) is written together: a create under a parent, a deduplicating one, one whose event is
-stored pending, or one holding an Idempotency-Key entry is always sent alone (`single`, with
-its own prefix), as before. The token repository makes no `Together` when
-VAULTGRAPH_CREATE_BATCH_MAX is 1, and no `ReadTogether` when VAULTGRAPH_GET_BATCH_MAX is 1:
-every create, or every get, is then sent alone.
+request) is written together: a deduplicating create, one whose event is stored pending, or one
+holding an Idempotency-Key entry is always sent alone (`single`, with its own prefix), as
+before. A create under a parent is written together with those of the same readable prefixes
+(the parent's check takes them); a row whose parent is not found (gone, or not the caller's to
+read) stores nothing, and its request's 404 waits for its event, as a taken id's 409 does.
+The token repository makes no `Together` when VAULTGRAPH_CREATE_BATCH_MAX is 1, and no
+`ReadTogether` when VAULTGRAPH_GET_BATCH_MAX is 1: every create, or every get, is then sent
+alone.
 """
 
 from __future__ import annotations
@@ -185,8 +188,9 @@ class Together(_Lanes):
     async def write(self, params: dict[str, Any], shared: dict[str, Any],
                     row: dict[str, Any]) -> dict[str, Any] | None:
         """The single statement's record for `params` (its only row; None when it returns
-        none), or the batch's record for `row`, sent with the batch parameters `shared`:
-        either way {token, deduplicated, taken}."""
+        none: its parent is not found), or the batch's record for `row`, sent with the batch
+        parameters `shared` (None when the row's parent is not found): either way {token,
+        deduplicated, taken, orphan}."""
         db = self._db
         event = audit_context.write_event()
         if event is not None and (not is_placed(event)
@@ -198,12 +202,16 @@ class Together(_Lanes):
             record = await self._wait(shared, {**row, **row_event(event)})
         except _RunAlone:
             return _one(await db.write_event_with(self.single, params, event))
+        if record["orphan"]:  # no parent, so nothing stored: its 404 waits for its event
+            return None
         if not record["taken"]:  # a taken id stored nothing: its 409 waits for its event
             db.written(self.single, params, audited=event is not None)
         return record
 
     async def _send(self, batch: list[_Waiting]) -> None:
         metrics.WRITES_TOGETHER.observe(len(batch))
+        # By parent id: two statements lock the parents they share in one order.
+        batch.sort(key=_parent_id)
         outcome: BaseException = _RunAlone()
         for _ in range(2):
             # Only rows whose requests still wait: one that stopped is never written.
@@ -307,6 +315,10 @@ def row_event(event: dict[str, Any] | None) -> dict[str, Any]:
             "audit_tenant_key": parts["tenant_key"]}
 
 
+def _parent_id(waiting: _Waiting) -> str:
+    return waiting.row.get("parent_id") or ""
+
+
 def _one(records: list) -> dict[str, Any] | None:
     return _answer(records[0]) if records else None
 
@@ -318,4 +330,4 @@ def _first(records: list) -> Any | None:
 def _answer(record: Any) -> dict[str, Any]:
     """A create's record, alone (no `taken`: a taken id fails it) or as a batch's row."""
     return {"token": record["token"], "deduplicated": record["deduplicated"],
-            "taken": record.get("taken", False)}
+            "taken": record.get("taken", False), "orphan": record.get("orphan", False)}

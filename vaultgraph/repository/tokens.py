@@ -90,17 +90,21 @@ class TokenRepository:
                       meta_kvs=meta_kvs, index_digests=index_digests, dedup=dedup,
                       parent_id=parent_id, parent_prefixes=parent_prefixes or [],
                       expired_actor=expired[0], expired_reason=expired[1])
-        if parent_id is not None or dedup or self._creates is None:
+        if dedup or self._creates is None:
             records = await self._db.write("tokens/create", **params)
             if not records:
                 return None
             return Created(_token(records[0]), records[0]["deduplicated"])
-        # A plain create may be written together with others (repository/coalesce.py).
+        # A create that does not deduplicate, under a parent or not, may be written together
+        # with others (repository/coalesce.py): those under a parent with the same readable
+        # prefixes.
         record = await self._creates.write(
-            params, {"expired_actor": expired[0], "expired_reason": expired[1]},
+            params, {"expired_actor": expired[0], "expired_reason": expired[1],
+                     "parent_prefixes": params["parent_prefixes"]},
             {"tenant_id": tenant_id, "id": id, "props": props, "expires_at": expires,
-             "meta_kvs": meta_kvs, "dedup": False, "index_digests": index_digests})
-        if record is None:
+             "meta_kvs": meta_kvs, "dedup": False, "index_digests": index_digests,
+             "parent_id": parent_id})
+        if record is None:  # the parent is not found
             return None
         if record["taken"]:  # a live token holds the id, as the uniqueness constraint says alone
             raise UniquenessViolation()

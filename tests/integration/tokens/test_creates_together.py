@@ -13,7 +13,7 @@ import dataclasses
 import uuid
 
 import pytest
-from factories import database, new_tenant
+from factories import blocked_behind, database, new_tenant
 from neo4j.exceptions import ClientError
 from support import lanes
 
@@ -67,6 +67,17 @@ async def events_of(client, token_id: str) -> list[dict]:
     return [event_of(r["p"]) for r in await cypher(
         client, "MATCH (e:WriteAuditEvent) WHERE e.token_key = $k AND e.token_rest = $r "
                 "RETURN properties(e) AS p", k=parts["token_key"], r=parts["token_rest"])]
+
+
+async def events_naming(client, token_id: str) -> list[dict]:
+    """The write events that name `token_id`, first or beside another (a child create's name
+    its parent too: the others by their AUDIT_REF self-loops)."""
+    parts = query_ids(token_id=token_id)
+    return [event_of(r["p"]) for r in await cypher(
+        client, "MATCH (e:WriteAuditEvent) WHERE e.token_key = $k AND e.token_rest = $r "
+                "OR EXISTS { (e)-[ref:AUDIT_REF]->(e) WHERE ref.token_key = $k "
+                "AND ref.token_rest = $r } RETURN properties(e) AS p",
+        k=parts["token_key"], r=parts["token_rest"])]
 
 
 async def test_creates_that_wait_are_written_together_each_with_its_answer_and_event(
@@ -183,6 +194,141 @@ async def test_tenants_share_a_batch_each_row_with_its_own_tenant(client, admin_
         assert (await client.get(f"/tokens/{card['id']}", headers=theirs)).status == 404
         [event] = await events_of(client, card["id"])
         assert event["tenant_id"] == (tenant if i % 2 == 0 else other).tenant_id
+
+
+def post_child(client, headers, parent_id: str, number: str, **extra):
+    return asyncio.create_task(client.post(
+        f"/tokens/{parent_id}/children",
+        json={"type": "card", "data": {"number": number}, **extra}, headers=headers))
+
+
+async def created(client, headers, number: str) -> str:
+    answer = await client.post("/tokens", json={"type": "card", "data": {"number": number}},
+                               headers=headers)
+    assert answer.status == 201
+    return (await answer.json())["id"]
+
+
+@pytest.fixture
+def rows_written(client, monkeypatch):
+    """The records each batch statement returned (a batch that failed and went alone has
+    none): proof the rows were written together, not one by one after a refusal."""
+    db = database(client.server.app)
+    write_rows, written = db.write_rows, []
+
+    async def counted(name, params, until):
+        records = await write_rows(name, params, until)
+        written.append(len(records))
+        return records
+
+    monkeypatch.setattr(db, "write_rows", counted)
+    return written
+
+
+async def test_children_that_wait_are_written_together_each_under_its_parent(
+        client, admin_headers, rows_written):
+    resp = await client.post("/webhooks", json={"url": "https://hooks.example.com/in",
+                                                "events": ["token.created"]},
+                             headers=admin_headers)
+    hook = await resp.json()
+    parents = [await created(client, admin_headers, number) for number in CARDS[:2]]
+    under = [parents[0], parents[1], parents[0]]
+    before = batches()
+    async with lane_held(client, len(under)):
+        sent = [post_child(client, admin_headers, parent, number, metadata={"n": str(i)})
+                for i, (parent, number) in enumerate(zip(under, CARDS[2:], strict=True))]
+    answers = [await task for task in sent]
+    assert [a.status for a in answers] == [201] * len(under)
+    children = [(await a.json())["id"] for a in answers]
+    assert batches() == (before[0] + 1, before[1] + len(under))
+    assert rows_written == [len(under)]
+    for parent in parents:
+        page = await (await client.get(f"/tokens/{parent}/children",
+                                       headers=admin_headers)).json()
+        assert sorted(c["id"] for c in page["data"]) == sorted(
+            child for child, p in zip(children, under, strict=True) if p == parent)
+    keyring, chains = services(client).keyring, {services(client).audit_writer.chain}
+    for child, parent, number in zip(children, under, CARDS[2:], strict=True):
+        shown = await client.get(f"/tokens/{child}", headers=admin_headers)
+        assert (await shown.json())["data"] == {"number": number}
+        # Its event names the child and its parent, stored by the batch at its own place.
+        [event] = await events_naming(client, child)
+        assert (event["status"], event["operation"]) == (201, "token:create,token:read")
+        assert sorted(event["token_ids"]) == sorted([child, parent])
+        assert placed_holds(keyring, event)
+        chains.add(event["chain"])
+    deliveries = await cypher(
+        client, "MATCH (d:WebhookDelivery {webhook_id: $w, type: 'token.created'}) "
+                "WHERE d.token_id IN $ids RETURN d.token_id AS token, d.parent_id AS parent",
+        w=hook["id"], ids=children)
+    assert sorted((d["token"], d["parent"]) for d in deliveries) == sorted(
+        zip(children, under, strict=True))
+    await services(client).audit_writer.settle()
+    assert [f.describe() for f in await services(client).audit_log.verify(chains=chains)] == []
+
+
+async def test_a_child_whose_parent_is_not_found_in_a_batch_is_a_404_for_its_request_alone(
+        client, admin_headers, rows_written):
+    parent = await created(client, admin_headers, CARDS[0])
+    other = await new_tenant(client.server.app, "other")
+    theirs = await created(client, {"SVC-API-KEY": other.key}, CARDS[1])
+    ids = [str(uuid.uuid4()) for _ in range(3)]
+    async with lane_held(client, 3):
+        sent = [post_child(client, admin_headers, under, number, id=child_id)
+                for under, number, child_id in zip(
+                    [parent, str(uuid.uuid4()), theirs], CARDS[2:], ids, strict=True)]
+    answers = [await task for task in sent]
+    assert [a.status for a in answers] == [201, 404, 404]
+    assert rows_written == [3]
+    problems = [await a.json() for a in answers[1:]]
+    assert problems[0]["detail"] == problems[1]["detail"]  # another tenant's: as if none
+    for child_id, status in zip(ids, [201, 404, 404], strict=True):
+        assert (await client.get(f"/tokens/{child_id}", headers=admin_headers)).status == (
+            200 if status == 201 else 404)
+    await services(client).audit_writer.settle()
+    # The rows without a parent stored nothing; each 404 waited for its own event.
+    for child_id, status in zip(ids, [201, 404, 404], strict=True):
+        assert [e["status"] for e in await events_naming(client, child_id)] == [status]
+    assert together(client)._busy == 0
+
+
+async def test_a_parent_deleted_while_its_batch_waits_for_its_lock_gets_no_child(
+        client, admin_headers, tenant):
+    parent = await created(client, admin_headers, CARDS[0])
+    child_id = str(uuid.uuid4())
+
+    async def in_a_batch():
+        async with lane_held(client, 1):
+            task = post_child(client, admin_headers, parent, CARDS[1], id=child_id)
+        return await task
+
+    answer = await blocked_behind(
+        client.server.app,
+        [("MATCH (p:Token {tenant_id: $t, id: $id}) REMOVE p:Token SET p:DeletedToken",
+          {"t": tenant.tenant_id, "id": parent})],
+        in_a_batch(), statement="tokens/create_batch")
+    assert answer.status == 404
+    assert (await client.get(f"/tokens/{child_id}", headers=admin_headers)).status == 404
+    [linked] = await cypher(client, "MATCH (:DeletedToken {id: $id})-[r]->() "
+                                    "RETURN count(r) AS n", id=parent)
+    assert linked["n"] == 0
+
+
+async def test_plain_creates_and_children_waiting_together_go_in_statements_of_their_own(
+        client, admin_headers, rows_written):
+    parent = await created(client, admin_headers, CARDS[0])
+    before = batches()
+    async with lane_held(client, 4):
+        sent = [post(client, admin_headers, CARDS[1]),
+                post_child(client, admin_headers, parent, CARDS[2]),
+                post(client, admin_headers, CARDS[3]),
+                post_child(client, admin_headers, parent, CARDS[4])]
+    answers = [await task for task in sent]
+    assert [a.status for a in answers] == [201] * 4
+    # The children's parent check takes the caller's readable prefixes, which the plain
+    # creates' statement does not carry: two statements, of two rows each.
+    assert batches() == (before[0] + 2, before[1] + 4)
+    assert rows_written == [2, 2]
 
 
 async def test_a_create_near_its_deadline_is_sent_alone(client, admin_headers, monkeypatch):
