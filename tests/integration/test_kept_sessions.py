@@ -1,6 +1,7 @@
 """A statement's session is kept for the next statement (repository/database.py
 `IdleSessions`): one that read its whole result is given back holding no connection; one whose
-statement failed, or ran out of time, is closed and never given back; closing the `Database`
+statement failed, or ran out of time, is closed and never given back; a managed transaction
+takes and gives back the kept write sessions the same way; closing the `Database`
 closes those it kept, and those kept under another bookmark manager are closed once it changes;
 on one server a kept session sends no bookmark, not even its own last."""
 
@@ -84,6 +85,39 @@ async def test_a_session_whose_statement_failed_is_closed_not_kept(db, monkeypat
     assert len(opened) == 2 and not opened[1].closed()
 
 
+async def test_transactions_and_statements_share_the_kept_write_session(settings, monkeypatch):
+    # One pooled connection: a kept session that still held it would starve what comes next.
+    db = connect(dataclasses.replace(settings, neo4j_pool_size=1, neo4j_pool_warm=1,
+                                     neo4j_acquire_timeout=1.0))
+    opened = _counting(db, monkeypatch)
+    try:
+        for _ in range(3):
+            [record] = await db.transaction(lambda tx: tx.run("health/ping"))
+            assert record is not None
+            await db.write_unaudited("health/ping")
+        assert len(opened) == 1 and not opened[0].closed()
+        records, _, _ = await db.driver.execute_query("RETURN 1 AS one",
+                                                      database_=db.database)
+        assert records[0]["one"] == 1
+    finally:
+        await db.close()
+
+
+async def test_a_session_whose_transaction_failed_is_closed_not_kept(db, monkeypatch):
+    opened = _counting(db, monkeypatch)
+
+    async def work(tx):
+        await tx.run("health/ping")
+        raise LookupError("the work's own failure")
+
+    with pytest.raises(LookupError):
+        await db.transaction(work)
+    [failed] = opened
+    assert failed.closed()
+    await db.transaction(lambda tx: tx.run("health/ping"))
+    assert len(opened) == 2 and not opened[1].closed()
+
+
 async def test_a_session_whose_statement_ran_out_of_time_is_closed_not_kept(db, monkeypatch):
     opened = _counting(db, monkeypatch)
     db.timeout = 0.3  # an unbudgeted statement's deadline
@@ -157,8 +191,10 @@ async def test_sessions_kept_under_another_bookmark_manager_are_closed(db, monke
 
 
 def _runs_with_bookmarks(caplog) -> list[str]:
+    """The RUN and BEGIN messages sent with bookmarks (a transaction's go with its BEGIN)."""
     return [r.getMessage() for r in caplog.records
-            if "C: RUN" in r.getMessage() and "'bookmarks'" in r.getMessage()]
+            if ("C: RUN" in r.getMessage() or "C: BEGIN" in r.getMessage())
+            and "'bookmarks'" in r.getMessage()]
 
 
 async def test_on_one_server_a_kept_session_sends_no_bookmark(db, caplog):
@@ -169,6 +205,7 @@ async def test_on_one_server_a_kept_session_sends_no_bookmark(db, caplog):
     for _ in range(3):
         await db.read("health/ping")
         await db.write_unaudited("health/ping")
+        await db.transaction(lambda tx: tx.run("health/ping"))
     assert not _runs_with_bookmarks(caplog)
     # The check can fail: a session kept without a manager sends its own last bookmark.
     async with db.driver.session(database=db.database) as plain:

@@ -2,9 +2,10 @@
 
 A request's single statement runs as an auto-commit transaction: RUN and PULL go out together,
 so it costs one Bolt round trip (a managed transaction adds BEGIN and a COMMIT round trip, which
-measured at half the throughput here). Reads are routed as reads. The session a statement runs
-in is kept for the next one (`IdleSessions`): opening a session builds its configuration and
-leaves its objects in reference cycles that only the cyclic collector frees. A statement that
+measured at half the throughput here). Reads are routed as reads. The session a statement or a
+managed transaction runs in is kept for the next one (`IdleSessions`): opening a session builds
+its configuration and leaves its objects in reference cycles that only the cyclic collector
+frees. A statement that
 fails with a transient error (deadlock, lock timeout) was rolled back and is retried here; several
 statements that must commit together run in a managed transaction (`write_tx`), which the
 driver retries, so its work function is idempotent.
@@ -323,11 +324,22 @@ class Database:
         until = self._deadline()
         try:
             with spending(), _in_use():
-                async with (asyncio.timeout_at(until), map_errors(),
-                            self.session() as session):
+                async with asyncio.timeout_at(until), map_errors():
+                    # A kept session, as a statement takes one (`_statement`), given back
+                    # once its transaction has ended and never after a failure.
+                    idle, manager = self._idle[neo4j.WRITE_ACCESS], self.bookmarks
+                    if idle.manager is not manager:  # learnt or set since
+                        await idle.close(manager)
+                    session = idle.take() or self.session()
                     left = until - asyncio.get_running_loop().time()
-                    result = await session.execute_write(
-                        neo4j.unit_of_work(timeout=_server_timeout(left))(run))
+                    try:
+                        result = await session.execute_write(
+                            neo4j.unit_of_work(timeout=_server_timeout(left))(run))
+                    except BaseException as exc:
+                        await session.__aexit__(type(exc), exc, exc.__traceback__)
+                        raise
+                    if idle.manager is not manager or not idle.give(session):
+                        await session.close()
         except TimeoutError:
             raise timed_out() from None
         if last and last[0].event is not None:
@@ -462,10 +474,11 @@ NO_BOOKMARKS = _NoBookmarks()
 
 
 class IdleSessions:
-    """Sessions kept between auto-commit statements, for one access mode. A statement takes one
-    (None: it opens one), and gives it back once it has read the whole result: the driver has
-    then returned the session's connection to its pool, so a kept session holds none. One that
-    raised or was cancelled is closed instead. Opening a session for every statement cost the
+    """Sessions kept between auto-commit statements and managed transactions, for one access
+    mode. A statement or a transaction takes one (None: it opens one), and gives it back once
+    it has read the whole result, or the transaction has ended: the driver has then returned
+    the session's connection to its pool, so a kept session holds none. One that raised or was
+    cancelled is closed instead. Opening a session for every statement cost the
     client about a tenth more CPU a statement, one at a time or 32 in flight, much of it in
     the configuration each builds, whose objects and the session's own are left in reference
     cycles that only the cyclic collector frees (docs/adr/0036-sessions-kept-between-statements.md).
