@@ -1,7 +1,8 @@
 """A statement's session is kept for the next statement (repository/database.py
 `IdleSessions`): one that read its whole result is given back holding no connection; one whose
 statement failed, or ran out of time, is closed and never given back; a managed transaction
-takes and gives back the kept write sessions the same way; closing the `Database`
+takes and gives back the kept write sessions the same way, and sends its BEGIN with its
+first statement; closing the `Database`
 closes those it kept, and those kept under another bookmark manager are closed once it changes;
 on one server a kept session sends no bookmark, not even its own last."""
 
@@ -212,6 +213,17 @@ async def test_on_one_server_a_kept_session_sends_no_bookmark(db, caplog):
         for _ in range(2):
             await (await plain.run("RETURN 1")).consume()
     assert len(_runs_with_bookmarks(caplog)) == 1
+
+
+async def test_a_transaction_sends_its_begin_with_its_first_statement(db, caplog):
+    caplog.set_level(logging.DEBUG, logger="neo4j")
+    await db.transaction(lambda tx: tx.run("health/ping"))
+    sent = [m for m in (r.getMessage() for r in caplog.records) if " C: " in m or " S: " in m]
+    begin = next(i for i, m in enumerate(sent) if "C: BEGIN" in m)
+    run = next(i for i, m in enumerate(sent) if "C: RUN" in m)
+    # Nothing answered between them: the BEGIN did not wait for its own reply.
+    assert begin < run and not [m for m in sent[begin:run] if " S: " in m]
+    assert any("C: COMMIT" in m for m in sent[run:])
 
 
 async def test_no_more_than_the_limit_are_kept(db):

@@ -1,14 +1,14 @@
 """The Neo4j edge: one driver per process, named catalog statements, driver errors mapped.
 
 A request's single statement runs as an auto-commit transaction: RUN and PULL go out together,
-so it costs one Bolt round trip (a managed transaction adds BEGIN and a COMMIT round trip, which
-measured at half the throughput here). Reads are routed as reads. The session a statement or a
-managed transaction runs in is kept for the next one (`IdleSessions`): opening a session builds
-its configuration and leaves its objects in reference cycles that only the cyclic collector
-frees. A statement that
-fails with a transient error (deadlock, lock timeout) was rolled back and is retried here; several
-statements that must commit together run in a managed transaction (`write_tx`), which the
-driver retries, so its work function is idempotent.
+so it costs one Bolt round trip (a managed transaction adds a COMMIT round trip, which measured
+at half the throughput here; its BEGIN goes out with its first statement). Reads are routed as
+reads. The session a statement or a managed transaction runs in is kept for the next one
+(`IdleSessions`): opening a session builds its configuration and leaves its objects in
+reference cycles that only the cyclic collector frees. A statement that fails with a transient
+error (deadlock, lock timeout) was rolled back and is retried here; several statements that
+must commit together run in a managed transaction (`transaction`), which the driver retries,
+so its work function is idempotent.
 
 Causal consistency (docs/operations.md, "Scale-out"): on a cluster, every session of the process,
 and the schema's `execute_query`, share the driver's one bookmark manager, so every statement starts
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import errno
 import importlib
 import logging
@@ -333,8 +334,9 @@ class Database:
                     session = idle.take() or self.session()
                     left = until - asyncio.get_running_loop().time()
                     try:
-                        result = await session.execute_write(
-                            neo4j.unit_of_work(timeout=_server_timeout(left))(run))
+                        with _begin_with_first_statement(session):
+                            result = await session.execute_write(
+                                neo4j.unit_of_work(timeout=_server_timeout(left))(run))
                     except BaseException as exc:
                         await session.__aexit__(type(exc), exc, exc.__traceback__)
                         raise
@@ -531,6 +533,15 @@ async def retire_sessions(sets: dict[str, IdleSessions]) -> None:
     """Retire every set of `kept_sessions`: their sessions closed, none kept from now on."""
     for idle in sets.values():
         await idle.retire()
+
+
+def _begin_with_first_statement(session: neo4j.AsyncSession) -> contextlib.AbstractContextManager:
+    """While entered, `session`'s next transaction sends its BEGIN with its first statement,
+    not alone ahead of it: one round trip fewer a transaction, as the driver's own
+    `execute_query` begins its transactions. The driver keeps the switch private; a driver
+    without it begins as before."""
+    switch = getattr(session, "_pipelined_begin", None)  # false until entered: no `or`
+    return contextlib.nullcontext() if switch is None else switch
 
 
 class _in_use:
