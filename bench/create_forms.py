@@ -129,8 +129,9 @@ async def measure(neo) -> dict[str, list[float]]:
         return {**r, "index": i, **row_event(write_event(tenant, r["id"], chain, seq[0]))}
 
     async def batch_events(text: str = batch_text) -> None:
-        rows = [with_event(i) for i in range(ROWS)]
-        await db.driver.execute_query(text, {**shared, "rows": rows}, database_="neo4j")
+        rows = [with_event(i) for i in range(ROWS)]  # no parent: plain creates written together
+        await db.driver.execute_query(text, {**shared, "parent_prefixes": [], "rows": rows},
+                                      database_="neo4j")
 
     async def batch_events_listed() -> None:
         await batch_events(listed_text)

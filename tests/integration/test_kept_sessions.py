@@ -119,6 +119,30 @@ async def test_a_session_whose_transaction_failed_is_closed_not_kept(db, monkeyp
     assert len(opened) == 2 and not opened[1].closed()
 
 
+async def test_a_cancelled_transaction_s_session_is_closed_and_its_connection_freed(
+        settings, monkeypatch):
+    # One pooled connection: the next transaction runs only if the cancelled one let it go.
+    db = connect(dataclasses.replace(settings, neo4j_pool_size=1, neo4j_pool_warm=1,
+                                     neo4j_acquire_timeout=2.0))
+    opened = _counting(db, monkeypatch)
+
+    async def slow(tx):
+        return await tx._tx.run(SLOW)
+
+    try:
+        task = asyncio.create_task(db.transaction(slow))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        [cancelled] = opened
+        assert cancelled.closed()
+        await db.transaction(lambda tx: tx.run("health/ping"))
+        assert len(opened) == 2 and not opened[1].closed()
+    finally:
+        await db.close()
+
+
 async def test_a_session_whose_statement_ran_out_of_time_is_closed_not_kept(db, monkeypatch):
     opened = _counting(db, monkeypatch)
     db.timeout = 0.3  # an unbudgeted statement's deadline

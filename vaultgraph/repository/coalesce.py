@@ -210,8 +210,8 @@ class Together(_Lanes):
 
     async def _send(self, batch: list[_Waiting]) -> None:
         metrics.WRITES_TOGETHER.observe(len(batch))
-        # By parent id: two statements lock the parents they share in one order.
-        batch.sort(key=_parent_id)
+        # By parent (tenant and id): two statements lock the parents they share in one order.
+        batch.sort(key=_parent)
         outcome: BaseException = _RunAlone()
         for _ in range(2):
             # Only rows whose requests still wait: one that stopped is never written.
@@ -315,8 +315,9 @@ def row_event(event: dict[str, Any] | None) -> dict[str, Any]:
             "audit_tenant_key": parts["tenant_key"]}
 
 
-def _parent_id(waiting: _Waiting) -> str:
-    return waiting.row.get("parent_id") or ""
+def _parent(waiting: _Waiting) -> tuple[str, str]:
+    row = waiting.row
+    return row["tenant_id"], row.get("parent_id") or ""
 
 
 def _one(records: list) -> dict[str, Any] | None:

@@ -131,7 +131,9 @@ OVERRIDES: dict[str, dict[str, Any]] = {
 }
 # Statements planned in more forms than one: each entry is planned too, over the samples.
 MORE_FORMS: dict[str, list[dict[str, Any]]] = {
-    "tokens/create_batch": [{"rows": [{}]}],
+    # Alone, and as children of a caller's readable prefixes (a plain create sends none).
+    "tokens/create_batch": [{"rows": [{}]}, {"parent_prefixes": ["/"]},
+                            {"rows": [{}], "parent_prefixes": ["/"]}],
     "tokens/get_batch": [{"rows": [{}]}],
     "audit/write_batch": [{"created": [], "linked": [{}]},
                           # a block settling creates' events, alone or beside reads' events,
@@ -428,12 +430,15 @@ async def _write_path(db: Database, tx: neo4j.AsyncTransaction, r: _Rehearsal,
                   meta_kvs=[], index_digests=[], dedup=False, parent_id=None,
                   parent_prefixes=[], expired_actor="expiry-sweeper", expired_reason="expired")
     # Creates written together (repository/coalesce.py): two rows, each with its event at a
-    # place of its own.
+    # place of its own, created under the parent (a batch of children, the statement's every
+    # branch; a batch of creates without one plans and runs the same text).
     together = [str(uuid.uuid4()) for _ in range(2)]
     r.ids.extend(together)
     await run("tokens/create_batch", expired_actor="expiry-sweeper", expired_reason="expired",
+              parent_prefixes=_PREFIXES,
               rows=[{"index": i, "tenant_id": tenant, "id": token_id, "props": r.token(token_id),
                      "expires_at": None, "meta_kvs": [], "dedup": False, "index_digests": [],
+                     "parent_id": parent,
                      **row_event(r.placed("token:create", token_id, seq=2 + i))}
                     for i, token_id in enumerate(together)])
     await run("tokens/get", tenant_id=tenant, id=parent, prefixes=_PREFIXES)

@@ -212,13 +212,21 @@ async def created(client, headers, number: str) -> str:
 @pytest.fixture
 def rows_written(client, monkeypatch):
     """The records each batch statement returned (a batch that failed and went alone has
-    none): proof the rows were written together, not one by one after a refusal."""
+    none): proof the rows were written together, not one by one after a refusal. Beside each
+    count, the events stored at the places of the batch's orphan rows, read as soon as the
+    statement has committed, before any request has ended."""
     db = database(client.server.app)
     write_rows, written = db.write_rows, []
 
     async def counted(name, params, until):
         records = await write_rows(name, params, until)
         written.append(len(records))
+        orphans = [params["rows"][r["index"]] for r in records if r["orphan"]]
+        stored = await cypher(
+            client, "UNWIND $places AS place MATCH (e:AuditEvent {chain: place[0], "
+                    "seq: place[1]}) RETURN count(e) AS n",
+            places=[[row["audit_chain"], row["audit_seq"]] for row in orphans])
+        written.append(("stored at the orphans' places", stored[0]["n"] if stored else 0))
         return records
 
     monkeypatch.setattr(db, "write_rows", counted)
@@ -241,7 +249,7 @@ async def test_children_that_wait_are_written_together_each_under_its_parent(
     assert [a.status for a in answers] == [201] * len(under)
     children = [(await a.json())["id"] for a in answers]
     assert batches() == (before[0] + 1, before[1] + len(under))
-    assert rows_written == [len(under)]
+    assert rows_written == [len(under), ("stored at the orphans' places", 0)]
     for parent in parents:
         page = await (await client.get(f"/tokens/{parent}/children",
                                        headers=admin_headers)).json()
@@ -279,14 +287,15 @@ async def test_a_child_whose_parent_is_not_found_in_a_batch_is_a_404_for_its_req
                     [parent, str(uuid.uuid4()), theirs], CARDS[2:], ids, strict=True)]
     answers = [await task for task in sent]
     assert [a.status for a in answers] == [201, 404, 404]
-    assert rows_written == [3]
+    # The two rows without a parent stored no event in the batch.
+    assert rows_written == [3, ("stored at the orphans' places", 0)]
     problems = [await a.json() for a in answers[1:]]
     assert problems[0]["detail"] == problems[1]["detail"]  # another tenant's: as if none
     for child_id, status in zip(ids, [201, 404, 404], strict=True):
         assert (await client.get(f"/tokens/{child_id}", headers=admin_headers)).status == (
             200 if status == 201 else 404)
     await services(client).audit_writer.settle()
-    # The rows without a parent stored nothing; each 404 waited for its own event.
+    # Each 404 waited for its own event, written at its place as its request ended.
     for child_id, status in zip(ids, [201, 404, 404], strict=True):
         assert [e["status"] for e in await events_naming(client, child_id)] == [status]
     assert together(client)._busy == 0
@@ -328,7 +337,7 @@ async def test_plain_creates_and_children_waiting_together_go_in_statements_of_t
     # The children's parent check takes the caller's readable prefixes, which the plain
     # creates' statement does not carry: two statements, of two rows each.
     assert batches() == (before[0] + 2, before[1] + 4)
-    assert rows_written == [2, 2]
+    assert [n for n in rows_written if isinstance(n, int)] == [2, 2]
 
 
 async def test_a_create_near_its_deadline_is_sent_alone(client, admin_headers, monkeypatch):
