@@ -1,10 +1,10 @@
 """A statement's session is kept for the next statement (repository/database.py
 `IdleSessions`): one that read its whole result is given back holding no connection; one whose
 statement failed, or ran out of time, is closed and never given back; a managed transaction
-takes and gives back the kept write sessions the same way, and sends its BEGIN with its
-first statement; closing the `Database`
-closes those it kept, and those kept under another bookmark manager are closed once it changes;
-on one server a kept session sends no bookmark, not even its own last."""
+takes and gives back the kept write sessions the same way, and sends its BEGIN with its first
+statement; closing the `Database` closes those it kept, and those kept under another bookmark
+manager are closed once it changes; on one server a kept session sends no bookmark, not even
+its own last."""
 
 from __future__ import annotations
 
