@@ -119,30 +119,6 @@ async def test_a_session_whose_transaction_failed_is_closed_not_kept(db, monkeyp
     assert len(opened) == 2 and not opened[1].closed()
 
 
-async def test_a_cancelled_transaction_s_session_is_closed_and_its_connection_freed(
-        settings, monkeypatch):
-    # One pooled connection: the next transaction runs only if the cancelled one let it go.
-    db = connect(dataclasses.replace(settings, neo4j_pool_size=1, neo4j_pool_warm=1,
-                                     neo4j_acquire_timeout=2.0))
-    opened = _counting(db, monkeypatch)
-
-    async def slow(tx):
-        return await tx._tx.run(SLOW)
-
-    try:
-        task = asyncio.create_task(db.transaction(slow))
-        await asyncio.sleep(0.5)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        [cancelled] = opened
-        assert cancelled.closed()
-        await db.transaction(lambda tx: tx.run("health/ping"))
-        assert len(opened) == 2 and not opened[1].closed()
-    finally:
-        await db.close()
-
-
 async def test_a_session_whose_statement_ran_out_of_time_is_closed_not_kept(db, monkeypatch):
     opened = _counting(db, monkeypatch)
     db.timeout = 0.3  # an unbudgeted statement's deadline
@@ -156,16 +132,30 @@ async def test_a_session_whose_statement_ran_out_of_time_is_closed_not_kept(db, 
     assert len(opened) == 2 and not opened[1].closed()
 
 
-async def test_a_cancelled_statement_s_session_is_closed_and_its_connection_freed(
-        settings, monkeypatch):
-    # One pooled connection: the next statement runs only if the cancelled one let it go.
+def _slow_statement(db):
+    return db._statement("slow", {}, neo4j.READ_ACCESS, query=neo4j.Query(SLOW), budgeted=False)
+
+
+def _slow_transaction(db):
+    async def slow(tx):
+        return await tx._tx.run(SLOW)
+
+    return db.transaction(slow)
+
+
+@pytest.mark.parametrize(("slow", "then"), [
+    (_slow_statement, lambda db: db.read("health/ping")),
+    (_slow_transaction, lambda db: db.transaction(lambda tx: tx.run("health/ping"))),
+], ids=["statement", "transaction"])
+async def test_a_cancelled_session_is_closed_and_its_connection_freed(
+        settings, monkeypatch, slow, then):
+    # One pooled connection: what comes next runs only if the cancelled one let it go.
     db = connect(dataclasses.replace(settings, neo4j_pool_size=1, neo4j_pool_warm=1,
                                      neo4j_acquire_timeout=2.0))
     opened = _counting(db, monkeypatch)
     before = _in_use()
     try:
-        task = asyncio.create_task(db._statement(
-            "slow", {}, neo4j.READ_ACCESS, query=neo4j.Query(SLOW), budgeted=False))
+        task = asyncio.create_task(slow(db))
         await asyncio.sleep(0.5)
         assert _in_use() == before + 1  # the statement is running on the server
         task.cancel()
@@ -174,8 +164,8 @@ async def test_a_cancelled_statement_s_session_is_closed_and_its_connection_free
         [cancelled] = opened
         assert cancelled.closed()
         assert _in_use() == before
-        await db.read("health/ping")
-        assert len(opened) == 2
+        await then(db)
+        assert len(opened) == 2 and not opened[1].closed()
     finally:
         await db.close()
 
