@@ -27,6 +27,10 @@ proxy to it; the workloads measured with a webhook receiver and the outbox's sen
 in which any request or operation fails is refused too: it would count the failure's path, not
 the workload's.
 `callgrind_annotate <file>` on the kept dumps (printed) shows where the instructions go.
+Every process counted hashes strings with one seed, HOTPATH_IR_HASH_SEED (default 0; `random`
+for a new one each process, as Python does by default): a string's hash decides how far a dict
+look-up probes, and with a seed drawn per process two counts of the same tree differ by that
+alone.
 """
 
 from __future__ import annotations
@@ -73,6 +77,11 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(name) or default
 
 
+def hash_seed() -> dict[str, str]:
+    """The string-hash seed of a counted process, as its environment takes it."""
+    return {"PYTHONHASHSEED": _env("HOTPATH_IR_HASH_SEED", "0")}
+
+
 def _ready(url: str) -> bool:
     try:
         with urllib.request.urlopen(url + "/ready", timeout=5) as resp:  # noqa: S310 - local
@@ -102,7 +111,7 @@ class Worker:
                     "VAULTGRAPH_EXPIRY_SWEEP_INTERVAL": "0", "VAULTGRAPH_AUTH_CACHE_TTL": "3600",
                     # The proxy workload's destination is a local, plain-http server.
                     "VAULTGRAPH_WEBHOOK_ALLOW_HTTP": "true",
-                    "VAULTGRAPH_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32"}
+                    "VAULTGRAPH_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32", **hash_seed()}
         # Its statements, this tree's too: the package's catalog (`vaultgraph.cypher`) is found
         # through the installed distribution, whatever the path, and this tree need not be the
         # installed one (a worktree run with PYTHONPATH, say).
@@ -186,7 +195,7 @@ class BareWorker:
     def __init__(self, workload: str, kek: str, out: Path, warm: int, requests: int,
                  concurrency: int = 1, proxy: ProxyTarget | None = None):
         self.out = out
-        env = {**os.environ}
+        env = {**os.environ, **hash_seed()}
         if proxy is not None and proxy.proxy_id:
             env[PROXY_ENV] = f"{proxy.proxy_id} {proxy.url}"
         with open(out.with_suffix(".log"), "ab") as log:
@@ -471,6 +480,7 @@ def record(results: dict[tuple[str, str], float], requests: int, warm: int,
                                for label, per in list(counts.items()) if label != "bare client"}
     return {**provenance(), "settings": {"requests": requests, "warmup": warm,
                                          "concurrency": concurrency,
+                                         "hash_seed": hash_seed()["PYTHONHASHSEED"],
                                          "trees": {k: str(v) for k, v in trees.items()}},
             "m_instructions_a_request": workloads}
 

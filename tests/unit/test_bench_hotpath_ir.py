@@ -160,3 +160,21 @@ def test_another_trees_service_runs_its_own_code_and_statements(tmp_path, monkey
     this = Worker(PROJECT_ROOT, 8391, "k", tmp_path / "out" / "get.callgrind")
     assert this.env["VAULTGRAPH_CYPHER_DIR"] == str(PROJECT_ROOT / "cypher")
     assert this.env.get("PYTHONPATH") == os.environ.get("PYTHONPATH")
+
+
+def test_every_counted_process_hashes_strings_with_one_seed(tmp_path, monkeypatch):
+    import bench.hotpath_ir as hotpath_ir
+    from bench.hotpath_ir import Worker
+
+    monkeypatch.delenv("HOTPATH_IR_HASH_SEED", raising=False)
+    monkeypatch.setenv("PYTHONHASHSEED", "random")  # the caller's own is not the count's
+    worker = Worker(tmp_path / "base", 8391, "k", tmp_path / "out" / "get.callgrind")
+    assert worker.env["PYTHONHASHSEED"] == "0"
+    monkeypatch.setenv("HOTPATH_IR_HASH_SEED", "random")  # Python's default, asked for
+    assert Worker(tmp_path / "base", 8391, "k",
+                  tmp_path / "out" / "get.callgrind").env["PYTHONHASHSEED"] == "random"
+    # What the bare client's process is given too (it starts under valgrind, not here), and
+    # what the record says.
+    monkeypatch.setenv("HOTPATH_IR_HASH_SEED", "7")
+    assert hotpath_ir.hash_seed() == {"PYTHONHASHSEED": "7"}
+    assert hotpath_ir.record({}, 1, 1, {})["settings"]["hash_seed"] == "7"
