@@ -24,6 +24,7 @@ from vaultgraph.repository.audit_prefix import audited_params, audited_text, is_
 from vaultgraph.repository.database import (
     NO_BOOKMARKS,
     Transaction,
+    begin_with_first_statement,
     kept_sessions,
     retire_sessions,
 )
@@ -229,8 +230,19 @@ class BareDriver:
             last[:] = [Transaction(tx, ctx.catalog)]
             return await work(last[0])
 
-        async with ctx.driver.session(database=ctx.database) as session:
-            result = await session.execute_write(run)
+        # A kept write session and BEGIN sent with the first statement, as the service's
+        # Database runs its transactions.
+        idle = ctx.idle[neo4j.WRITE_ACCESS]
+        s = idle.take() or ctx.driver.session(database=ctx.database,
+                                               bookmark_manager=NO_BOOKMARKS)
+        try:
+            with begin_with_first_statement(s):
+                result = await s.execute_write(run)
+        except BaseException as exc:
+            await s.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        if not idle.give(s):
+            await s.close()
         if last and last[0].event is not None:
             audit_context.written()
         return result

@@ -334,7 +334,7 @@ class Database:
                     session = idle.take() or self.session()
                     left = until - asyncio.get_running_loop().time()
                     try:
-                        with _begin_with_first_statement(session):
+                        with begin_with_first_statement(session):
                             result = await session.execute_write(
                                 neo4j.unit_of_work(timeout=_server_timeout(left))(run))
                     except BaseException as exc:
@@ -535,7 +535,7 @@ async def retire_sessions(sets: dict[str, IdleSessions]) -> None:
         await idle.retire()
 
 
-def _begin_with_first_statement(session: neo4j.AsyncSession) -> contextlib.AbstractContextManager:
+def begin_with_first_statement(session: neo4j.AsyncSession) -> contextlib.AbstractContextManager:
     """While entered, `session`'s next transaction sends its BEGIN with its first statement,
     not alone ahead of it: one round trip fewer a transaction, as the driver's own
     `execute_query` begins its transactions. The driver keeps the switch private; a driver
