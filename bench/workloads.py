@@ -234,6 +234,7 @@ class BareDriver:
         # Database runs its transactions.
         idle = ctx.idle[neo4j.WRITE_ACCESS]
         s = idle.take() or ctx.driver.session(database=ctx.database,
+                                               default_access_mode=neo4j.WRITE_ACCESS,
                                                bookmark_manager=NO_BOOKMARKS)
         try:
             with begin_with_first_statement(s):
