@@ -11,19 +11,15 @@ import sys
 from prometheus_client import REGISTRY
 
 from vaultgraph.audit.ids import query_ids
-from vaultgraph.catalog import Catalog
-from vaultgraph.crypto import KeyRing
-from vaultgraph.repository.audit import AuditRepository
-from vaultgraph.repository.database import Database
-from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.settings import PROJECT_ROOT
 
 if str(PROJECT_ROOT) not in sys.path:  # bench/ is the checkout's, not the distribution's
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from bench.dataset import create_bench_tenant
+from support.bench_side import bare_side
+
 from bench.run import bare_op
-from bench.workloads import WORKLOADS, Context, _new_card
+from bench.workloads import WORKLOADS, _new_card
 
 CREATES = 40
 
@@ -37,17 +33,10 @@ def batches() -> tuple[float, float]:
 async def _bare_creates(settings, **context) -> tuple[tuple[float, float], dict]:
     """CREATES creates made at once by the bare client: the batches written meanwhile, and
     what the tenant then holds (tokens, and write events of each)."""
-    db = Database.connect(settings.neo4j_uri, settings.neo4j_user,
-                          settings.resolved_neo4j_password(), Catalog.load(settings.cypher_dir),
-                          settings.neo4j_database)
-    ring = KeyRing.from_spec(settings.kek)
-    audit = AuditWriter(AuditRepository(db), ring)
-    ctx = None
-    try:
-        tenant = await create_bench_tenant(db, ring)
+    async with bare_side(settings) as it:
+        db, tenant, audit = it.db, it.tenant, it.audit
         assert await audit.open_writes()  # as after the benchmark's warm-up: events placed
-        ctx = Context(tenant, [], db.catalog, db.driver, database=db.database, audit=audit,
-                      **context)
+        ctx = it.context([], **context)
         [workload] = [w for w in WORKLOADS if w.name == "create"]
         op = bare_op(workload, ctx)
         before = batches()
@@ -66,11 +55,6 @@ async def _bare_creates(settings, **context) -> tuple[tuple[float, float], dict]
             k=parts["tenant_key"], r=parts["tenant_rest"], database_=db.database)
         held = {"tokens": tokens, **records[0].data()}
         return (after[0] - before[0], after[1] - before[1]), held
-    finally:
-        await audit.stop()
-        if ctx is not None:
-            await ctx.close()
-        await db.close()
 
 
 async def test_the_bare_clients_creates_at_once_are_written_together(settings):

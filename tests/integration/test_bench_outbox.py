@@ -15,22 +15,19 @@ from types import SimpleNamespace
 
 import aiohttp
 
-from vaultgraph.catalog import Catalog
-from vaultgraph.crypto import KeyRing
-from vaultgraph.repository.audit import AuditRepository
 from vaultgraph.repository.database import Database
 from vaultgraph.repository.webhooks import WebhookRepository
-from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.settings import PROJECT_ROOT
 
 if str(PROJECT_ROOT) not in sys.path:  # bench/ is the checkout's, not the distribution's
     sys.path.insert(0, str(PROJECT_ROOT))
 
+from support.bench_side import bare_side
+
 from bench import outbox
-from bench.dataset import create_bench_tenant
 from bench.receiver import Receiver
 from bench.run import bare_op
-from bench.workloads import WORKLOADS, Context, _new_card
+from bench.workloads import WORKLOADS, _new_card
 
 CREATES = 25
 
@@ -47,38 +44,29 @@ async def _bare_webhook(settings, aiohttp_server, name: str, keys=None, **change
     """A bench tenant with one webhook `name` to a local receiver, and the bare side's
     webhook_create request running with its delivery loop (settings changed by `changes`):
     yields them, everything stopped and closed after."""
-    db = Database.connect(settings.neo4j_uri, settings.neo4j_user,
-                          settings.resolved_neo4j_password(), Catalog.load(settings.cypher_dir),
-                          settings.neo4j_database)
-    ring = KeyRing.from_spec(settings.kek)
     receiver = Receiver()
     server = await aiohttp_server(receiver.app())
-    audit = AuditWriter(AuditRepository(db), ring)
-    session = aiohttp.ClientSession()
-    deliveries = ctx = None
-    try:
-        tenant = await create_bench_tenant(db, ring)
-        repo = WebhookRepository(db)
-        webhook_id, secret = await outbox.subscribe(
-            repo, tenant.tenant_id, tenant.keys, str(server.make_url(f"/hook/{name}")), name)
-        ctx = Context(tenant, [], db.catalog, db.driver, database=db.database, audit=audit,
-                      session=session)
-        deliveries = outbox.BareDeliveries(
-            ctx.webhooks, keys or tenant.keys, session,
-            dataclasses.replace(settings, webhook_poll_interval=0.05, **changes))
-        ctx.outbox = deliveries.start()
-        [workload] = [w for w in WORKLOADS if w.name == "webhook_create"]
-        yield SimpleNamespace(db=db, receiver=receiver, server=server, session=session,
-                              tenant=tenant, repo=repo, webhook_id=webhook_id, secret=secret,
-                              ctx=ctx, deliveries=deliveries, op=bare_op(workload, ctx))
-    finally:
-        if deliveries is not None:
-            await deliveries.stop()
-        await session.close()
-        await audit.stop()
-        if ctx is not None:
-            await ctx.close()
-        await db.close()
+    deliveries = None
+    async with bare_side(settings) as it, aiohttp.ClientSession() as session:
+        db, tenant = it.db, it.tenant
+        try:
+            repo = WebhookRepository(db)
+            webhook_id, secret = await outbox.subscribe(
+                repo, tenant.tenant_id, tenant.keys, str(server.make_url(f"/hook/{name}")),
+                name)
+            ctx = it.context([], session=session)
+            deliveries = outbox.BareDeliveries(
+                ctx.webhooks, keys or tenant.keys, session,
+                dataclasses.replace(settings, webhook_poll_interval=0.05, **changes))
+            ctx.outbox = deliveries.start()
+            [workload] = [w for w in WORKLOADS if w.name == "webhook_create"]
+            yield SimpleNamespace(db=db, receiver=receiver, server=server, session=session,
+                                  tenant=tenant, repo=repo, webhook_id=webhook_id,
+                                  secret=secret, ctx=ctx, deliveries=deliveries,
+                                  op=bare_op(workload, ctx))
+        finally:
+            if deliveries is not None:
+                await deliveries.stop()
 
 
 async def test_the_bare_side_delivers_every_create_once_signed(settings, aiohttp_server):

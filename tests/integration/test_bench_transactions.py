@@ -8,33 +8,24 @@ import sys
 
 import neo4j
 
-from vaultgraph.catalog import Catalog
-from vaultgraph.crypto import KeyRing
-from vaultgraph.repository.audit import AuditRepository
-from vaultgraph.repository.database import Database
-from vaultgraph.services.audit_writer import AuditWriter
 from vaultgraph.settings import PROJECT_ROOT
 
 if str(PROJECT_ROOT) not in sys.path:  # bench/ is the checkout's, not the distribution's
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from bench.dataset import create_bench_tenant, load_tokens
+from support.bench_side import bare_side
+
+from bench.dataset import load_tokens
 from bench.run import bare_op
-from bench.workloads import WORKLOADS, Context
+from bench.workloads import WORKLOADS
 
 
 async def test_the_bare_clients_updates_run_in_one_kept_session(settings):
-    db = Database.connect(settings.neo4j_uri, settings.neo4j_user,
-                          settings.resolved_neo4j_password(), Catalog.load(settings.cypher_dir),
-                          settings.neo4j_database)
-    ring = KeyRing.from_spec(settings.kek)
-    audit = AuditWriter(AuditRepository(db), ring)
-    ctx = None
-    try:
-        tenant = await create_bench_tenant(db, ring)
-        assert await audit.open_writes()
+    async with bare_side(settings) as it:
+        db, tenant = it.db, it.tenant
+        assert await it.audit.open_writes()
         ids = await load_tokens(db, tenant, 0, 3, 3)
-        ctx = Context(tenant, ids, db.catalog, db.driver, database=db.database, audit=audit)
+        ctx = it.context(ids)
         [workload] = [w for w in WORKLOADS if w.name == "update"]
         op = bare_op(workload, ctx)
         kept = ctx.idle[neo4j.WRITE_ACCESS]
@@ -53,8 +44,3 @@ async def test_the_bare_clients_updates_run_in_one_kept_session(settings):
             tenant=tenant.tenant_id, ids=ids, database_=db.database)
         assert sorted((r["id"], r["kv"]) for r in records) == sorted(
             (token_id, f"region\u001fregion-{n}") for n, token_id in enumerate(ids))
-    finally:
-        await audit.stop()
-        if ctx is not None:
-            await ctx.close()
-        await db.close()
