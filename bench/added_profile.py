@@ -25,7 +25,6 @@ import cProfile
 import pstats
 import random
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,13 +39,13 @@ from .hotpath_ir import (
     Worker,
     _drive,
     _env,
-    _ready,
     bare_context,
     bench_tenant,
     close_context,
     refuse_failures,
     run_ops,
     selected,
+    served,
 )
 from .run import bare_op, bare_settings, http_pool, on_service_loop, provenance, write_results
 from .workloads import WORKLOADS, Context
@@ -119,17 +118,9 @@ def _service_profile(port: int, kek: str, out: Path, key: str, pool, warm: int,
     requests that failed."""
     worker = Worker(PROJECT_ROOT, port, kek, out)
     env = {**worker.env, "ADDED_PROFILE_OUT": str(out)}
-    log = open(out.with_suffix(".log"), "ab")
-    proc = subprocess.Popen([sys.executable, "-c", _SERVICE],  # noqa: S603 - fixed argv
-                            env=env, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-    log.close()
-    try:
-        deadline = time.monotonic() + 300
-        while not _ready(f"http://127.0.0.1:{port}"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the profiled service did not start; see {log.name}")
-            time.sleep(0.5)
+    log = out.with_suffix(".log")
+    with served([sys.executable, "-c", _SERVICE], env, log, port,
+                "the profiled service") as proc:
         errors = _drive(port, key, pool, warm, concurrency)
         proc.send_signal(signal.SIGUSR1)
         time.sleep(0.5)
@@ -138,16 +129,10 @@ def _service_profile(port: int, kek: str, out: Path, key: str, pool, warm: int,
         deadline = time.monotonic() + 120
         while not out.exists():
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the profiled service wrote no profile; see {log.name}")
+                raise RuntimeError(f"the profiled service wrote no profile; see {log}")
             time.sleep(0.2)
         time.sleep(1)  # the dump is written whole before the file is read
         return errors
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 async def _bare_profile(ctx: Context, name: str, out: Path, warm: int, requests: int,

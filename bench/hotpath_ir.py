@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import http.client
 import os
 import random
@@ -90,6 +91,30 @@ def _ready(url: str) -> bool:
             return resp.status == 200
     except (urllib.error.URLError, OSError):
         return False
+
+
+@contextlib.contextmanager
+def served(argv: list[str], env: dict[str, str], log_path: Path, port: int, what: str):
+    """A service process started with `argv` (its output appended to `log_path`), once it
+    answers /ready on `port`; stopped when the block ends (SIGINT, killed after 60 s)."""
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(argv, env=env, cwd=PROJECT_ROOT, stdout=log,  # noqa: S603
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not _ready(f"http://127.0.0.1:{port}"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not start; see {log_path}")
+            time.sleep(0.5)
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 class Worker:
