@@ -3,9 +3,10 @@
 
 A worker works on timers whether or not requests come: the webhook sender's poll (a claim
 statement every VAULTGRAPH_WEBHOOK_POLL_INTERVAL seconds), the event loop's stall monitor (a
-wake every 0.1 s), the expiry sweep. Under load that work is charged to the requests: at a
-few hundred requests a second, each millisecond a second is a few microseconds a request of
-what the benchmark reports as the CPU the service adds (the bare client runs none of it).
+wake every 0.1 s), the expiry sweep. It goes on under load, where `make bench` counts it in
+the service's CPU a request: at a few hundred requests a second, each millisecond a second
+is a few microseconds a request. Of these, the benchmark's bare client runs a stall monitor
+too, and no webhook sender.
 
 Each variant is one argument: `defaults` (the settings as they are), or environment settings
 for the worker, comma-separated (`VAULTGRAPH_WEBHOOK_POLL_INTERVAL=0`). No argument: those two.
@@ -13,8 +14,9 @@ For each variant and round (IDLE_CPU_ROUNDS, default 2), one worker (`python -m
 vaultgraph.server`, a throwaway key-encryption key, metrics off) starts against the Neo4j of
 VAULTGRAPH_NEO4J_URI / VAULTGRAPH_NEO4J_PASSWORD, answers /ready, is left alone for
 IDLE_CPU_SETTLE seconds (default 15: its start-up work done), and its CPU (user + system, from
-/proc) is read over IDLE_CPU_SECONDS (default 60) with no request sent. Written to
-`bench/results/idle-cpu-latest.json` and a dated copy.
+/proc, in clock ticks: at 100 a second, one tick over 60 s is 0.17 ms a second) is read over
+IDLE_CPU_SECONDS (default 60) with no request sent. The worker listens on IDLE_CPU_PORT
+(default 8393). Written to `bench/results/idle-cpu-latest.json` and a dated copy.
 
 Run it against a Neo4j holding no webhook deliveries still due (a fresh home, as below): a
 worker sends what is due to it, and those attempts would be counted as idle work.
