@@ -200,13 +200,8 @@ class BareDriver:
         if ctx.tx is not None:
             query = text.text if isinstance(text, neo4j.Query) else text
             return [record async for record in await ctx.tx.run(query, params)]
-        # A session kept from an earlier statement, as the service's Database keeps them.
         idle = ctx.idle[mode]
-        s = idle.take()
-        if s is None:
-            # As the service's on one server: no bookmark, not even the session's own last.
-            s = ctx.driver.session(database=ctx.database, default_access_mode=mode,
-                                   bookmark_manager=NO_BOOKMARKS)
+        s = self._session(idle, mode)
         try:
             result = await s.run(text, params)
             records = [record async for record in result]
@@ -222,6 +217,13 @@ class BareDriver:
             audit_context.written()
         return records
 
+    def _session(self, idle, mode: str) -> neo4j.AsyncSession:
+        """A session kept from an earlier statement or transaction, as the service's Database
+        keeps them, else a new one: as the service's on one server, sending no bookmark, not
+        even the session's own last."""
+        return idle.take() or self.ctx.driver.session(
+            database=self.ctx.database, default_access_mode=mode, bookmark_manager=NO_BOOKMARKS)
+
     async def transaction(self, work) -> Any:
         ctx = self.ctx
         last: list[Transaction] = []
@@ -233,9 +235,7 @@ class BareDriver:
         # A kept write session and BEGIN sent with the first statement, as the service's
         # Database runs its transactions.
         idle = ctx.idle[neo4j.WRITE_ACCESS]
-        s = idle.take() or ctx.driver.session(database=ctx.database,
-                                               default_access_mode=neo4j.WRITE_ACCESS,
-                                               bookmark_manager=NO_BOOKMARKS)
+        s = self._session(idle, neo4j.WRITE_ACCESS)
         try:
             with begin_with_first_statement(s):
                 result = await s.execute_write(run)
