@@ -30,7 +30,7 @@ from vaultgraph.repository.database import (
 )
 from vaultgraph.repository.graph import GraphRepository
 from vaultgraph.repository.search import SearchRepository
-from vaultgraph.repository.tokens import NewToken, TokenFilter, TokenRepository
+from vaultgraph.repository.tokens import Contended, NewToken, TokenFilter, TokenRepository
 from vaultgraph.repository.webhooks import WebhookRepository
 from vaultgraph.search.plan import compile
 from vaultgraph.search.query import Limits, parse, with_values
@@ -437,8 +437,7 @@ async def _bare_update(ctx, item):
 
     repo = ctx.tokens
 
-    async def work(uow):
-        node = await uow.lock(tenant_id=tenant_id, id=token_id, prefixes=ctx.prefixes)
+    async def apply(uow, node):
         if node is None:
             raise LookupError(token_id)
         data = merge_patch(keys.decrypt_json(node.data_ct, token_id=token_id, field="data"),
@@ -447,10 +446,21 @@ async def _bare_update(ctx, item):
         props = _props(ctx, token_id, data, metadata)
         props["modified_by"] = ctx.tenant.app_id
         audit_context.expect(200, "mask")  # as the service declares how an update ends
-        await uow.update(tenant_id=tenant_id, id=token_id, props=props, expires_at=None,
-                         meta_kvs=meta_kvs(metadata), index_digests=[])
+        await uow.update(tenant_id=tenant_id, id=token_id, prefixes=ctx.prefixes, read=node,
+                         props=props, expires_at=None, meta_kvs=meta_kvs(metadata),
+                         index_digests=[])
 
-    await repo.unit_of_work(work)
+    # As the service updates: read, then write only a token still as read; under the
+    # token's lock, in a transaction, when it changed meanwhile.
+    try:
+        await apply(repo.unlocked(), await repo.get(tenant_id=tenant_id, id=token_id,
+                                                    prefixes=ctx.prefixes))
+    except Contended:
+        async def work(uow):
+            await apply(uow, await uow.lock(tenant_id=tenant_id, id=token_id,
+                                            prefixes=ctx.prefixes))
+
+        await repo.unit_of_work(work)
 
 
 # -- (f) create association ------------------------------------------------------------------

@@ -159,7 +159,9 @@ def expect(status: int, *shown: str | None) -> None:
     one an item). Its write may then store the event complete at a place of its own
     (`write_event`), and nothing more is written of it when the request ends so."""
     note = current.get()
-    if note is None or note.principal is None:
+    if note is None or note.principal is None or note.placed is not None:
+        # Once sent placed, the event stands as it was declared; the request's end compares
+        # its outcome with that (`expected`), and writes it again at its place if it differs.
         return
     transforms = Counter(note.transforms)
     transforms.update(t for t in shown if t is not None)
@@ -171,9 +173,11 @@ def write_event() -> dict[str, Any] | None:
     (`expect`) signed at its place, when the request declared one and the writer gives a place
     (its `kind` then says so); otherwise the skeleton, stored pending, as it is stored
     (`stored_skeleton`). The caller sends it: from here on the event may be stored
-    (`AuditNote.stored`, `AuditNote.placed`)."""
+    (`AuditNote.stored`, `AuditNote.placed`). None too once a write committed the event
+    (`written`): a later write of the same request sends none (an update whose first write
+    found its token changed, and that is written again under its lock)."""
     note = current.get()
-    if note is None or note.principal is None:
+    if note is None or note.principal is None or note.persisted:
         return None
     note.written_tokens = list(note.token_ids)
     if note.placed is not None:  # a second write sends the same place, which is refused

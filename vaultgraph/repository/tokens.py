@@ -1,7 +1,10 @@
 """Tokens in Neo4j: one method per use, each running its statement from cypher/tokens/.
 
-Methods return `StoredToken`s (ciphertext and keyed digests, never plaintext). The update use
-case runs several statements in one transaction through `TokenRepository.unit_of_work`.
+Methods return `StoredToken`s (ciphertext and keyed digests, never plaintext). An update reads
+its token (`get`), then writes it by one statement that writes only a token still as read
+(`TokenRepository.unlocked`); one that cannot (the token changed meanwhile, or the update must
+look for a duplicate under the dedup lock) runs again under the token's lock, its statements in
+one transaction (`TokenRepository.unit_of_work`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,12 @@ class NewToken:
     meta_kvs: list[str]
     dedup: bool
     index_digests: list[str]
+
+
+class Contended(Exception):
+    """An update written without the token's lock could not be: the token is no longer as it
+    was read (changed, deleted, expired or merged meanwhile), or the update must look for a
+    duplicate, which only its lock makes safe. Run it again under the lock."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,9 +168,57 @@ class TokenRepository:
         """Run `work` in one write transaction (retried whole on transient errors)."""
         return await self._db.transaction(lambda tx: work(TokenUnitOfWork(tx)))
 
+    def unlocked(self) -> UnlockedUpdate:
+        """The writes of an update of a token read without its lock (`get`)."""
+        return UnlockedUpdate(self._db)
+
+
+class UnlockedUpdate:
+    """An update of a token read without its lock: its write is one statement, which takes the
+    lock and writes only if the token is still as read. Whatever needs the lock for longer
+    raises `Contended`, and the update runs again under the lock (`TokenUnitOfWork`)."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: Database):
+        self._db = db
+
+    async def find_duplicate(self, *, tenant_id: str, id: str, type: str,
+                             fingerprint: str) -> StoredToken | None:
+        """A duplicate is looked for, and merged, under the dedup lock, in one transaction."""
+        raise Contended()
+
+    async def merge_into(self, *, tenant_id: str, id: str, into: str, actor: str) -> None:
+        raise Contended()  # never reached: `find_duplicate` found nothing to merge into
+
+    async def update(self, *, tenant_id: str, id: str, prefixes: list[str], read: StoredToken,
+                     props: dict[str, Any], expires_at: datetime | None, meta_kvs: list[str],
+                     index_digests: list[str]) -> StoredToken:
+        """Write the token if it is still as `read`: otherwise raise `Contended`. (The statement
+        commits the request's audit event either way: a second write of the request sends
+        none, `audit/context.py` `write_event`.)"""
+        records = await self._db.write(
+            "tokens/update", **_update_params(tenant_id, id, prefixes, read, props, expires_at,
+                                              meta_kvs, index_digests))
+        if not records:
+            raise Contended()
+        return _token(records[0])
+
+
+def _update_params(tenant_id: str, id: str, prefixes: list[str], read: StoredToken,
+                   props: dict[str, Any], expires_at: datetime | None, meta_kvs: list[str],
+                   index_digests: list[str]) -> dict[str, Any]:
+    # The data's ciphertext stands for the token as read: every write of a live token's
+    # properties encrypts its data again, under a new nonce (cypher/tokens/update).
+    return {"tenant_id": tenant_id, "id": id, "prefixes": prefixes, "read_data_ct": read.data_ct,
+            "props": props, "expires_at": datetime_text(expires_at), "meta_kvs": meta_kvs,
+            "index_digests": index_digests}
+
 
 class TokenUnitOfWork:
     """The statements of one update, in one transaction: lock, read, maybe merge, write."""
+
+    __slots__ = ("_tx",)
 
     def __init__(self, tx: Transaction):
         self._tx = tx
@@ -185,10 +242,11 @@ class TokenUnitOfWork:
         await self._tx.run("tokens/delete", tenant_id=tenant_id, id=id, prefixes=["/"],
                            actor=actor, reason="deduplicated", merged_into=into)
 
-    async def update(self, *, tenant_id: str, id: str, props: dict[str, Any],
-                     expires_at: datetime | None, meta_kvs: list[str],
+    async def update(self, *, tenant_id: str, id: str, prefixes: list[str], read: StoredToken,
+                     props: dict[str, Any], expires_at: datetime | None, meta_kvs: list[str],
                      index_digests: list[str]) -> StoredToken:
-        records = await self._tx.run("tokens/update", tenant_id=tenant_id, id=id, props=props,
-                                     expires_at=datetime_text(expires_at), meta_kvs=meta_kvs,
-                                     index_digests=index_digests)
+        """Write the token locked as `read` (`lock`)."""
+        records = await self._tx.run(
+            "tokens/update", **_update_params(tenant_id, id, prefixes, read, props, expires_at,
+                                              meta_kvs, index_digests))
         return _token(records[0])

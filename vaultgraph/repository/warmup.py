@@ -60,6 +60,7 @@ _WHEN = datetime(2000, 1, 1, tzinfo=UTC)
 _ID = "00000000-0000-4000-8000-000000000000"
 REHEARSAL_TENANT = "warm-up:"  # the rehearsal's tenant ids and chain ids start with it
 FORGET = "health/forget_rehearsal"
+NO_DATA = "warm-up: no data, no ciphertext"  # the rehearsal's tokens' `data_ct`
 
 # A value of the type the repositories send for each parameter name, and of the size a first
 # request's has: Neo4j also tells a string's or a list's size class apart (`size_class`), unless
@@ -81,7 +82,8 @@ SAMPLES: dict[str, Any] = {
     "low_inclusive": False, "max_links": 1, "max_nodes": 1, "merged_into": None,
     "meta_kvs": [], "modified_by": _ID, "name": _ID, "new": {}, "old": {}, "operation": None,
     "outcome": None, "parent_id": _ID, "parent_prefixes": [], "permissions": [],
-    "prefixes": ["/"], "props": {}, "reason": "deleted", "request_hash": _ID,
+    "prefixes": ["/"], "props": {}, "read_data_ct": _ID, "reason": "deleted",
+    "request_hash": _ID,
     "response_ct": _ID, "revoked_by": _ID, "rows": [], "rules": _ID, "since": _WHEN,
     "status": 1, "tenant_id": _ID, "token_id": None, "token_ids": [], "transforms": _ID,
     "ttl": 1.0, "type": "token", "types": None,
@@ -370,8 +372,9 @@ class _Rehearsal:
         return block
 
     def token(self, token_id: str) -> dict[str, Any]:
-        """A token's properties (services/tokens.py, `_props`), with no data."""
-        return {"type": "token", "data_ct": "", "mask_ct": None, "fingerprint": token_id,
+        """A token's properties (services/tokens.py, `_props`), with no data: in its place a
+        text as long as a ciphertext's size class (an update sends the one it read)."""
+        return {"type": "token", "data_ct": NO_DATA, "mask_ct": None, "fingerprint": token_id,
                 "fingerprint_expression": "{{ data | stringify }}", "containers": ["/"],
                 "metadata": "{}", "search_indexes": [], "search_index_values": [],
                 "deduplicate_token": False, "created_by": self.tenant}
@@ -446,9 +449,12 @@ async def _write_path(db: Database, tx: neo4j.AsyncTransaction, r: _Rehearsal,
     await run("tokens/get_batch", prefixes=_PREFIXES,
               rows=[{"index": i, "tenant_id": tenant, "id": token_id}
                     for i, token_id in enumerate(together)])
-    # An update's event goes with its change, not with the read under its lock.
+    # An update's event goes with its change, not with the read under its lock (the lock is
+    # taken when the token changed since an update read it without, or to look for a
+    # duplicate).
     await run("tokens/lock_for_update", tenant_id=tenant, id=child, prefixes=_PREFIXES)
     await run("tokens/update", r.write("token:update", child), tenant_id=tenant, id=child,
+              prefixes=_PREFIXES, read_data_ct=r.token(child)["data_ct"],
               props={**r.token(child), "modified_by": tenant}, expires_at=None,
               meta_kvs=["warm-up\x1fyes"], index_digests=[])
     await run("graph/link", r.write("token:update", parent), tenant_id=tenant,

@@ -28,7 +28,13 @@ from ..expressions import (
     renders_without_liquid,
 )
 from ..pagination import Page
-from ..repository.tokens import TokenFilter, TokenRepository, TokenUnitOfWork
+from ..repository.tokens import (
+    Contended,
+    TokenFilter,
+    TokenRepository,
+    TokenUnitOfWork,
+    UnlockedUpdate,
+)
 from ..search import BLIND_INDEX
 from ..settings import Settings
 from ..tokens import view
@@ -414,22 +420,39 @@ class TokenService:
             raise NotFound(NOT_FOUND)
 
     async def update(self, principal: Principal, token_id: str, patch: dict) -> dict:
-        async def work(uow: TokenUnitOfWork) -> dict:
-            node = await uow.lock(tenant_id=principal.tenant_id, id=token_id,
-                                  prefixes=principal.prefixes(TOKEN_UPDATE))
-            if node is None:
-                raise NotFound(NOT_FOUND)
-            return await self._apply_update(uow, principal, node, patch)
+        prefixes = principal.prefixes(TOKEN_UPDATE)
+        # First without the token's lock: read it, then write it by one statement that writes
+        # only a token still as read. No transaction is held open while the update is worked
+        # out, its expressions rendered; two round trips, not three.
+        node = await self.repo.get(tenant_id=principal.tenant_id, id=token_id,
+                                   prefixes=prefixes)
+        if node is None:
+            raise NotFound(NOT_FOUND)
+        try:
+            answer = await self._apply_update(self.repo.unlocked(), principal, prefixes, node,
+                                              patch)
+        except Contended:
+            # The token changed meanwhile, or the update must look for a duplicate: again,
+            # under the token's lock, as if it had come after whatever changed it.
+            async def work(uow: TokenUnitOfWork) -> Shown | Summary:
+                node = await uow.lock(tenant_id=principal.tenant_id, id=token_id,
+                                      prefixes=prefixes)
+                if node is None:
+                    raise NotFound(NOT_FOUND) from None
+                return await self._apply_update(uow, principal, prefixes, node, patch)
 
-        # The transaction decides what to show; the answer's mask renders after it commits, so
-        # no lock is held while it renders. (The token's own expressions render inside it, over
-        # the new data: in the renderer's threads when a caller wrote them for Liquid, so such
-        # an update holds the token's lock while it waits for a thread.)
-        [body] = await self.render(principal, [await self.repo.unit_of_work(work)])
+            # The transaction decides what to show; the answer's mask renders after it
+            # commits, so no lock is held while it renders. (The token's own expressions
+            # render inside it, over the new data: in the renderer's threads when a caller
+            # wrote them for Liquid, so such an update holds the token's lock while it waits
+            # for a thread.)
+            answer = await self.repo.unit_of_work(work)
+        [body] = await self.render(principal, [answer])
         return body
 
-    async def _apply_update(self, uow: TokenUnitOfWork, principal: Principal,
-                            node: StoredToken, patch: dict) -> Shown | Summary:
+    async def _apply_update(self, uow: UnlockedUpdate | TokenUnitOfWork, principal: Principal,
+                            prefixes: list[str], node: StoredToken,
+                            patch: dict) -> Shown | Summary:
         keys = principal.keys
         current = {
             "data": view.decrypt_field(keys, node, "data"),
@@ -491,8 +514,8 @@ class TokenService:
         if match is None:  # it ends shown under its transform: its write may say so
             expect(200, transform)
         updated = await uow.update(
-            tenant_id=principal.tenant_id, id=node.id, props=props,
-            expires_at=draft.expires_at, meta_kvs=meta_kvs(draft.metadata),
+            tenant_id=principal.tenant_id, id=node.id, prefixes=prefixes, read=node,
+            props=props, expires_at=draft.expires_at, meta_kvs=meta_kvs(draft.metadata),
             index_digests=digests)
         if match is not None and match_transform(principal, match.containers) is None:
             # A duplicate the caller cannot read: updated, not merged, and answered with the

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import aiohttp
 import orjson
 import pytest
-from factories import database
+from factories import blocked_behind, database, held_delete
 
 from vaultgraph.api.typedefs import services_key
 from vaultgraph.audit import context as audit_context
@@ -616,6 +616,54 @@ async def test_an_update_a_delete_and_an_unlink_store_their_events_once_at_their
     chain = placed[0]["chain"]
     assert {e["chain"] for e in placed} == {chain}
     assert {e["seq"]: e["mac"] for e in placed}.items() <= (await pinned(client, chain)).items()
+    assert await findings(client, chain, lane(client)) == []
+
+
+async def test_an_update_written_again_under_its_lock_stores_its_event_once(
+        client, admin_headers, tenant):
+    """An update's first write, without the token's lock, finds the token changed meanwhile
+    (here updated, then deleted): that statement committed the request's event at its place,
+    and the update runs again under the lock, its write sending no second event. One event a
+    request, as the request ended: 200 as declared, or a 404 written again at its place."""
+    headers = {**admin_headers, "Content-Type": "application/merge-patch+json"}
+    ids = []
+    for _ in range(2):
+        resp = await client.post("/tokens", json={"type": "token", "data": {"a": 1}},
+                                 headers=admin_headers)
+        ids.append((await resp.json())["id"])
+    updated, deleted = ids
+    token = "MATCH (t:Token {tenant_id: $tenant_id, id: $id}) "
+    [before] = await cypher(client, token + "RETURN properties(t) AS p",
+                            tenant_id=tenant.tenant_id, id=updated)
+    resp = await client.patch(f"/tokens/{updated}", data=orjson.dumps({"data": {"b": 2}}),
+                              headers=headers)
+    assert resp.status == 200
+    [after] = await cypher(client, token + "RETURN properties(t) AS p",
+                           tenant_id=tenant.tenant_id, id=updated)
+    await cypher(client, token + "SET t = $p", tenant_id=tenant.tenant_id, id=updated,
+                 p=before["p"])
+    app = client.server.app
+
+    async def patch(token_id: str, status: int) -> None:
+        resp = await client.patch(f"/tokens/{token_id}", headers=headers,
+                                  data=orjson.dumps({"metadata": {"k": "v"}}))
+        assert resp.status == status, await resp.text()
+
+    await blocked_behind(app, [(token + "SET t = $p", {"tenant_id": tenant.tenant_id,
+                                                      "id": updated, "p": after["p"]})],
+                         patch(updated, 200), statement="tokens/update")
+    await blocked_behind(app, held_delete(app, tenant.tenant_id, deleted),
+                         patch(deleted, 404), statement="tokens/update")
+    await settle(client)
+    updates = [e for e in await events_of(client, "PATCH /tokens/{id}")
+               if set(e["token_ids"]) & set(ids)]
+    written = ["AuditEvent", "WriteAuditEvent"]
+    assert [(e["labels"], e["status"], e.get("kind"), e["token_ids"]) for e in updates] == [
+        (written, 200, "write", [updated]), (written, 200, "write", [updated]),
+        (written, 404, "write", [deleted])]
+    keyring = services(client).keyring
+    assert all(placed_holds(keyring, e) for e in updates)
+    chain = updates[0]["chain"]
     assert await findings(client, chain, lane(client)) == []
 
 

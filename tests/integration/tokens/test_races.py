@@ -36,7 +36,7 @@ async def test_a_patch_of_a_token_deleted_meanwhile_is_404(api, client, tenant):
     app = client.server.app
     problem = await blocked_behind(
         app, held_delete(app, tenant.tenant_id, created["id"]),
-        api.patch(created["id"], {"data": 2}, expect=404), statement="tokens/lock_for_update")
+        api.patch(created["id"], {"data": 2}, expect=404), statement="tokens/update")
     assert problem == await api.patch("no-such-token", {"data": 2}, expect=404)
 
 
@@ -48,7 +48,7 @@ async def test_a_complete_patch_of_a_token_deleted_meanwhile_is_404(api, client,
     await blocked_behind(
         app, held_delete(app, tenant.tenant_id, created["id"]),
         api.patch(created["id"], {"data": 2, "containers": ["/a/"]}, expect=404),
-        statement="tokens/lock_for_update")
+        statement="tokens/update")
     [ref] = await reference(client, tenant.tenant_id, created["id"])
     assert (ref["labels"], ref["by"]) == (["DeletedToken"], "racing-app")
 
@@ -60,8 +60,67 @@ async def test_a_patch_of_a_token_merged_away_meanwhile_is_404(api, client, tena
     await blocked_behind(
         app, held_delete(app, tenant.tenant_id, twin["id"], merged_into=original["id"]),
         api.patch(twin["id"], {"metadata": {"k": "v"}}, expect=404),
-        statement="tokens/lock_for_update")
+        statement="tokens/update")
     assert (await api.get(original["id"]))["metadata"] in (None, {})
+
+
+async def test_a_patch_that_must_look_for_a_duplicate_waits_under_the_lock_and_is_404(
+        api, client, tenant):
+    # An update that turns dedup on looks for a duplicate under the dedup lock: it goes
+    # straight to its transaction, which locks the token before reading it again.
+    created = await api.create({"type": "token", "data": 1})
+    app = client.server.app
+    await blocked_behind(
+        app, held_delete(app, tenant.tenant_id, created["id"]),
+        api.patch(created["id"], {"deduplicate_token": True}, expect=404),
+        statement="tokens/lock_for_update")
+    [ref] = await reference(client, tenant.tenant_id, created["id"])
+    assert (ref["labels"], ref["by"]) == (["DeletedToken"], "racing-app")
+
+
+async def test_a_patch_of_a_token_expired_meanwhile_is_404(api, client, tenant):
+    created = await api.create({"type": "token", "data": 1})
+    await blocked_behind(
+        client.server.app,
+        [("MATCH (t:Token {tenant_id: $tenant_id, id: $id}) "
+          "SET t.expires_at = datetime() - duration('PT1S')",
+          {"tenant_id": tenant.tenant_id, "id": created["id"]})],
+        api.patch(created["id"], {"metadata": {"k": "v"}}, expect=404),
+        statement="tokens/update")
+    [row] = await cypher(client, "MATCH (t:Token {tenant_id: $t, id: $id}) "
+                                 "RETURN t.metadata AS metadata", t=tenant.tenant_id,
+                         id=created["id"])
+    assert row["metadata"] == "{}"
+
+
+async def properties(client, tenant_id: str, token_id: str) -> dict:
+    [row] = await cypher(client, "MATCH (t:Token {tenant_id: $t, id: $id}) "
+                                 "RETURN properties(t) AS p", t=tenant_id, id=token_id)
+    return row["p"]
+
+
+async def test_a_patch_of_a_token_updated_meanwhile_keeps_that_update(api, client, tenant):
+    # The patch reads the token, then a concurrent update commits before the patch's write:
+    # the write finds the token no longer as read, and the patch runs again on what that
+    # update committed. Written from what it first read, it would put {"a": 1} back and lose
+    # "b". The concurrent update is a real one replayed: the token's properties after it are
+    # taken, the token is put back as it was, and the test's transaction writes them again.
+    created = await api.create({"type": "token", "data": {"a": 1}})
+    before = await properties(client, tenant.tenant_id, created["id"])
+    await api.patch(created["id"], {"data": {"b": 2}})
+    after = await properties(client, tenant.tenant_id, created["id"])
+    assert after["data_ct"] != before["data_ct"]
+    replace = "MATCH (t:Token {tenant_id: $tenant_id, id: $id}) SET t = $props"
+    ids = {"tenant_id": tenant.tenant_id, "id": created["id"]}
+    await cypher(client, replace, **ids, props=before)
+    assert (await api.get(created["id"]))["data"] == {"a": 1}
+    answer = await blocked_behind(
+        client.server.app, [(replace, {**ids, "props": after})],
+        api.patch(created["id"], {"metadata": {"k": "v"}}), statement="tokens/update")
+    assert (answer["data"], answer["metadata"]) == ({"a": 1, "b": 2}, {"k": "v"})
+    got = await api.get(created["id"])
+    assert (got["data"], got["metadata"]) == ({"a": 1, "b": 2}, {"k": "v"})
+    assert await api.ids([("metadata.k", "v")]) == [created["id"]]
 
 
 async def test_a_delete_racing_a_dedup_merge_keeps_merged_into_and_is_404(api, client, tenant):
