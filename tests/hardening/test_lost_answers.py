@@ -11,6 +11,7 @@ import asyncio
 
 import aiohttp
 import orjson
+import pytest
 from factories import audit_tenant
 
 from vaultgraph.api.typedefs import services_key
@@ -114,10 +115,18 @@ async def test_a_create_committed_but_unanswered_is_a_503_made_once_and_audited_
         await proxy.down()
 
 
-async def test_an_update_whose_commit_answer_was_lost_is_not_run_again(serve, tenant, settings):
-    """An update is a managed transaction (lock, read, write, commit): the driver retries such a
-    transaction on a transient error, but not after a COMMIT whose answer was lost — run again,
-    the change and its event would be written twice (the event's id refused as a duplicate)."""
+@pytest.mark.parametrize(("patch", "markers"), [
+    # Its one statement (it writes only a token still as read): the write is its own commit.
+    ({"metadata": {"lost": "answer"}}, (WRITE,)),
+    # An update that must look for a duplicate runs under the token's lock, as a managed
+    # transaction (lock, read, write, commit).
+    ({"metadata": {"lost": "answer"}, "deduplicate_token": True}, (WRITE, COMMIT)),
+], ids=["statement", "transaction"])
+async def test_an_update_whose_commit_answer_was_lost_is_not_run_again(
+        serve, tenant, settings, patch, markers):
+    """The driver retries a managed transaction on a transient error, and the service a
+    statement, but neither after a commit whose answer was lost: run again, the change and
+    its event would be written twice (the event's place refused as taken)."""
     proxy = LossyProxy(*neo4j_address(settings))
     await proxy.up()
     try:
@@ -128,17 +137,16 @@ async def test_an_update_whose_commit_answer_was_lost_is_not_run_again(serve, te
             async with http.post("/tokens", json=CARD, headers=key) as resp:
                 assert resp.status == 201
                 token = await resp.json()
-            proxy.arm(WRITE, COMMIT)
-            async with http.patch(f"/tokens/{token['id']}",
-                                  data=orjson.dumps({"metadata": {"lost": "answer"}}),
+            proxy.arm(*markers)
+            async with http.patch(f"/tokens/{token['id']}", data=orjson.dumps(patch),
                                   headers={**key, "Content-Type": "application/merge-patch+json"}
                                   ) as resp:
                 assert resp.status == 503, await resp.text()
         assert proxy.cut.is_set()
         [row] = await stored(served, "MATCH (t:Token {tenant_id: $t, id: $id}) "
-                                     "RETURN t.modified_at IS NOT NULL AS changed",
+                                     "RETURN t.metadata AS metadata",
                              t=tenant.tenant_id, id=token["id"])
-        assert row["changed"]
+        assert orjson.loads(row["metadata"]) == {"lost": "answer"}
         assert await events(served, tenant.tenant_id, "PATCH /tokens/{id}") == [
             {"outcome": "unavailable", "status": 503, "pending": False, "chained": True}]
         assert await own_chain_verifies(served)
