@@ -1,7 +1,7 @@
 """What each workload's statements cost inside Neo4j, whatever the machine's load: the bare
 side's statements run under PROFILE, and their database hits, rows and costliest operators are
-summed per request (`BENCH_PLANS=1`). Statements run inside a managed transaction (update's)
-are not profiled."""
+summed per request (`BENCH_PLANS=1`). Statements run inside a managed transaction (an update's
+under the token's lock, when its token changed after it was read) are not profiled."""
 
 from __future__ import annotations
 

@@ -20,7 +20,12 @@ from neo4j import AsyncDriver
 
 from vaultgraph.audit import context as audit_context
 from vaultgraph.catalog import Catalog
-from vaultgraph.repository.audit_prefix import audited_params, audited_text, is_placed
+from vaultgraph.repository.audit_prefix import (
+    audited_params,
+    audited_text,
+    creates_with_change,
+    is_placed,
+)
 from vaultgraph.repository.database import (
     NO_BOOKMARKS,
     Transaction,
@@ -213,7 +218,7 @@ class BareDriver:
             raise
         if not idle.give(s):
             await s.close()
-        if event is not None:
+        if event is not None and (records or not creates_with_change(ctx.catalog.text(name))):
             audit_context.written()
         return records
 

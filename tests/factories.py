@@ -25,6 +25,7 @@ from vaultgraph.auth.apikeys import HEADER
 from vaultgraph.auth.permissions import TOKEN_PERMISSIONS
 from vaultgraph.neo4j_local import LocalNeo4j
 from vaultgraph.repository.audit import MAC_END, event_of, stored_form
+from vaultgraph.repository.audit_prefix import AUDIT_HERE
 from vaultgraph.repository.records import at_number
 from vaultgraph.settings import Settings
 
@@ -77,7 +78,9 @@ async def blocked_behind(app, held: Sequence[tuple[str, dict[str, Any]]],
     chance: the request read its nodes before the other write committed, and takes their locks
     after it. A request that never blocks fails the test (it would prove nothing)."""
     db = database(app)
-    text = db.catalog.text(statement)
+    # The statement as sent holds its text, or (its audit prefix placed inside it) the text
+    # up to where the prefix goes.
+    text = db.catalog.text(statement).partition(AUDIT_HERE)[0]
     async with db.driver.session(database=db.database) as session:
         tx = await session.begin_transaction()
         task: asyncio.Future[T] | None = None

@@ -51,6 +51,7 @@ OTHER_METHOD = "OTHER"
 UNMATCHED_ROUTE = "unmatched"  # no route matched: the concrete path may hold ids, so never it
 NEO4J_ERROR_KINDS = ("unavailable", "transient", "constraint", "database", "driver")
 NEO4J_RETRY_KINDS = ("statement", "transaction")
+UPDATE_LOCKED_REASONS = ("changed", "dedup", "not_found")  # TOKEN_UPDATES_LOCKED
 SWEEP_OUTCOMES = ("ok", "error")
 RATE_LIMITS = ("application", "client_address")
 # Webhook attempts: 2xx, another status, a redirect (never followed), no answer in time, no
@@ -76,6 +77,10 @@ NEO4J_ERRORS = Counter("vaultgraph_neo4j_errors", "Neo4j failures that reached t
 NEO4J_RETRIES = Counter("vaultgraph_neo4j_retries", "Retries after a transient Neo4j error: "
                         "an auto-commit statement retried by the service, or a managed "
                         "transaction retried by the driver.", ["kind"])
+TOKEN_UPDATES_LOCKED = Counter("vaultgraph_token_updates_locked", "Token updates written "
+                               "under the token's lock, by why: changed (the token changed or "
+                               "went after the update read it), dedup (it may look for a "
+                               "duplicate), not_found (its read found no token).", ["reason"])
 NEO4J_SESSIONS_IN_USE = Gauge("vaultgraph_neo4j_sessions_in_use", "Driver sessions running a "
                               "statement or transaction now; each holds one pooled connection.",
                               multiprocess_mode="livesum")

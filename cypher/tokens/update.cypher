@@ -11,11 +11,14 @@
 // (a create, an update) encrypts its data again under a new nonce, and every other writer
 // (a delete, a dedup merge, the expiry sweep) retires the token. No row: the token changed,
 // went or expired meanwhile, and the update runs again under the lock.
+// Inside a request the audit prefix is sent where the line below says, not in front: only a
+// statement that writes the token stores the request's event (and none that found it changed).
 MATCH (t:Token {tenant_id: $tenant_id, id: $id})
 WHERE @visible(t)
 SET t._lock = true
 REMOVE t._lock
 WITH t WHERE t:Token AND @visible(t) AND t.data_ct = $read_data_ct
+// The audit prefix goes here (repository/audit_prefix.py AUDIT_HERE).
 WITH t, t.fingerprint AS was
 SET t += $props, t.modified_at = datetime(), t.expires_at = datetime($expires_at)
 WITH t, was

@@ -32,6 +32,7 @@ ALLOWED = {
     "kind": set(metrics.NEO4J_ERROR_KINDS) | set(metrics.NEO4J_RETRY_KINDS),
     "outcome": set(metrics.SWEEP_OUTCOMES) | set(metrics.WEBHOOK_OUTCOMES),
     "limit": set(metrics.RATE_LIMITS),
+    "reason": set(metrics.UPDATE_LOCKED_REASONS),
     "le": re.compile(r"^(\+Inf|\d+(\.\d+)?(e[+-]?\d+)?)$"),
     "version": re.compile(r"^[\w.+-]+$"),
     "python": re.compile(r"^\d+\.\d+\.\d+\w*$"),

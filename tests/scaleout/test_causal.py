@@ -157,8 +157,10 @@ async def test_a_managed_transaction_is_chained_too(recorded):
     resp = await client.post("/tokens", json={"type": "token", "data": "a"}, headers=headers)
     token = await resp.json()
     before, asked = recorder.latest, recorder.asked
-    # A PATCH locks the token and updates it in one managed transaction.
-    resp = await client.patch(f"/tokens/{token['id']}", data=b'{"data": "b"}',
+    # A PATCH that turns dedup on locks the token and updates it in one managed transaction
+    # (any other is read, then written by one statement).
+    resp = await client.patch(f"/tokens/{token['id']}",
+                              data=b'{"data": "b", "deduplicate_token": true}',
                               headers={**headers, "Content-Type": "application/merge-patch+json"})
     assert resp.status == 200, await resp.text()
     assert recorder.asked > asked

@@ -1,6 +1,7 @@
 """What a request's audit note does with a second write: an update whose first write, sent
 without the token's lock, found the token changed is written again under the lock, in the same
-request (services/tokens.py `update`)."""
+request (services/tokens.py `update`); and where a write's statement creates the event
+(repository/audit_prefix.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,14 @@ from types import SimpleNamespace
 import pytest
 
 from vaultgraph.audit import context as audit_context
+from vaultgraph.catalog import Catalog
+from vaultgraph.repository.audit_prefix import (
+    AUDIT_HERE,
+    AUDIT_PREFIX,
+    PLACED_PREFIX,
+    audited_text,
+    creates_with_change,
+)
 
 
 class Placer:
@@ -37,21 +46,14 @@ def note():
     audit_context.current.reset(token)
 
 
-def test_a_write_after_the_event_committed_sends_none(note):
+def test_a_second_write_sends_the_same_place(note):
+    # An update whose first write found its token changed stored nothing (its prefix comes
+    # after the check): its write under the lock sends the event at the place it was given.
     audit_context.expect(200, "mask")
     first = audit_context.write_event()
     assert first is not None and first["seq"] == 1
-    audit_context.written()
-    assert audit_context.write_event() is None
-    assert note.placer.placed == [first]  # no second place taken
-
-
-def test_a_write_whose_commit_is_unknown_sends_the_same_place_again(note):
-    # Not committed as far as the request knows: a second statement sends the same place,
-    # which Neo4j refuses if the first did commit.
-    audit_context.expect(200, "mask")
-    first = audit_context.write_event()
     assert audit_context.write_event() is first
+    assert note.placer.placed == [first]  # no second place taken
 
 
 def test_once_placed_the_declared_event_stands(note):
@@ -74,3 +76,21 @@ def test_before_any_write_a_declaration_may_change(note):
     audit_context.expect(200, "mask")
     audit_context.expect(200, "redact")
     assert note.expected["transform"] == "redact"
+
+
+def test_the_prefix_goes_in_front_unless_the_statement_says_where():
+    assert audited_text("MATCH (t) RETURN t") == AUDIT_PREFIX + "MATCH (t) RETURN t"
+    text = f"MATCH (t) WITH t WHERE t.x = 1\n{AUDIT_HERE}\nSET t.y = 2"
+    assert audited_text(text) == "MATCH (t) WITH t WHERE t.x = 1\n" + AUDIT_PREFIX + "SET t.y = 2"
+    assert audited_text(text, placed=True) == (
+        "MATCH (t) WITH t WHERE t.x = 1\n" + PLACED_PREFIX + "SET t.y = 2")
+    assert creates_with_change(text) and not creates_with_change("MATCH (t) RETURN t")
+
+
+def test_only_the_update_creates_its_event_with_its_change():
+    catalog = Catalog.load()
+    assert [n for n in catalog.names() if creates_with_change(catalog.text(n))] == [
+        "tokens/update"]
+    audited = audited_text(catalog.text("tokens/update"))
+    check = audited.index("t.data_ct = $read_data_ct")
+    assert check < audited.index("CREATE (audit_event:AuditEvent") < audited.index("SET t +=")

@@ -173,11 +173,9 @@ def write_event() -> dict[str, Any] | None:
     (`expect`) signed at its place, when the request declared one and the writer gives a place
     (its `kind` then says so); otherwise the skeleton, stored pending, as it is stored
     (`stored_skeleton`). The caller sends it: from here on the event may be stored
-    (`AuditNote.stored`, `AuditNote.placed`). None too once a write committed the event
-    (`written`): a later write of the same request sends none (an update whose first write
-    found its token changed, and that is written again under its lock)."""
+    (`AuditNote.stored`, `AuditNote.placed`)."""
     note = current.get()
-    if note is None or note.principal is None or note.persisted:
+    if note is None or note.principal is None:
         return None
     note.written_tokens = list(note.token_ids)
     if note.placed is not None:  # a second write sends the same place, which is refused

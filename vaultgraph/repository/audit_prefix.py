@@ -55,8 +55,23 @@ def is_placed(event: dict[str, Any]) -> bool:
     return event.get("kind") == WRITE
 
 
+# A statement whose text holds this line creates the request's event there, not in front: after
+# the clauses that decide whether it changes anything, so a statement that changes nothing (no
+# row reaches the line) stores no event, and the request's event goes with its next write
+# (cypher/tokens/update, which writes only a token still as its update read it).
+AUDIT_HERE = "// The audit prefix goes here (repository/audit_prefix.py AUDIT_HERE)."
+
+
 def audited_text(text: str, placed: bool = False) -> str:
-    return (PLACED_PREFIX if placed else AUDIT_PREFIX) + text
+    prefix = PLACED_PREFIX if placed else AUDIT_PREFIX
+    head, here, tail = text.partition(AUDIT_HERE + "\n")
+    return head + prefix + tail if here else prefix + text
+
+
+def creates_with_change(text: str) -> bool:
+    """Whether a statement creates its request's event only when a row reaches `AUDIT_HERE`: it
+    stored the event if and only if it returned a row."""
+    return AUDIT_HERE + "\n" in text
 
 
 def audited_params(params: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:

@@ -50,7 +50,7 @@ from .. import metrics
 from ..audit import context as audit_context
 from ..catalog import Catalog
 from ..deadline import deadline, spending
-from .audit_prefix import audited_params, audited_text, is_placed
+from .audit_prefix import audited_params, audited_text, creates_with_change, is_placed
 from .neo4j_errors import map_errors, timed_out
 
 log = logging.getLogger(__name__)
@@ -148,6 +148,9 @@ class Database:
         self._idle = kept_sessions(self.bookmarks)
         self._audited_queries: dict[str, neo4j.Query] = {}
         self._placed_queries: dict[str, neo4j.Query] = {}
+        self._events_with_change = frozenset(
+            name for name in (catalog.names() if catalog is not None else ())
+            if creates_with_change(catalog.text(name)))
         self._after_write: list[Callable[[str, dict[str, Any]], None]] = []
 
     def after_write(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
@@ -210,7 +213,10 @@ class Database:
             records = await self._statement(name, audited_params(params, event),
                                             neo4j.WRITE_ACCESS,
                                             query=self._audited(name, is_placed(event)))
-            self.written(name, params)
+            # A statement that creates its event only with its change stored none if it
+            # changed nothing: the request's next write sends it (`creates_with_change`).
+            self.written(name, params,
+                         audited=bool(records) or name not in self._events_with_change)
         return records
 
     def written(self, name: str, params: dict[str, Any], audited: bool = True) -> None:

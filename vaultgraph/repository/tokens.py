@@ -44,8 +44,13 @@ class NewToken:
 
 class Contended(Exception):
     """An update written without the token's lock could not be: the token is no longer as it
-    was read (changed, deleted, expired or merged meanwhile), or the update must look for a
-    duplicate, which only its lock makes safe. Run it again under the lock."""
+    was read (changed, deleted, expired or merged meanwhile), or the update may look for a
+    duplicate, which only its lock makes safe. Run it again under the lock. `reason`: why
+    (`changed`, `dedup`, `not_found`), for the metric."""
+
+    def __init__(self, reason: str = "changed"):
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,17 +191,16 @@ class UnlockedUpdate:
     async def find_duplicate(self, *, tenant_id: str, id: str, type: str,
                              fingerprint: str) -> StoredToken | None:
         """A duplicate is looked for, and merged, under the dedup lock, in one transaction."""
-        raise Contended()
+        raise Contended("dedup")
 
     async def merge_into(self, *, tenant_id: str, id: str, into: str, actor: str) -> None:
-        raise Contended()  # never reached: `find_duplicate` found nothing to merge into
+        raise Contended("dedup")  # never reached: `find_duplicate` raised first
 
     async def update(self, *, tenant_id: str, id: str, prefixes: list[str], read: StoredToken,
                      props: dict[str, Any], expires_at: datetime | None, meta_kvs: list[str],
                      index_digests: list[str]) -> StoredToken:
-        """Write the token if it is still as `read`: otherwise raise `Contended`. (The statement
-        commits the request's audit event either way: a second write of the request sends
-        none, `audit/context.py` `write_event`.)"""
+        """Write the token if it is still as `read`: otherwise raise `Contended`, nothing
+        written (the request's audit event neither: its next write sends it)."""
         records = await self._db.write(
             "tokens/update", **_update_params(tenant_id, id, prefixes, read, props, expires_at,
                                               meta_kvs, index_digests))
@@ -244,9 +248,10 @@ class TokenUnitOfWork:
 
     async def update(self, *, tenant_id: str, id: str, prefixes: list[str], read: StoredToken,
                      props: dict[str, Any], expires_at: datetime | None, meta_kvs: list[str],
-                     index_digests: list[str]) -> StoredToken:
-        """Write the token locked as `read` (`lock`)."""
+                     index_digests: list[str]) -> StoredToken | None:
+        """Write the token locked as `read` (`lock`); None when it expired since it was
+        locked (the statement checks again), nothing written."""
         records = await self._tx.run(
             "tokens/update", **_update_params(tenant_id, id, prefixes, read, props, expires_at,
                                               meta_kvs, index_digests))
-        return _token(records[0])
+        return _token(records[0]) if records else None

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from .. import metrics
 from ..audit.context import expect, note_shown, note_tokens
 from ..auth.permissions import TOKEN_CREATE, TOKEN_DELETE, TOKEN_READ, TOKEN_UPDATE
 from ..auth.principal import Principal
@@ -426,14 +427,16 @@ class TokenService:
         # out, its expressions rendered; two round trips, not three.
         node = await self.repo.get(tenant_id=principal.tenant_id, id=token_id,
                                    prefixes=prefixes)
-        if node is None:
-            raise NotFound(NOT_FOUND)
         try:
+            if node is None:  # decided under the lock, where reads are the leader's own
+                raise Contended("not_found")
             answer = await self._apply_update(self.repo.unlocked(), principal, prefixes, node,
                                               patch)
-        except Contended:
-            # The token changed meanwhile, or the update must look for a duplicate: again,
+        except Contended as contended:
+            # The token changed meanwhile, or the update may look for a duplicate: again,
             # under the token's lock, as if it had come after whatever changed it.
+            metrics.TOKEN_UPDATES_LOCKED.labels(contended.reason).inc()
+
             async def work(uow: TokenUnitOfWork) -> Shown | Summary:
                 node = await uow.lock(tenant_id=principal.tenant_id, id=token_id,
                                       prefixes=prefixes)
@@ -479,6 +482,12 @@ class TokenService:
         if merged["data"] is None:
             raise invalid("data", "may not be removed")
         draft = self._draft(merged, token_type=get_type(node.type))
+        if draft.deduplicate and isinstance(uow, UnlockedUpdate) and (
+                not node.deduplicate_token or "data" in patch
+                or "fingerprint_expression" in patch):
+            # It may look for a duplicate (dedup turned on, or a new fingerprint): under the
+            # dedup lock, in the token's transaction. Gone there before anything is rendered.
+            raise Contended("dedup")
         if "expires_at" not in patch and node.expires_at is not None:
             draft.expires_at = node.expires_at
         moved = set(draft.containers) ^ set(node.containers)
@@ -517,6 +526,8 @@ class TokenService:
             tenant_id=principal.tenant_id, id=node.id, prefixes=prefixes, read=node,
             props=props, expires_at=draft.expires_at, meta_kvs=meta_kvs(draft.metadata),
             index_digests=digests)
+        if updated is None:  # expired while the update was worked out under its lock
+            raise NotFound(NOT_FOUND)
         if match is not None and match_transform(principal, match.containers) is None:
             # A duplicate the caller cannot read: updated, not merged, and answered with the
             # same cut-down summary as on create (a duplicate's contents stay hidden from a caller

@@ -577,7 +577,7 @@ async def test_a_tokenize_s_event_is_stored_once_at_its_place_unless_an_item_may
 
 async def test_an_update_a_delete_and_an_unlink_store_their_events_once_at_their_places(
         client, admin_headers):
-    """Each declares how it ends (an update after reading the token under its lock: 200,
+    """Each declares how it ends (an update after reading the token: 200,
     shown under its transform; a delete and an unlink 204): its change's statement stores the
     event complete at its place. One that ends otherwise (a 404 delete) has it written again
     there; an update of no token sent no change, and its event is created by a batch; a link,
@@ -622,9 +622,10 @@ async def test_an_update_a_delete_and_an_unlink_store_their_events_once_at_their
 async def test_an_update_written_again_under_its_lock_stores_its_event_once(
         client, admin_headers, tenant):
     """An update's first write, without the token's lock, finds the token changed meanwhile
-    (here updated, then deleted): that statement committed the request's event at its place,
-    and the update runs again under the lock, its write sending no second event. One event a
-    request, as the request ended: 200 as declared, or a 404 written again at its place."""
+    (here updated, then deleted): that statement writes nothing, its request's event neither
+    (the prefix comes after the check, AUDIT_HERE), and the update runs again under the lock,
+    where its write stores the event at the same place. One event a request, as the request
+    ended: 200 as declared, or a 404 written at its place as the request ends."""
     headers = {**admin_headers, "Content-Type": "application/merge-patch+json"}
     ids = []
     for _ in range(2):

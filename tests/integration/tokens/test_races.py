@@ -8,7 +8,13 @@ state."""
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime, timedelta
+
 from factories import blocked_behind, held_delete
+from prometheus_client import REGISTRY
+
+from vaultgraph.api.typedefs import services_key
 
 from ._support import VISA, card, cypher
 
@@ -99,6 +105,12 @@ async def properties(client, tenant_id: str, token_id: str) -> dict:
     return row["p"]
 
 
+def locked(reason: str) -> float:
+    """Updates written under the token's lock so far, for `reason`."""
+    return REGISTRY.get_sample_value("vaultgraph_token_updates_locked_total",
+                                     {"reason": reason}) or 0.0
+
+
 async def test_a_patch_of_a_token_updated_meanwhile_keeps_that_update(api, client, tenant):
     # The patch reads the token, then a concurrent update commits before the patch's write:
     # the write finds the token no longer as read, and the patch runs again on what that
@@ -114,6 +126,7 @@ async def test_a_patch_of_a_token_updated_meanwhile_keeps_that_update(api, clien
     ids = {"tenant_id": tenant.tenant_id, "id": created["id"]}
     await cypher(client, replace, **ids, props=before)
     assert (await api.get(created["id"]))["data"] == {"a": 1}
+    changed = locked("changed")
     answer = await blocked_behind(
         client.server.app, [(replace, {**ids, "props": after})],
         api.patch(created["id"], {"metadata": {"k": "v"}}), statement="tokens/update")
@@ -121,6 +134,40 @@ async def test_a_patch_of_a_token_updated_meanwhile_keeps_that_update(api, clien
     got = await api.get(created["id"])
     assert (got["data"], got["metadata"]) == ({"a": 1, "b": 2}, {"k": "v"})
     assert await api.ids([("metadata.k", "v")]) == [created["id"]]
+    assert locked("changed") == changed + 1
+
+
+async def test_a_token_that_expires_while_its_update_is_worked_out_under_the_lock_is_404(
+        api, client, tenant, monkeypatch):
+    # Under its lock, an update's write checks again that the token is live: one that expired
+    # while the update was worked out (its expressions rendered) is not written, and the patch
+    # is a 404 (once a 500: the write's empty answer was taken for a row). A patch that turns
+    # dedup on goes to the lock before anything is rendered: rendered once, under it.
+    expires = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
+    created = await api.create({"type": "token", "data": 1, "expires_at": expires})
+    renderer = client.server.app[services_key].tokens.renderer
+    real, renders = renderer.run_where, []
+
+    async def slow(*args, **kwargs):
+        renders.append(args)
+        await asyncio.sleep(2.5)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(renderer, "run_where", slow)
+    dedup = locked("dedup")
+    await api.patch(created["id"], {"deduplicate_token": True}, expect=404)
+    assert len(renders) == 1
+    assert locked("dedup") == dedup + 1
+    [row] = await cypher(client, "MATCH (t:Token {tenant_id: $t, id: $id}) "
+                                 "RETURN t.deduplicate_token AS dedup", t=tenant.tenant_id,
+                         id=created["id"])
+    assert not row["dedup"]
+
+
+async def test_a_patch_of_no_token_is_decided_under_the_lock(api):
+    not_found = locked("not_found")
+    await api.patch("no-such-token", {"data": 2}, expect=404)
+    assert locked("not_found") == not_found + 1
 
 
 async def test_a_delete_racing_a_dedup_merge_keeps_merged_into_and_is_404(api, client, tenant):
