@@ -49,7 +49,7 @@ from vaultgraph.repository.audit import (
     created_parts,
     linked_parts,
 )
-from vaultgraph.repository.audit_prefix import AUDIT_PREFIX, audited_params
+from vaultgraph.repository.audit_prefix import AUDIT_PREFIX, audited_params, with_prefix
 from vaultgraph.repository.records import at_number
 
 FORMS = ("once", "ahead", "intent")
@@ -131,7 +131,7 @@ class Form:
             await ctx.audit.record({**note.skeleton(), AHEAD: event}, ARRIVAL.get())
             return text, params
         raw = os.urandom(32)
-        return _ONCE_PREFIX + text, {
+        return with_prefix(_ONCE_PREFIX, text), {
             **audited_params(params, event), "audit_chain": _CHAIN,
             "audit_seq": next(self._seq), "audit_mac": raw[:16], "audit_mac_end": raw[16:]}
 

@@ -11,8 +11,9 @@
 // (a create, an update) encrypts its data again under a new nonce, and every other writer
 // (a delete, a dedup merge, the expiry sweep) retires the token. No row: the token changed,
 // went or expired meanwhile, and the update runs again under the lock.
-// Inside a request the audit prefix is sent where the line below says, not in front: only a
-// statement that writes the token stores the request's event (and none that found it changed).
+// Inside a request the audit prefix is sent where the AUDIT_HERE line below says, not in front:
+// only a statement that writes the token stores the request's event (none that found it
+// changed). Nothing after that line may drop the row.
 MATCH (t:Token {tenant_id: $tenant_id, id: $id})
 WHERE @visible(t)
 SET t._lock = true

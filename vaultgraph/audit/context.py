@@ -178,7 +178,7 @@ def write_event() -> dict[str, Any] | None:
     if note is None or note.principal is None:
         return None
     note.written_tokens = list(note.token_ids)
-    if note.placed is not None:  # a second write sends the same place, which is refused
+    if note.placed is not None:  # a second write sends the same place, refused if stored
         return note.placed
     if note.expected is not None and note.placer is not None:
         note.placed = note.placer.place(note.expected)

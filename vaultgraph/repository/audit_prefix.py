@@ -1,9 +1,10 @@
 """The audit prefix: what `Database.write` (and the first statement of `Database.transaction` that
-may change data) adds in front of every write statement sent inside a request, so the request's
-audit event is created in the write's own transaction. A catalog statement's text does not show
-it; the statement Neo4j receives (and plans, and lists in SHOW TRANSACTIONS) is `AUDIT_PREFIX`
-followed by that text, with the prefix's parameters (`audited_params`) added to the statement's
-own. docs/architecture.md, "The audit prefix"."""
+may change data) adds to every write statement sent inside a request, so the request's audit
+event is created in the write's own transaction: in front of the statement, or where its
+`AUDIT_HERE` line says. A catalog statement's text does not show it; the statement Neo4j
+receives (and plans, and lists in SHOW TRANSACTIONS) is that text with `AUDIT_PREFIX` added so,
+and the prefix's parameters (`audited_params`) added to the statement's own.
+docs/architecture.md, "The audit prefix"."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from ..audit.event import WRITE
 from .audit_form import placed_parts
 from .records import at_number
 
-# A write's audit event is created by the write's own statement: this unit subquery runs first,
-# once, and commits or rolls back with the change. The event is completed and linked into its
+# A write's audit event is created by the write's own statement: this unit subquery runs first
+# (or where the statement's AUDIT_HERE line is, once for the row that reaches it), once, and
+# commits or rolls back with the change. The event is completed and linked into its
 # chain by the audit writer (services/audit_writer.py) when the request's outcome is known. Its `at`
 # arrives apart from the rest, as the integer it is stored as (microseconds since 1970,
 # repository/audit.py `at_number`, docs/adr/0028), and is stored once. The event is created with
@@ -63,7 +65,12 @@ AUDIT_HERE = "// The audit prefix goes here (repository/audit_prefix.py AUDIT_HE
 
 
 def audited_text(text: str, placed: bool = False) -> str:
-    prefix = PLACED_PREFIX if placed else AUDIT_PREFIX
+    return with_prefix(PLACED_PREFIX if placed else AUDIT_PREFIX, text)
+
+
+def with_prefix(prefix: str, text: str) -> str:
+    """`text` with `prefix` where its `AUDIT_HERE` line is, or in front. Nothing after that
+    line may drop a row (only unit subqueries, FOREACH, WITH and RETURN of the row)."""
     head, here, tail = text.partition(AUDIT_HERE + "\n")
     return head + prefix + tail if here else prefix + text
 

@@ -153,6 +153,13 @@ class Database:
             if creates_with_change(catalog.text(name)))
         self._after_write: list[Callable[[str, dict[str, Any]], None]] = []
 
+    @property
+    def reads_may_lag(self) -> bool:
+        """Whether a read may miss a write made through another replica: reads go to any
+        member of a cluster (not on Community, a single server, nor with reads routed to the
+        leader)."""
+        return self.read_access == neo4j.READ_ACCESS and self.bookmarks is not None
+
     def after_write(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
         """Call `listener(name, params)` for each statement of `write` or `transaction` once it
         has committed (the webhook sender is woken so: it sends the change's event at once)."""
@@ -452,7 +459,7 @@ class Transaction:
 
     async def run(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         self.ran.append((name, params))
-        text = self._catalog.text(name)
+        text = own = self._catalog.text(name)
         if self._due and name not in READ_UNDER_LOCK:
             self._due = False
             self.event = audit_context.write_event()
@@ -460,7 +467,12 @@ class Transaction:
                 text, params = (audited_text(text, is_placed(self.event)),
                                 audited_params(params, self.event))
         result = await self._tx.run(text, params)
-        return [record async for record in result]
+        records = [record async for record in result]
+        if not records and text is not own and creates_with_change(own):
+            # It carried the event and stored none (no row reached the prefix): the request's
+            # next change sends it, and none is counted written at the commit.
+            self.event, self._due = None, True
+        return records
 
 
 class _NoBookmarks(neo4j.api.AsyncBookmarkManager):

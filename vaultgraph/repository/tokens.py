@@ -173,6 +173,11 @@ class TokenRepository:
         """Run `work` in one write transaction (retried whole on transient errors)."""
         return await self._db.transaction(lambda tx: work(TokenUnitOfWork(tx)))
 
+    @property
+    def reads_may_lag(self) -> bool:
+        """Whether a read may miss a write made through another replica (`Database`)."""
+        return self._db.reads_may_lag
+
     def unlocked(self) -> UnlockedUpdate:
         """The writes of an update of a token read without its lock (`get`)."""
         return UnlockedUpdate(self._db)

@@ -427,8 +427,10 @@ class TokenService:
         # out, its expressions rendered; two round trips, not three.
         node = await self.repo.get(tenant_id=principal.tenant_id, id=token_id,
                                    prefixes=prefixes)
+        if node is None and not self.repo.reads_may_lag:
+            raise NotFound(NOT_FOUND)
         try:
-            if node is None:  # decided under the lock, where reads are the leader's own
+            if node is None:  # a replica's read may lag: decided under the lock, on the leader
                 raise Contended("not_found")
             answer = await self._apply_update(self.repo.unlocked(), principal, prefixes, node,
                                               patch)
@@ -484,9 +486,12 @@ class TokenService:
         draft = self._draft(merged, token_type=get_type(node.type))
         if draft.deduplicate and isinstance(uow, UnlockedUpdate) and (
                 not node.deduplicate_token or "data" in patch
-                or "fingerprint_expression" in patch):
-            # It may look for a duplicate (dedup turned on, or a new fingerprint): under the
-            # dedup lock, in the token's transaction. Gone there before anything is rendered.
+                or "fingerprint_expression" in patch
+                or ("metadata" in patch and not draft.fingerprints_by_its_type())):
+            # It may look for a duplicate (dedup turned on, or a fingerprint that may change: a
+            # type's own expression reads the data alone, a caller's may read the metadata
+            # too): under the dedup lock, in the token's transaction, before anything is
+            # rendered.
             raise Contended("dedup")
         if "expires_at" not in patch and node.expires_at is not None:
             draft.expires_at = node.expires_at
