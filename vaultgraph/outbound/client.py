@@ -13,6 +13,7 @@ from aiohttp.resolver import ThreadedResolver
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+from ..deadline import timeout_at
 from .policy import AddressPolicy, ip_literal
 
 
@@ -167,7 +168,7 @@ class OutboundClient:
             raise RequestTooLarge()
         session = await self._open()
         try:
-            async with asyncio.timeout(time_limit):
+            async with timeout_at(asyncio.get_running_loop().time() + time_limit):
                 async with session.request(
                         method, target, headers=CIMultiDict(headers or {}), data=body,
                         allow_redirects=False, max_redirects=0,

@@ -58,7 +58,7 @@ from neo4j.exceptions import ClientError
 
 from .. import metrics
 from ..audit import context as audit_context
-from ..deadline import spending
+from ..deadline import spending, timeout_at
 from ..errors import UniquenessViolation
 from .audit_form import placed_parts
 from .audit_prefix import is_placed
@@ -123,7 +123,7 @@ class _Lanes:
         self._waiting.append(waiting)
         try:
             with spending():
-                async with asyncio.timeout_at(waiting.until):
+                async with timeout_at(waiting.until):
                     return await future
         except TimeoutError:
             if not _answered(future):

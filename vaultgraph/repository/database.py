@@ -49,7 +49,7 @@ from neo4j.exceptions import ClientError, ServiceUnavailable, TransientError
 from .. import metrics
 from ..audit import context as audit_context
 from ..catalog import Catalog
-from ..deadline import deadline, spending
+from ..deadline import deadline, spending, timeout_at
 from .audit_prefix import audited_params, audited_text, creates_with_change, is_placed
 from .neo4j_errors import map_errors, timed_out
 
@@ -285,7 +285,7 @@ class Database:
             async with map_errors():
                 while True:
                     try:
-                        async with asyncio.timeout_at(until):
+                        async with timeout_at(until):
                             idle, manager = self._idle[mode], self.bookmarks
                             if idle.manager is not manager:  # learnt or set since
                                 await idle.close(manager)
@@ -338,7 +338,7 @@ class Database:
         until = self._deadline()
         try:
             with spending(), _in_use():
-                async with asyncio.timeout_at(until), map_errors():
+                async with timeout_at(until), map_errors():
                     # A kept session, as a statement takes one (`_statement`), given back
                     # once its transaction has ended and never after a failure.
                     idle, manager = self._idle[neo4j.WRITE_ACCESS], self.bookmarks
@@ -411,7 +411,7 @@ class Database:
         """One cheap auto-commit read on a pooled connection (opening one if none is free)."""
         try:
             with _in_use():
-                async with (asyncio.timeout_at(self._deadline()), map_errors(),
+                async with (timeout_at(self._deadline()), map_errors(),
                             self.session(self.read_access) as session):
                     result = await session.run(self.catalog["health/ping"])
                     await result.consume()

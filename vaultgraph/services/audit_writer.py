@@ -42,6 +42,7 @@ from .. import metrics
 from ..audit.chain import sign
 from ..audit.event import BLOCK, WRITE, outcome_of
 from ..crypto import KeyRing
+from ..deadline import timeout_at
 from ..errors import TimedOut, Unavailable, UniquenessViolation
 from ..repository.audit import AuditRepository
 
@@ -215,7 +216,7 @@ class AuditWriter:
             await future
             return
         try:
-            async with asyncio.timeout(max(within, 0.0)):
+            async with timeout_at(asyncio.get_running_loop().time() + max(within, 0.0)):
                 await future
         except TimeoutError:
             raise TimedOut("The audit trail was not written in time; try again shortly.",
@@ -413,7 +414,7 @@ class AuditWriter:
                 return
             self._company.clear()
             try:
-                async with asyncio.timeout(left):
+                async with timeout_at(until):
                     await self._company.wait()
             except TimeoutError:
                 return
