@@ -71,7 +71,7 @@ class timeout_at:
     cancelled at `when` and `TimeoutError` raised from it, and a cancellation from anywhere
     else stays a `CancelledError`, as asyncio's. Every statement and every wait for a batch
     enters one, and asyncio's arms and cancels a timer of its own each time (under uvloop a
-    libuv timer made, started, stopped and closed: 4.4 µs a block, by `timeit`). Here a block
+    libuv timer made, started, stopped and closed: about 4 µs a block, by `timeit`). Here a block
     only joins its loop's set of deadlines: the loop's one timer is armed at the earliest of
     them, re-armed only for a block due earlier, and when it fires it cancels the blocks past
     their deadline and waits for the earliest left. Deadlines are a request's budget ahead,
