@@ -115,10 +115,6 @@ class _SharedTimer:
 
     __slots__ = ("_armed_at", "_handle", "blocks", "loop")
 
-    # A loop may fire a timer up to its clock's resolution early (uvloop's is a millisecond):
-    # a block due within it is expired by that firing, as asyncio's timeouts would be.
-    EARLY = 0.001
-
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.blocks: set[timeout_at] = set()
@@ -140,7 +136,9 @@ class _SharedTimer:
         self._handle = None
         if not self.blocks:
             return
-        due_by = self.loop.time() + self.EARLY
+        # The block it was armed for is due even if the loop fired a little early (uvloop
+        # rounds to its millisecond clock); no other block is expired before its deadline.
+        due_by = max(self.loop.time(), self._armed_at)
         due = [block for block in self.blocks if block.when <= due_by]
         for block in due:
             self.blocks.discard(block)

@@ -414,7 +414,9 @@ class AuditWriter:
                 return
             self._company.clear()
             try:
-                async with timeout_at(until):
+                # A window of milliseconds, not a budget: its own timer, so the shared one
+                # is not re-armed for each batch (deadline.timeout_at).
+                async with asyncio.timeout_at(until):
                     await self._company.wait()
             except TimeoutError:
                 return
